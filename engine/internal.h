@@ -1,0 +1,38 @@
+/* Engine-internal helpers shared by engine/ and backends/: error reporting and logging. */
+#ifndef CN_INTERNAL_H
+#define CN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "clnet.h"
+
+#if defined(__GNUC__)
+#define CN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CN_PRINTF(a, b)
+#endif
+
+/* Record a formatted message for cn_last_error() and return s, so call sites read
+ * `return cn_errorf(CN_ERR_IO, "cannot open %s: %s", path, strerror(errno));` */
+cn_status cn_errorf(cn_status s, const char *fmt, ...) CN_PRINTF(2, 3);
+/* Prefix the current message with context ("loading ckpt.cn: <old message>"). */
+cn_status cn_error_context(cn_status s, const char *fmt, ...) CN_PRINTF(2, 3);
+void cn_clear_error(void);
+
+void cn_log(cn_log_level level, const char *fmt, ...) CN_PRINTF(2, 3);
+int cn_log_enabled(cn_log_level level);
+int cn_log_placement_enabled(void);
+
+#define CN_TRY(expr)                          \
+    do {                                      \
+        cn_status cn_try_s_ = (expr);         \
+        if (cn_try_s_ != CN_OK) return cn_try_s_; \
+    } while (0)
+
+/* Overflow-checked size arithmetic for readers of untrusted files. */
+static inline int cn_mul_overflows(size_t a, size_t b, size_t *out) {
+    return __builtin_mul_overflow(a, b, out);
+}
+
+#endif
