@@ -1,0 +1,45 @@
+/* The checkpoint container (format in docs/CHECKPOINT.md): magic, version, metadata (model
+ * description, optimizer, epoch, step, RNG state), named tensors, CRC-32 checksum.
+ * Written atomically: temporary file in the same directory, fsync, rename, fsync of the
+ * directory, so a crash mid-write never damages the previous checkpoint. */
+#ifndef CN_CHECKPOINT_H
+#define CN_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clnet.h"
+
+#define CN_CKPT_NAME_MAX 64
+
+typedef struct cn_ckpt_tensor {
+    char name[CN_CKPT_NAME_MAX]; /* NUL-terminated, e.g. "conv2d_1.weight", "adam.m.3" */
+    cn_dtype dtype;
+    int ndim;
+    int64_t shape[CN_MAX_DIMS];
+    const void *data; /* host memory, numel * dtype size bytes */
+} cn_ckpt_tensor;
+
+typedef struct cn_ckpt_meta {
+    const char *model_text; /* the model description, NUL-terminated */
+    uint32_t optimizer;     /* cn_optimizer_kind */
+    int32_t epoch;          /* epochs completed */
+    uint64_t step;          /* optimizer steps taken */
+    uint64_t rng_state;     /* shuffling / dropout seed state */
+} cn_ckpt_meta;
+
+cn_status cn_ckpt_save(const char *path, const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors,
+                       int count);
+
+typedef struct cn_ckpt cn_ckpt;
+/* Reads and fully validates (magic, version, bounds of every field against the file size,
+ * checksum) before returning. */
+cn_status cn_ckpt_load(const char *path, cn_ckpt **out);
+cn_status cn_ckpt_parse(const uint8_t *buf, size_t len, const char *origin, cn_ckpt **out);
+const cn_ckpt_meta *cn_ckpt_get_meta(const cn_ckpt *c); /* strings owned by c */
+int cn_ckpt_count(const cn_ckpt *c);
+const cn_ckpt_tensor *cn_ckpt_get(const cn_ckpt *c, int i);
+const cn_ckpt_tensor *cn_ckpt_find(const cn_ckpt *c, const char *name); /* NULL if absent */
+void cn_ckpt_free(cn_ckpt *c);
+
+#endif

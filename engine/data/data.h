@@ -1,0 +1,57 @@
+/* Readers for training data: IDX files (MNIST / Fashion-MNIST, gzip or raw), datasets from a
+ * directory, seeded shuffling and batching, and PGM images for `clnet predict`.
+ * Every reader treats its file as untrusted: magic, dimensions and lengths are validated
+ * against the file's size before anything is allocated. */
+#ifndef CN_DATA_H
+#define CN_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clnet.h"
+
+/* An IDX file of unsigned bytes (type 0x08), 1 to 4 dims. */
+typedef struct cn_idx {
+    int ndim;
+    uint32_t dims[4];
+    uint8_t *data; /* product(dims) bytes, owned */
+    size_t size;
+} cn_idx;
+
+/* Reads path; gzip is detected by its magic bytes, not the name. */
+cn_status cn_idx_read(const char *path, cn_idx *out);
+/* Same validation over a buffer already in memory (raw, not gzip): for tests and fuzzing. */
+cn_status cn_idx_parse(const uint8_t *buf, size_t len, const char *origin, cn_idx *out);
+void cn_idx_free(cn_idx *idx);
+
+typedef struct cn_dataset {
+    int64_t n;          /* images */
+    int h, w, c;        /* c = 1 for (Fashion-)MNIST */
+    float *images;      /* n*h*w*c, NHWC, scaled to [0,1], owned */
+    int32_t *labels;    /* n, owned */
+    int num_classes;    /* max label + 1 */
+} cn_dataset;
+
+/* Loads "<dir>/<split>-images-idx3-ubyte[.gz]" and "<dir>/<split>-labels-idx1-ubyte[.gz]"
+ * with split "train" or "t10k"; limit > 0 keeps only the first limit images. Errors name the
+ * directory and the file names looked for. */
+cn_status cn_dataset_load(const char *dir, const char *split, int64_t limit, cn_dataset *out);
+void cn_dataset_free(cn_dataset *ds);
+
+/* A seeded permutation of [0,n) for epoch `epoch` (Fisher-Yates driven by cn_rng_u64), so
+ * shuffles are identical on every backend and reproducible after a resume. */
+cn_status cn_shuffle_indices(int64_t n, uint64_t seed, uint64_t epoch, int64_t *perm);
+/* Gather rows perm[start..start+count) of ds into images/labels buffers. */
+void cn_dataset_gather(const cn_dataset *ds, const int64_t *perm, int64_t start, int count,
+                       float *images, int32_t *labels);
+
+/* A PGM image (P5 binary or P2 ASCII, maxval <= 255 or 16-bit), scaled to [0,1] floats. */
+typedef struct cn_image {
+    int w, h;
+    float *pixels; /* w*h, owned */
+} cn_image;
+cn_status cn_pgm_read(const char *path, cn_image *out);
+cn_status cn_pgm_parse(const uint8_t *buf, size_t len, const char *origin, cn_image *out);
+void cn_image_free(cn_image *img);
+
+#endif
