@@ -51,7 +51,13 @@ cn_status cn_error_context(cn_status s, const char *fmt, ...) {
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     memcpy(old, err_buf, sizeof old);
-    snprintf(err_buf, sizeof err_buf, "%s: %s", prefix, old);
+    /* Truncating the tail of an over-long message is fine; snprintf would warn about it. */
+    size_t lp = strnlen(prefix, sizeof prefix - 1), lo = strnlen(old, sizeof old - 1);
+    if (lp + 2 + lo >= sizeof err_buf) lo = sizeof err_buf - lp - 3;
+    memcpy(err_buf, prefix, lp);
+    memcpy(err_buf + lp, ": ", 2);
+    memcpy(err_buf + lp + 2, old, lo);
+    err_buf[lp + 2 + lo] = 0;
     return s;
 }
 

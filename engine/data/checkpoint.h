@@ -28,8 +28,19 @@ typedef struct cn_ckpt_meta {
     uint64_t rng_state;     /* shuffling / dropout seed state */
 } cn_ckpt_meta;
 
+#define CN_CKPT_MAGIC "CLNETCKP" /* 8 bytes, no NUL in the file */
+#define CN_CKPT_VERSION 1u
+
+/* Validates the arguments (names 1..63 bytes and unique, dtype, ndim 0..CN_MAX_DIMS, dims >= 0,
+ * data non-NULL when non-empty) and writes the file atomically. On failure the previous file at
+ * path, if any, is untouched and no temporary file is left behind; the message names the path
+ * and the system error. meta->model_text NULL is stored as "". */
 cn_status cn_ckpt_save(const char *path, const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors,
                        int count);
+/* The exact bytes cn_ckpt_save would write, into a malloc'd buffer the caller frees (for tests,
+ * fuzz seeds and sending a checkpoint over a network). Same validation as cn_ckpt_save. */
+cn_status cn_ckpt_encode(const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors, int count,
+                         uint8_t **buf, size_t *len);
 
 typedef struct cn_ckpt cn_ckpt;
 /* Reads and fully validates (magic, version, bounds of every field against the file size,
@@ -38,7 +49,7 @@ cn_status cn_ckpt_load(const char *path, cn_ckpt **out);
 cn_status cn_ckpt_parse(const uint8_t *buf, size_t len, const char *origin, cn_ckpt **out);
 const cn_ckpt_meta *cn_ckpt_get_meta(const cn_ckpt *c); /* strings owned by c */
 int cn_ckpt_count(const cn_ckpt *c);
-const cn_ckpt_tensor *cn_ckpt_get(const cn_ckpt *c, int i);
+const cn_ckpt_tensor *cn_ckpt_get(const cn_ckpt *c, int i); /* NULL if i is out of range */
 const cn_ckpt_tensor *cn_ckpt_find(const cn_ckpt *c, const char *name); /* NULL if absent */
 void cn_ckpt_free(cn_ckpt *c);
 

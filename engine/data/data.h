@@ -10,6 +10,15 @@
 
 #include "clnet.h"
 
+/* The default dataset directory (Debian's dataset-fashion-mnist package installs here). */
+#define CN_DATASET_DEFAULT_DIR "/usr/share/datasets/fashion-mnist"
+/* Largest payload an IDX header may declare (product of its dims), raw or gzip: 2 GiB.
+ * Fashion-MNIST's largest file holds 47 MB; the cap lets a tiny gzip that claims 4e9
+ * images fail at the header instead of after allocating gigabytes. */
+#define CN_IDX_MAX_BYTES ((size_t)1 << 31)
+/* Largest PGM width or height accepted. */
+#define CN_PGM_MAX_SIDE 16384
+
 /* An IDX file of unsigned bytes (type 0x08), 1 to 4 dims. */
 typedef struct cn_idx {
     int ndim;
@@ -22,6 +31,11 @@ typedef struct cn_idx {
 cn_status cn_idx_read(const char *path, cn_idx *out);
 /* Same validation over a buffer already in memory (raw, not gzip): for tests and fuzzing. */
 cn_status cn_idx_parse(const uint8_t *buf, size_t len, const char *origin, cn_idx *out);
+/* A gzip-compressed IDX file already in memory (several gzip members are concatenated, as
+ * gzip itself does; anything else after the last member is an error). The output buffer
+ * grows while inflating, so it never exceeds what the data really decompresses to. */
+cn_status cn_idx_parse_gzip(const uint8_t *buf, size_t len, const char *origin, cn_idx *out);
+/* Frees idx->data and zeroes *idx; safe on a zeroed or already freed cn_idx. */
 void cn_idx_free(cn_idx *idx);
 
 typedef struct cn_dataset {
@@ -34,14 +48,18 @@ typedef struct cn_dataset {
 
 /* Loads "<dir>/<split>-images-idx3-ubyte[.gz]" and "<dir>/<split>-labels-idx1-ubyte[.gz]"
  * with split "train" or "t10k"; limit > 0 keeps only the first limit images. Errors name the
- * directory and the file names looked for. */
+ * directory and the file names looked for. dir NULL or "" means CN_DATASET_DEFAULT_DIR.
+ * The .gz name is tried first. On failure *out is left zeroed. */
 cn_status cn_dataset_load(const char *dir, const char *split, int64_t limit, cn_dataset *out);
 void cn_dataset_free(cn_dataset *ds);
 
 /* A seeded permutation of [0,n) for epoch `epoch` (Fisher-Yates driven by cn_rng_u64), so
  * shuffles are identical on every backend and reproducible after a resume. */
 cn_status cn_shuffle_indices(int64_t n, uint64_t seed, uint64_t epoch, int64_t *perm);
-/* Gather rows perm[start..start+count) of ds into images/labels buffers. */
+/* Gather rows perm[start..start+count) of ds into images/labels buffers (perm NULL: rows
+ * start..start+count). images or labels may be NULL to skip them. The caller keeps the
+ * indices in [0, n); a row outside that range is written as zeros with label -1 rather than
+ * read out of bounds (this function has no status to report it with). */
 void cn_dataset_gather(const cn_dataset *ds, const int64_t *perm, int64_t start, int count,
                        float *images, int32_t *labels);
 
@@ -53,5 +71,11 @@ typedef struct cn_image {
 cn_status cn_pgm_read(const char *path, cn_image *out);
 cn_status cn_pgm_parse(const uint8_t *buf, size_t len, const char *origin, cn_image *out);
 void cn_image_free(cn_image *img);
+
+/* ---- shared by the readers in engine/data (internal) ---- */
+/* Reads a whole file into a malloc'd buffer (*buf, *len; the caller frees *buf). Files larger
+ * than max_bytes fail with CN_ERR_FORMAT before their content is read; a missing file is
+ * CN_ERR_NOT_FOUND, other failures CN_ERR_IO, each message naming the path. */
+cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
 
 #endif

@@ -3,8 +3,8 @@
  * Conventions of this header:
  * - Every entry point returns cn_status; on failure cn_last_error() holds a message
  *   (thread-local) naming the file, device, shape or OpenCL error involved.
- * - Handles are opaque. A *_create/*_open/*_load call hands ownership to the caller, who
- *   releases it with the matching *_free/*_release. Getters return borrowed pointers that
+ * - Handles are opaque. A create, open or load call hands ownership to the caller, who
+ *   releases it with the matching free or release call. Getters return borrowed pointers that
  *   live as long as the handle they came from.
  * - The library never prints: messages go to the log callback (none by default).
  * - Public struct layouts never depend on build options.

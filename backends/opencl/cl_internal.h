@@ -1,0 +1,196 @@
+/* Private to backends/opencl: the context of one OpenCL device, the program/kernel cache and
+ * the launch helpers every op family uses. */
+#ifndef CN_CL_INTERNAL_H
+#define CN_CL_INTERNAL_H
+
+/* Target the 3.0 headers (for CL_DEVICE_OPENCL_C_FEATURES) but keep calling the 1.2 entry
+ * points, which every platform still exports; this keeps the build warning-free. */
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#endif
+#include <CL/cl.h>
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "internal.h"
+#include "opencl_backend.h"
+
+/* ---- kernel families (one .cl file each) and the kernels they define ---- */
+#define CN_CL_FAMILIES(X)             \
+    X(ELEMENTWISE, "elementwise.cl")  \
+    X(REDUCE, "reduce.cl")            \
+    X(SOFTMAX, "softmax.cl")          \
+    X(CONV, "conv.cl")                \
+    X(POOL, "pool.cl")                \
+    X(OPTIM, "optim.cl")              \
+    X(LAYOUT, "layout.cl")            \
+    X(GEMM, "gemm.cl")
+
+typedef enum cn_cl_family {
+#define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
+    CN_CL_FAMILIES(CN_X_FAM)
+#undef CN_X_FAM
+    CN_CL_FAM_COUNT
+} cn_cl_family;
+
+/* X(family, kernel function name) */
+#define CN_CL_KERNELS(X)                                                                      \
+    X(ELEMENTWISE, add) X(ELEMENTWISE, add4) X(ELEMENTWISE, sub) X(ELEMENTWISE, sub4)          \
+    X(ELEMENTWISE, mul) X(ELEMENTWISE, mul4) X(ELEMENTWISE, div_) X(ELEMENTWISE, div_4)        \
+    X(ELEMENTWISE, relu) X(ELEMENTWISE, relu4) X(ELEMENTWISE, sigmoid) X(ELEMENTWISE, sigmoid4) \
+    X(ELEMENTWISE, tanh_) X(ELEMENTWISE, tanh_4) X(ELEMENTWISE, exp_) X(ELEMENTWISE, exp_4)    \
+    X(ELEMENTWISE, log_) X(ELEMENTWISE, log_4) X(ELEMENTWISE, scale) X(ELEMENTWISE, scale4)    \
+    X(ELEMENTWISE, relu_grad) X(ELEMENTWISE, relu_grad4)                                      \
+    X(ELEMENTWISE, sigmoid_grad) X(ELEMENTWISE, sigmoid_grad4)                                \
+    X(ELEMENTWISE, tanh_grad) X(ELEMENTWISE, tanh_grad4)                                      \
+    X(ELEMENTWISE, epilogue) X(ELEMENTWISE, expand) X(ELEMENTWISE, dropout)                   \
+    X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final)                                 \
+    X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final)                                     \
+    X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                           \
+    X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)  \
+    X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                          \
+    X(CONV, im2col) X(CONV, col2im)                                                           \
+    X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)            \
+    X(POOL, avgpool_grad)                                                                     \
+    X(OPTIM, adam) X(OPTIM, sgd)                                                              \
+    X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled)                                        \
+    X(GEMM, gemm_tiled)
+
+typedef enum cn_cl_kernel_id {
+#define CN_X_KID(fam, name) CN_K_##name,
+    CN_CL_KERNELS(CN_X_KID)
+#undef CN_X_KID
+    CN_K_COUNT
+} cn_cl_kernel_id;
+
+/* Scratch buffers for multi-pass kernels; each pass of one op uses its own slot. */
+enum { CN_CL_SCRATCH_A = 0, CN_CL_SCRATCH_B, CN_CL_SCRATCH_SLOTS };
+
+typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST } cn_cl_gemm_mode;
+
+typedef struct cn_cl_ctx {
+    cn_backend vt; /* first: the vtable handed to the engine */
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    int platform_index, device_index;
+    char dev_name[128];
+    char plat_name[128];
+    char plat_version[128];
+    char dev_version[128];
+    char driver[64];
+    int is_cpu;
+    int cl_c_12;       /* device compiles OpenCL C 1.2 (-cl-std=CL1.2 accepted) */
+    uint64_t max_alloc;
+    uint64_t local_mem;
+    size_t max_wg;
+
+    pthread_mutex_t lock; /* guards kernels/args, memory counters and scratch */
+    uint64_t mem_current, mem_peak, mem_limit;
+    cl_mem zero_buf; /* shared stand-in for zero-byte allocations */
+
+    cl_program programs[CN_CL_FAM_COUNT];
+    cl_kernel kernels[CN_K_COUNT];
+    size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE, 0 = not queried */
+
+    cl_mem scratch[CN_CL_SCRATCH_SLOTS];
+    size_t scratch_bytes[CN_CL_SCRATCH_SLOTS];
+
+    cn_cl_gemm_mode gemm_mode;
+    int clblast_failed; /* sticky: CLBlast errored on this device, use gemm.cl */
+    int gemm_tsm, gemm_tsn, gemm_tsk, gemm_wptm, gemm_wptn;
+} cn_cl_ctx;
+
+/* ---- errors (cl_errors.c) ---- */
+const char *cn_cl_error_name(cl_int err);
+const char *cn_clblast_status_name(int status);
+/* CN_ERR_OPENCL (or CN_ERR_OUT_OF_MEMORY for allocation failures) naming the call, the
+ * error and the device. */
+cn_status cn_cl_fail(const char *device, const char *call, cl_int err);
+#define CN_CL_CHECK(ctx, call, expr)                                          \
+    do {                                                                      \
+        cl_int cn_cl_e_ = (expr);                                             \
+        if (cn_cl_e_ != CL_SUCCESS) return cn_cl_fail((ctx)->dev_name, call, cn_cl_e_); \
+    } while (0)
+
+/* ---- devices (cl_device.c) ---- */
+/* Platform + device handles for (platform_index, device_index); CN_ERR_NOT_FOUND if absent. */
+cn_status cn_cl_find_device(int platform_index, int device_index, cl_platform_id *platform,
+                            cl_device_id *device);
+/* clGetDeviceInfo/clGetPlatformInfo into a NUL-terminated string ("" on failure). */
+void cn_cl_device_str(cl_device_id d, cl_device_info what, char *buf, size_t cap);
+void cn_cl_platform_str(cl_platform_id p, cl_platform_info what, char *buf, size_t cap);
+
+/* ---- programs and kernels (cl_program.c) ---- */
+/* The kernel, building its family's program on first use. Hot path: an array lookup. */
+cn_status cn_cl_kernel_slow(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out);
+static inline cn_status cn_cl_kernel(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out) {
+    if (c->kernels[id]) {
+        *out = c->kernels[id];
+        return CN_OK;
+    }
+    return cn_cl_kernel_slow(c, id, out);
+}
+const char *cn_cl_kernel_name(cn_cl_kernel_id id);
+/* Largest work-group size this kernel may be launched with on this device. */
+size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id);
+void cn_cl_programs_release(cn_cl_ctx *c);
+
+/* ---- launching (cl_launch.c) ---- */
+typedef struct cn_cl_arg {
+    size_t size;
+    const void *ptr; /* NULL with size > 0: __local memory of that many bytes */
+} cn_cl_arg;
+
+#define CN_ARG(x) ((cn_cl_arg){sizeof(x), &(x)})
+#define CN_ARG_INT(v) ((cn_cl_arg){sizeof(cl_int), &(cl_int){(cl_int)(v)}})
+#define CN_ARG_FLOAT(v) ((cn_cl_arg){sizeof(cl_float), &(cl_float){(cl_float)(v)}})
+#define CN_ARG_ULONG(v) ((cn_cl_arg){sizeof(cl_ulong), &(cl_ulong){(cl_ulong)(v)}})
+#define CN_ARG_MEM(m) ((cn_cl_arg){sizeof(cl_mem), &(cl_mem){(cl_mem)(m)}})
+#define CN_ARG_LOCAL(bytes) ((cn_cl_arg){(bytes), NULL})
+
+/* Set the arguments and enqueue (never waits). gws is rounded up to a multiple of lws
+ * when lws is given; kernels bound-check. */
+cn_status cn_cl_launch(cn_cl_ctx *c, cn_cl_kernel_id id, cl_uint dims, const size_t *gws,
+                       const size_t *lws, int nargs, const cn_cl_arg *args);
+#define CN_CL_LAUNCH(c, id, dims, gws, lws, ...)                                            \
+    cn_cl_launch((c), (id), (dims), (gws), (lws),                                          \
+                 (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),              \
+                 (cn_cl_arg[]){__VA_ARGS__})
+/* 1-D launch over n items with the default elementwise work-group size. */
+cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs,
+                          const cn_cl_arg *args);
+#define CN_CL_LAUNCH_1D(c, id, n, ...)                                                      \
+    cn_cl_launch_1d((c), (id), (n),                                                         \
+                    (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),           \
+                    (cn_cl_arg[]){__VA_ARGS__})
+/* Power-of-two work-group size for a one-group-per-row kernel over rows of length cols. */
+size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols);
+/* A scratch buffer of at least bytes (grown, never shrunk; in-order queue keeps reuse safe). */
+cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out);
+cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
+
+/* ---- shared op helpers ---- */
+/* out[0] = sum(x[0..n)) / div, as a two-pass work-group tree reduction. */
+cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
+/* Apply an epilogue activation in place over n floats. */
+cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue);
+
+/* ---- per-op entry points: one per row of CN_OP_TABLE (a missing one fails the link) ---- */
+#define CN_X_OP_DECL(NAME, name, arity, diff) cn_status cn_cl_op_##NAME(cn_cl_ctx *c, const cn_launch *l);
+CN_OP_TABLE(CN_X_OP_DECL)
+#undef CN_X_OP_DECL
+
+/* The vtable entries (cl_launch.c) */
+int cn_cl_supports(void *ctx, const cn_launch *l);
+cn_status cn_cl_run(void *ctx, const cn_launch *l);
+
+static inline cl_mem cn_cl_mem(void *p) { return (cl_mem)p; }
+
+#endif

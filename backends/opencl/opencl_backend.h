@@ -1,0 +1,15 @@
+/* What the engine may ask the OpenCL backend beyond the vtable in backend.h. */
+#ifndef CN_OPENCL_BACKEND_H
+#define CN_OPENCL_BACKEND_H
+
+#include <stdint.h>
+
+/* Total wall-clock seconds this process has spent creating OpenCL programs (from source or
+ * from cached binaries), over every device. */
+double cn_cl_build_seconds(void);
+
+/* Disk-cache counters of this process: programs loaded from cached binaries, programs built
+ * from source (misses, corrupt entries and CLNET_CACHE=0 alike). */
+void cn_cl_cache_counters(uint64_t *hits, uint64_t *misses);
+
+#endif

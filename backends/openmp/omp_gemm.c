@@ -1,0 +1,284 @@
+/* MATMUL: a cache-blocked GEMM in plain C (the BLIS loop structure).
+ *
+ * C = op(A) op(B) is cut into KC-deep slabs; each slab of op(B) is packed once into
+ * NR-wide column slivers shared by all threads, each thread packs MC-tall blocks of op(A)
+ * into MR-tall row slivers, and an MR x NR micro-kernel walks one A sliver against one B
+ * sliver. Packing is where the four transpose combinations are absorbed, so the
+ * micro-kernel only ever sees unit-stride panels, and zero-padding the panels to full
+ * MR/NR lets it run with constant trip counts that gcc -O3 unrolls completely and keeps in
+ * vector registers (with -march=native on AVX-512: 2 x 14 zmm accumulators).
+ *
+ * Sizes: a B sliver (KC x NR) is 32 KiB and stays in L1 while the A block (MC x KC,
+ * about 200 KiB) streams from L2; the packed B slab (KC x NC) lives in L2/L3.
+ *
+ * Results are deterministic for any thread count: every element of C is produced by one
+ * thread, summing over K in the same order.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "omp_ops.h"
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
+/* gcc's default tuning may prefer 256-bit vectors on AVX-512 parts; the micro-kernel is the
+ * one place where the full width pays (it doubles the accumulators per register file). */
+#pragma GCC target("prefer-vector-width=512")
+#endif
+
+/* Register tile: MR rows of A against NR columns of B. NR is two 16-float vectors on
+ * AVX-512 (four on AVX2); MR x NR/16 accumulators + 2 B vectors + 1 broadcast fit the 32
+ * zmm registers. */
+#define MR 14
+#define NR 32
+/* Cache blocking, in elements. MC is a multiple of MR, NC of NR. */
+#define KC 256
+#define MC 196
+#define NC 2048
+
+/* ISO C mode (-std=c11) makes gcc keep a*b+c as two roundings, so it would never emit FMA
+ * for the micro-kernel; fmaf() says what we mean and compiles to vfmadd where the target
+ * has it. Without hardware FMA, fmaf() is a slow libm call, so fall back to mul+add. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define OMP_FMA(a, b, c) fmaf((a), (b), (c))
+#else
+#define OMP_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
+/* Work below this many flops runs on one thread. */
+#define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 18))
+/* Batched GEMM: when each product is below this many flops, threads take whole products. */
+#define GEMM_BATCH_PAR_FLOPS (1.0 * (1 << 24))
+
+typedef struct gemm_args {
+    int ta, tb;
+    int64_t m, n, k;
+    const float *a, *b;
+    float *c;
+    int epilogue;
+} gemm_args;
+
+static inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+static inline int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
+
+/* acc = A sliver (kc x MR, k-major) times B sliver (kc x NR, k-major); then c = acc
+ * (accumulate == 0) or c += acc. Constant bounds everywhere except kc, so the i/j loops are
+ * fully unrolled and acc lives in registers. */
+static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
+                         float *restrict c, int64_t ldc, int accumulate) {
+    float acc[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
+    for (int64_t p = 0; p < kc; p++) {
+        const float *restrict bk = bp + p * NR;
+        const float *restrict ak = ap + p * MR;
+        for (int i = 0; i < MR; i++) {
+            const float ai = ak[i];
+            for (int j = 0; j < NR; j++) acc[i][j] = OMP_FMA(ai, bk[j], acc[i][j]);
+        }
+    }
+    if (accumulate) {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) c[i * ldc + j] += acc[i][j];
+    } else {
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+    }
+}
+
+/* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into MR-tall slivers, each k-major
+ * (sliver s holds ap[s*kc*MR + p*MR + r] = op(A)[i0 + s*MR + r][p0 + p]); rows past m are
+ * zero so the micro-kernel can always compute a full tile. */
+static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                   float *restrict ap) {
+    for (int64_t s = 0; s < mc; s += MR) {
+        float *restrict dst = ap + s * kc;
+        const int64_t rows = OMP_MIN(MR, mc - s);
+        if (g->ta) {
+            /* A is stored [K,M]: a sliver row is contiguous along M. */
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = g->a + (p0 + p) * g->m + i0 + s;
+                for (int64_t r = 0; r < rows; r++) dst[p * MR + r] = src[r];
+                for (int64_t r = rows; r < MR; r++) dst[p * MR + r] = 0.0f;
+            }
+        } else {
+            for (int64_t r = 0; r < rows; r++) {
+                const float *src = g->a + (i0 + s + r) * g->k + p0;
+                for (int64_t p = 0; p < kc; p++) dst[p * MR + r] = src[p];
+            }
+            for (int64_t r = rows; r < MR; r++)
+                for (int64_t p = 0; p < kc; p++) dst[p * MR + r] = 0.0f;
+        }
+    }
+}
+
+/* Packs one NR-wide sliver of op(B): rows [p0, p0+kc), cols [j0, j0+NR) (zero past n). */
+static void pack_b_sliver(const gemm_args *g, int64_t p0, int64_t kc, int64_t j0,
+                          float *restrict dst) {
+    const int64_t cols = OMP_MIN(NR, g->n - j0);
+    if (g->tb) {
+        /* B is stored [N,K]: walk each column's K run contiguously. */
+        for (int64_t j = 0; j < cols; j++) {
+            const float *src = g->b + (j0 + j) * g->k + p0;
+            for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = src[p];
+        }
+        for (int64_t j = cols; j < NR; j++)
+            for (int64_t p = 0; p < kc; p++) dst[p * NR + j] = 0.0f;
+    } else {
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = g->b + (p0 + p) * g->n + j0;
+            for (int64_t j = 0; j < cols; j++) dst[p * NR + j] = src[j];
+            for (int64_t j = cols; j < NR; j++) dst[p * NR + j] = 0.0f;
+        }
+    }
+}
+
+/* Multiplies the packed A block (rows [i0, i0+mc)) by packed B slivers [js0, js1) (columns
+ * from jc), writing C; on the last K slab also applies the epilogue. */
+static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, int64_t i0,
+                         int64_t mc, int64_t jc, int64_t js0, int64_t js1, int64_t kc,
+                         int accumulate, int last) {
+    float edge[MR * NR];
+    for (int64_t js = js0; js < js1; js++) {
+        const int64_t j = jc + js * NR;
+        const int64_t nr = OMP_MIN(NR, g->n - j);
+        const float *bs = bp + js * kc * NR;
+        for (int64_t s = 0; s < mc; s += MR) {
+            const int64_t mr = OMP_MIN(MR, mc - s);
+            float *c = g->c + (i0 + s) * g->n + j;
+            if (mr == MR && nr == NR) {
+                micro_kernel(kc, ap + s * kc, bs, c, g->n, accumulate);
+            } else {
+                /* Partial tile: compute it whole into scratch, then copy the valid part. */
+                micro_kernel(kc, ap + s * kc, bs, edge, NR, 0);
+                for (int64_t r = 0; r < mr; r++)
+                    for (int64_t q = 0; q < nr; q++)
+                        c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
+                                                     : edge[r * NR + q];
+            }
+            if (last && g->epilogue != CN_EPI_NONE)
+                for (int64_t r = 0; r < mr; r++) omp_apply_epilogue(c + r * g->n, nr, g->epilogue);
+        }
+    }
+}
+
+/* One product with nt threads (nt == 1: no parallel region at all). abuf holds nt blocks
+ * of MC*KC floats, bbuf KC*round_up(min(n,NC),NR). */
+static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
+    const int64_t m = g->m, n = g->n, k = g->k;
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        /* Empty sum: C = 0, then the epilogue (sigmoid(0) = 0.5). */
+        for (int64_t i = 0; i < m; i++) {
+            memset(g->c + i * n, 0, (size_t)n * sizeof(float));
+            omp_apply_epilogue(g->c + i * n, n, g->epilogue);
+        }
+        return;
+    }
+    /* Give every thread work: the M blocks come in multiples of nt, and when M alone cannot
+     * feed the team (skinny C, e.g. a dense layer's weight gradient) N is split as well. */
+    int64_t mblocks = round_up(ceil_div(m, MC), nt);
+    const int64_t mc = round_up(ceil_div(m, mblocks), MR);
+    mblocks = ceil_div(m, mc);
+
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int tid = nt > 1 ? omp_get_thread_num() : 0;
+        float *ap = abuf + (size_t)tid * MC * KC;
+        for (int64_t jc = 0; jc < n; jc += NC) {
+            const int64_t nc = OMP_MIN(NC, n - jc);
+            const int64_t slivers = ceil_div(nc, NR);
+            const int64_t nsplit = mblocks >= nt ? 1 : OMP_MIN(ceil_div(nt, mblocks), slivers);
+            const int64_t tiles = mblocks * nsplit;
+            for (int64_t pc = 0; pc < k; pc += KC) {
+                const int64_t kc = OMP_MIN(KC, k - pc);
+                /* The implicit barrier after this loop publishes the packed slab; the one
+                 * after the tile loop keeps it alive until every thread is done with it. */
+#pragma omp for schedule(static)
+                for (int64_t js = 0; js < slivers; js++)
+                    pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + js * kc * NR);
+
+                int64_t packed = -1;
+#pragma omp for schedule(static)
+                for (int64_t t = 0; t < tiles; t++) {
+                    const int64_t ib = t / nsplit, part = t % nsplit;
+                    const int64_t i0 = ib * mc, mcur = OMP_MIN(mc, m - i0);
+                    if (packed != ib) {
+                        pack_a(g, i0, mcur, pc, kc, ap);
+                        packed = ib;
+                    }
+                    const int64_t js0 = slivers * part / nsplit;
+                    const int64_t js1 = slivers * (part + 1) / nsplit;
+                    macro_kernel(g, ap, bbuf, i0, mcur, jc, js0, js1, kc, pc > 0, pc + kc >= k);
+                }
+            }
+        }
+    }
+}
+
+cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                   const float *a, const float *b, float *c, int epilogue) {
+    if (batch <= 0 || m == 0 || n == 0) return CN_OK;
+    const double flops = 2.0 * (double)m * (double)n * (double)k;
+    const int max_nt = omp_get_max_threads();
+    /* Threads take whole products when each is too small to split well. */
+    const int by_batch = max_nt > 1 && batch >= max_nt && flops < GEMM_BATCH_PAR_FLOPS &&
+                         flops * (double)batch >= GEMM_PAR_MIN_FLOPS;
+    const int inner_nt = by_batch ? 1 : (flops >= GEMM_PAR_MIN_FLOPS ? max_nt : 1);
+    const int bufs = by_batch ? max_nt : 1;
+
+    const size_t a_floats = (size_t)inner_nt * MC * KC;
+    const size_t b_floats = (size_t)KC * (size_t)round_up(OMP_MIN(n, NC), NR);
+    const size_t per = a_floats + b_floats;
+    float *scratch = malloc((size_t)bufs * per * sizeof(float));
+    if (!scratch)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "matmul on omp: cannot allocate %zu bytes of packing scratch",
+                         (size_t)bufs * per * sizeof(float));
+
+    gemm_args g = {trans_a != 0, trans_b != 0, m, n, k, NULL, NULL, NULL, epilogue};
+    if (by_batch) {
+#pragma omp parallel for schedule(static) num_threads(max_nt)
+        for (int64_t bi = 0; bi < batch; bi++) {
+            gemm_args gb = g;
+            gb.a = a + bi * m * k;
+            gb.b = b + bi * k * n;
+            gb.c = c + bi * m * n;
+            float *mine = scratch + (size_t)omp_get_thread_num() * per;
+            gemm_one(&gb, 1, mine, mine + a_floats);
+        }
+    } else {
+        for (int64_t bi = 0; bi < batch; bi++) {
+            g.a = a + bi * m * k;
+            g.b = b + bi * k * n;
+            g.c = c + bi * m * n;
+            gemm_one(&g, inner_nt, scratch, scratch + a_floats);
+        }
+    }
+    free(scratch);
+    return CN_OK;
+}
+
+cn_status omp_op_MATMUL(const cn_launch *l) {
+    const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1], *so = &l->out_shape;
+    const int ta = l->p->trans_a != 0, tb = l->p->trans_b != 0;
+    if (sa->ndim != sb->ndim || (sa->ndim != 2 && sa->ndim != 3))
+        return omp_fail(CN_ERR_SHAPE, l, "a and b must both be 2-D or both 3-D");
+    const int d = sa->ndim;
+    const int64_t batch = d == 3 ? sa->d[0] : 1;
+    if (d == 3 && sb->d[0] != batch)
+        return omp_fail(CN_ERR_SHAPE, l, "batch sizes differ (%lld vs %lld)",
+                        (long long)batch, (long long)sb->d[0]);
+    const int64_t m = ta ? sa->d[d - 1] : sa->d[d - 2];
+    const int64_t ka = ta ? sa->d[d - 2] : sa->d[d - 1];
+    const int64_t kb = tb ? sb->d[d - 1] : sb->d[d - 2];
+    const int64_t n = tb ? sb->d[d - 2] : sb->d[d - 1];
+    if (ka != kb)
+        return omp_fail(CN_ERR_SHAPE, l, "inner dimensions differ: op(a) is [%lld,%lld], op(b) is [%lld,%lld] (trans_a=%d trans_b=%d)",
+                        (long long)m, (long long)ka, (long long)kb, (long long)n, ta, tb);
+    if (so->ndim != d || so->d[d - 2] != m || so->d[d - 1] != n || (d == 3 && so->d[0] != batch))
+        return omp_fail(CN_ERR_SHAPE, l, "output must be [%s%lld,%lld]", d == 3 ? "B," : "",
+                        (long long)m, (long long)n);
+    return omp_gemm(ta, tb, batch, m, n, ka, l->in[0], l->in[1], l->out, l->p->epilogue);
+}

@@ -1,0 +1,168 @@
+/* Reverse-mode autodiff over the graph: one backward rule per differentiable op, emitted as
+ * ordinary graph nodes so gradients run on the device like everything else. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+#include "internal.h"
+
+/* Sum a contribution into grad[id]. */
+static int accumulate(cn_graph *g, int *grad, int id, int contrib) {
+    if (contrib < 0) return -1;
+    grad[id] = grad[id] < 0 ? contrib : cn_g_binary(g, CN_OP_ADD, grad[id], contrib);
+    return grad[id];
+}
+
+/* Reduce a gradient of a's shape to b's (suffix) shape when b was broadcast. */
+static int unbroadcast(cn_graph *g, int dy, const cn_shape *to) {
+    if (dy < 0) return -1;
+    if (cn_shape_eq(&g->nodes[dy].shape, to)) return dy;
+    return cn_g_op(g, CN_OP_SUM_ROWS, 1, &dy, NULL, to);
+}
+
+static int with_params(cn_graph *g, cn_op op, int n_in, const int *in, const cn_op_params *p, const cn_shape *s) {
+    return cn_g_op(g, op, n_in, in, p, s);
+}
+
+/* Emits d loss / d input for node `id` given its output gradient dy. */
+static int backward_node(cn_graph *g, int id, int dy, int *grad) {
+    cn_node n = g->nodes[id]; /* copy: pushes below may move the array */
+    int a = n.in[0], b = n.n_in > 1 ? n.in[1] : -1;
+    int need_a = n.n_in > 0 && g->nodes[a].requires_grad;
+    int need_b = b >= 0 && g->nodes[b].requires_grad;
+    cn_shape sa = n.n_in > 0 ? g->nodes[a].shape : (cn_shape){0};
+    cn_shape sb = b >= 0 ? g->nodes[b].shape : (cn_shape){0};
+    cn_op_params p = n.p;
+    int r = 0;
+    switch (n.op) {
+    case CN_OP_RESHAPE:
+        if (need_a) r = accumulate(g, grad, a, cn_g_reshape(g, dy, &sa));
+        break;
+    case CN_OP_MATMUL: {
+        int ta = n.p.trans_a, tb = n.p.trans_b;
+        if (need_a)
+            r = accumulate(g, grad, a, ta ? cn_g_matmul(g, b, dy, tb, 1) : cn_g_matmul(g, dy, b, 0, !tb));
+        if (r >= 0 && need_b)
+            r = accumulate(g, grad, b, tb ? cn_g_matmul(g, dy, a, 1, ta) : cn_g_matmul(g, a, dy, !ta, 0));
+        break;
+    }
+    case CN_OP_ADD: case CN_OP_SUB:
+        if (need_a) r = accumulate(g, grad, a, dy);
+        if (r >= 0 && need_b) {
+            int d = unbroadcast(g, dy, &sb);
+            r = accumulate(g, grad, b, n.op == CN_OP_SUB ? cn_g_scale(g, d, -1.0f, 0.0f) : d);
+        }
+        break;
+    case CN_OP_MUL:
+        if (need_a) r = accumulate(g, grad, a, cn_g_binary(g, CN_OP_MUL, dy, b));
+        if (r >= 0 && need_b) r = accumulate(g, grad, b, unbroadcast(g, cn_g_binary(g, CN_OP_MUL, dy, a), &sb));
+        break;
+    case CN_OP_DIV: {
+        int q = cn_g_binary(g, CN_OP_DIV, dy, b); /* dy / b, a's shape */
+        if (need_a) r = accumulate(g, grad, a, q);
+        if (r >= 0 && need_b) {
+            int t = cn_g_binary(g, CN_OP_MUL, q, id); /* dy * a / b^2 = (dy/b) * y */
+            r = accumulate(g, grad, b, cn_g_scale(g, unbroadcast(g, t, &sb), -1.0f, 0.0f));
+        }
+        break;
+    }
+    case CN_OP_SCALE:
+        if (need_a) r = accumulate(g, grad, a, cn_g_scale(g, dy, n.p.alpha, 0.0f));
+        break;
+    case CN_OP_RELU: case CN_OP_SIGMOID: case CN_OP_TANH: case CN_OP_SOFTMAX: case CN_OP_LOG_SOFTMAX: {
+        cn_op gop = n.op == CN_OP_RELU      ? CN_OP_RELU_GRAD
+                    : n.op == CN_OP_SIGMOID ? CN_OP_SIGMOID_GRAD
+                    : n.op == CN_OP_TANH    ? CN_OP_TANH_GRAD
+                    : n.op == CN_OP_SOFTMAX ? CN_OP_SOFTMAX_GRAD
+                                            : CN_OP_LOG_SOFTMAX_GRAD;
+        if (need_a) r = accumulate(g, grad, a, cn_g_binary(g, gop, dy, id));
+        break;
+    }
+    case CN_OP_EXP:
+        if (need_a) r = accumulate(g, grad, a, cn_g_binary(g, CN_OP_MUL, dy, id));
+        break;
+    case CN_OP_LOG:
+        if (need_a) r = accumulate(g, grad, a, cn_g_binary(g, CN_OP_DIV, dy, a));
+        break;
+    case CN_OP_XENT:
+        if (need_a) {
+            int in[3] = {dy, a, b};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_XENT_GRAD, 3, in, NULL, NULL));
+        }
+        break;
+    case CN_OP_SUM_ALL: case CN_OP_MEAN_ALL: case CN_OP_SUM_ROWS:
+        if (need_a) {
+            cn_op_params e = {0};
+            e.alpha = n.op == CN_OP_MEAN_ALL ? 1.0f / (float)cn_shape_numel(&sa) : 1.0f;
+            r = accumulate(g, grad, a, with_params(g, CN_OP_EXPAND, 1, &dy, &e, &sa));
+        }
+        break;
+    case CN_OP_EXPAND:
+        if (need_a) {
+            int s = cn_shape_numel(&sa) == 1 && !cn_shape_eq(&sa, &n.shape)
+                        ? cn_g_reshape(g, cn_g_unary(g, CN_OP_SUM_ALL, dy), &sa)
+                        : cn_g_op(g, CN_OP_SUM_ROWS, 1, &dy, NULL, &sa);
+            r = accumulate(g, grad, a, n.p.alpha == 1.0f ? s : cn_g_scale(g, s, n.p.alpha, 0.0f));
+        }
+        break;
+    case CN_OP_TRANSPOSE:
+        if (need_a) {
+            cn_op_params inv = {0};
+            for (int i = 0; i < sa.ndim; i++) inv.perm[n.p.perm[i]] = i;
+            r = accumulate(g, grad, a, with_params(g, CN_OP_TRANSPOSE, 1, &dy, &inv, NULL));
+        }
+        break;
+    case CN_OP_IM2COL: case CN_OP_COL2IM:
+        if (need_a)
+            r = accumulate(g, grad, a, with_params(g, n.op == CN_OP_IM2COL ? CN_OP_COL2IM : CN_OP_IM2COL, 1, &dy, &p,
+                                                   n.op == CN_OP_IM2COL ? &sa : NULL));
+        break;
+    case CN_OP_MAXPOOL:
+        if (need_a) {
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_MAXPOOL_GRAD, 2, in, &p, NULL));
+        }
+        break;
+    case CN_OP_AVGPOOL:
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_AVGPOOL_GRAD, 1, &dy, &p, &sa));
+        break;
+    case CN_OP_DROPOUT:
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_DROPOUT_GRAD, 1, &dy, &p, NULL));
+        break;
+    default:
+        return cn_errorf(CN_ERR_UNSUPPORTED, "autodiff: op %s has no backward rule", cn_op_name(n.op));
+    }
+    return r < 0 ? CN_ERR_SHAPE : CN_OK;
+}
+
+cn_status cn_graph_backward(cn_graph *g, int loss, int *grads) {
+    int n0 = g->n;
+    if (loss < 0 || loss >= n0 || cn_shape_numel(&g->nodes[loss].shape) != 1)
+        return cn_errorf(CN_ERR_INVALID_ARG, "backward: node %d is not a scalar loss", loss);
+    /* grad[] grows with the graph; only entries < n0 are ever read. */
+    int *grad = malloc((size_t)n0 * sizeof *grad);
+    char *reach = calloc((size_t)n0, 1);
+    if (!grad || !reach) {
+        free(grad);
+        free(reach);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "backward: %d nodes", n0);
+    }
+    for (int i = 0; i < n0; i++) grad[i] = -1;
+    /* Only nodes on a path to the loss get gradients. */
+    reach[loss] = 1;
+    for (int i = loss; i >= 0; i--)
+        if (reach[i])
+            for (int k = 0; k < g->nodes[i].n_in; k++) reach[g->nodes[i].in[k]] = 1;
+    float one = 1.0f;
+    grad[loss] = cn_g_const(g, "d_loss", &(cn_shape){1, {1}}, &one);
+    cn_status st = grad[loss] < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
+    for (int i = loss; i >= 0 && st == CN_OK; i--) {
+        if (!reach[i] || grad[i] < 0 || !g->nodes[i].requires_grad || g->nodes[i].op == CN_OP_LEAF) continue;
+        st = backward_node(g, i, grad[i], grad);
+    }
+    if (st == CN_OK)
+        for (int i = 0; i < n0; i++) grads[i] = g->nodes[i].leaf == CN_LEAF_PARAM ? grad[i] : -1;
+    free(grad);
+    free(reach);
+    return st;
+}

@@ -1,0 +1,241 @@
+/* Planner: dead-node pruning, activation fusion, liveness-based buffer reuse, and the
+ * prebuilt launch list. The executor (executor.c) only replays what is decided here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "plan.h"
+
+static size_t node_bytes(const cn_node *n) {
+    return (size_t)cn_shape_numel(&n->shape) * cn_dtype_size(n->dtype);
+}
+
+static int is_view(const cn_node *n) { return n->op == CN_OP_RESHAPE; }
+static int is_inplace(const cn_node *n) { return n->op == CN_OP_ADAM || n->op == CN_OP_SGD; }
+
+static cn_epilogue epilogue_for(cn_op op) {
+    return op == CN_OP_RELU ? CN_EPI_RELU : op == CN_OP_SIGMOID ? CN_EPI_SIGMOID : op == CN_OP_TANH ? CN_EPI_TANH
+                                                                                                     : CN_EPI_NONE;
+}
+
+static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
+    const cn_node *n = &p->nodes[i];
+    memset(l, 0, sizeof *l);
+    l->op = n->op;
+    l->p = &n->p;
+    l->n_in = n->n_in;
+    for (int k = 0; k < n->n_in; k++) {
+        const cn_node *x = &p->nodes[n->in[k]];
+        l->in_shape[k] = x->shape;
+        l->in_dtype[k] = x->dtype;
+        l->in[k] = p->buf[p->root[n->in[k]]];
+    }
+    l->out_shape = n->shape;
+    l->out_dtype = n->dtype;
+    l->out = p->buf[p->root[i]];
+}
+
+/* Fold RELU/SIGMOID/TANH into the ADD or MATMUL that feeds it when nothing else reads the
+ * pre-activation value: one pass over memory instead of two. */
+static void fuse_activations(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        cn_node *n = &p->nodes[i];
+        cn_epilogue e = epilogue_for(n->op);
+        if (!live[i] || e == CN_EPI_NONE) continue;
+        int a = n->in[0];
+        cn_node *prod = &p->nodes[a];
+        if ((prod->op != CN_OP_ADD && prod->op != CN_OP_MATMUL) || prod->p.epilogue != CN_EPI_NONE ||
+            consumers[a] != 1 || is_out[a])
+            continue;
+        cn_launch l;
+        prod->p.epilogue = e;
+        fill_launch(p, a, &l); /* buffers are not assigned yet; supports() looks at shapes */
+        if (!p->dev->be->supports(p->dev->be->ctx, &l)) {
+            prod->p.epilogue = CN_EPI_NONE;
+            continue;
+        }
+        p->root[i] = a;
+        p->fused++;
+    }
+}
+
+typedef struct pool_buf {
+    void *buf;
+    size_t bytes;
+    int free;
+} pool_buf;
+
+static cn_status alloc_owned(cn_plan *p, size_t bytes, void **out) {
+    CN_TRY(p->dev->be->alloc(p->dev->be->ctx, bytes ? bytes : 4, out));
+    p->owned[p->n_owned++] = *out;
+    return CN_OK;
+}
+
+static cn_status bind_leaf(cn_plan *p, int i, cn_tensor *t) {
+    const cn_node *n = &p->nodes[i];
+    char s1[96], s2[96];
+    if (t->dev != p->dev)
+        return cn_errorf(CN_ERR_DEVICE_MISMATCH, "'%s' lives on %s but the graph runs on %s", n->name,
+                         t->dev->info.selector, p->dev->info.selector);
+    if (!cn_shape_eq(&t->shape, &n->shape) || t->dtype != n->dtype)
+        return cn_errorf(CN_ERR_SHAPE, "'%s': bound tensor %s %s, graph expects %s %s", n->name,
+                         cn_shape_str(&t->shape, s1, sizeof s1), cn_dtype_name(t->dtype),
+                         cn_shape_str(&n->shape, s2, sizeof s2), cn_dtype_name(n->dtype));
+    cn_tensor_retain(t);
+    p->bound[i] = t;
+    p->buf[i] = t->buf;
+    return CN_OK;
+}
+
+static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings) {
+    int n = p->n;
+    int *last_use = malloc((size_t)n * sizeof *last_use);
+    pool_buf *pool = calloc((size_t)n + 1, sizeof *pool);
+    int n_pool = 0;
+    cn_status st = CN_OK;
+    if (!last_use || !pool) {
+        free(last_use);
+        free(pool);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
+    }
+    for (int i = 0; i < n; i++) last_use[i] = is_out[i] ? n : -1;
+    for (int i = 0; i < n; i++) {
+        if (!live[i]) continue;
+        for (int k = 0; k < p->nodes[i].n_in; k++) {
+            int r = p->root[p->nodes[i].in[k]];
+            if (last_use[r] < i) last_use[r] = i;
+        }
+        if (is_out[i] && last_use[p->root[i]] < n) last_use[p->root[i]] = n;
+    }
+    for (int i = 0; i < n && st == CN_OK; i++) {
+        const cn_node *nd = &p->nodes[i];
+        if (!live[i]) continue;
+        size_t bytes = node_bytes(nd);
+        if (p->root[i] != i) goto release; /* views, fused activations, in-place updates */
+        if (nd->op == CN_OP_LEAF) {
+            if ((nd->leaf == CN_LEAF_PARAM || nd->leaf == CN_LEAF_STATE) && bindings && bindings[i])
+                st = bind_leaf(p, i, bindings[i]);
+            else {
+                st = alloc_owned(p, bytes, &p->buf[i]);
+                if (st == CN_OK && nd->leaf == CN_LEAF_CONST)
+                    st = p->dev->be->upload(p->dev->be->ctx, p->buf[i], 0, nd->const_data, bytes, 1);
+            }
+            continue;
+        }
+        p->intermediate_bytes += bytes;
+        /* Best fit among free buffers no more than twice the need, else a new one. */
+        int best = -1;
+        for (int k = 0; k < n_pool; k++)
+            if (pool[k].free && pool[k].bytes >= bytes && pool[k].bytes <= 2 * bytes + 256 &&
+                (best < 0 || pool[k].bytes < pool[best].bytes))
+                best = k;
+        if (best < 0) {
+            best = n_pool++;
+            pool[best].bytes = bytes;
+            st = alloc_owned(p, bytes, &pool[best].buf);
+            p->pool_bytes += bytes;
+        }
+        pool[best].free = 0;
+        p->buf[i] = pool[best].buf;
+    release:
+        /* Release what dies here: inputs whose last reader is this node, or this node if
+         * nothing reads it. */
+        for (int k = 0; k <= nd->n_in; k++) {
+            int r = k < nd->n_in ? p->root[nd->in[k]] : p->root[i];
+            if (p->nodes[r].op == CN_OP_LEAF || last_use[r] > i) continue;
+            for (int q = 0; q < n_pool; q++)
+                if (pool[q].buf == p->buf[r]) pool[q].free = 1;
+        }
+    }
+    free(last_use);
+    free(pool);
+    return st;
+}
+
+cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, int n_out, cn_tensor *const *bindings,
+                         int fuse, cn_plan **out) {
+    if (!g || !dev || !out || (n_out > 0 && !outputs)) return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_create: NULL argument");
+    *out = NULL;
+    int n = g->n;
+    cn_plan *p = calloc(1, sizeof *p);
+    char *live = calloc((size_t)n + 1, 1), *is_out = calloc((size_t)n + 1, 1);
+    int *consumers = calloc((size_t)n + 1, sizeof *consumers);
+    if (p) {
+        p->n = n;
+        p->dev = dev;
+        p->nodes = malloc((size_t)n * sizeof *p->nodes + 1);
+        p->root = malloc((size_t)n * sizeof *p->root + 1);
+        p->buf = calloc((size_t)n + 1, sizeof *p->buf);
+        p->bound = calloc((size_t)n + 1, sizeof *p->bound);
+        p->owned = calloc((size_t)n + 1, sizeof *p->owned);
+        p->launches = calloc((size_t)n + 1, sizeof *p->launches);
+        p->launch_node = calloc((size_t)n + 1, sizeof *p->launch_node);
+    }
+    if (!p || !live || !is_out || !consumers || !p->nodes || !p->root || !p->buf || !p->bound || !p->owned ||
+        !p->launches || !p->launch_node) {
+        free(live), free(is_out), free(consumers);
+        if (p) p->dev = NULL, cn_plan_free(p);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
+    }
+    cn_device_retain(dev);
+    memcpy(p->nodes, g->nodes, (size_t)n * sizeof *p->nodes);
+    cn_status st = CN_OK;
+    for (int k = 0; k < n_out; k++) {
+        if (outputs[k] < 0 || outputs[k] >= n) {
+            st = cn_errorf(CN_ERR_INVALID_ARG, "planner: output node %d of %d", outputs[k], n);
+            break;
+        }
+        live[outputs[k]] = is_out[outputs[k]] = 1;
+    }
+    for (int i = n - 1; i >= 0; i--)
+        if (live[i])
+            for (int k = 0; k < p->nodes[i].n_in; k++) live[p->nodes[i].in[k]] = 1;
+    for (int i = 0; i < n; i++) {
+        if (live[i])
+            for (int k = 0; k < p->nodes[i].n_in; k++) consumers[p->nodes[i].in[k]]++;
+        const cn_node *nd = &p->nodes[i];
+        p->root[i] = (is_view(nd) || is_inplace(nd)) ? p->root[nd->in[0]] : i;
+    }
+    if (st == CN_OK && fuse) fuse_activations(p, live, consumers, is_out);
+    if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings);
+    for (int i = 0; i < n && st == CN_OK; i++) {
+        const cn_node *nd = &p->nodes[i];
+        int fused_away = p->root[i] != i && !is_inplace(nd) && !is_view(nd);
+        if (!live[i] || nd->op == CN_OP_LEAF || is_view(nd) || fused_away) continue;
+        cn_launch *l = &p->launches[p->n_launch];
+        fill_launch(p, i, l);
+        if (!dev->be->supports(dev->be->ctx, l)) {
+            char sb[96];
+            st = cn_errorf(CN_ERR_UNSUPPORTED, "device %s (%s) cannot run %s with output %s", dev->info.selector,
+                           dev->info.name, cn_op_name(nd->op), cn_shape_str(&nd->shape, sb, sizeof sb));
+            break;
+        }
+        if (cn_log_placement_enabled())
+            cn_log(CN_LOG_INFO, "placement: node %d %s%s%s -> %s", i, cn_op_name(nd->op),
+                   nd->p.epilogue ? "+" : "", nd->p.epilogue ? "activation" : "", dev->info.selector);
+        p->launch_node[p->n_launch++] = i;
+    }
+    free(live), free(is_out), free(consumers);
+    if (st != CN_OK) {
+        cn_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return CN_OK;
+}
+
+void *cn_plan_buffer(const cn_plan *p, int node) {
+    return p && node >= 0 && node < p->n ? p->buf[p->root[node]] : NULL;
+}
+
+void cn_plan_free(cn_plan *p) {
+    if (!p) return;
+    if (p->dev) {
+        for (int i = 0; i < p->n_owned; i++) p->dev->be->free(p->dev->be->ctx, p->owned[i]);
+        for (int i = 0; i < p->n; i++) cn_tensor_release(p->bound ? p->bound[i] : NULL);
+        cn_device_release(p->dev);
+    }
+    free(p->nodes), free(p->root), free(p->buf), free(p->bound), free(p->owned), free(p->launches);
+    free(p->launch_node);
+    free(p);
+}

@@ -1,0 +1,26 @@
+/* The case table of the cross-backend op harness: one builder per op of CN_OP_TABLE. */
+#ifndef CN_TEST_CASES_H
+#define CN_TEST_CASES_H
+
+#include "harness.h"
+
+typedef struct h_caselist {
+    h_case *v;
+    int n, cap;
+} h_caselist;
+
+/* Builds every case (in op-table order). Returns 0 and prints the offending ops if an op
+ * other than LEAF / RESHAPE has no case or a case's arity disagrees with the op table. */
+int h_build_cases(h_caselist *L);
+void h_caselist_free(h_caselist *L);
+
+/* Is this op exercised by the harness? (LEAF and RESHAPE are not: they launch no kernel.) */
+int h_op_tested(cn_op op);
+
+/* Case-building helpers shared with test_reference.c. */
+h_case *h_case_new(h_caselist *L, cn_op op, const char *fmt, ...);
+void h_in(h_case *c, cn_shape s, h_gen g, float lo, float hi);
+void h_in_i32(h_case *c, cn_shape s, h_gen g);
+int64_t h_pool_out(int64_t x, int k, int s, int p);
+
+#endif

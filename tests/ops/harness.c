@@ -1,0 +1,422 @@
+/* Harness core: shapes, input generation, guarded launches, comparison. See harness.h. */
+#include "harness.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- shapes ---- */
+cn_shape h_shape(int ndim, ...) {
+    cn_shape s;
+    memset(&s, 0, sizeof s);
+    va_list ap;
+    va_start(ap, ndim);
+    s.ndim = ndim;
+    for (int i = 0; i < ndim && i < CN_MAX_DIMS; i++) s.d[i] = va_arg(ap, int);
+    va_end(ap);
+    return s;
+}
+
+int h_shape_str(const cn_shape *s, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "[");
+    for (int i = 0; i < s->ndim && (size_t)n < cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "%s%lld", i ? "," : "", (long long)s->d[i]);
+    if ((size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "]");
+    return n;
+}
+
+/* ---- generator: splitmix64 ---- */
+void h_rng_seed(h_rng *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL; }
+uint64_t h_rng_u64(h_rng *r) {
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+double h_rng_unif(h_rng *r) { return (double)(h_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
+float h_rng_range(h_rng *r, float lo, float hi) {
+    float v = (float)(lo + (hi - (double)lo) * h_rng_unif(r));
+    return v < hi ? v : lo; /* rounding could reach hi */
+}
+
+uint32_t h_f2u(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float u2f(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+int h_isfinite_buf(const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* ---- checked buffers ---- */
+int h_checked_count(const h_case *c) {
+    if (!c->inplace) return 1;
+    return c->n_in - 1; /* param + state (grad, in[1], is read-only) */
+}
+int h_checked_input(const h_case *c, int j) {
+    if (!c->inplace) return -1;
+    return j == 0 ? 0 : j + 1;
+}
+const char *h_checked_name(const h_case *c, int j) {
+    if (!c->inplace) return "out";
+    if (j == 0) return "param";
+    if (c->op == CN_OP_ADAM) return j == 1 ? "m" : "v";
+    return "velocity";
+}
+int64_t h_checked_numel(const h_case *c, int j) {
+    int i = h_checked_input(c, j);
+    return cn_shape_numel(i < 0 ? &c->out_shape : &c->in[i].shape);
+}
+cn_dtype h_checked_dtype(const h_case *c, int j) {
+    int i = h_checked_input(c, j);
+    return i < 0 ? c->out_dt : c->in[i].dt;
+}
+
+static size_t esize(cn_dtype dt) { return dt == CN_F16 ? 2 : 4; }
+
+/* ---- inputs ---- */
+static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
+    const h_input *in = &c->in[i];
+    int64_t n = cn_shape_numel(&in->shape);
+    d->in[i] = calloc((size_t)n + 1, esize(in->dt));
+    float *f = d->in[i];
+    int32_t *l = d->in[i];
+    int64_t C = in->shape.ndim ? in->shape.d[in->shape.ndim - 1] : 1;
+    switch (in->gen) {
+    case GEN_UNIFORM:
+        for (int64_t k = 0; k < n; k++) f[k] = h_rng_range(r, in->lo, in->hi);
+        break;
+    case GEN_NONZERO:
+        for (int64_t k = 0; k < n; k++) {
+            float v = h_rng_range(r, in->lo, in->hi);
+            f[k] = (h_rng_u64(r) & 1) ? -v : v;
+        }
+        break;
+    case GEN_DISTINCT: {
+        int64_t *perm = malloc(sizeof(int64_t) * (size_t)n);
+        for (int64_t k = 0; k < n; k++) perm[k] = k;
+        for (int64_t k = n - 1; k > 0; k--) {
+            int64_t j = (int64_t)(h_rng_u64(r) % (uint64_t)(k + 1));
+            int64_t t = perm[k];
+            perm[k] = perm[j];
+            perm[j] = t;
+        }
+        for (int64_t k = 0; k < n; k++)
+            f[k] = (float)(in->lo + (in->hi - (double)in->lo) * ((double)perm[k] + 0.5) / (double)n);
+        free(perm);
+        break;
+    }
+    case GEN_LABELS:
+    case GEN_LABELS_HALF: {
+        const h_input *lg = &c->in[0];
+        const float *x = d->in[0];
+        int64_t cls = lg->shape.d[lg->shape.ndim - 1];
+        for (int64_t k = 0; k < n; k++) {
+            int32_t lab = (int32_t)(h_rng_u64(r) % (uint64_t)cls);
+            if (in->gen == GEN_LABELS_HALF && (h_rng_u64(r) & 1)) {
+                int64_t best = 0;
+                for (int64_t j = 1; j < cls; j++)
+                    if (x[k * cls + j] > x[k * cls + best]) best = j;
+                lab = (int32_t)best;
+            }
+            l[k] = lab;
+        }
+        break;
+    }
+    case GEN_SOFTMAX_ROWS:
+    case GEN_LOGSOFTMAX_ROWS:
+        for (int64_t row = 0; row < n / C; row++) {
+            double mx = -1e300, s = 0;
+            float *x = f + row * C;
+            for (int64_t j = 0; j < C; j++) {
+                x[j] = h_rng_range(r, in->lo, in->hi);
+                if (x[j] > mx) mx = x[j];
+            }
+            for (int64_t j = 0; j < C; j++) s += exp(x[j] - mx);
+            for (int64_t j = 0; j < C; j++) {
+                double ls = x[j] - mx - log(s);
+                x[j] = (float)(in->gen == GEN_SOFTMAX_ROWS ? exp(ls) : ls);
+            }
+        }
+        break;
+    case GEN_ZERO:
+        break;
+    }
+}
+
+void h_gen_inputs(const h_case *c, h_data *d) {
+    for (int i = 0; i < c->n_in; i++) {
+        h_rng r;
+        h_rng_seed(&r, c->seed * 131 + (uint64_t)i * 7919 + 17);
+        gen_one(c, i, d, &r);
+    }
+}
+
+void h_alloc_checked(const h_case *c, h_data *d) {
+    for (int j = 0; j < h_checked_count(c); j++)
+        d->chk[j] = calloc((size_t)h_checked_numel(c, j) + 1, esize(h_checked_dtype(c, j)));
+}
+
+void h_data_free(h_data *d) {
+    for (int i = 0; i < CN_MAX_INPUTS; i++) free(d->in[i]);
+    for (int j = 0; j < H_MAX_CHECKED; j++) free(d->chk[j]);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- guarded launch ---- */
+typedef struct gbuf {
+    void *dev;
+    uint32_t *stage; /* expected content: data + guard (all elements are 4 bytes here) */
+    int64_t n;       /* data elements */
+    int written;     /* output or in-place buffer */
+    const char *name;
+} gbuf;
+
+static int gbuf_make(cn_backend *b, gbuf *g, int64_t n, const void *data, int written,
+                     const char *name, char *err, size_t cap) {
+    g->n = n;
+    g->written = written;
+    g->name = name;
+    size_t bytes = (size_t)(n + H_GUARD) * 4;
+    g->stage = malloc(bytes);
+    if (data)
+        memcpy(g->stage, data, (size_t)n * 4);
+    else
+        for (int64_t k = 0; k < n; k++) g->stage[k] = H_PREFILL_BITS;
+    for (int64_t k = n; k < n + H_GUARD; k++) g->stage[k] = H_GUARD_BITS;
+    cn_status s = b->alloc(b->ctx, bytes, &g->dev);
+    if (s != CN_OK) {
+        snprintf(err, cap, "alloc(%zu) of %s failed: %s: %s", bytes, name, cn_status_name(s), cn_last_error());
+        g->dev = NULL;
+        return 0;
+    }
+    s = b->upload(b->ctx, g->dev, 0, g->stage, bytes, 1);
+    if (s != CN_OK) {
+        snprintf(err, cap, "upload of %s failed: %s: %s", name, cn_status_name(s), cn_last_error());
+        return 0;
+    }
+    return 1;
+}
+
+/* Downloads the whole buffer; checks the guard (and, for read-only inputs, the data);
+ * copies the data into dst when given. */
+static int gbuf_check(cn_backend *b, gbuf *g, void *dst, char *err, size_t cap) {
+    size_t bytes = (size_t)(g->n + H_GUARD) * 4;
+    uint32_t *h = malloc(bytes);
+    cn_status s = b->download(b->ctx, g->dev, 0, h, bytes);
+    if (s != CN_OK) {
+        snprintf(err, cap, "download of %s failed: %s: %s", g->name, cn_status_name(s), cn_last_error());
+        free(h);
+        return 0;
+    }
+    int ok = 1;
+    for (int64_t k = g->n; k < g->n + H_GUARD; k++)
+        if (h[k] != H_GUARD_BITS) {
+            snprintf(err, cap, "out-of-bounds write past the end of %s (%lld elements): guard element +%lld = 0x%08x (%g)",
+                     g->name, (long long)g->n, (long long)(k - g->n), h[k], (double)u2f(h[k]));
+            ok = 0;
+            break;
+        }
+    if (ok && !g->written)
+        for (int64_t k = 0; k < g->n; k++)
+            if (h[k] != g->stage[k]) {
+                snprintf(err, cap, "read-only %s modified at element %lld (0x%08x -> 0x%08x)", g->name,
+                         (long long)k, g->stage[k], h[k]);
+                ok = 0;
+                break;
+            }
+    if (ok && dst) memcpy(dst, h, (size_t)g->n * 4);
+    free(h);
+    return ok;
+}
+
+int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_data *d,
+          char *err, size_t cap) {
+    static const char *in_names[CN_MAX_INPUTS] = {"input 0", "input 1", "input 2", "input 3"};
+    gbuf g[CN_MAX_INPUTS + 1];
+    memset(g, 0, sizeof g);
+    int nb = 0, rc = H_RUN_FAIL;
+    err[0] = 0;
+    cn_launch l;
+    memset(&l, 0, sizeof l);
+    l.op = c->op;
+    l.p = &c->p;
+    l.n_in = c->n_in;
+    l.step = c->step;
+    l.out_shape = c->out_shape;
+    l.out_dtype = c->out_dt;
+    for (int i = 0; i < c->n_in; i++) {
+        int written = c->inplace && i != 1;
+        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->in[i].shape), in_host[i], written, in_names[i], err, cap)) {
+            nb++;
+            goto done;
+        }
+        l.in[i] = g[nb].dev;
+        l.in_shape[i] = c->in[i].shape;
+        l.in_dtype[i] = c->in[i].dt;
+        nb++;
+    }
+    if (c->inplace) {
+        l.out = l.in[0];
+    } else {
+        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->out_shape), NULL, 1, "output", err, cap)) {
+            nb++;
+            goto done;
+        }
+        l.out = g[nb].dev;
+        nb++;
+    }
+    if (b->supports && !b->supports(b->ctx, &l)) {
+        rc = H_RUN_UNSUPPORTED;
+        goto done;
+    }
+    cn_clear_error();
+    cn_status s = b->run(b->ctx, &l);
+    if (s != CN_OK) {
+        snprintf(err, cap, "run() failed: %s: %s", cn_status_name(s), cn_last_error());
+        goto done;
+    }
+    s = b->sync(b->ctx);
+    if (s != CN_OK) {
+        snprintf(err, cap, "sync() failed: %s: %s", cn_status_name(s), cn_last_error());
+        goto done;
+    }
+    int ok = 1;
+    for (int k = 0; k < nb && ok; k++) {
+        void *dst = NULL;
+        if (c->inplace) {
+            for (int j = 0; j < h_checked_count(c); j++)
+                if (h_checked_input(c, j) == k) dst = d->chk[j];
+        } else if (k == c->n_in) {
+            dst = d->chk[0];
+        }
+        ok = gbuf_check(b, &g[k], dst, err, cap);
+    }
+    rc = ok ? H_RUN_OK : H_RUN_FAIL;
+done:
+    for (int k = 0; k < nb; k++) {
+        if (g[k].dev) b->free(b->ctx, g[k].dev);
+        free(g[k].stage);
+    }
+    return rc;
+}
+
+/* ---- comparison ----
+ * Tolerance rule (f32), per element i, with eps = FLT_EPSILON = 2^-23:
+ *   |got_i - ref_i| <= atol + rtol*|ref_i| + 4*eps*sqrt(k)*scale_i
+ * - Elementwise ops (k = 0): both sides compute the same formula once per element; OpenCL's
+ *   built-ins are allowed a few ulp (exp/log 3 ulp, tanh 5 ulp, divide 2.5 ulp in the full
+ *   profile) and compilers may contract a*b+c into fma, so rtol = 1e-5 (about 80 ulp) with
+ *   atol = 1e-6 for results near zero (tanh(x) for small x via exp, log(x) near 1, x-y
+ *   after rounding) is generous for correct code and far below any indexing/formula bug,
+ *   which produces O(|ref|) errors.
+ * - Reductions over k terms (GEMM inner length, row sums, softmax/xent over C, pooling
+ *   windows): the summation order differs between backends (blocked GEMM, tree
+ *   reductions), so each result carries an error of about eps*sqrt(k)*sum|terms| (random-
+ *   walk rounding; the worst case is k*eps). scale_i is sum|terms| itself when the op is
+ *   linear (the reference run on |inputs|: the classical |A||B| bound of GEMM), else the
+ *   largest |ref| in the buffer. The factor 4 covers both sides' rounding and a few
+ *   standard deviations.
+ * - Exact: i32 outputs, ARGMAX/ACCURACY, data movement (TRANSPOSE, IM2COL, MAXPOOL) and the
+ *   DROPOUT keep mask (the counter-based RNG is integer-exact on every backend).
+ * A NaN/Inf where the reference is finite, or the pre-fill pattern left in the output,
+ * always fails. */
+int h_compare(const h_case *c, int j, const void *ref, const void *got, const float *mag,
+              h_cmp *r, char *msg, size_t cap) {
+    memset(r, 0, sizeof *r);
+    r->worst_index = -1;
+    int64_t n = h_checked_numel(c, j);
+    cn_dtype dt = h_checked_dtype(c, j);
+    const char *name = h_checked_name(c, j);
+    if (dt == CN_I32) {
+        const int32_t *a = ref, *b = got;
+        int64_t first = -1;
+        for (int64_t i = 0; i < n; i++) {
+            if ((uint32_t)b[i] == H_PREFILL_BITS) r->n_prefill++;
+            if (a[i] != b[i]) {
+                if (first < 0) first = i;
+                r->n_bad++;
+                double e = fabs((double)a[i] - (double)b[i]);
+                if (e > r->worst_err) r->worst_err = e;
+            }
+        }
+        r->worst_index = first;
+        if (r->n_bad)
+            snprintf(msg, cap, "%s (i32, exact): %lld of %lld differ; first [%lld] ref %d got %d%s", name,
+                     (long long)r->n_bad, (long long)n, (long long)first, a[first], b[first],
+                     r->n_prefill ? " (element never written)" : "");
+        else
+            snprintf(msg, cap, "%s (i32, exact): all %lld equal", name, (long long)n);
+        return r->n_bad == 0;
+    }
+    const float *a = ref, *b = got;
+    const h_tol *t = &c->tol;
+    double maxref = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isfinite(a[i]) && fabs(a[i]) > maxref) maxref = fabs(a[i]);
+    int64_t mask_bad = 0;
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t gb = h_f2u(b[i]), rb = h_f2u(a[i]);
+        int bad = 0;
+        double err = 0, bound = 0;
+        if (gb == H_PREFILL_BITS) r->n_prefill++;
+        if (!isfinite(a[i])) {
+            bad = isnan(a[i]) ? !isnan(b[i]) : gb != rb;
+            err = bad ? INFINITY : 0;
+        } else if (!isfinite(b[i])) {
+            r->n_nan++;
+            bad = 1;
+            err = INFINITY;
+        } else {
+            err = fabs((double)b[i] - (double)a[i]);
+            if (t->kind == TOL_EXACT) {
+                bad = gb != rb;
+                bound = 0;
+            } else {
+                double scale = mag ? fabs((double)mag[i]) : maxref;
+                bound = t->atol + t->rtol * fabs((double)a[i]);
+                if (t->kind == TOL_REDUCE) bound += 4.0 * FLT_EPSILON * sqrt(t->k) * scale;
+                bad = err > bound;
+            }
+            if (t->mask_exact && ((a[i] == 0) != (b[i] == 0))) {
+                bad = 1;
+                mask_bad++;
+            }
+        }
+        if (bad) r->n_bad++;
+        double ratio = bound > 0 ? err / bound : (bad ? INFINITY : 0);
+        if (bad && ratio <= 1) ratio = INFINITY; /* mask or bit mismatch within the bound */
+        if (r->worst_index < 0 || ratio > r->worst_ratio) {
+            r->worst_ratio = ratio;
+            r->worst_err = err;
+            r->worst_bound = bound;
+            r->worst_index = i;
+        }
+    }
+    int64_t w = r->worst_index < 0 ? 0 : r->worst_index;
+    int len = snprintf(msg, cap, "%s: worst |d|=%.3g at [%lld] (ref %.9g got %.9g, bound %.3g, %.3g of bound)",
+                       name, r->worst_err, (long long)w, (double)a[w], (double)b[w], r->worst_bound,
+                       r->worst_ratio);
+    if (r->n_bad && (size_t)len < cap)
+        len += snprintf(msg + len, cap - (size_t)len, "; %lld of %lld out of tolerance", (long long)r->n_bad,
+                        (long long)n);
+    if (r->n_nan && (size_t)len < cap)
+        len += snprintf(msg + len, cap - (size_t)len, "; %lld non-finite where ref is finite", (long long)r->n_nan);
+    if (r->n_prefill && (size_t)len < cap)
+        len += snprintf(msg + len, cap - (size_t)len, "; %lld elements never written (still hold the pre-fill pattern)",
+                        (long long)r->n_prefill);
+    if (mask_bad && (size_t)len < cap)
+        snprintf(msg + len, cap - (size_t)len, "; %lld keep-mask mismatches", (long long)mask_bad);
+    return r->n_bad == 0;
+}
