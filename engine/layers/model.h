@@ -1,0 +1,60 @@
+/* Models: an ordered list of layers with shapes checked as each is added; builders lower
+ * them to graph ops (layers.c holds no math, only graph construction). */
+#ifndef CN_MODEL_H
+#define CN_MODEL_H
+
+#include "clnet.h"
+#include "graph.h"
+
+typedef enum cn_layer_kind {
+    CN_L_DENSE,
+    CN_L_CONV2D,
+    CN_L_MAXPOOL2D,
+    CN_L_AVGPOOL2D,
+    CN_L_FLATTEN,
+    CN_L_ACTIVATION,
+    CN_L_DROPOUT
+} cn_layer_kind;
+
+typedef struct cn_layer {
+    cn_layer_kind kind;
+    int units;   /* dense units / conv filters */
+    int kernel, stride, pad;
+    cn_act act;
+    float rate;  /* dropout */
+    /* output shape excluding batch: [h,w,c] (flat = 0 ) or [features] (flat = 1) */
+    int flat;
+    int64_t oh, ow, oc;
+    int64_t params; /* trainable scalars */
+    int64_t flops;  /* forward FLOPs per image */
+} cn_layer;
+
+struct cn_model {
+    int h, w, c;
+    cn_layer *layers;
+    int n, cap;
+    char *text; /* canonical description, rebuilt on change */
+};
+
+/* Per-trainable-tensor description, in a fixed order (layer order, weight then bias). */
+typedef struct cn_param_desc {
+    char name[CN_NODE_NAME_MAX]; /* "conv2d_1.weight" */
+    cn_shape shape;
+    int layer;
+    int fan_in, fan_out;
+    cn_act act; /* of the layer, picks He (ReLU) or Glorot init */
+} cn_param_desc;
+
+/* Number of trainable tensors and their descriptions (descs may be NULL to count). */
+int cn_model_param_descs(const cn_model *m, cn_param_desc *descs);
+
+/* Adds the forward pass for a batch to g: x is an input leaf [batch,h,w,c]; param_ids are the
+ * PARAM leaves in cn_model_param_descs order. Dropout only when training. Returns the logits
+ * node (before any final softmax layer's activation when skip_final_softmax) or -1. */
+int cn_model_forward(const cn_model *m, cn_graph *g, int x, const int *param_ids, int training, uint32_t seed,
+                     int skip_final_softmax);
+/* 1 if the last layer applies softmax (as an activation or a dense/conv act). */
+int cn_model_ends_with_softmax(const cn_model *m);
+cn_model *cn_model_clone(const cn_model *m);
+
+#endif
