@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages clnet needs when any is missing (idempotent), then configures
+# and builds into ./build. As root it uses apt-get directly, otherwise sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PKGS=(build-essential meson ninja-build pkg-config python3
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
+      zlib1g-dev dataset-fashion-mnist)
+# PyTorch is only needed for the benchmark comparison and golden fixtures.
+[ "${CLNET_WITH_TORCH:-0}" = 1 ] && PKGS+=(python3-torch python3-numpy)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+BUILD=${CLNET_BUILD_DIR:-build}
+if [ ! -f "$BUILD/build.ninja" ]; then
+  meson setup "$BUILD" ${CLNET_MESON_ARGS:-} >/dev/null
+fi
+ninja -C "$BUILD" >/dev/null
+echo "setup: built $BUILD/tools/clnet"

@@ -1,0 +1,178 @@
+/* Devices, tensors, eager ops and the planner: selector errors, to() identity, device
+ * mismatch, memory cap, and activation-buffer reuse. */
+#include "../data/tcheck.h"
+#include "graph.h"
+#include "plan.h"
+
+static cn_device *open_or_null(const char *sel) {
+    cn_device *d = NULL;
+    return cn_device_open(sel, &d) == CN_OK ? d : NULL;
+}
+
+static void test_status_table(void) {
+    tc_begin("status strings are distinct and named");
+    for (int i = 0; i < CN_STATUS_COUNT; i++)
+        for (int j = i + 1; j < CN_STATUS_COUNT; j++)
+            CHECK(strcmp(cn_status_str((cn_status)i), cn_status_str((cn_status)j)) != 0, "%d vs %d", i, j);
+    CHECK(strcmp(cn_status_name(CN_ERR_SHAPE), "CN_ERR_SHAPE") == 0);
+    CHECK(strcmp(cn_status_str((cn_status)999), "unknown status") == 0);
+    tc_end();
+}
+
+static void test_selectors(void) {
+    tc_begin("unknown selectors fail and list the devices");
+    const char *bad[] = {"gpu:7", "cl:99", "cl:x", "tpu", "cl:", "gpu:-1", "omp2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cn_device *d = (cn_device *)1;
+        cn_status st = cn_device_open(bad[i], &d);
+        CHECK(st == CN_ERR_NOT_FOUND, "'%s' gave %s", bad[i], cn_status_name(st));
+        CHECK(d == NULL, "'%s' left a handle", bad[i]);
+        CHECK(strstr(cn_last_error(), bad[i]) && strstr(cn_last_error(), "omp"), "message: %s", cn_last_error());
+    }
+    tc_end();
+
+    tc_begin("omp and auto open; the same selector shares a handle");
+    cn_device *a = open_or_null("omp"), *b = open_or_null("omp"), *au = open_or_null("auto");
+    CHECK(a && a == b, "omp handles %p %p", (void *)a, (void *)b);
+    CHECK(au != NULL, "%s", cn_last_error());
+    if (au) {
+        int n;
+        cn_device_count(&n);
+        cn_device_info info;
+        cn_device_info_get(n > 1 ? 1 : 0, &info);
+        /* auto picks a GPU, else the first OpenCL CPU device, else omp */
+        CHECK(n == 1 ? strcmp(cn_device_selector(au), "omp") == 0 : strncmp(cn_device_selector(au), "cl:", 3) == 0,
+              "auto chose %s", cn_device_selector(au));
+    }
+    cn_device_release(a), cn_device_release(b), cn_device_release(au);
+    tc_end();
+}
+
+static void test_tensors(void) {
+    cn_device *omp = open_or_null("omp");
+    cn_device *cl = open_or_null("cl:0");
+    float av[6] = {1, 2, 3, 4, 5, 6}, bv[3] = {10, 20, 30}, out[6];
+    int64_t s23[2] = {2, 3}, s3[1] = {3};
+    cn_tensor *a = NULL, *b = NULL, *c = NULL, *same = NULL;
+
+    tc_begin("to() on the same device returns the same tensor");
+    CHECK_OK(cn_tensor_from_host(omp, 2, s23, CN_F32, av, &a));
+    CHECK_OK(cn_tensor_to(a, omp, &same));
+    CHECK(same == a, "a copy was made");
+    cn_tensor_release(same);
+    tc_end();
+
+    tc_begin("eager add with suffix broadcast");
+    CHECK_OK(cn_tensor_from_host(omp, 1, s3, CN_F32, bv, &b));
+    CHECK_OK(cn_add(a, b, &c));
+    if (c) {
+        CHECK_OK(cn_tensor_read(c, out, sizeof out));
+        for (int i = 0; i < 6; i++) CHECK(out[i] == av[i] + bv[i % 3], "element %d = %g", i, (double)out[i]);
+    }
+    cn_tensor_release(c), c = NULL;
+    CHECK(cn_add(a, NULL, &c) == CN_ERR_INVALID_ARG);
+    cn_tensor *bad = NULL;
+    int64_t s2[1] = {2};
+    CHECK_OK(cn_tensor_from_host(omp, 1, s2, CN_F32, bv, &bad));
+    CHECK_ERR(cn_add(a, bad, &c), CN_ERR_SHAPE, "broadcast");
+    cn_tensor_release(bad);
+    tc_end();
+
+    tc_begin("eager matmul with transposes");
+    cn_tensor *m = NULL;
+    CHECK_OK(cn_matmul(a, a, 1, 0, &m)); /* a^T a: [3,3] */
+    if (m) {
+        float r[9];
+        CHECK_OK(cn_tensor_read(m, r, sizeof r));
+        CHECK(cn_tensor_dim(m, 0) == 3 && cn_tensor_dim(m, 1) == 3);
+        /* (a^T a)[i][j] = sum_k a[k][i] a[k][j] */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) CHECK(r[i * 3 + j] == av[i] * av[j] + av[3 + i] * av[3 + j], "[%d][%d]", i, j);
+    }
+    cn_tensor_release(m);
+    tc_end();
+
+    if (!cl) {
+        tc_skipped("device mismatch and cross-device to()", "no OpenCL device");
+    } else {
+        tc_begin("ops on two devices fail naming both; to() copies");
+        cn_tensor *bc = NULL, *back = NULL;
+        CHECK_OK(cn_tensor_to(b, cl, &bc));
+        CHECK(bc && bc != b && cn_tensor_device(bc) == cl);
+        CHECK_ERR(cn_add(a, bc, &c), CN_ERR_DEVICE_MISMATCH, "omp");
+        CHECK(strstr(cn_last_error(), "cl:0") != NULL, "message: %s", cn_last_error());
+        CHECK(c == NULL);
+        CHECK_OK(cn_tensor_to(bc, omp, &back));
+        float r[3] = {0};
+        if (back) CHECK_OK(cn_tensor_read(back, r, sizeof r));
+        CHECK(memcmp(r, bv, sizeof r) == 0, "round trip changed values");
+        cn_tensor_release(bc), cn_tensor_release(back);
+        tc_end();
+    }
+
+    tc_begin("the memory cap refuses allocations past it");
+    cn_memory_stats ms;
+    CHECK_OK(cn_device_memory_stats(omp, &ms));
+    CHECK(ms.current >= sizeof av, "current %llu", (unsigned long long)ms.current);
+    CHECK_OK(cn_device_set_memory_limit(omp, ms.current + 1024));
+    cn_tensor *big = NULL;
+    int64_t sbig[1] = {1 << 20};
+    CHECK_ERR(cn_tensor_create(omp, 1, sbig, CN_F32, &big), CN_ERR_OUT_OF_MEMORY, "omp");
+    CHECK_OK(cn_device_set_memory_limit(omp, 0));
+    CHECK_OK(cn_tensor_create(omp, 1, sbig, CN_F32, &big));
+    cn_tensor_release(big);
+    tc_end();
+
+    tc_begin("tensor shapes are validated");
+    int64_t zero[2] = {2, 0}, huge[2] = {INT64_MAX / 2, 4};
+    CHECK_ERR(cn_tensor_create(omp, 2, zero, CN_F32, &big), CN_ERR_SHAPE, "dimension 1");
+    CHECK_ERR(cn_tensor_create(omp, 2, huge, CN_F32, &big), CN_ERR_SHAPE, "overflow");
+    CHECK_ERR(cn_tensor_create(omp, 7, s23, CN_F32, &big), CN_ERR_SHAPE, "dims");
+    tc_end();
+
+    cn_tensor_release(a), cn_tensor_release(b);
+    cn_device_release(omp), cn_device_release(cl);
+}
+
+static void test_planner_reuse(void) {
+    tc_begin("the planner reuses activation buffers");
+    cn_device *omp = open_or_null("omp");
+    cn_model *m = NULL;
+    cn_trainer *t = NULL;
+    char path[1024];
+    const char *root = getenv("CLNET_SOURCE_ROOT");
+    snprintf(path, sizeof path, "%s/models/seed_cnn.net", root ? root : ".");
+    CHECK_OK(cn_model_load_file(path, &m));
+    if (m) CHECK_OK(cn_trainer_create(m, omp, NULL, &t));
+    if (t) {
+        uint64_t peak = 0, sum = 0;
+        CHECK_OK(cn_trainer_memory(t, &peak, &sum));
+        printf("seed CNN training step, batch 64: planned %.1f MiB of %.1f MiB of intermediates\n", peak / 1048576.0,
+               sum / 1048576.0);
+        CHECK(peak > 0 && peak < sum, "peak %llu, sum %llu", (unsigned long long)peak, (unsigned long long)sum);
+    }
+    cn_trainer_free(t);
+    cn_model_free(m);
+    tc_end();
+
+    tc_begin("a chain of ops needs two buffers, not one per op");
+    cn_graph g;
+    cn_graph_init(&g);
+    int x = cn_g_leaf(&g, CN_LEAF_INPUT, "x", &(cn_shape){2, {64, 1000}}, CN_F32);
+    for (int i = 0; i < 10; i++) x = cn_g_unary(&g, i % 2 ? CN_OP_TANH : CN_OP_SIGMOID, x);
+    cn_plan *p = NULL;
+    CHECK_OK(cn_plan_create(&g, omp, &x, 1, NULL, 0, &p));
+    if (p) CHECK(p->pool_bytes == 2 * 64 * 1000 * 4, "pool %llu bytes", (unsigned long long)p->pool_bytes);
+    cn_plan_free(p);
+    cn_graph_destroy(&g);
+    cn_device_release(omp);
+    tc_end();
+}
+
+int main(void) {
+    test_status_table();
+    test_selectors();
+    test_tensors();
+    test_planner_reuse();
+    return tc_finish();
+}
