@@ -44,12 +44,14 @@ cn_status cn_ckpt_encode(const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors
 
 typedef struct cn_ckpt cn_ckpt;
 /* Reads and fully validates (magic, version, bounds of every field against the file size,
- * checksum) before returning. */
+ * checksum) before returning; on failure *out is NULL and the message names the file. */
 cn_status cn_ckpt_load(const char *path, cn_ckpt **out);
 cn_status cn_ckpt_parse(const uint8_t *buf, size_t len, const char *origin, cn_ckpt **out);
 const cn_ckpt_meta *cn_ckpt_get_meta(const cn_ckpt *c); /* strings owned by c */
 int cn_ckpt_count(const cn_ckpt *c);
-const cn_ckpt_tensor *cn_ckpt_get(const cn_ckpt *c, int i); /* NULL if i is out of range */
+/* NULL if i is out of range. Tensors keep file order; each one's data is its own malloc'd
+ * block (aligned for any dtype), owned by c. */
+const cn_ckpt_tensor *cn_ckpt_get(const cn_ckpt *c, int i);
 const cn_ckpt_tensor *cn_ckpt_find(const cn_ckpt *c, const char *name); /* NULL if absent */
 void cn_ckpt_free(cn_ckpt *c);
 

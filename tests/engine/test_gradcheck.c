@@ -32,8 +32,6 @@ typedef struct gcase {
 #define S3(a, b, c) {3, {a, b, c}}
 #define S4(a, b, c, d) {4, {a, b, c, d}}
 
-static cn_op_params mm(int ta, int tb) { return (cn_op_params){.trans_a = ta, .trans_b = tb}; }
-static cn_op_params win(int k, int s, int p) { return (cn_op_params){.kh = k, .kw = k, .sh = s, .sw = s, .ph = p, .pw = p}; }
 
 static const gcase cases[] = {
     {"reshape", CN_OP_RESHAPE, 1, {S2(2, 3)}, {0}, -1, {0}, 1, S2(3, 2)},
