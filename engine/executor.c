@@ -1,9 +1,52 @@
 /* Executor: replays a plan's prebuilt launches. No host sync between ops; the only waits
  * are the reads the caller asks for. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "plan.h"
+
+/* CLNET_PROFILE=1: sync after every launch and add its wall time to its op's total. This
+ * serialises the queue, so it is for finding the slow op, not for end-to-end timing. */
+static int profiling = -1;
+static double prof_seconds[CN_OP_COUNT];
+static uint64_t prof_calls[CN_OP_COUNT];
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cn_profile_enabled(void) {
+    if (profiling < 0) {
+        const char *e = getenv("CLNET_PROFILE");
+        profiling = e && *e && strcmp(e, "0") != 0;
+    }
+    return profiling;
+}
+
+/* Per-op totals, slowest first, into buf. */
+void cn_profile_report(char *buf, size_t cap) {
+    size_t o = 0;
+    double total = 0;
+    int order[CN_OP_COUNT];
+    for (int i = 0; i < CN_OP_COUNT; i++) order[i] = i, total += prof_seconds[i];
+    for (int i = 1; i < CN_OP_COUNT; i++)
+        for (int j = i; j > 0 && prof_seconds[order[j]] > prof_seconds[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+        }
+    buf[0] = 0;
+    for (int k = 0; k < CN_OP_COUNT && o < cap; k++) {
+        int i = order[k];
+        if (!prof_calls[i]) continue;
+        o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %9.3f s %5.1f%%\n", cn_op_name((cn_op)i),
+                              (unsigned long long)prof_calls[i], prof_seconds[i], 100.0 * prof_seconds[i] / total);
+    }
+}
 
 static cn_status check_node(const cn_plan *p, int node, size_t bytes, const char *what) {
     if (!p || node < 0 || node >= p->n) return cn_errorf(CN_ERR_INVALID_ARG, "%s: node %d out of range", what, node);
@@ -28,9 +71,16 @@ cn_status cn_plan_feed(cn_plan *p, int node, const void *data, size_t bytes, int
 cn_status cn_plan_run(cn_plan *p, uint64_t step) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run: NULL plan");
     cn_backend *be = p->dev->be;
+    int prof = cn_profile_enabled();
     for (int k = 0; k < p->n_launch; k++) {
         p->launches[k].step = step;
+        double t0 = prof ? now_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);
+        if (prof && st == CN_OK) {
+            st = be->sync(be->ctx);
+            prof_seconds[p->launches[k].op] += now_seconds() - t0;
+            prof_calls[p->launches[k].op]++;
+        }
         if (st != CN_OK) {
             int i = p->launch_node[k];
             return cn_error_context(st, "running node %d (%s) on %s", i, cn_op_name(p->nodes[i].op),

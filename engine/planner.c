@@ -196,7 +196,12 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         const cn_node *nd = &p->nodes[i];
         p->root[i] = (is_view(nd) || is_inplace(nd)) ? p->root[nd->in[0]] : i;
     }
-    if (st == CN_OK && fuse) fuse_activations(p, live, consumers, is_out);
+    if (st == CN_OK && fuse) {
+        fuse_activations(p, live, consumers, is_out);
+        /* views of a fused activation must now point at its producer's buffer */
+        for (int i = 0; i < n; i++)
+            if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];
+    }
     if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings);
     for (int i = 0; i < n && st == CN_OK; i++) {
         const cn_node *nd = &p->nodes[i];

@@ -304,7 +304,7 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
     CN_TRY(cn_plan_run(sp->plan, t->step + 1));
     t->step++;
     if (loss || correct) {
-        float l, a;
+        float l = 0, a = 0;
         CN_TRY(read_metrics(t, sp, &l, &a));
         if (loss) *loss = l;
         if (correct) *correct = (int)lroundf(a);
@@ -348,7 +348,7 @@ typedef struct eval_acc {
 static cn_status eval_chunk(cn_trainer *t, step_plan *sp, int off, int cnt, void *ctx) {
     (void)off;
     eval_acc *e = ctx;
-    float l, a;
+    float l = 0, a = 0;
     CN_TRY(read_metrics(t, sp, &l, &a));
     e->loss += (double)l * cnt;
     e->correct += lroundf(a);
