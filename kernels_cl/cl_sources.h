@@ -1,4 +1,4 @@
-/* The embedded OpenCL sources (kernels_cl/*.cl), generated at build time by embed.py. */
+/* The embedded OpenCL sources (the .cl files of kernels_cl), generated at build time by embed.py. */
 #ifndef CN_CL_SOURCES_H
 #define CN_CL_SOURCES_H
 #include <stddef.h>

@@ -1,16 +1,50 @@
-/* Shared by every program: prepended to each kernel family's source at build time. */
+/* Shared by every program: prepended to each kernel family's source at build time. Plain
+ * (non-inline) functions: C99 inline semantics in OpenCL C 1.2 can leave unresolved symbols
+ * on some compilers when optimisation is off; the compilers inline these anyway. */
 #ifndef CN_COMMON_CL
 #define CN_COMMON_CL
 
 /* Same counter-based generator as engine/ops.h (splitmix64 of seed, step, index). */
-inline ulong cn_rng_mix64(ulong z) {
+ulong cn_rng_mix64(ulong z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
     return z ^ (z >> 31);
 }
-inline float cn_rng_uniform(ulong seed, ulong step, ulong index) {
+float cn_rng_uniform(ulong seed, ulong step, ulong index) {
     ulong r = cn_rng_mix64(seed * 0x9E3779B97F4A7C15UL + cn_rng_mix64(step * 0xD1B54A32D192ED03UL + index + 1));
     return (float)(r >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Epilogue codes match cn_epilogue in engine/ops.h. */
+#define EPI_NONE 0
+#define EPI_RELU 1
+#define EPI_SIGMOID 2
+#define EPI_TANH 3
+
+float cn_relu(float v) { return v > 0.0f ? v : 0.0f; }
+float4 cn_relu4(float4 v) { return select((float4)(0.0f), v, v > (float4)(0.0f)); }
+/* Two branches so exp never overflows (exp(-|v|) <= 1), as in the OpenMP reference. */
+float cn_sigmoid(float v) {
+    if (v >= 0.0f) return 1.0f / (1.0f + exp(-v));
+    float e = exp(v);
+    return e / (1.0f + e);
+}
+float4 cn_sigmoid4(float4 v) {
+    float4 e = exp(-fabs(v));
+    return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (float4)(0.0f));
+}
+
+float cn_epi(float v, int epi) {
+    if (epi == EPI_RELU) return cn_relu(v);
+    if (epi == EPI_SIGMOID) return cn_sigmoid(v);
+    if (epi == EPI_TANH) return tanh(v);
+    return v;
+}
+float4 cn_epi4(float4 v, int epi) {
+    if (epi == EPI_RELU) return cn_relu4(v);
+    if (epi == EPI_SIGMOID) return cn_sigmoid4(v);
+    if (epi == EPI_TANH) return tanh(v);
+    return v;
 }
 
 #endif

@@ -74,7 +74,6 @@ enum { CN_CL_SCRATCH_A = 0, CN_CL_SCRATCH_B, CN_CL_SCRATCH_SLOTS };
 typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST } cn_cl_gemm_mode;
 
 typedef struct cn_cl_ctx {
-    cn_backend vt; /* first: the vtable handed to the engine */
     cl_platform_id platform;
     cl_device_id device;
     cl_context context;
@@ -93,7 +92,6 @@ typedef struct cn_cl_ctx {
 
     pthread_mutex_t lock; /* guards kernels/args, memory counters and scratch */
     uint64_t mem_current, mem_peak, mem_limit;
-    cl_mem zero_buf; /* shared stand-in for zero-byte allocations */
 
     cl_program programs[CN_CL_FAM_COUNT];
     cl_kernel kernels[CN_K_COUNT];
@@ -105,6 +103,10 @@ typedef struct cn_cl_ctx {
     cn_cl_gemm_mode gemm_mode;
     int clblast_failed; /* sticky: CLBlast errored on this device, use gemm.cl */
     int gemm_tsm, gemm_tsn, gemm_tsk, gemm_wptm, gemm_wptn;
+    int transpose_tile; /* TT of layout.cl */
+    /* Work-group sizes of elementwise (1-D) and grid (3-D) launches. CPU drivers (POCL)
+     * pay per work-group, so they get much larger groups than GPUs. */
+    size_t wg_1d, wg_grid;
 } cn_cl_ctx;
 
 /* ---- errors (cl_errors.c) ---- */
@@ -172,6 +174,8 @@ cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs,
                     (cn_cl_arg[]){__VA_ARGS__})
 /* Power-of-two work-group size for a one-group-per-row kernel over rows of length cols. */
 size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols);
+/* Work-group shape for a 3-D grid: up to wg_grid work-items, filling dimension 0 first. */
+void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_t lws[3]);
 /* A scratch buffer of at least bytes (grown, never shrunk; in-order queue keeps reuse safe). */
 cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out);
 cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
@@ -192,5 +196,23 @@ int cn_cl_supports(void *ctx, const cn_launch *l);
 cn_status cn_cl_run(void *ctx, const cn_launch *l);
 
 static inline cl_mem cn_cl_mem(void *p) { return (cl_mem)p; }
+
+static inline int cn_cl_shape_eq(const cn_shape *a, const cn_shape *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return 0;
+    return 1;
+}
+/* ops.h's suffix rule: `suffix`, without its leading 1-sized dims, equals the trailing dims
+ * of `full` ([C], [1,C] and [1] are suffixes of [N,H,W,C]). */
+static inline int cn_cl_is_suffix(const cn_shape *suffix, const cn_shape *full) {
+    int first = 0;
+    while (first < suffix->ndim && suffix->d[first] == 1) first++;
+    int len = suffix->ndim - first;
+    if (len > full->ndim) return 0;
+    for (int i = 0; i < len; i++)
+        if (suffix->d[first + i] != full->d[full->ndim - len + i]) return 0;
+    return 1;
+}
 
 #endif

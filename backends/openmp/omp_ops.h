@@ -49,7 +49,6 @@ int omp_shape_eq(const cn_shape *a, const cn_shape *b);
 int omp_is_suffix(const cn_shape *suffix, const cn_shape *full);
 /* Common output check: out must have exactly in[idx]'s shape. */
 cn_status omp_expect_out_like(const cn_launch *l, int idx);
-/* 1-based optimizer step / dropout counter as the launch gives it. */
 
 /* Fused epilogue (ADD, MATMUL): applied to n contiguous floats in place. */
 void omp_apply_epilogue(float *x, int64_t n, int epilogue);
@@ -60,6 +59,16 @@ static inline float omp_sigmoid(float x) {
     const float e = expf(x);
     return e / (1.0f + e);
 }
+
+/* Geometry of a windowed op (IM2COL, COL2IM, pools) on an NHWC image. */
+typedef struct omp_window {
+    int64_t n, h, w, c;   /* image */
+    int64_t oh, ow;       /* output positions: OH = (H + 2ph - kh)/sh + 1 */
+    int64_t kh, kw, sh, sw, ph, pw;
+} omp_window;
+/* Checks the window parameters (kernel and stride >= 1, padding >= 0, at least one output
+ * position) against the 4-D image shape img and fills g. */
+cn_status omp_window_geometry(const cn_launch *l, const cn_shape *img, omp_window *g);
 
 /* C[b] = op(A[b]) op(B[b]) for b < batch, row-major, contiguous per batch; op(A) is [M,K]
  * (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]. The epilogue is applied to

@@ -1,0 +1,211 @@
+/* supports() and run(): validation and dispatch from the op table, plus the launch helpers
+ * shared by every op family. */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cl_internal.h"
+
+typedef cn_status (*op_fn)(cn_cl_ctx *c, const cn_launch *l);
+static const op_fn op_table[] = {
+#define CN_X_OP_FN(NAME, name, arity, diff) cn_cl_op_##NAME,
+    CN_OP_TABLE(CN_X_OP_FN)
+#undef CN_X_OP_FN
+};
+_Static_assert(sizeof op_table / sizeof op_table[0] == CN_OP_COUNT, "every op needs an OpenCL entry");
+
+static size_t pow2_floor(size_t v) {
+    size_t p = 1;
+    while (p * 2 <= v) p *= 2;
+    return p;
+}
+
+cn_status cn_cl_launch(cn_cl_ctx *c, cn_cl_kernel_id id, cl_uint dims, const size_t *gws,
+                       const size_t *lws, int nargs, const cn_cl_arg *args) {
+    cl_kernel k;
+    CN_TRY(cn_cl_kernel(c, id, &k));
+    for (int i = 0; i < nargs; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr);
+        if (err != CL_SUCCESS)
+            return cn_errorf(CN_ERR_OPENCL, "clSetKernelArg(%s, arg %d) failed: %s (%d) on OpenCL device '%s'",
+                             cn_cl_kernel_name(id), i, cn_cl_error_name(err), (int)err, c->dev_name);
+    }
+    size_t g[3];
+    for (cl_uint d = 0; d < dims; d++) {
+        if (gws[d] == 0) return CN_OK; /* nothing to do (zero-sized tensor) */
+        g[d] = lws ? (gws[d] + lws[d] - 1) / lws[d] * lws[d] : gws[d];
+    }
+    cl_int err = clEnqueueNDRangeKernel(c->queue, k, dims, NULL, g, lws, 0, NULL, NULL);
+    if (err != CL_SUCCESS)
+        return cn_errorf(err == CL_MEM_OBJECT_ALLOCATION_FAILURE ? CN_ERR_OUT_OF_MEMORY : CN_ERR_OPENCL,
+                         "clEnqueueNDRangeKernel(%s, global %zu x %zu x %zu, local %zu x %zu x %zu) failed: %s (%d) on OpenCL device '%s'",
+                         cn_cl_kernel_name(id), g[0], dims > 1 ? g[1] : 1, dims > 2 ? g[2] : 1,
+                         lws ? lws[0] : 0, lws && dims > 1 ? lws[1] : 0, lws && dims > 2 ? lws[2] : 0,
+                         cn_cl_error_name(err), (int)err, c->dev_name);
+    return CN_OK;
+}
+
+cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs, const cn_cl_arg *args) {
+    if (n == 0) return CN_OK;
+    /* An explicit group size: with NULL some drivers pick 1 for awkward n (a prime count
+     * of elements would then run one work-item per group). */
+    size_t lws = pow2_floor(cn_cl_kernel_max_wg(c, id));
+    if (lws > c->wg_1d) lws = c->wg_1d;
+    while (lws > 32 && lws / 2 >= n) lws /= 2; /* small tensors: no groups of idle items */
+    return cn_cl_launch(c, id, 1, &n, &lws, nargs, args);
+}
+
+size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols) {
+    size_t cap = pow2_floor(cn_cl_kernel_max_wg(c, id));
+    if (cap > 256) cap = 256;
+    size_t wg = 1;
+    while (wg < cap && (int64_t)wg < cols) wg *= 2;
+    return wg;
+}
+
+void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_t lws[3]) {
+    size_t cap = pow2_floor(cn_cl_kernel_max_wg(c, id));
+    if (cap > c->wg_grid) cap = c->wg_grid;
+    size_t x = 1, y = 1;
+    while (x < cap && x < gws[0]) x *= 2;
+    while (x * y < cap && y < gws[1]) y *= 2;
+    lws[0] = x;
+    lws[1] = y;
+    lws[2] = 1;
+}
+
+cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
+    if (bytes == 0) bytes = 4;
+    if (c->scratch_bytes[slot] < bytes) {
+        size_t want = c->scratch_bytes[slot] * 2;
+        if (want < bytes) want = bytes;
+        if (want < 4096) want = 4096;
+        cl_int err;
+        cl_mem m = clCreateBuffer(c->context, CL_MEM_READ_WRITE, want, NULL, &err);
+        if (err != CL_SUCCESS) return cn_cl_fail(c->dev_name, "clCreateBuffer (scratch)", err);
+        /* Commands already queued keep the old buffer alive until they finish. */
+        if (c->scratch[slot]) clReleaseMemObject(c->scratch[slot]);
+        c->scratch[slot] = m;
+        c->scratch_bytes[slot] = want;
+    }
+    *out = c->scratch[slot];
+    return CN_OK;
+}
+
+/* ---- supports() ---- */
+static int is_label_input(cn_op op, int i) {
+    return (op == CN_OP_XENT && i == 1) || (op == CN_OP_XENT_GRAD && i == 2) || (op == CN_OP_ACCURACY && i == 1);
+}
+
+/* Kernels index with 32-bit ints: fast on every GPU, and enough for one tensor. */
+static int fits_int(const cn_shape *s) {
+    if (s->ndim < 0 || s->ndim > CN_MAX_DIMS) return 0;
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++) {
+        if (s->d[d] < 0 || (s->d[d] > 0 && n > INT_MAX / s->d[d])) return 0;
+        n *= s->d[d];
+    }
+    return 1;
+}
+
+int cn_cl_supports(void *ctx, const cn_launch *l) {
+    (void)ctx;
+    if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
+    cn_op op = l->op;
+    if (op == CN_OP_LEAF || op == CN_OP_RESHAPE) return 0; /* the executor's business */
+    if (l->n_in != cn_op_arity(op)) return 0;
+    int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
+    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH) return 0;
+    if (epi != CN_EPI_NONE && op != CN_OP_ADD && op != CN_OP_MATMUL) return 0;
+    for (int i = 0; i < l->n_in; i++) {
+        cn_dtype want = is_label_input(op, i) ? CN_I32 : CN_F32;
+        if (l->in_dtype[i] != want) return 0;
+        if (!fits_int(&l->in_shape[i])) return 0;
+    }
+    if (!fits_int(&l->out_shape)) return 0;
+    if (op == CN_OP_ARGMAX) {
+        if (l->out_dtype != CN_F32 && l->out_dtype != CN_I32) return 0;
+    } else if (l->out_dtype != CN_F32) {
+        return 0;
+    }
+    switch (op) {
+    case CN_OP_MATMUL:
+        if (l->in_shape[0].ndim != l->in_shape[1].ndim || (l->in_shape[0].ndim != 2 && l->in_shape[0].ndim != 3))
+            return 0;
+        break;
+    case CN_OP_IM2COL: case CN_OP_MAXPOOL: case CN_OP_AVGPOOL:
+        if (l->in_shape[0].ndim != 4) return 0;
+        break;
+    case CN_OP_COL2IM: case CN_OP_AVGPOOL_GRAD:
+        if (l->out_shape.ndim != 4) return 0;
+        break;
+    case CN_OP_MAXPOOL_GRAD:
+        if (l->out_shape.ndim != 4 || l->in_shape[0].ndim != 4 || l->in_shape[1].ndim != 4) return 0;
+        break;
+    default:
+        break;
+    }
+    return 1;
+}
+
+/* ---- run() ---- */
+/* What every op shares; each op then checks its own shapes (CN_ERR_SHAPE). */
+static cn_status check_launch(cn_cl_ctx *c, const cn_launch *l) {
+    const char *op = cn_op_name(l->op);
+    if (l->n_in != cn_op_arity(l->op))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': expects %d inputs, got %d", op, c->dev_name,
+                         cn_op_arity(l->op), l->n_in);
+    int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
+    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH)
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': unknown epilogue %d", op, c->dev_name, epi);
+    if (epi != CN_EPI_NONE && l->op != CN_OP_ADD && l->op != CN_OP_MATMUL)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s on OpenCL device '%s': epilogues are only fused into add and matmul",
+                         op, c->dev_name);
+    for (int i = 0; i <= l->n_in; i++) {
+        const cn_shape *s = i < l->n_in ? &l->in_shape[i] : &l->out_shape;
+        const void *buf = i < l->n_in ? l->in[i] : l->out;
+        cn_dtype dt = i < l->n_in ? l->in_dtype[i] : l->out_dtype;
+        int ok_dt = i < l->n_in ? dt == (is_label_input(l->op, i) ? CN_I32 : CN_F32)
+                                : (dt == CN_F32 || (l->op == CN_OP_ARGMAX && dt == CN_I32));
+        if (!ok_dt)
+            return cn_errorf(CN_ERR_DTYPE, "%s on OpenCL device '%s': %s %d has unsupported dtype %s", op, c->dev_name,
+                             i < l->n_in ? "input" : "output", i < l->n_in ? i : 0, cn_dtype_name(dt));
+        if (s->ndim < 0 || s->ndim > CN_MAX_DIMS)
+            return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': rank %d outside [0, %d]", op, c->dev_name, s->ndim,
+                             CN_MAX_DIMS);
+        int64_t n = 1;
+        for (int d = 0; d < s->ndim; d++) {
+            if (s->d[d] < 0)
+                return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': negative dimension", op, c->dev_name);
+            n = s->d[d] > 0 && n > INT_MAX / s->d[d] ? (int64_t)INT_MAX + 1 : n * s->d[d];
+        }
+        if (n > INT_MAX)
+            return cn_errorf(CN_ERR_UNSUPPORTED, "%s on OpenCL device '%s': tensors beyond 2^31-1 elements are not supported",
+                             op, c->dev_name);
+        if (n > 0 && !buf)
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': %s %d has no buffer", op, c->dev_name,
+                             i < l->n_in ? "input" : "output", i < l->n_in ? i : 0);
+    }
+    return CN_OK;
+}
+
+cn_status cn_cl_run(void *ctx, const cn_launch *l) {
+    cn_cl_ctx *c = ctx;
+    if (!l || (unsigned)l->op >= CN_OP_COUNT)
+        return cn_errorf(CN_ERR_INVALID_ARG, "OpenCL run on '%s': bad launch", c->dev_name);
+    if (l->op != CN_OP_LEAF && l->op != CN_OP_RESHAPE) CN_TRY(check_launch(c, l));
+    static const cn_op_params zero_params;
+    cn_launch local;
+    if (!l->p) {
+        local = *l;
+        local.p = &zero_params;
+        l = &local;
+    }
+    pthread_mutex_lock(&c->lock);
+    cn_status s = CN_OK;
+    /* Nothing to write: skip, so zero-sized tensors never reach a kernel. */
+    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE || cn_shape_numel(&l->out_shape) > 0)
+        s = op_table[l->op](c, l);
+    pthread_mutex_unlock(&c->lock);
+    return s;
+}

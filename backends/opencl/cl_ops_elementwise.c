@@ -1,0 +1,110 @@
+/* Elementwise ops (elementwise.cl): binary with suffix broadcast and fused epilogue, unary
+ * activations and their gradients, scale, expand, dropout. */
+#include "cl_internal.h"
+
+/* Gradient ops take the incoming gradient first (as XENT_GRAD does in ops.h), then the
+ * forward tensor: x for RELU_GRAD, the forward output y for SIGMOID_GRAD and TANH_GRAD. */
+enum { GRAD_DY = 0, GRAD_FWD = 1 };
+
+static cn_status shape_err(cn_cl_ctx *c, const cn_launch *l, const char *what) {
+    return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': %s", cn_op_name(l->op), c->dev_name, what);
+}
+
+cn_status cn_cl_op_LEAF(cn_cl_ctx *c, const cn_launch *l) {
+    (void)l;
+    return cn_errorf(CN_ERR_INTERNAL, "leaf nodes are materialised by the executor, not run on '%s'", c->dev_name);
+}
+
+cn_status cn_cl_op_RESHAPE(cn_cl_ctx *c, const cn_launch *l) {
+    (void)l;
+    return cn_errorf(CN_ERR_INTERNAL, "reshape is a view handled by the executor, not run on '%s'", c->dev_name);
+}
+
+static cn_status binary(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k1, cn_cl_kernel_id k4) {
+    int64_t n = cn_shape_numel(&l->out_shape), na = cn_shape_numel(&l->in_shape[0]);
+    int64_t nb = cn_shape_numel(&l->in_shape[1]);
+    if (!cn_cl_shape_eq(&l->out_shape, &l->in_shape[0])) return shape_err(c, l, "output shape must equal a's shape");
+    if (!cn_cl_is_suffix(&l->in_shape[1], &l->in_shape[0]) || nb <= 0 || na % nb != 0)
+        return shape_err(c, l, "b's shape must be a trailing part of a's shape");
+    int epi = l->p->epilogue;
+    if (n % 4 == 0 && nb % 4 == 0)
+        return CN_CL_LAUNCH_1D(c, k4, (size_t)(n / 4), CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                               CN_ARG_MEM(l->out), CN_ARG_INT(n / 4), CN_ARG_INT(nb / 4), CN_ARG_INT(epi));
+    return CN_CL_LAUNCH_1D(c, k1, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
+                           CN_ARG_INT(n), CN_ARG_INT(nb), CN_ARG_INT(epi));
+}
+
+cn_status cn_cl_op_ADD(cn_cl_ctx *c, const cn_launch *l) { return binary(c, l, CN_K_add, CN_K_add4); }
+cn_status cn_cl_op_SUB(cn_cl_ctx *c, const cn_launch *l) { return binary(c, l, CN_K_sub, CN_K_sub4); }
+cn_status cn_cl_op_MUL(cn_cl_ctx *c, const cn_launch *l) { return binary(c, l, CN_K_mul, CN_K_mul4); }
+cn_status cn_cl_op_DIV(cn_cl_ctx *c, const cn_launch *l) { return binary(c, l, CN_K_div_, CN_K_div_4); }
+
+static cn_status unary(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k1, cn_cl_kernel_id k4) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (!cn_cl_shape_eq(&l->out_shape, &l->in_shape[0])) return shape_err(c, l, "output shape must equal the input's");
+    if (n % 4 == 0)
+        return CN_CL_LAUNCH_1D(c, k4, (size_t)(n / 4), CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n / 4));
+    return CN_CL_LAUNCH_1D(c, k1, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n));
+}
+
+cn_status cn_cl_op_RELU(cn_cl_ctx *c, const cn_launch *l) { return unary(c, l, CN_K_relu, CN_K_relu4); }
+cn_status cn_cl_op_SIGMOID(cn_cl_ctx *c, const cn_launch *l) { return unary(c, l, CN_K_sigmoid, CN_K_sigmoid4); }
+cn_status cn_cl_op_TANH(cn_cl_ctx *c, const cn_launch *l) { return unary(c, l, CN_K_tanh_, CN_K_tanh_4); }
+cn_status cn_cl_op_EXP(cn_cl_ctx *c, const cn_launch *l) { return unary(c, l, CN_K_exp_, CN_K_exp_4); }
+cn_status cn_cl_op_LOG(cn_cl_ctx *c, const cn_launch *l) { return unary(c, l, CN_K_log_, CN_K_log_4); }
+
+cn_status cn_cl_op_SCALE(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (cn_shape_numel(&l->in_shape[0]) != n) return shape_err(c, l, "input and output differ in size");
+    float alpha = l->p->alpha, beta = l->p->beta;
+    if (n % 4 == 0)
+        return CN_CL_LAUNCH_1D(c, CN_K_scale4, (size_t)(n / 4), CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
+                               CN_ARG_INT(n / 4), CN_ARG_FLOAT(alpha), CN_ARG_FLOAT(beta));
+    return CN_CL_LAUNCH_1D(c, CN_K_scale, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                           CN_ARG_FLOAT(alpha), CN_ARG_FLOAT(beta));
+}
+
+static cn_status grad(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k1, cn_cl_kernel_id k4) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (!cn_cl_shape_eq(&l->in_shape[GRAD_DY], &l->in_shape[GRAD_FWD]) || !cn_cl_shape_eq(&l->out_shape, &l->in_shape[GRAD_DY]))
+        return shape_err(c, l, "gradient, forward tensor and output must have the same shape");
+    if (n % 4 == 0)
+        return CN_CL_LAUNCH_1D(c, k4, (size_t)(n / 4), CN_ARG_MEM(l->in[GRAD_DY]), CN_ARG_MEM(l->in[GRAD_FWD]),
+                               CN_ARG_MEM(l->out), CN_ARG_INT(n / 4));
+    return CN_CL_LAUNCH_1D(c, k1, (size_t)n, CN_ARG_MEM(l->in[GRAD_DY]), CN_ARG_MEM(l->in[GRAD_FWD]),
+                           CN_ARG_MEM(l->out), CN_ARG_INT(n));
+}
+
+cn_status cn_cl_op_RELU_GRAD(cn_cl_ctx *c, const cn_launch *l) { return grad(c, l, CN_K_relu_grad, CN_K_relu_grad4); }
+cn_status cn_cl_op_SIGMOID_GRAD(cn_cl_ctx *c, const cn_launch *l) {
+    return grad(c, l, CN_K_sigmoid_grad, CN_K_sigmoid_grad4);
+}
+cn_status cn_cl_op_TANH_GRAD(cn_cl_ctx *c, const cn_launch *l) { return grad(c, l, CN_K_tanh_grad, CN_K_tanh_grad4); }
+
+cn_status cn_cl_op_EXPAND(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape), nx = cn_shape_numel(&l->in_shape[0]);
+    if (!cn_cl_is_suffix(&l->in_shape[0], &l->out_shape) || nx <= 0 || n % nx != 0) return shape_err(c, l, "input is not [1] or a suffix of the output shape");
+    return CN_CL_LAUNCH_1D(c, CN_K_expand, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                           CN_ARG_INT(nx), CN_ARG_FLOAT(l->p->alpha));
+}
+
+static cn_status dropout(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (cn_shape_numel(&l->in_shape[0]) != n) return shape_err(c, l, "input and output differ in size");
+    float rate = l->p->rate;
+    if (!(rate >= 0.0f && rate <= 1.0f))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': rate %g outside [0, 1]", cn_op_name(l->op),
+                         c->dev_name, (double)rate);
+    float keep_scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+    return CN_CL_LAUNCH_1D(c, CN_K_dropout, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                           CN_ARG_ULONG(l->p->seed), CN_ARG_ULONG(l->step), CN_ARG_FLOAT(rate),
+                           CN_ARG_FLOAT(keep_scale));
+}
+
+cn_status cn_cl_op_DROPOUT(cn_cl_ctx *c, const cn_launch *l) { return dropout(c, l); }
+cn_status cn_cl_op_DROPOUT_GRAD(cn_cl_ctx *c, const cn_launch *l) { return dropout(c, l); }
+
+cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue) {
+    if (epilogue == CN_EPI_NONE || n == 0) return CN_OK;
+    return CN_CL_LAUNCH_1D(c, CN_K_epilogue, (size_t)n, CN_ARG_MEM(buf), CN_ARG_INT(n), CN_ARG_INT(epilogue));
+}

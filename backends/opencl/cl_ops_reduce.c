@@ -1,0 +1,106 @@
+/* Reductions (reduce.cl): sum / mean of a whole tensor, sums over leading axes, argmax and
+ * accuracy. Whole-tensor sums are two-pass work-group tree reductions, so no work-item adds
+ * more than a small share serially and the result does not depend on timing. */
+#include "cl_internal.h"
+
+static cn_status shape_err(cn_cl_ctx *c, const cn_launch *l, const char *what) {
+    return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': %s", cn_op_name(l->op), c->dev_name, what);
+}
+
+/* Each pass-1 work-item should add at least this many elements before the tree. */
+#define REDUCE_ITEMS_PER_THREAD 8
+#define REDUCE_MAX_GROUPS 256
+
+cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div) {
+    size_t wgf = cn_cl_row_wg(c, CN_K_reduce_sum_final, 256);
+    if (n <= (int64_t)(wgf * REDUCE_ITEMS_PER_THREAD)) {
+        return CN_CL_LAUNCH(c, CN_K_reduce_sum_final, 1, &wgf, &wgf, CN_ARG_MEM(x), CN_ARG_INT(n), CN_ARG_MEM(out),
+                            CN_ARG_FLOAT(div), CN_ARG_LOCAL(wgf * sizeof(float)));
+    }
+    size_t wgp = cn_cl_row_wg(c, CN_K_reduce_sum_partial, 256);
+    int64_t groups = (n + (int64_t)(wgp * REDUCE_ITEMS_PER_THREAD) - 1) / (int64_t)(wgp * REDUCE_ITEMS_PER_THREAD);
+    if (groups > REDUCE_MAX_GROUPS) groups = REDUCE_MAX_GROUPS;
+    cl_mem partial;
+    CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_B, (size_t)groups * sizeof(float), &partial));
+    size_t gws = (size_t)groups * wgp;
+    CN_TRY(CN_CL_LAUNCH(c, CN_K_reduce_sum_partial, 1, &gws, &wgp, CN_ARG_MEM(x), CN_ARG_INT(n),
+                        CN_ARG_MEM(partial), CN_ARG_LOCAL(wgp * sizeof(float))));
+    return CN_CL_LAUNCH(c, CN_K_reduce_sum_final, 1, &wgf, &wgf, CN_ARG_MEM(partial), CN_ARG_INT(groups),
+                        CN_ARG_MEM(out), CN_ARG_FLOAT(div), CN_ARG_LOCAL(wgf * sizeof(float)));
+}
+
+cn_status cn_cl_op_SUM_ALL(cn_cl_ctx *c, const cn_launch *l) {
+    if (cn_shape_numel(&l->out_shape) != 1) return shape_err(c, l, "output must hold one element");
+    return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), cn_shape_numel(&l->in_shape[0]), cn_cl_mem(l->out), 1.0f);
+}
+
+cn_status cn_cl_op_MEAN_ALL(cn_cl_ctx *c, const cn_launch *l) {
+    if (cn_shape_numel(&l->out_shape) != 1) return shape_err(c, l, "output must hold one element");
+    int64_t n = cn_shape_numel(&l->in_shape[0]);
+    return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), n, cn_cl_mem(l->out), (float)n);
+}
+
+/* Rows summed by one work-item of pass 1 when the rows are split into slices. */
+#define SUM_ROWS_MIN_CHUNK 32
+#define SUM_ROWS_TARGET_ITEMS 65536
+
+cn_status cn_cl_op_SUM_ROWS(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t C = cn_shape_numel(&l->out_shape), nx = cn_shape_numel(&l->in_shape[0]);
+    if (!cn_cl_is_suffix(&l->out_shape, &l->in_shape[0]) || C <= 0 || nx % C != 0) return shape_err(c, l, "output shape is not a suffix of the input shape");
+    int64_t R = nx / C;
+    /* Few columns and many rows would leave most of the device idle and each work-item
+     * with a long serial sum: split the rows into slices and add the slices in pass 2. */
+    int64_t S = SUM_ROWS_TARGET_ITEMS / C;
+    int64_t max_s = (R + SUM_ROWS_MIN_CHUNK - 1) / SUM_ROWS_MIN_CHUNK;
+    if (S > max_s) S = max_s;
+    if (S < 1) S = 1;
+    int64_t chunk = (R + S - 1) / S;
+    if (chunk < 1) chunk = 1;
+    S = (R + chunk - 1) / chunk;
+    if (S < 1) S = 1;
+    size_t lx = cn_cl_row_wg(c, CN_K_sum_rows_partial, C < 64 ? C : 64);
+    size_t lws[2] = {lx, 1}, gws[2] = {(size_t)C, (size_t)S};
+    if (S == 1)
+        return CN_CL_LAUNCH(c, CN_K_sum_rows_partial, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
+                            CN_ARG_INT(chunk), CN_ARG_MEM(l->out));
+    cl_mem part;
+    CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * C) * sizeof(float), &part));
+    CN_TRY(CN_CL_LAUNCH(c, CN_K_sum_rows_partial, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
+                        CN_ARG_INT(chunk), CN_ARG_MEM(part)));
+    return CN_CL_LAUNCH_1D(c, CN_K_sum_rows_final, (size_t)C, CN_ARG_MEM(part), CN_ARG_INT(S), CN_ARG_INT(C),
+                           CN_ARG_MEM(l->out));
+}
+
+/* [rows, C] view of a last-axis op's input. */
+static void rows_cols(const cn_shape *s, int64_t *rows, int64_t *cols) {
+    int64_t n = cn_shape_numel(s);
+    *cols = s->ndim > 0 ? s->d[s->ndim - 1] : 1;
+    *rows = *cols > 0 ? n / *cols : 0;
+}
+
+cn_status cn_cl_op_ARGMAX(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t rows, C;
+    rows_cols(&l->in_shape[0], &rows, &C);
+    if (cn_shape_numel(&l->out_shape) != rows) return shape_err(c, l, "output must hold one index per row");
+    size_t wg = cn_cl_row_wg(c, CN_K_argmax_rows, C);
+    size_t gws = (size_t)rows * wg;
+    return CN_CL_LAUNCH(c, CN_K_argmax_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_INT(C), CN_ARG_MEM(l->out),
+                        CN_ARG_INT(l->out_dtype == CN_I32), CN_ARG_LOCAL(wg * sizeof(float)),
+                        CN_ARG_LOCAL(wg * sizeof(cl_int)));
+}
+
+cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t rows, C;
+    rows_cols(&l->in_shape[0], &rows, &C);
+    if (cn_shape_numel(&l->in_shape[1]) != rows) return shape_err(c, l, "labels must hold one entry per row");
+    if (cn_shape_numel(&l->out_shape) != 1) return shape_err(c, l, "output must hold one element");
+    if (rows == 0) return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 1.0f);
+    cl_mem hits;
+    CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)rows * sizeof(float), &hits));
+    size_t wg = cn_cl_row_wg(c, CN_K_accuracy_rows, C);
+    size_t gws = (size_t)rows * wg;
+    CN_TRY(CN_CL_LAUNCH(c, CN_K_accuracy_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                        CN_ARG_INT(C), CN_ARG_MEM(hits), CN_ARG_LOCAL(wg * sizeof(float)),
+                        CN_ARG_LOCAL(wg * sizeof(cl_int))));
+    return cn_cl_reduce_sum(c, hits, rows, cn_cl_mem(l->out), 1.0f);
+}

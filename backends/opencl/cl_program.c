@@ -1,0 +1,365 @@
+/* Programs: built lazily, one per kernel family, with common.h.cl prepended; kept in memory
+ * per context and on disk as program binaries keyed by everything that affects the code. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cl_internal.h"
+#include "cl_sources.h"
+
+/* Bump when the file layout or the key's ingredients change: old entries then miss. */
+#define CN_CL_CACHE_FORMAT 1u
+#define CN_CL_CACHE_MAGIC "CLNETPB\x01"
+/* Binaries beyond this are not plausible for our kernels; treat such a file as corrupt
+ * rather than allocate whatever a damaged header claims. */
+#define CN_CL_CACHE_MAX_BYTES (256u << 20)
+
+static const char *const family_files[] = {
+#define CN_X_FILE(ID, file) file,
+    CN_CL_FAMILIES(CN_X_FILE)
+#undef CN_X_FILE
+};
+static const unsigned char kernel_family[] = {
+#define CN_X_KFAM(fam, name) CN_CL_FAM_##fam,
+    CN_CL_KERNELS(CN_X_KFAM)
+#undef CN_X_KFAM
+};
+static const char *const kernel_names[] = {
+#define CN_X_KNAME(fam, name) #name,
+    CN_CL_KERNELS(CN_X_KNAME)
+#undef CN_X_KNAME
+};
+_Static_assert(sizeof kernel_family == CN_K_COUNT, "kernel table");
+
+const char *cn_cl_kernel_name(cn_cl_kernel_id id) { return (unsigned)id < CN_K_COUNT ? kernel_names[id] : "?"; }
+
+/* ---- process-wide counters ---- */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static double build_seconds;
+static uint64_t cache_hits, cache_misses;
+
+double cn_cl_build_seconds(void) {
+    pthread_mutex_lock(&stats_lock);
+    double s = build_seconds;
+    pthread_mutex_unlock(&stats_lock);
+    return s;
+}
+
+void cn_cl_cache_counters(uint64_t *hits, uint64_t *misses) {
+    pthread_mutex_lock(&stats_lock);
+    if (hits) *hits = cache_hits;
+    if (misses) *misses = cache_misses;
+    pthread_mutex_unlock(&stats_lock);
+}
+
+static void count_build(double secs, int hit) {
+    pthread_mutex_lock(&stats_lock);
+    build_seconds += secs;
+    if (hit) cache_hits++;
+    else cache_misses++;
+    pthread_mutex_unlock(&stats_lock);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- hashing: FNV-1a 64 ---- */
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001B3ULL;
+    }
+    return h;
+}
+#define FNV_OFFSET 0xCBF29CE484222325ULL
+
+/* Each field is followed by a NUL so that ("ab","c") and ("a","bc") differ. */
+static uint64_t fnv1a_field(uint64_t h, const char *s, size_t n) {
+    h = fnv1a(h, s, n);
+    return fnv1a(h, "", 1);
+}
+
+static const cn_cl_source *find_source(const char *name) {
+    for (const cn_cl_source *s = cn_cl_sources; s->name; s++)
+        if (strcmp(s->name, name) == 0) return s;
+    return NULL;
+}
+
+static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "%s", c->cl_c_12 ? "-cl-std=CL1.2" : "");
+    if (fam == CN_CL_FAM_GEMM)
+        n += snprintf(buf + n, cap - (size_t)n, " -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d",
+                      c->gemm_tsm, c->gemm_tsn, c->gemm_tsk, c->gemm_wptm, c->gemm_wptn);
+    if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
+    /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
+     * enters the cache key like every other option. */
+    const char *extra = getenv("CLNET_CL_OPTIONS");
+    if (extra && *extra && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", extra);
+}
+
+/* ---- disk cache ---- */
+typedef struct cache_header {
+    char magic[8];
+    uint32_t format;
+    uint32_t header_bytes;
+    uint64_t key;
+    uint64_t length;
+    uint64_t checksum;
+} cache_header;
+_Static_assert(sizeof(cache_header) == 40, "cache header layout");
+
+static int cache_dir(char *buf, size_t cap) {
+    const char *on = getenv("CLNET_CACHE");
+    if (on && strcmp(on, "0") == 0) return 0;
+    const char *d = getenv("CLNET_CACHE_DIR");
+    int n;
+    if (d && *d) n = snprintf(buf, cap, "%s", d);
+    else if ((d = getenv("XDG_CACHE_HOME")) && *d) n = snprintf(buf, cap, "%s/clnet", d);
+    else if ((d = getenv("HOME")) && *d) n = snprintf(buf, cap, "%s/.cache/clnet", d);
+    else return 0;
+    return n > 0 && (size_t)n < cap;
+}
+
+static int mkdir_p(const char *path) {
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof tmp) return -1;
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* The cached binary for key, or NULL on any miss or inconsistency (never an error). */
+static unsigned char *cache_load(const char *path, uint64_t key, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    unsigned char *data = NULL;
+    cache_header h;
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || st.st_size < (off_t)sizeof h) goto bad;
+    if (fread(&h, sizeof h, 1, f) != 1) goto bad;
+    if (memcmp(h.magic, CN_CL_CACHE_MAGIC, 8) != 0 || h.format != CN_CL_CACHE_FORMAT ||
+        h.header_bytes != sizeof h || h.key != key || h.length == 0 ||
+        h.length > CN_CL_CACHE_MAX_BYTES || h.length != (uint64_t)st.st_size - sizeof h)
+        goto bad;
+    data = malloc(h.length);
+    if (!data || fread(data, 1, h.length, f) != h.length) goto bad;
+    if (fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
+    fclose(f);
+    *len = h.length;
+    return data;
+bad:
+    cn_log(CN_LOG_DEBUG, "OpenCL cache: ignoring unusable entry %s", path);
+    free(data);
+    fclose(f);
+    return NULL;
+}
+
+/* Temp file + rename, so a concurrent reader sees the old entry or the whole new one. */
+static void cache_store(const char *dir, const char *path, uint64_t key, const unsigned char *bin, size_t len) {
+    if (mkdir_p(dir) != 0) {
+        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot create %s: %s", dir, strerror(errno));
+        return;
+    }
+    static unsigned counter;
+    char tmp[4300];
+    int tn = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
+                      __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+    if (tn < 0 || (size_t)tn >= sizeof tmp) return;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot write %s: %s", tmp, strerror(errno));
+        return;
+    }
+    cache_header h;
+    memset(&h, 0, sizeof h);
+    memcpy(h.magic, CN_CL_CACHE_MAGIC, 8);
+    h.format = CN_CL_CACHE_FORMAT;
+    h.header_bytes = sizeof h;
+    h.key = key;
+    h.length = len;
+    h.checksum = fnv1a(FNV_OFFSET, bin, len);
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot store %s", path);
+        remove(tmp);
+    }
+}
+
+static unsigned char *program_binary(cl_program prog, size_t *len) {
+    size_t n = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof n, &n, NULL) != CL_SUCCESS || n == 0)
+        return NULL;
+    unsigned char *bin = malloc(n);
+    if (!bin) return NULL;
+    unsigned char *ptrs[1] = {bin};
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, NULL) != CL_SUCCESS) {
+        free(bin);
+        return NULL;
+    }
+    *len = n;
+    return bin;
+}
+
+static char *build_log(cn_cl_ctx *c, cl_program prog) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(prog, c->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS) n = 0;
+    char *s = malloc(n + 1);
+    if (!s) return NULL;
+    if (n && clGetProgramBuildInfo(prog, c->device, CL_PROGRAM_BUILD_LOG, n, s, NULL) != CL_SUCCESS) n = 0;
+    s[n] = 0;
+    return s;
+}
+
+static cn_status build_from_source(cn_cl_ctx *c, const char *file, const cn_cl_source *common,
+                                   const cn_cl_source *src, const char *options, cl_program *out) {
+    const char *texts[2] = {common->text, src->text};
+    size_t lens[2] = {common->length, src->length};
+    cl_int err;
+    cl_program prog = clCreateProgramWithSource(c->context, 2, texts, lens, &err);
+    if (err != CL_SUCCESS) return cn_cl_fail(c->dev_name, "clCreateProgramWithSource", err);
+    err = clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        char *log = build_log(c, prog);
+        clReleaseProgram(prog);
+        /* The whole log goes to the log callback; the error message keeps what fits. */
+        cn_log(CN_LOG_ERROR, "OpenCL build of %s for '%s' (options '%s') failed: %s\n%s", file,
+               c->dev_name, options, cn_cl_error_name(err), log ? log : "");
+        cn_status s = cn_errorf(CN_ERR_BUILD,
+                                "clBuildProgram of %s failed on OpenCL device '%s' with options '%s': %s (%d); build log:\n%s",
+                                file, c->dev_name, options, cn_cl_error_name(err), (int)err, log ? log : "(none)");
+        free(log);
+        return s;
+    }
+    *out = prog;
+    return CN_OK;
+}
+
+static cl_program build_from_binary(cn_cl_ctx *c, const unsigned char *bin, size_t len, const char *options) {
+    cl_int err, bstat = CL_SUCCESS;
+    const unsigned char *bins[1] = {bin};
+    cl_program prog = clCreateProgramWithBinary(c->context, 1, &c->device, &len, bins, &bstat, &err);
+    if (err != CL_SUCCESS || bstat != CL_SUCCESS) {
+        if (prog && err == CL_SUCCESS) clReleaseProgram(prog);
+        return NULL;
+    }
+    if (clBuildProgram(prog, 1, &c->device, options, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
+    const char *file = family_files[fam];
+    const cn_cl_source *common = find_source("common.h.cl"), *src = find_source(file);
+    if (!common || !src)
+        return cn_errorf(CN_ERR_INTERNAL, "OpenCL kernel source %s is not embedded in this build", file);
+    char options[1024];
+    family_options(c, fam, options, sizeof options);
+
+    uint64_t key = FNV_OFFSET;
+    char fmt[32];
+    snprintf(fmt, sizeof fmt, "clnet-cl-cache-%u", CN_CL_CACHE_FORMAT);
+    key = fnv1a_field(key, fmt, strlen(fmt));
+    key = fnv1a_field(key, c->plat_name, strlen(c->plat_name));
+    key = fnv1a_field(key, c->plat_version, strlen(c->plat_version));
+    key = fnv1a_field(key, c->dev_name, strlen(c->dev_name));
+    key = fnv1a_field(key, c->dev_version, strlen(c->dev_version));
+    key = fnv1a_field(key, c->driver, strlen(c->driver));
+    key = fnv1a_field(key, common->text, common->length);
+    key = fnv1a_field(key, src->text, src->length);
+    key = fnv1a_field(key, options, strlen(options));
+
+    char dir[4096], path[4200];
+    int disk = cache_dir(dir, sizeof dir);
+    if (disk) snprintf(path, sizeof path, "%s/%.*s-%016llx.bin", dir, (int)(strlen(file) - 3), file, (unsigned long long)key);
+
+    double t0 = now_seconds();
+    cl_program prog = NULL;
+    if (disk) {
+        size_t len = 0;
+        unsigned char *bin = cache_load(path, key, &len);
+        if (bin) {
+            prog = build_from_binary(c, bin, len, options);
+            free(bin);
+            if (!prog) cn_log(CN_LOG_DEBUG, "OpenCL cache: %s rejected by the driver, rebuilding", path);
+        }
+    }
+    if (prog) {
+        double dt = now_seconds() - t0;
+        count_build(dt, 1);
+        cn_log(CN_LOG_DEBUG, "OpenCL: %s for '%s' loaded from cache in %.3f s (hit %s)", file, c->dev_name, dt, path);
+    } else {
+        CN_TRY(build_from_source(c, file, common, src, options, &prog));
+        double dt = now_seconds() - t0, ds = 0;
+        if (disk) {
+            /* Counted as build time: some drivers (POCL) compile every kernel of the program
+             * to native code only when asked for the binary. */
+            double t1 = now_seconds();
+            size_t len = 0;
+            unsigned char *bin = program_binary(prog, &len);
+            if (bin) cache_store(dir, path, key, bin, len);
+            free(bin);
+            ds = now_seconds() - t1;
+        }
+        count_build(dt + ds, 0);
+        cn_log(CN_LOG_INFO, "OpenCL: built %s for '%s' in %.3f s (%s; %.3f s to store the binary)", file,
+               c->dev_name, dt, disk ? "disk cache miss" : "disk cache off", ds);
+    }
+    c->programs[fam] = prog;
+    return CN_OK;
+}
+
+cn_status cn_cl_kernel_slow(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out) {
+    if ((unsigned)id >= CN_K_COUNT) return cn_errorf(CN_ERR_INTERNAL, "bad OpenCL kernel id %d", (int)id);
+    cn_cl_family fam = (cn_cl_family)kernel_family[id];
+    if (!c->programs[fam]) CN_TRY(load_program(c, fam));
+    cl_int err;
+    cl_kernel k = clCreateKernel(c->programs[fam], kernel_names[id], &err);
+    if (err != CL_SUCCESS)
+        return cn_errorf(CN_ERR_OPENCL, "clCreateKernel(%s) from %s failed: %s (%d) on OpenCL device '%s'",
+                         kernel_names[id], family_files[fam], cn_cl_error_name(err), (int)err, c->dev_name);
+    c->kernels[id] = k;
+    *out = k;
+    return CN_OK;
+}
+
+size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id) {
+    if (c->kernel_wg[id]) return c->kernel_wg[id];
+    cl_kernel k;
+    size_t wg = 0;
+    if (cn_cl_kernel(c, id, &k) != CN_OK ||
+        clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS || wg == 0)
+        wg = c->max_wg ? c->max_wg : 1;
+    c->kernel_wg[id] = wg;
+    return wg;
+}
+
+void cn_cl_programs_release(cn_cl_ctx *c) {
+    for (int i = 0; i < CN_K_COUNT; i++)
+        if (c->kernels[i]) {
+            clReleaseKernel(c->kernels[i]);
+            c->kernels[i] = NULL;
+        }
+    for (int f = 0; f < CN_CL_FAM_COUNT; f++)
+        if (c->programs[f]) {
+            clReleaseProgram(c->programs[f]);
+            c->programs[f] = NULL;
+        }
+}

@@ -1,0 +1,373 @@
+/* The OpenMP reference backend: vtable, host memory accounting, launch validation and
+ * dispatch. Ops run synchronously on the calling thread's OpenMP team, so sync() has
+ * nothing to wait for and "non-blocking" uploads complete before they return.
+ *
+ * Buffers are host memory, 64-byte aligned (one cache line, one AVX-512 vector) and
+ * zero-filled. Each buffer carries a small header in front of it with its size, so free()
+ * can keep the accounting exact and upload/download/copy can refuse out-of-range offsets.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+#include <pthread.h>
+
+#include "omp_ops.h"
+
+#define OMP_ALIGN 64
+#define OMP_MAGIC 0x636e6f6d70627566ULL /* "cnompbuf" */
+
+typedef struct omp_ctx {
+    pthread_mutex_t lock; /* guards the counters: replicas may allocate from several threads */
+    uint64_t current, peak, limit;
+} omp_ctx;
+
+/* Sits immediately before every buffer; its size keeps the buffer 64-byte aligned. */
+typedef struct omp_header {
+    uint64_t magic;
+    uint64_t bytes; /* as requested (what the accounting counts) */
+    void *raw;      /* what calloc returned */
+    uint64_t pad;
+} omp_header;
+_Static_assert(sizeof(omp_header) == 32, "header layout");
+
+/* ---- dispatch table, derived from the op table ---- */
+
+typedef cn_status (*omp_op_fn)(const cn_launch *l);
+
+static const omp_op_fn op_fns[] = {
+#define OMP_X_FN(NAME, name, arity, diff) [CN_OP_##NAME] = omp_op_##NAME,
+    CN_OP_TABLE(OMP_X_FN)
+#undef OMP_X_FN
+};
+_Static_assert(sizeof(op_fns) / sizeof(op_fns[0]) == CN_OP_COUNT, "every op needs omp_op_<NAME>");
+
+/* ---- shared helpers (declared in omp_ops.h) ---- */
+
+const char *omp_shape_str(const cn_shape *s, char *buf, size_t cap) {
+    size_t used = 0;
+    if (cap == 0) return buf;
+    buf[0] = 0;
+    used += (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < s->ndim && i < CN_MAX_DIMS && used < cap; i++)
+        used += (size_t)snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)s->d[i]);
+    if (used < cap) snprintf(buf + used, cap - used, "]");
+    return buf;
+}
+
+int omp_shape_eq(const cn_shape *a, const cn_shape *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return 0;
+    return 1;
+}
+
+int omp_is_suffix(const cn_shape *suffix, const cn_shape *full) {
+    int first = 0;
+    while (first < suffix->ndim && suffix->d[first] == 1) first++;
+    const int len = suffix->ndim - first;
+    if (len > full->ndim) return 0;
+    for (int i = 0; i < len; i++)
+        if (suffix->d[first + i] != full->d[full->ndim - len + i]) return 0;
+    return 1;
+}
+
+cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
+    char detail[512], shapes[512], one[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    size_t used = 0;
+    shapes[0] = 0;
+    for (int i = 0; i < l->n_in && i < CN_MAX_INPUTS && used < sizeof shapes; i++)
+        used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s %s", i ? ", " : "",
+                                 omp_shape_str(&l->in_shape[i], one, sizeof one),
+                                 cn_dtype_name(l->in_dtype[i]));
+    if (used < sizeof shapes)
+        snprintf(shapes + used, sizeof shapes - used, " -> %s %s",
+                 omp_shape_str(&l->out_shape, one, sizeof one), cn_dtype_name(l->out_dtype));
+    return cn_errorf(s, "%s on " OMP_DEVICE ": %s (%s)", cn_op_name(l->op), detail, shapes);
+}
+
+cn_status omp_expect_out_like(const cn_launch *l, int idx) {
+    if (!omp_shape_eq(&l->out_shape, &l->in_shape[idx]))
+        return omp_fail(CN_ERR_SHAPE, l, "output shape must equal input %d's shape", idx);
+    return CN_OK;
+}
+
+void omp_apply_epilogue(float *x, int64_t n, int epilogue) {
+    switch (epilogue) {
+    case CN_EPI_RELU:
+        for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case CN_EPI_SIGMOID:
+        for (int64_t i = 0; i < n; i++) x[i] = omp_sigmoid(x[i]);
+        break;
+    case CN_EPI_TANH:
+        for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- memory ---- */
+
+static omp_header *header_of(void *buf) {
+    if (!buf) return NULL;
+    omp_header *h = (omp_header *)buf - 1;
+    return h->magic == OMP_MAGIC ? h : NULL;
+}
+
+static cn_status be_alloc(void *vctx, size_t bytes, void **buf) {
+    omp_ctx *ctx = vctx;
+    if (!buf) return cn_errorf(CN_ERR_INVALID_ARG, "alloc on " OMP_DEVICE ": NULL result pointer");
+    *buf = NULL;
+    if (bytes > SIZE_MAX - sizeof(omp_header) - 2 * OMP_ALIGN)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " OMP_DEVICE ": %zu bytes is not addressable", bytes);
+
+    pthread_mutex_lock(&ctx->lock);
+    const uint64_t cur = ctx->current, cap = ctx->limit;
+    const int over = cap && (bytes > cap || cur > cap - bytes);
+    if (!over) ctx->current += bytes; /* reserve before the (slow) calloc */
+    pthread_mutex_unlock(&ctx->lock);
+    if (over)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "alloc on " OMP_DEVICE ": %zu bytes requested, %" PRIu64
+                         " bytes in use, memory limit %" PRIu64 " bytes",
+                         bytes, cur, cap);
+
+    /* calloc rather than aligned_alloc + memset: large requests come straight from mmap,
+     * already zero, and pages are only touched when first used. A zero-byte request still
+     * gets a distinct, freeable buffer. */
+    void *raw = calloc(1, bytes + sizeof(omp_header) + OMP_ALIGN);
+    if (!raw) {
+        pthread_mutex_lock(&ctx->lock);
+        ctx->current -= bytes;
+        pthread_mutex_unlock(&ctx->lock);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "alloc on " OMP_DEVICE ": host allocation of %zu bytes failed (%" PRIu64
+                         " bytes in use, memory limit %" PRIu64 " bytes%s)",
+                         bytes, cur, cap, cap ? "" : " = none");
+    }
+    uintptr_t p = ((uintptr_t)raw + sizeof(omp_header) + OMP_ALIGN - 1) & ~(uintptr_t)(OMP_ALIGN - 1);
+    omp_header *h = (omp_header *)p - 1;
+    h->magic = OMP_MAGIC;
+    h->bytes = bytes;
+    h->raw = raw;
+    h->pad = 0;
+
+    pthread_mutex_lock(&ctx->lock);
+    if (ctx->current > ctx->peak) ctx->peak = ctx->current;
+    pthread_mutex_unlock(&ctx->lock);
+    *buf = (void *)p;
+    return CN_OK;
+}
+
+static void be_free(void *vctx, void *buf) {
+    omp_ctx *ctx = vctx;
+    omp_header *h = header_of(buf);
+    if (!h) return; /* NULL, or not ours: freeing it would corrupt the heap */
+    pthread_mutex_lock(&ctx->lock);
+    ctx->current -= h->bytes <= ctx->current ? h->bytes : ctx->current;
+    pthread_mutex_unlock(&ctx->lock);
+    h->magic = 0; /* a double free finds no header and is ignored */
+    free(h->raw);
+}
+
+static cn_status check_range(const char *what, void *buf, size_t offset, size_t bytes) {
+    const omp_header *h = header_of(buf);
+    if (!h) return cn_errorf(CN_ERR_INVALID_ARG, "%s on " OMP_DEVICE ": not an omp buffer", what);
+    if (offset > h->bytes || bytes > h->bytes - offset)
+        return cn_errorf(CN_ERR_INVALID_ARG,
+                         "%s on " OMP_DEVICE ": range [%zu, %zu + %zu) exceeds the %" PRIu64 "-byte buffer",
+                         what, offset, offset, bytes, h->bytes);
+    return CN_OK;
+}
+
+static cn_status be_upload(void *vctx, void *buf, size_t offset, const void *src, size_t bytes,
+                            int blocking) {
+    (void)vctx;
+    (void)blocking; /* the copy is done when memcpy returns */
+    CN_TRY(check_range("upload", buf, offset, bytes));
+    if (bytes) memcpy((char *)buf + offset, src, bytes);
+    return CN_OK;
+}
+
+static cn_status be_download(void *vctx, void *buf, size_t offset, void *dst, size_t bytes) {
+    (void)vctx;
+    CN_TRY(check_range("download", buf, offset, bytes));
+    if (bytes) memcpy(dst, (const char *)buf + offset, bytes);
+    return CN_OK;
+}
+
+static cn_status be_copy(void *vctx, void *dst, size_t dst_off, void *src, size_t src_off,
+                          size_t bytes) {
+    (void)vctx;
+    CN_TRY(check_range("copy (destination)", dst, dst_off, bytes));
+    CN_TRY(check_range("copy (source)", src, src_off, bytes));
+    if (bytes) memmove((char *)dst + dst_off, (const char *)src + src_off, bytes);
+    return CN_OK;
+}
+
+static void be_memory_stats(void *vctx, cn_memory_stats *out) {
+    omp_ctx *ctx = vctx;
+    pthread_mutex_lock(&ctx->lock);
+    out->current = ctx->current;
+    out->peak = ctx->peak;
+    out->limit = ctx->limit;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static void be_set_memory_limit(void *vctx, uint64_t bytes) {
+    omp_ctx *ctx = vctx;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->limit = bytes;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+/* ---- ops ---- */
+
+/* Where ops.h wants i32 instead of f32: labels, and ARGMAX's index output. */
+static int dtype_ok(const cn_launch *l) {
+    for (int i = 0; i < l->n_in; i++) {
+        const int label = (l->op == CN_OP_XENT && i == 1) || (l->op == CN_OP_XENT_GRAD && i == 2) ||
+                          (l->op == CN_OP_ACCURACY && i == 1);
+        if (l->in_dtype[i] != (label ? CN_I32 : CN_F32)) return 0;
+    }
+    if (l->op == CN_OP_ARGMAX) return l->out_dtype == CN_I32 || l->out_dtype == CN_F32;
+    return l->out_dtype == CN_F32;
+}
+
+static int be_supports(void *vctx, const cn_launch *l) {
+    (void)vctx;
+    if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
+    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE) return 0;
+    if (l->n_in != cn_op_arity(l->op) || !dtype_ok(l)) return 0;
+    const int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
+    if (epi != CN_EPI_NONE)
+        return (l->op == CN_OP_ADD || l->op == CN_OP_MATMUL) && epi >= CN_EPI_RELU && epi <= CN_EPI_TANH;
+    return 1;
+}
+
+/* Checks every op shares: arity, dtypes, epilogue, sane shapes, buffers present. */
+static cn_status check_launch(const cn_launch *l) {
+    if (l->n_in != cn_op_arity(l->op))
+        return omp_fail(CN_ERR_INVALID_ARG, l, "expects %d inputs, got %d", cn_op_arity(l->op), l->n_in);
+    if (!l->p) return omp_fail(CN_ERR_INVALID_ARG, l, "missing parameter block");
+    if (!dtype_ok(l)) return omp_fail(CN_ERR_DTYPE, l, "unsupported dtypes");
+    const int epi = l->p->epilogue;
+    if (epi != CN_EPI_NONE && !(l->op == CN_OP_ADD || l->op == CN_OP_MATMUL))
+        return omp_fail(CN_ERR_UNSUPPORTED, l, "epilogue %d is only fused into add and matmul", epi);
+    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH)
+        return omp_fail(CN_ERR_INVALID_ARG, l, "unknown epilogue %d", epi);
+    for (int i = 0; i <= l->n_in; i++) {
+        const cn_shape *s = i < l->n_in ? &l->in_shape[i] : &l->out_shape;
+        const void *buf = i < l->n_in ? l->in[i] : l->out;
+        if (s->ndim < 0 || s->ndim > CN_MAX_DIMS)
+            return omp_fail(CN_ERR_SHAPE, l, "rank %d outside [0, %d]", s->ndim, CN_MAX_DIMS);
+        int64_t numel = 1;
+        for (int d = 0; d < s->ndim; d++) {
+            if (s->d[d] < 0) return omp_fail(CN_ERR_SHAPE, l, "negative dimension");
+            if (s->d[d] > 0 && numel > INT64_MAX / 4 / s->d[d])
+                return omp_fail(CN_ERR_SHAPE, l, "element count overflows");
+            numel *= s->d[d];
+        }
+        if (numel > 0 && !buf)
+            return omp_fail(CN_ERR_INVALID_ARG, l, "%s %d has no buffer", i < l->n_in ? "input" : "output",
+                            i < l->n_in ? i : 0);
+    }
+    return CN_OK;
+}
+
+static cn_status be_run(void *vctx, const cn_launch *l) {
+    (void)vctx;
+    if (!l) return cn_errorf(CN_ERR_INVALID_ARG, "run on " OMP_DEVICE ": NULL launch");
+    if ((unsigned)l->op >= CN_OP_COUNT)
+        return cn_errorf(CN_ERR_INVALID_ARG, "run on " OMP_DEVICE ": unknown op %d", (int)l->op);
+    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE) return op_fns[l->op](l);
+    CN_TRY(check_launch(l));
+    return op_fns[l->op](l);
+}
+
+static cn_status be_sync(void *vctx) {
+    (void)vctx;
+    return CN_OK;
+}
+
+/* The executor resolves leaves and reshapes itself (a reshape is a view); reaching a
+ * backend with one means the planner is broken. */
+cn_status omp_op_LEAF(const cn_launch *l) {
+    (void)l;
+    return cn_errorf(CN_ERR_INTERNAL, "leaf on " OMP_DEVICE ": leaves are bound by the executor, not run");
+}
+
+cn_status omp_op_RESHAPE(const cn_launch *l) {
+    (void)l;
+    return cn_errorf(CN_ERR_INTERNAL, "reshape on " OMP_DEVICE ": reshapes are views made by the executor, not run");
+}
+
+/* ---- lifecycle ---- */
+
+static void be_destroy(void *vctx) {
+    omp_ctx *ctx = vctx;
+    if (!ctx) return;
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+/* CLNET_MEMORY_LIMIT: a byte count; anything else is ignored with a warning. */
+static uint64_t env_memory_limit(void) {
+    const char *e = getenv("CLNET_MEMORY_LIMIT");
+    if (!e || !*e) return 0;
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long v = strtoull(e, &end, 10);
+    if (errno || end == e || *end || e[0] == '-') {
+        cn_log(CN_LOG_WARN, "CLNET_MEMORY_LIMIT=\"%s\" is not a byte count; ignoring it on " OMP_DEVICE, e);
+        return 0;
+    }
+    return (uint64_t)v;
+}
+
+cn_status cn_omp_backend_create(cn_backend **out) {
+    if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_omp_backend_create: NULL out");
+    *out = NULL;
+    /* Two allocations, as engine/device.c expects: destroy(ctx) releases the context and
+     * the owner then free()s the cn_backend itself. */
+    cn_backend *b = calloc(1, sizeof *b);
+    omp_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!b || !ctx) {
+        free(b);
+        free(ctx);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cannot create the " OMP_DEVICE " backend");
+    }
+    if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+        free(b);
+        free(ctx);
+        return cn_errorf(CN_ERR_INTERNAL, "cannot create the " OMP_DEVICE " backend: mutex init failed");
+    }
+    ctx->limit = env_memory_limit();
+    b->api_version = CN_BACKEND_API_VERSION;
+    b->name = "openmp";
+    b->ctx = ctx;
+    b->alloc = be_alloc;
+    b->free = be_free;
+    b->upload = be_upload;
+    b->download = be_download;
+    b->copy = be_copy;
+    b->supports = be_supports;
+    b->run = be_run;
+    b->sync = be_sync;
+    b->memory_stats = be_memory_stats;
+    b->set_memory_limit = be_set_memory_limit;
+    b->destroy = be_destroy;
+    b->tune = NULL;
+    *out = b;
+    return CN_OK;
+}

@@ -1,0 +1,125 @@
+/* Convolution lowering: IM2COL (NHWC image -> patch matrix, then one GEMM does the conv)
+ * and COL2IM, its adjoint, which carries the GEMM's input gradient back to the image.
+ *
+ * Patch rows are (n, oh, ow), columns (ki, kj, c) with c fastest, so each (ki, kj) of a row
+ * is a contiguous copy of C channels from the NHWC image.
+ *
+ * COL2IM is written as a gather: each image pixel sums, in (ki, kj) order, the patch
+ * entries that came from it. That touches every output once from one thread, so it needs
+ * no atomics, splits over any number of threads and gives the same sums whatever that
+ * number is (a scatter over patches would race where windows overlap).
+ */
+#include "omp_ops.h"
+
+cn_status omp_window_geometry(const cn_launch *l, const cn_shape *img, omp_window *g) {
+    const cn_op_params *p = l->p;
+    if (img->ndim != 4) return omp_fail(CN_ERR_SHAPE, l, "image must be 4-D NHWC");
+    if (p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->ph < 0 || p->pw < 0)
+        return omp_fail(CN_ERR_INVALID_ARG, l,
+                        "window %dx%d, stride %dx%d, padding %dx%d: kernel and stride must be >= 1, padding >= 0",
+                        p->kh, p->kw, p->sh, p->sw, p->ph, p->pw);
+    g->n = img->d[0];
+    g->h = img->d[1];
+    g->w = img->d[2];
+    g->c = img->d[3];
+    g->kh = p->kh;
+    g->kw = p->kw;
+    g->sh = p->sh;
+    g->sw = p->sw;
+    g->ph = p->ph;
+    g->pw = p->pw;
+    if (g->h + 2 * g->ph < g->kh || g->w + 2 * g->pw < g->kw)
+        return omp_fail(CN_ERR_SHAPE, l, "window %lldx%lld does not fit the padded %lldx%lld image",
+                        (long long)g->kh, (long long)g->kw, (long long)(g->h + 2 * g->ph),
+                        (long long)(g->w + 2 * g->pw));
+    g->oh = (g->h + 2 * g->ph - g->kh) / g->sh + 1;
+    g->ow = (g->w + 2 * g->pw - g->kw) / g->sw + 1;
+    return CN_OK;
+}
+
+/* The patch matrix of geometry g is [N*OH*OW, KH*KW*C]. */
+static int is_patch_shape(const cn_shape *s, const omp_window *g) {
+    return s->ndim == 2 && s->d[0] == g->n * g->oh * g->ow && s->d[1] == g->kh * g->kw * g->c;
+}
+
+cn_status omp_op_IM2COL(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
+    if (!is_patch_shape(&l->out_shape, &g))
+        return omp_fail(CN_ERR_SHAPE, l, "output must be [%lld,%lld]", (long long)(g.n * g.oh * g.ow),
+                        (long long)(g.kh * g.kw * g.c));
+    const float *x = l->in[0];
+    float *col = l->out;
+    const int64_t C = g.c, kk = g.kh * g.kw * C;
+    const int64_t total = cn_shape_numel(&l->out_shape);
+#pragma omp parallel for schedule(static) if (total >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.oh; r++) {
+        const int64_t n = r / g.oh, oh = r % g.oh;
+        const float *img = x + n * g.h * g.w * C;
+        for (int64_t ow = 0; ow < g.ow; ow++) {
+            float *dst = col + (r * g.ow + ow) * kk;
+            const int64_t iw0 = ow * g.sw - g.pw;
+            const int inside_w = iw0 >= 0 && iw0 + g.kw <= g.w;
+            for (int64_t ki = 0; ki < g.kh; ki++, dst += g.kw * C) {
+                const int64_t ih = oh * g.sh - g.ph + ki;
+                if (ih < 0 || ih >= g.h) {
+                    for (int64_t q = 0; q < g.kw * C; q++) dst[q] = 0.0f;
+                } else if (inside_w) {
+                    /* (kj, c) is contiguous in the image too: one run of kw*C floats (a
+                     * single-channel image would otherwise copy one float at a time). */
+                    const float *src = img + (ih * g.w + iw0) * C;
+                    for (int64_t q = 0; q < g.kw * C; q++) dst[q] = src[q];
+                } else {
+                    for (int64_t kj = 0; kj < g.kw; kj++) {
+                        const int64_t iw = iw0 + kj;
+                        float *d = dst + kj * C;
+                        if (iw < 0 || iw >= g.w) {
+                            for (int64_t c = 0; c < C; c++) d[c] = 0.0f;
+                        } else {
+                            const float *src = img + (ih * g.w + iw) * C;
+                            for (int64_t c = 0; c < C; c++) d[c] = src[c];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return CN_OK;
+}
+
+cn_status omp_op_COL2IM(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->out_shape, &g));
+    if (!is_patch_shape(&l->in_shape[0], &g))
+        return omp_fail(CN_ERR_SHAPE, l, "input must be the [%lld,%lld] patch matrix of the output image",
+                        (long long)(g.n * g.oh * g.ow), (long long)(g.kh * g.kw * g.c));
+    const float *col = l->in[0];
+    float *x = l->out;
+    const int64_t C = g.c, kk = g.kh * g.kw * C;
+    const int64_t total = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (total >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.h; r++) {
+        const int64_t n = r / g.h, h = r % g.h;
+        for (int64_t w = 0; w < g.w; w++) {
+            float *dst = x + (r * g.w + w) * C;
+            for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+            /* Window (oh, ow) covers this pixel at offset (ki, kj) when
+             * oh*sh - ph + ki == h, i.e. ki = h + ph - oh*sh. */
+            for (int64_t ki = 0; ki < g.kh; ki++) {
+                const int64_t th = h + g.ph - ki;
+                if (th < 0) break;
+                if (th % g.sh || th / g.sh >= g.oh) continue;
+                const int64_t oh = th / g.sh;
+                for (int64_t kj = 0; kj < g.kw; kj++) {
+                    const int64_t tw = w + g.pw - kj;
+                    if (tw < 0) break;
+                    if (tw % g.sw || tw / g.sw >= g.ow) continue;
+                    const int64_t ow = tw / g.sw;
+                    const float *src = col + ((n * g.oh + oh) * g.ow + ow) * kk + (ki * g.kw + kj) * C;
+                    for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                }
+            }
+        }
+    }
+    return CN_OK;
+}

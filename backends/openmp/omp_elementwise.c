@@ -1,0 +1,153 @@
+/* Elementwise ops: broadcast binary arithmetic (with the fused epilogue on ADD), unary
+ * maths and activations, their gradients, SCALE and DROPOUT.
+ *
+ * Every op walks its output in OMP_TILE-sized tiles, one tile per loop iteration, so the
+ * parallel split is the same whatever the shape and the epilogue runs on a tile while it is
+ * still in L1. Pointers are not restrict-qualified: the planner may reuse an input's buffer
+ * for the output, which is safe here because element i only reads element i.
+ */
+#include "omp_ops.h"
+
+/* ---- binary ops with suffix broadcast ---- */
+
+typedef void (*bin_vv_fn)(const float *a, const float *b, float *o, int64_t n);
+typedef void (*bin_vs_fn)(const float *a, float b, float *o, int64_t n);
+
+/* For each op, a same-length kernel and one with a scalar second operand (b of one
+ * element, the bias-per-tensor case); both are plain loops gcc vectorises. */
+#define BINARY_KERNELS(NAME, EXPR)                                                  \
+    static void NAME##_vv(const float *a, const float *b, float *o, int64_t n) {    \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const float x = a[i], y = b[i];                                         \
+            o[i] = (EXPR);                                                          \
+        }                                                                           \
+    }                                                                               \
+    static void NAME##_vs(const float *a, float y, float *o, int64_t n) {           \
+        for (int64_t i = 0; i < n; i++) {                                           \
+            const float x = a[i];                                                   \
+            o[i] = (EXPR);                                                          \
+        }                                                                           \
+    }
+
+BINARY_KERNELS(add, x + y)
+BINARY_KERNELS(sub, x - y)
+BINARY_KERNELS(mul, x * y)
+BINARY_KERNELS(div, x / y)
+/* Gradients: a = dy, b = the saved forward tensor (see omp_ops.h for which one). */
+BINARY_KERNELS(relu_grad, y > 0.0f ? x : 0.0f)
+BINARY_KERNELS(sigmoid_grad, x * y * (1.0f - y))
+BINARY_KERNELS(tanh_grad, x * (1.0f - y * y))
+
+/* out = a (op) b[i % nb]: each tile is cut into runs that do not wrap around b, so the
+ * inner loops stay unit-stride. */
+static cn_status run_binary(const cn_launch *l, bin_vv_fn vv, bin_vs_fn vs, int broadcast) {
+    const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1];
+    if (broadcast ? !omp_is_suffix(sb, sa) : !omp_shape_eq(sa, sb))
+        return omp_fail(CN_ERR_SHAPE, l,
+                        broadcast ? "b's shape must be a trailing part of a's shape"
+                                  : "both inputs must have the same shape");
+    CN_TRY(omp_expect_out_like(l, 0));
+    const int64_t na = cn_shape_numel(sa), nb = cn_shape_numel(sb);
+    if (na == 0) return CN_OK;
+    const float *a = l->in[0], *b = l->in[1];
+    float *o = l->out;
+    const int epi = l->p->epilogue;
+    const int64_t tiles = (na + OMP_TILE - 1) / OMP_TILE;
+#pragma omp parallel for schedule(static) if (na >= OMP_PAR_MIN)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, na);
+        if (nb == 1) {
+            vs(a + lo, b[0], o + lo, hi - lo);
+        } else {
+            for (int64_t i = lo; i < hi;) {
+                const int64_t j = i % nb, len = OMP_MIN(hi - i, nb - j);
+                vv(a + i, b + j, o + i, len);
+                i += len;
+            }
+        }
+        if (epi != CN_EPI_NONE) omp_apply_epilogue(o + lo, hi - lo, epi);
+    }
+    return CN_OK;
+}
+
+cn_status omp_op_ADD(const cn_launch *l) { return run_binary(l, add_vv, add_vs, 1); }
+cn_status omp_op_SUB(const cn_launch *l) { return run_binary(l, sub_vv, sub_vs, 1); }
+cn_status omp_op_MUL(const cn_launch *l) { return run_binary(l, mul_vv, mul_vs, 1); }
+cn_status omp_op_DIV(const cn_launch *l) { return run_binary(l, div_vv, div_vs, 1); }
+cn_status omp_op_RELU_GRAD(const cn_launch *l) { return run_binary(l, relu_grad_vv, relu_grad_vs, 0); }
+cn_status omp_op_SIGMOID_GRAD(const cn_launch *l) { return run_binary(l, sigmoid_grad_vv, sigmoid_grad_vs, 0); }
+cn_status omp_op_TANH_GRAD(const cn_launch *l) { return run_binary(l, tanh_grad_vv, tanh_grad_vs, 0); }
+
+/* ---- unary ops ---- */
+
+typedef void (*unary_fn)(const float *x, float *o, int64_t n, const cn_op_params *p);
+
+#define UNARY_KERNEL(NAME, EXPR)                                                        \
+    static void NAME##_k(const float *x, float *o, int64_t n, const cn_op_params *p) { \
+        (void)p;                                                                        \
+        for (int64_t i = 0; i < n; i++) {                                               \
+            const float v = x[i];                                                       \
+            o[i] = (EXPR);                                                              \
+        }                                                                               \
+    }
+
+UNARY_KERNEL(relu, v > 0.0f ? v : 0.0f)
+UNARY_KERNEL(sigmoid, omp_sigmoid(v))
+UNARY_KERNEL(tanh, tanhf(v))
+UNARY_KERNEL(exp, expf(v))
+UNARY_KERNEL(log, logf(v))
+
+static void scale_k(const float *x, float *o, int64_t n, const cn_op_params *p) {
+    const float alpha = p->alpha, beta = p->beta;
+    for (int64_t i = 0; i < n; i++) o[i] = x[i] * alpha + beta;
+}
+
+static cn_status run_unary(const cn_launch *l, unary_fn fn) {
+    CN_TRY(omp_expect_out_like(l, 0));
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *x = l->in[0];
+    float *o = l->out;
+    const int64_t tiles = (n + OMP_TILE - 1) / OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, n);
+        fn(x + lo, o + lo, hi - lo, l->p);
+    }
+    return CN_OK;
+}
+
+cn_status omp_op_RELU(const cn_launch *l) { return run_unary(l, relu_k); }
+cn_status omp_op_SIGMOID(const cn_launch *l) { return run_unary(l, sigmoid_k); }
+cn_status omp_op_TANH(const cn_launch *l) { return run_unary(l, tanh_k); }
+cn_status omp_op_EXP(const cn_launch *l) { return run_unary(l, exp_k); }
+cn_status omp_op_LOG(const cn_launch *l) { return run_unary(l, log_k); }
+cn_status omp_op_SCALE(const cn_launch *l) { return run_unary(l, scale_k); }
+
+/* ---- dropout ---- */
+
+/* DROPOUT and DROPOUT_GRAD apply the same mask: element i survives iff
+ * cn_rng_uniform(seed, step, i) >= rate, so the backward pass needs no saved mask and every
+ * backend drops the same elements. */
+static cn_status run_dropout(const cn_launch *l) {
+    CN_TRY(omp_expect_out_like(l, 0));
+    const float rate = l->p->rate;
+    if (!(rate >= 0.0f && rate <= 1.0f))
+        return omp_fail(CN_ERR_INVALID_ARG, l, "rate %g outside [0, 1]", (double)rate);
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *x = l->in[0];
+    float *o = l->out;
+    /* rate == 1 drops everything; 1/(1-rate) would be infinite. */
+    const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
+    const uint64_t seed = l->p->seed, step = l->step;
+    const int64_t tiles = (n + OMP_TILE - 1) / OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN / 8)
+    for (int64_t t = 0; t < tiles; t++) {
+        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, n);
+        for (int64_t i = lo; i < hi; i++)
+            o[i] = cn_rng_uniform(seed, step, (uint64_t)i) >= rate ? x[i] * scale : 0.0f;
+    }
+    return CN_OK;
+}
+
+cn_status omp_op_DROPOUT(const cn_launch *l) { return run_dropout(l); }
+cn_status omp_op_DROPOUT_GRAD(const cn_launch *l) { return run_dropout(l); }

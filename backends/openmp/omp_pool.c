@@ -1,0 +1,196 @@
+/* Pooling over NHWC windows: MAXPOOL, AVGPOOL and their gradients.
+ *
+ * Max pool only looks at window positions inside the image (padding never wins; a window
+ * lying wholly in the padding yields 0). Average pool divides by kh*kw whatever the
+ * padding, i.e. padded positions count as zeros.
+ *
+ * MAXPOOL_GRAD routes each dy to the first maximum of its window in row-major (ki, kj)
+ * order. Overlapping windows may pick the same input, so the scatter is split over
+ * (image, channel block) pairs, which own disjoint parts of dx; within one, the windows are
+ * visited in a fixed order, so the sums are the same for any thread count. AVGPOOL_GRAD
+ * gathers instead, like COL2IM.
+ */
+#include "omp_ops.h"
+
+/* MAXPOOL_GRAD keeps the running maximum of this many channels in registers/L1. */
+#define CH_BLOCK 64
+
+/* Output positions must match the geometry: [N, OH, OW, C]. */
+static int is_pooled_shape(const cn_shape *s, const omp_window *g) {
+    return s->ndim == 4 && s->d[0] == g->n && s->d[1] == g->oh && s->d[2] == g->ow && s->d[3] == g->c;
+}
+
+static cn_status pooled_shape_error(const cn_launch *l, const char *what, const omp_window *g) {
+    return omp_fail(CN_ERR_SHAPE, l, "%s must be [%lld,%lld,%lld,%lld]", what, (long long)g->n,
+                    (long long)g->oh, (long long)g->ow, (long long)g->c);
+}
+
+/* Rows [*k0, *k1) of a window starting at `start` that fall inside [0, size). */
+static void clip(int64_t start, int64_t k, int64_t size, int64_t *k0, int64_t *k1) {
+    *k0 = start < 0 ? -start : 0;
+    *k1 = start + k > size ? size - start : k;
+    if (*k1 < *k0) *k1 = *k0;
+}
+
+cn_status omp_op_MAXPOOL(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
+    if (!is_pooled_shape(&l->out_shape, &g)) return pooled_shape_error(l, "output", &g);
+    const float *x = l->in[0];
+    float *y = l->out;
+    const int64_t C = g.c;
+    const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.oh; r++) {
+        const int64_t n = r / g.oh, oh = r % g.oh;
+        const float *img = x + n * g.h * g.w * C;
+        int64_t ki0, ki1;
+        clip(oh * g.sh - g.ph, g.kh, g.h, &ki0, &ki1);
+        for (int64_t ow = 0; ow < g.ow; ow++) {
+            float *dst = y + (r * g.ow + ow) * C;
+            int64_t kj0, kj1;
+            clip(ow * g.sw - g.pw, g.kw, g.w, &kj0, &kj1);
+            if (ki0 == ki1 || kj0 == kj1) {
+                for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+                continue;
+            }
+            int first = 1;
+            for (int64_t ki = ki0; ki < ki1; ki++) {
+                const int64_t ih = oh * g.sh - g.ph + ki;
+                for (int64_t kj = kj0; kj < kj1; kj++) {
+                    const float *src = img + (ih * g.w + ow * g.sw - g.pw + kj) * C;
+                    if (first) {
+                        for (int64_t c = 0; c < C; c++) dst[c] = src[c];
+                        first = 0;
+                    } else {
+                        for (int64_t c = 0; c < C; c++) dst[c] = src[c] > dst[c] ? src[c] : dst[c];
+                    }
+                }
+            }
+        }
+    }
+    return CN_OK;
+}
+
+/* MAXPOOL_GRAD(dy, x) -> dx with x's shape. */
+cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->in_shape[1], &g));
+    if (!is_pooled_shape(&l->in_shape[0], &g)) return pooled_shape_error(l, "dy", &g);
+    CN_TRY(omp_expect_out_like(l, 1));
+    if (g.h * g.w > INT32_MAX)
+        return omp_fail(CN_ERR_SHAPE, l, "an image of %lld pixels is too large", (long long)(g.h * g.w));
+    const float *dy = l->in[0], *x = l->in[1];
+    float *dx = l->out;
+    const int64_t C = g.c, blocks = (C + CH_BLOCK - 1) / CH_BLOCK;
+    const int64_t work = cn_shape_numel(&l->in_shape[0]) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+    for (int64_t item = 0; item < g.n * blocks; item++) {
+        const int64_t n = item / blocks, c0 = (item % blocks) * CH_BLOCK;
+        const int64_t cw = OMP_MIN(CH_BLOCK, C - c0);
+        const float *img = x + n * g.h * g.w * C + c0;
+        float *dimg = dx + n * g.h * g.w * C + c0;
+        for (int64_t p = 0; p < g.h * g.w; p++)
+            for (int64_t c = 0; c < cw; c++) dimg[p * C + c] = 0.0f;
+        float best[CH_BLOCK];
+        int32_t arg[CH_BLOCK]; /* pixel index (ih * W + iw) of the first maximum */
+        for (int64_t oh = 0; oh < g.oh; oh++) {
+            int64_t ki0, ki1;
+            clip(oh * g.sh - g.ph, g.kh, g.h, &ki0, &ki1);
+            for (int64_t ow = 0; ow < g.ow; ow++) {
+                int64_t kj0, kj1;
+                clip(ow * g.sw - g.pw, g.kw, g.w, &kj0, &kj1);
+                if (ki0 == ki1 || kj0 == kj1) continue; /* nothing to route to */
+                const int32_t pix0 = (int32_t)((oh * g.sh - g.ph + ki0) * g.w + ow * g.sw - g.pw + kj0);
+                for (int64_t c = 0; c < cw; c++) {
+                    best[c] = img[pix0 * C + c];
+                    arg[c] = pix0;
+                }
+                for (int64_t ki = ki0; ki < ki1; ki++) {
+                    for (int64_t kj = kj0; kj < kj1; kj++) {
+                        const int32_t pix = (int32_t)((oh * g.sh - g.ph + ki) * g.w + ow * g.sw - g.pw + kj);
+                        const float *src = img + pix * C;
+                        /* Strict >: a later equal value does not displace the first. Written
+                         * as selects so the channel loop vectorises. */
+                        for (int64_t c = 0; c < cw; c++) {
+                            const int take = src[c] > best[c];
+                            best[c] = take ? src[c] : best[c];
+                            arg[c] = take ? pix : arg[c];
+                        }
+                    }
+                }
+                const float *g_row = dy + ((n * g.oh + oh) * g.ow + ow) * C + c0;
+                for (int64_t c = 0; c < cw; c++) dimg[arg[c] * C + c] += g_row[c];
+            }
+        }
+    }
+    return CN_OK;
+}
+
+cn_status omp_op_AVGPOOL(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
+    if (!is_pooled_shape(&l->out_shape, &g)) return pooled_shape_error(l, "output", &g);
+    const float *x = l->in[0];
+    float *y = l->out;
+    const int64_t C = g.c;
+    const float inv = 1.0f / (float)(g.kh * g.kw);
+    const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.oh; r++) {
+        const int64_t n = r / g.oh, oh = r % g.oh;
+        const float *img = x + n * g.h * g.w * C;
+        int64_t ki0, ki1;
+        clip(oh * g.sh - g.ph, g.kh, g.h, &ki0, &ki1);
+        for (int64_t ow = 0; ow < g.ow; ow++) {
+            float *dst = y + (r * g.ow + ow) * C;
+            int64_t kj0, kj1;
+            clip(ow * g.sw - g.pw, g.kw, g.w, &kj0, &kj1);
+            for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+            for (int64_t ki = ki0; ki < ki1; ki++) {
+                const int64_t ih = oh * g.sh - g.ph + ki;
+                for (int64_t kj = kj0; kj < kj1; kj++) {
+                    const float *src = img + (ih * g.w + ow * g.sw - g.pw + kj) * C;
+                    for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                }
+            }
+            for (int64_t c = 0; c < C; c++) dst[c] *= inv;
+        }
+    }
+    return CN_OK;
+}
+
+/* AVGPOOL_GRAD(dy) -> dx with the node's (image) shape: each pixel gathers dy/(kh*kw)
+ * from every window that covers it. */
+cn_status omp_op_AVGPOOL_GRAD(const cn_launch *l) {
+    omp_window g;
+    CN_TRY(omp_window_geometry(l, &l->out_shape, &g));
+    if (!is_pooled_shape(&l->in_shape[0], &g)) return pooled_shape_error(l, "dy", &g);
+    const float *dy = l->in[0];
+    float *dx = l->out;
+    const int64_t C = g.c;
+    const float inv = 1.0f / (float)(g.kh * g.kw);
+    const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.h; r++) {
+        const int64_t n = r / g.h, h = r % g.h;
+        for (int64_t w = 0; w < g.w; w++) {
+            float *dst = dx + (r * g.w + w) * C;
+            for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+            for (int64_t ki = 0; ki < g.kh; ki++) {
+                const int64_t th = h + g.ph - ki; /* = oh * sh for a covering window */
+                if (th < 0) break;
+                if (th % g.sh || th / g.sh >= g.oh) continue;
+                for (int64_t kj = 0; kj < g.kw; kj++) {
+                    const int64_t tw = w + g.pw - kj;
+                    if (tw < 0) break;
+                    if (tw % g.sw || tw / g.sw >= g.ow) continue;
+                    const float *src = dy + ((n * g.oh + th / g.sh) * g.ow + tw / g.sw) * C;
+                    for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                }
+            }
+            for (int64_t c = 0; c < C; c++) dst[c] *= inv;
+        }
+    }
+    return CN_OK;
+}

@@ -1,0 +1,105 @@
+/* Elementwise family: binary ops with suffix broadcast (b[i % nb]) and a fused epilogue,
+ * unary activations, their gradients, scale, expand and dropout. Each op has a scalar
+ * kernel and a float4 kernel the host picks when every length is a multiple of 4. */
+
+/* cn_relu, cn_sigmoid and the epilogue helpers cn_epi/cn_epi4 come from common.h.cl. */
+
+/* nb == n is the common no-broadcast case: skip the modulo. In the float4 kernel nb4 = nb/4
+ * and, since nb % 4 == 0, element 4*i pairs with b[(4*i) % nb], i.e. b4[i % nb4]. */
+#define CN_BINARY(NAME, EXPR)                                                                 \
+    __kernel void NAME(__global const float *a, __global const float *b, __global float *out, \
+                       int n, int nb, int epi) {                                              \
+        int i = get_global_id(0);                                                             \
+        if (i >= n) return;                                                                   \
+        float x = a[i];                                                                       \
+        float y = b[nb == n ? i : i % nb];                                                    \
+        out[i] = cn_epi(EXPR, epi);                                                           \
+    }                                                                                         \
+    __kernel void NAME##4(__global const float4 *a, __global const float4 *b,                 \
+                          __global float4 *out, int n4, int nb4, int epi) {                   \
+        int i = get_global_id(0);                                                             \
+        if (i >= n4) return;                                                                  \
+        float4 x = a[i];                                                                      \
+        float4 y = b[nb4 == n4 ? i : i % nb4];                                                \
+        out[i] = cn_epi4(EXPR, epi);                                                          \
+    }
+
+CN_BINARY(add, x + y)
+CN_BINARY(sub, x - y)
+CN_BINARY(mul, x * y)
+CN_BINARY(div_, x / y)
+
+#define CN_UNARY(NAME, EXPR, EXPR4)                                                                     \
+    __kernel void NAME(__global const float *in, __global float *out, int n) {                         \
+        int i = get_global_id(0);                                                                       \
+        if (i >= n) return;                                                                             \
+        float x = in[i];                                                                                \
+        out[i] = EXPR;                                                                                  \
+    }                                                                                                   \
+    __kernel void NAME##4(__global const float4 *in, __global float4 *out, int n4) {                   \
+        int i = get_global_id(0);                                                                       \
+        if (i >= n4) return;                                                                            \
+        float4 x = in[i];                                                                               \
+        out[i] = EXPR4;                                                                                 \
+    }
+
+CN_UNARY(relu, cn_relu(x), cn_relu4(x))
+CN_UNARY(sigmoid, cn_sigmoid(x), cn_sigmoid4(x))
+CN_UNARY(tanh_, tanh(x), tanh(x))
+CN_UNARY(exp_, exp(x), exp(x))
+CN_UNARY(log_, log(x), log(x))
+
+__kernel void scale(__global const float *in, __global float *out, int n, float alpha, float beta) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    out[i] = in[i] * alpha + beta;
+}
+__kernel void scale4(__global const float4 *in, __global float4 *out, int n4, float alpha, float beta) {
+    int i = get_global_id(0);
+    if (i >= n4) return;
+    out[i] = in[i] * alpha + beta;
+}
+
+/* Gradients: dy is the incoming gradient; v is the forward input x for relu and the
+ * forward output y for sigmoid (y(1-y)) and tanh (1-y^2). */
+#define CN_GRAD(NAME, EXPR, EXPR4)                                                                      \
+    __kernel void NAME(__global const float *dyp, __global const float *vp, __global float *out, int n) { \
+        int i = get_global_id(0);                                                                       \
+        if (i >= n) return;                                                                             \
+        float dy = dyp[i], v = vp[i];                                                                   \
+        out[i] = EXPR;                                                                                  \
+    }                                                                                                   \
+    __kernel void NAME##4(__global const float4 *dyp, __global const float4 *vp, __global float4 *out,  \
+                          int n4) {                                                                     \
+        int i = get_global_id(0);                                                                       \
+        if (i >= n4) return;                                                                            \
+        float4 dy = dyp[i], v = vp[i];                                                                  \
+        out[i] = EXPR4;                                                                                 \
+    }
+
+CN_GRAD(relu_grad, v > 0.0f ? dy : 0.0f, select((float4)(0.0f), dy, v > (float4)(0.0f)))
+CN_GRAD(sigmoid_grad, dy * v * (1.0f - v), dy * v * (1.0f - v))
+CN_GRAD(tanh_grad, dy * (1.0f - v * v), dy * (1.0f - v * v))
+
+/* In-place activation after a GEMM whose library cannot fuse it. */
+__kernel void epilogue(__global float *buf, int n, int epi) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    buf[i] = cn_epi(buf[i], epi);
+}
+
+__kernel void expand(__global const float *in, __global float *out, int n, int nin, float alpha) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    out[i] = alpha * in[i % nin];
+}
+
+/* Keep element i iff cn_rng_uniform(seed, step, i) >= rate (common.h.cl), scaled by 1/(1-rate);
+ * the same kernel serves DROPOUT_GRAD since the mask depends only on (seed, step, i). */
+__kernel void dropout(__global const float *in, __global float *out, int n, ulong seed, ulong step,
+                      float rate, float keep_scale) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float u = cn_rng_uniform(seed, step, (ulong)i);
+    out[i] = u >= rate ? in[i] * keep_scale : 0.0f;
+}

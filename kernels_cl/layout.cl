@@ -1,0 +1,44 @@
+/* Layout family: TRANSPOSE (out dim i = in dim perm[i]) for up to 6 dims, plus a tiled
+ * kernel for the common case of swapping the last two dims of a batch of matrices. */
+
+#ifndef TT
+#define TT 16 /* tile edge of transpose_tiled; the host launches TT x TT groups */
+#endif
+
+/* d0..d5: output dims (leading ones padded with 1); s0..s5: the input stride of each. */
+__kernel void transpose_nd(__global const float *in, __global float *out, int n, int d0, int d1, int d2, int d3,
+                           int d4, int d5, int s0, int s1, int s2, int s3, int s4, int s5) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    int r = i, off = 0;
+    (void)d0; /* the outermost index is whatever remains of i */
+    off += (r % d5) * s5;
+    r /= d5;
+    off += (r % d4) * s4;
+    r /= d4;
+    off += (r % d3) * s3;
+    r /= d3;
+    off += (r % d2) * s2;
+    r /= d2;
+    off += (r % d1) * s1;
+    r /= d1;
+    off += r * s0;
+    out[i] = in[off];
+}
+
+/* in [B, R, C] -> out [B, C, R] through a padded local tile, so both the reads and the
+ * writes are contiguous across a work-group. */
+__kernel __attribute__((reqd_work_group_size(TT, TT, 1)))
+void transpose_tiled(__global const float *in, __global float *out, int R, int C) {
+    __local float tile[TT][TT + 1];
+    int lx = get_local_id(0), ly = get_local_id(1);
+    int c0 = get_group_id(0) * TT, r0 = get_group_id(1) * TT;
+    int b = get_global_id(2);
+    in += b * R * C;
+    out += b * R * C;
+    int r = r0 + ly, c = c0 + lx;
+    if (r < R && c < C) tile[ly][lx] = in[r * C + c];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    int orow = c0 + ly, ocol = r0 + lx;
+    if (orow < C && ocol < R) out[orow * R + ocol] = tile[lx][ly];
+}

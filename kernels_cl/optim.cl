@@ -1,0 +1,30 @@
+/* Optimizer steps, in place. The host passes Adam's bias corrections 1 - beta^t computed in
+ * double, so every work-item uses the same rounded value. */
+
+/* l2 = weight_decay for Adam's L2 (added to the gradient), 0 for AdamW; shrink = 1 - lr*wd
+ * for AdamW's decoupled decay (p shrinks before the step, PyTorch's order), 1 for Adam. */
+__kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v, int n,
+                   float lr, float beta1, float beta2, float eps, float l2, float shrink, float bc1, float bc2) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float pi = p[i];
+    float gi = g[i] + l2 * pi;
+    float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+    float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    float mhat = mi / bc1, vhat = vi / bc2;
+    p[i] = pi * shrink - lr * mhat / (sqrt(vhat) + eps);
+}
+
+/* v = momentum*v + g; p -= lr * (nesterov ? g + momentum*v : v), g with L2 decay added. */
+__kernel void sgd(__global float *p, __global const float *g, __global float *vel, int n, float lr,
+                  float momentum, float wd, int nesterov) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float pi = p[i];
+    float gi = g[i] + wd * pi;
+    float vi = momentum * vel[i] + gi;
+    vel[i] = vi;
+    p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
+}

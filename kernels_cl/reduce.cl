@@ -1,0 +1,113 @@
+/* Reduction family: whole-tensor sums (two passes of work-group tree reductions), column
+ * sums over leading axes, and row-wise argmax / accuracy. Group sizes are powers of two
+ * chosen by the host; __local scratch is passed as an argument of that size. */
+
+/* The serial parts of every sum are compensated (Kahan): float sums of long strided runs
+ * would otherwise drift visibly from the double-accumulating reference. The host never
+ * passes fast-math options, so the compiler keeps the compensation. */
+#define KAHAN_ADD(sum, comp, v)         \
+    do {                                \
+        float y_ = (v) - (comp);        \
+        float t_ = (sum) + y_;          \
+        (comp) = (t_ - (sum)) - y_;     \
+        (sum) = t_;                     \
+    } while (0)
+
+/* Tree sum of tmp[0..lsz) into tmp[0]; every work-item of the group must call it. */
+void cn_group_sum(__local float *tmp, int lid, int lsz) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) tmp[lid] += tmp[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+}
+
+/* Pass 1: each group writes the sum of its grid-strided share of x to partial[group]. */
+__kernel void reduce_sum_partial(__global const float *x, int n, __global float *partial, __local float *tmp) {
+    int lid = get_local_id(0), lsz = get_local_size(0);
+    float acc = 0.0f, comp = 0.0f;
+    for (uint i = get_global_id(0); i < (uint)n; i += get_global_size(0)) KAHAN_ADD(acc, comp, x[i]);
+    tmp[lid] = acc;
+    cn_group_sum(tmp, lid, lsz);
+    if (lid == 0) partial[get_group_id(0)] = tmp[0];
+}
+
+/* Pass 2 (or the only pass for small n): one group, out[0] = sum(x[0..n)) / div. */
+__kernel void reduce_sum_final(__global const float *x, int n, __global float *out, float div, __local float *tmp) {
+    int lid = get_local_id(0), lsz = get_local_size(0);
+    float acc = 0.0f, comp = 0.0f;
+    for (int i = lid; i < n; i += lsz) KAHAN_ADD(acc, comp, x[i]);
+    tmp[lid] = acc;
+    cn_group_sum(tmp, lid, lsz);
+    if (lid == 0) out[0] = tmp[0] / div;
+}
+
+/* x viewed as [R, C]: work-item (c, s) sums rows [s*chunk, (s+1)*chunk) of column c into
+ * out[s*C + c]; with one slice that is already the answer. */
+__kernel void sum_rows_partial(__global const float *x, int R, int C, int chunk, __global float *out) {
+    int c = get_global_id(0), s = get_global_id(1);
+    if (c >= C) return;
+    int r0 = s * chunk, r1 = min(R, r0 + chunk);
+    float acc = 0.0f, comp = 0.0f;
+    for (int r = r0; r < r1; r++) KAHAN_ADD(acc, comp, x[r * C + c]);
+    out[s * C + c] = acc;
+}
+
+__kernel void sum_rows_final(__global const float *partial, int S, int C, __global float *out) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    float acc = 0.0f, comp = 0.0f;
+    for (int s = 0; s < S; s++) KAHAN_ADD(acc, comp, partial[s * C + c]);
+    out[c] = acc;
+}
+
+/* Index of the first maximum of row xr[0..C): each work-item scans a strided share, then a
+ * tree keeps the larger value and, on ties, the smaller index, which is the serial
+ * "first maximum" answer. Returns 0 for an empty row. */
+int cn_row_argmax(__global const float *xr, int C, __local float *tv, __local int *ti) {
+    int lid = get_local_id(0), lsz = get_local_size(0);
+    float best = 0.0f;
+    int bi = -1;
+    for (int j = lid; j < C; j += lsz) {
+        float v = xr[j];
+        if (bi < 0 || v > best) {
+            best = v;
+            bi = j;
+        }
+    }
+    tv[lid] = best;
+    ti[lid] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) {
+            float ov = tv[lid + s];
+            int oi = ti[lid + s];
+            int mi = ti[lid];
+            if (oi >= 0 && (mi < 0 || ov > tv[lid] || (ov == tv[lid] && oi < mi))) {
+                tv[lid] = ov;
+                ti[lid] = oi;
+            }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    int r = ti[0];
+    return r < 0 ? 0 : r;
+}
+
+/* One group per row; the index is stored as int or as float bits, as the node's dtype asks. */
+__kernel void argmax_rows(__global const float *x, int C, __global int *out, int want_int,
+                          __local float *tv, __local int *ti) {
+    int row = get_group_id(0);
+    int idx = cn_row_argmax(x + row * C, C, tv, ti);
+    if (get_local_id(0) == 0) {
+        out[row] = want_int ? idx : as_int((float)idx);
+    }
+}
+
+/* hits[row] = 1 if the row's argmax equals its label; summed afterwards. */
+__kernel void accuracy_rows(__global const float *x, __global const int *labels, int C, __global float *hits,
+                            __local float *tv, __local int *ti) {
+    int row = get_group_id(0);
+    int idx = cn_row_argmax(x + row * C, C, tv, ti);
+    if (get_local_id(0) == 0) hits[row] = idx == labels[row] ? 1.0f : 0.0f;
+}
