@@ -263,8 +263,11 @@ static cn_status check_labels(const cn_trainer *t, const int32_t *labels, int n)
 static cn_status feed(cn_trainer *t, step_plan *sp, const float *images, const int32_t *labels, int n) {
     int k = t->stage_next;
     t->stage_next ^= 1;
-    if (t->stage_pending[k]) CN_TRY(cn_device_sync(t->dev));
-    t->stage_pending[0] = t->stage_pending[1] = 0;
+    if (t->stage_pending[k]) {
+        /* the upload that last read this slot may still be queued */
+        CN_TRY(cn_device_sync(t->dev));
+        t->stage_pending[0] = t->stage_pending[1] = 0;
+    }
     size_t in = (size_t)cn_model_input_size(t->model) * (size_t)n;
     float *x = n <= t->cfg.batch ? t->stage_x[k] : NULL;
     if (!x) return cn_errorf(CN_ERR_INVALID_ARG, "batch of %d exceeds the configured %d", n, t->cfg.batch);

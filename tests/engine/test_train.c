@@ -97,9 +97,10 @@ static void test_resume(const cn_dataset *ds, cn_model *m, cn_device *dev) {
 }
 
 /* The CI-sized run: 1 epoch over 8,000 images (125 steps of 64), Adam 1e-3, evaluated on
- * the first 2,000 test images. Floor 0.70: measured runs reach about 0.77-0.79 (see
- * docs/BENCHMARKS.md), so a broken gradient or optimizer (which stays near 0.10-0.50)
- * cannot pass, while normal run-to-run variation across devices stays well above it. */
+ * the first 2,000 test images. Floor 0.70: measured 2026-11-21 on the 2-core dev machine,
+ * 0.756 on POCL (cl:0) and 0.752 on omp. A broken gradient or optimizer stays far lower,
+ * while the run is deterministic for a given device, so the margin only has to absorb
+ * summation-order differences between devices. */
 static void test_accuracy_floor(cn_model *m, cn_device *dev) {
     char label[128];
     snprintf(label, sizeof label, "CI-sized run on %s reaches 70%% test accuracy", cn_device_selector(dev));

@@ -1,5 +1,6 @@
 /* Harness core: shapes, input generation, guarded launches, comparison. See harness.h. */
 #include "harness.h"
+#include "internal.h" /* cn_clear_error */
 
 #include <float.h>
 #include <math.h>
@@ -119,8 +120,10 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
     }
     case GEN_LABELS:
     case GEN_LABELS_HALF: {
-        const h_input *lg = &c->in[0];
-        const float *x = d->in[0];
+        /* the logits are the input just before the labels (XENT, ACCURACY: in[0];
+         * XENT_GRAD: in[1]) */
+        const h_input *lg = &c->in[i - 1];
+        const float *x = d->in[i - 1];
         int64_t cls = lg->shape.d[lg->shape.ndim - 1];
         for (int64_t k = 0; k < n; k++) {
             int32_t lab = (int32_t)(h_rng_u64(r) % (uint64_t)cls);
@@ -149,6 +152,10 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
                 x[j] = (float)(in->gen == GEN_SOFTMAX_ROWS ? exp(ls) : ls);
             }
         }
+        break;
+    case GEN_INTS:
+        for (int64_t k = 0; k < n; k++)
+            f[k] = (float)((int64_t)in->lo + (int64_t)(h_rng_u64(r) % (uint64_t)((int64_t)in->hi - (int64_t)in->lo + 1)));
         break;
     case GEN_ZERO:
         break;
@@ -328,12 +335,17 @@ done:
  *   linear (the reference run on |inputs|: the classical |A||B| bound of GEMM), else the
  *   largest |ref| in the buffer. The factor 4 covers both sides' rounding and a few
  *   standard deviations.
+ * - Optimizer steps (ADAM, SGD, in place): the param moves by ~lr per step, so rtol
+ *   applies to the step taken (ref - before) rather than to |param|, plus 4 eps |param| for
+ *   the rounding of p - step; rtol = 1e-4 (both sides round lr*m/(sqrt(v)+eps) a few
+ *   times). State buffers (m, v, velocity) use the same rtol and atol = 1e-7: they are sums
+ *   like 0.9 m + 0.1 g of terms ~0.1 that can cancel to ~0.
  * - Exact: i32 outputs, ARGMAX/ACCURACY, data movement (TRANSPOSE, IM2COL, MAXPOOL) and the
  *   DROPOUT keep mask (the counter-based RNG is integer-exact on every backend).
  * A NaN/Inf where the reference is finite, or the pre-fill pattern left in the output,
  * always fails. */
 int h_compare(const h_case *c, int j, const void *ref, const void *got, const float *mag,
-              h_cmp *r, char *msg, size_t cap) {
+              const float *before, h_cmp *r, char *msg, size_t cap) {
     memset(r, 0, sizeof *r);
     r->worst_index = -1;
     int64_t n = h_checked_numel(c, j);
@@ -385,7 +397,10 @@ int h_compare(const h_case *c, int j, const void *ref, const void *got, const fl
                 bound = 0;
             } else {
                 double scale = mag ? fabs((double)mag[i]) : maxref;
-                bound = t->atol + t->rtol * fabs((double)a[i]);
+                if (before) /* optimizer param: relative to the step, plus the f32 rounding of p */
+                    bound = t->atol + t->rtol * fabs((double)a[i] - before[i]) + 4.0 * FLT_EPSILON * fabs(before[i]);
+                else
+                    bound = t->atol + t->rtol * fabs((double)a[i]);
                 if (t->kind == TOL_REDUCE) bound += 4.0 * FLT_EPSILON * sqrt(t->k) * scale;
                 bad = err > bound;
             }

@@ -34,6 +34,7 @@ typedef enum h_gen {
     GEN_LABELS_HALF,   /* i32: argmax of input 0's row for about half the rows, else random */
     GEN_SOFTMAX_ROWS,  /* rows of softmax(uniform[lo,hi)) over the last dimension */
     GEN_LOGSOFTMAX_ROWS,
+    GEN_INTS,          /* integers uniform in [lo, hi] (ties on purpose) */
     GEN_ZERO
 } h_gen;
 
@@ -109,14 +110,16 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
           char *err, size_t cap);
 
 /* Compare one checked buffer. Fills a one-line summary in msg; returns 1 if within the
- * tolerance. mag may be NULL. */
+ * tolerance. mag may be NULL. before: for the param of an in-place optimizer op, its value
+ * before the step (else NULL): then the rtol term applies to the step taken, not to the
+ * param, so a 1% error in a 1e-3 update is not lost in the param's magnitude. */
 typedef struct h_cmp {
     double worst_err, worst_bound, worst_ratio;
     int64_t worst_index;
     int64_t n_bad, n_nan, n_prefill;
 } h_cmp;
 int h_compare(const h_case *c, int j, const void *ref, const void *got, const float *mag,
-              h_cmp *r, char *msg, size_t cap);
+              const float *before, h_cmp *r, char *msg, size_t cap);
 
 /* f32 helpers */
 int h_isfinite_buf(const float *x, int64_t n);

@@ -1,0 +1,553 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the clnet command-line tool (stdlib only).
+
+Usage: test_cli.py PATH/TO/clnet [SOURCE_ROOT]
+
+Runs the built binary and checks its exit statuses and messages: strict flag parsing, missing
+data, model files with errors, corrupt checkpoints and images (an error, never a crash), the
+device listing without any OpenCL driver, the model summary, and a tiny training run on the
+OpenMP device (--report JSON, --save, eval, predict, --resume, --steps, the progress bar on a
+pseudo-terminal). Prints one line per check and a final "N passed, N failed" line; exits 1 if
+any check failed. Checks that need the Fashion-MNIST files are skipped (and counted as such)
+when CLNET_TEST_DATA (default /usr/share/datasets/fashion-mnist) does not hold them.
+"""
+import json
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CLNET = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else None
+ROOT = os.environ.get("CLNET_SOURCE_ROOT") or (sys.argv[2] if len(sys.argv) > 2 else
+                                               os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
+MODEL = os.path.join(ROOT, "models", "seed_cnn.net")
+DEVICE = os.environ.get("CLNET_TEST_DEVICE", "omp")
+TINY = ["--limit", "256", "--epochs", "1", "--device", DEVICE]
+
+SANITIZER_MARKERS = ("AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer", "runtime error:")
+EPOCH_LINE = re.compile(r"^epoch (\d+)/(\d+) - loss ([0-9.]+) - accuracy ([0-9.]+) - val_loss ([0-9.]+) - "
+                        r"val_accuracy ([0-9.]+) - ([0-9.]+)s - ([0-9]+) img/s$")
+REPORT_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy", "seconds", "images_per_second")
+
+results = {"passed": 0, "failed": 0, "skipped": 0}
+TMP = tempfile.mkdtemp(prefix="clnet-cli-test-")
+
+
+class Skip(Exception):
+    pass
+
+
+class Result:
+    def __init__(self, args, rc, out, err, seconds):
+        self.args, self.rc, self.out, self.err, self.seconds = args, rc, out, err, seconds
+
+    @property
+    def both(self):
+        return self.out + self.err
+
+    def describe(self):
+        return "clnet %s -> rc %s (%.1fs)\n--- stdout:\n%s--- stderr:\n%s" % (
+            " ".join(self.args), self.rc, self.seconds, self.out[-3000:], self.err[-3000:])
+
+
+def run(args, env=None, timeout=300, stdin=None):
+    full_env = dict(os.environ)
+    full_env.pop("CLNET_DEVICE", None)
+    if env:
+        full_env.update(env)
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([CLNET] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+                           timeout=timeout, stdin=subprocess.DEVNULL if stdin is None else stdin, cwd=TMP)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError("clnet %s timed out after %ss" % (" ".join(args), e.timeout))
+    return Result(args, p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"),
+                  time.monotonic() - t0)
+
+
+def check(cond, msg, r=None):
+    if not cond:
+        raise AssertionError(msg + ("\n" + r.describe() if r is not None else ""))
+
+
+def no_crash(r):
+    """A clean exit: no signal (negative rc from subprocess, or a shell-style 128+N), no
+    sanitizer report."""
+    check(0 <= r.rc < 128, "crashed or killed (rc %s)" % r.rc, r)
+    for m in SANITIZER_MARKERS:
+        check(m not in r.err, "sanitizer report (%s)" % m, r)
+
+
+def fails(r, rc=None, want=()):
+    """Exited non-zero without crashing, with every string of want in stdout+stderr."""
+    no_crash(r)
+    check(r.rc != 0, "expected a non-zero exit status", r)
+    if rc is not None:
+        check(r.rc == rc, "expected exit status %d" % rc, r)
+    for w in want:
+        check(w in r.both, "expected %r in the output" % w, r)
+
+
+def ok(r):
+    no_crash(r)
+    check(r.rc == 0, "expected exit status 0", r)
+
+
+TESTS = []
+
+
+def test(fn):
+    """Registers a check; main() runs them in file order."""
+    TESTS.append(fn)
+    return fn
+
+
+def run_test(fn):
+    name = fn.__name__[len("test_"):]
+    try:
+        fn()
+    except Skip as e:
+        results["skipped"] += 1
+        print("SKIP %s: %s" % (name, e), flush=True)
+    except AssertionError as e:
+        results["failed"] += 1
+        print("FAIL %s: %s" % (name, e), flush=True)
+    except Exception as e:  # a bug in the test itself counts as a failure too
+        results["failed"] += 1
+        print("FAIL %s: unexpected %s: %s" % (name, type(e).__name__, e), flush=True)
+    else:
+        results["passed"] += 1
+        print("ok   %s" % name, flush=True)
+
+
+def need_data():
+    names = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+    for n in names:
+        if not (os.path.exists(os.path.join(DATA, n)) or os.path.exists(os.path.join(DATA, n + ".gz"))):
+            raise Skip("no Fashion-MNIST files in %s (set CLNET_TEST_DATA)" % DATA)
+
+
+def need_model():
+    if not os.path.exists(MODEL):
+        raise Skip("%s is missing" % MODEL)
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def write(name, data):
+    p = path(name)
+    with open(p, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode())
+    return p
+
+
+def pgm(name, w, h, pixels=None):
+    if pixels is None:  # a bright blob on black, like a Fashion-MNIST item
+        pixels = bytes(255 if (abs(x - w / 2) < w / 4 and abs(y - h / 2) < h / 3) else 0
+                       for y in range(h) for x in range(w))
+    return write(name, b"P5\n%d %d\n255\n" % (w, h) + pixels)
+
+
+# State shared by the training checks.
+state = {}
+
+
+@test
+def test_version_and_help():
+    r = run(["--version"])
+    ok(r)
+    check(re.search(r"clnet \d+\.\d+\.\d+", r.out) is not None, "--version prints 'clnet X.Y.Z'", r)
+    r = run(["--help"])
+    ok(r)
+    for c in ("devices", "train", "eval", "predict", "summary", "CLNET_DEVICE"):
+        check(c in r.out, "--help mentions %s" % c, r)
+    ok(run(["help"]))
+    for c in ("devices", "train", "eval", "predict", "summary"):
+        r = run([c, "--help"])
+        ok(r)
+        check(("clnet " + c) in r.out and "Usage" in r.out, "%s --help prints its usage" % c, r)
+        r2 = run(["help", c])
+        ok(r2)
+        check(r2.out == r.out, "'clnet help %s' equals '%s --help'" % (c, c), r2)
+    r = run(["train", "--help"])
+    for flag in ("--data", "--epochs", "--batch", "--lr", "--optimizer", "--device", "--seed", "--limit", "--save",
+                 "--resume", "--report", "--quiet", "--steps"):
+        check(flag in r.out, "train --help documents %s" % flag, r)
+
+
+@test
+def test_bad_flags():
+    r = run(["--bogus"])
+    fails(r, 2, ["--bogus"])
+    r = run([])
+    fails(r, 2, ["Usage"])
+    r = run(["frobnicate"])
+    fails(r, 2, ["frobnicate", "Usage"])
+    r = run(["help", "frobnicate"])
+    fails(r, 2, ["frobnicate"])
+    model = MODEL if os.path.exists(MODEL) else "model.net"
+    cases = [
+        (["train", model, "--bogus-flag"], ["--bogus-flag", "Usage", "--help"]),
+        (["train", model, "--epoch", "3"], ["--epoch", "--epochs"]),  # with a suggestion
+        (["train", model, "--epochs", "abc"], ["--epochs", "abc"]),
+        (["train", model, "--epochs", "2x"], ["--epochs"]),
+        (["train", model, "--epochs", "0"], ["--epochs", "range"]),
+        (["train", model, "--epochs", "-3"], ["--epochs"]),
+        (["train", model, "--epochs", "99999999999999999999999"], ["--epochs"]),
+        (["train", model, "--batch", "0"], ["--batch"]),
+        (["train", model, "--batch", ""], ["--batch"]),
+        (["train", model, "--lr", "nan"], ["--lr"]),
+        (["train", model, "--lr", "inf"], ["--lr"]),
+        (["train", model, "--lr", "-0.1"], ["--lr"]),
+        (["train", model, "--lr", "fast"], ["--lr"]),
+        (["train", model, "--seed", "-1"], ["--seed"]),
+        (["train", model, "--limit", "1.5"], ["--limit"]),
+        (["train", model, "--optimizer", "rmsprop"], ["--optimizer", "rmsprop", "adam"]),
+        (["train", model, "--save"], ["--save"]),  # missing value
+        (["train", model, "--save", "--quiet"], ["--save"]),  # a flag is not a value
+        (["train", model, "--quiet=1"], ["--quiet"]),
+        (["train"], ["MODEL"]),
+        (["train", model, "extra"], ["extra"]),
+        (["eval"], ["CKPT"]),
+        (["eval", "x.ckpt", "--limit", "many"], ["--limit"]),
+        (["predict", "x.ckpt"], ["IMAGE"]),
+        (["predict", "x.ckpt", "a.pgm", "b.pgm"], ["b.pgm"]),
+        (["summary"], ["MODEL"]),
+        (["devices", "extra"], ["extra"]),
+        (["devices", "--fast"], ["--fast"]),
+    ]
+    for args, want in cases:
+        fails(run(args), 2, want)
+
+
+@test
+def test_devices():
+    r = run(["devices"])
+    ok(r)
+    check(re.search(r"^omp\s+openmp\s+CPU", r.out, re.M) is not None, "the table lists omp", r)
+    for col in ("SELECTOR", "BACKEND", "TYPE", "VENDOR", "NAME", "CU", "MEMORY", "VERSION", "FP16", "FP64"):
+        check(col in r.out, "the table has a %s column" % col, r)
+    r = run(["devices", "--long"])
+    ok(r)
+    check("compute units:" in r.out and "global memory:" in r.out, "--long prints every field", r)
+    r = run(["devices"], env={"CLNET_VISIBLE_DEVICES": "omp"})
+    ok(r)
+    check(re.search(r"^cl:", r.out, re.M) is None, "CLNET_VISIBLE_DEVICES=omp hides the OpenCL devices", r)
+
+
+@test
+def test_devices_without_opencl():
+    r = run(["devices"], env={"OCL_ICD_VENDORS": "/nonexistent", "OCL_ICD_FILENAMES": ""})
+    ok(r)
+    check(re.search(r"^omp\s", r.out, re.M) is not None, "omp is listed without OpenCL", r)
+    check(re.search(r"^cl:", r.out, re.M) is None, "no OpenCL device is listed", r)
+    m = re.search(r"^hint: (.+)$", r.out, re.M)
+    check(m is not None and len(m.group(1).strip()) > 10, "the hint (cn_device_hint) is printed", r)
+
+
+@test
+def test_summary():
+    need_model()
+    r = run(["summary", MODEL])
+    ok(r)
+    layers = [l for l in open(MODEL).read().splitlines() if l.split("#")[0].strip()]
+    lines = [l for l in r.out.splitlines() if l.strip()]
+    check(len(lines) >= len(layers), "one table row per layer at least", r)
+    check(re.search(r"param", r.out, re.I) is not None, "the table shows parameter counts", r)
+    check("93322" in r.out.replace(",", ""), "the seed CNN has 93322 parameters", r)
+
+
+@test
+def test_bad_model_file():
+    need_model()
+    lines = open(MODEL).read().splitlines()
+    # garbage inserted as line 3 (after the comment and the input line of the seed model)
+    bad = lines[:2] + ["frobnicate 12 wat"] + lines[2:]
+    p = write("bad.net", "\n".join(bad) + "\n")
+    line_no = re.compile(r"(:3\b|line 3\b)")
+    for args in (["summary", p], ["train", p, "--data", DATA, "--device", DEVICE, "--limit", "16", "--epochs", "1"]):
+        r = run(args)
+        fails(r, 1, ["bad.net", "clnet: error:"])
+        check(line_no.search(r.err) is not None, "the message names line 3", r)
+    # a shape that cannot fit: a 5x5 convolution after the image has shrunk to 3x3
+    bad2 = [l for l in lines]
+    bad2.insert(len(bad2) - 3, "conv2d 8 5 relu")
+    p2 = write("bad_shape.net", "\n".join(bad2) + "\n")
+    r = run(["summary", p2])
+    fails(r, 1, ["bad_shape.net"])
+    r = run(["summary", path("does-not-exist.net")])
+    fails(r, 1, ["does-not-exist.net"])
+    r = run(["summary", write("empty.net", "")])
+    fails(r, 1, ["empty.net"])
+    r = run(["summary", write("binary.net", bytes(range(256)) * 8)])
+    fails(r, 1)
+
+
+@test
+def test_missing_data_dir():
+    need_model()
+    missing = path("no-such-dataset-dir")
+    r = run(["train", MODEL, "--data", missing] + TINY)
+    fails(r, 1, [missing, "clnet: error:"])
+    empty = path("empty-dataset-dir")
+    os.makedirs(empty, exist_ok=True)
+    r = run(["train", MODEL, "--data", empty] + TINY)
+    fails(r, 1, [empty])
+    # truncated / garbage IDX files
+    junk = path("junk-dataset-dir")
+    os.makedirs(junk, exist_ok=True)
+    for n in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+              "t10k-labels-idx1-ubyte"):
+        with open(os.path.join(junk, n), "wb") as f:
+            f.write(b"\x00\x00\x08\x03\x00\x00\x00\x10\x00\x00\x00\x1c")  # header cut short
+    r = run(["train", MODEL, "--data", junk] + TINY)
+    fails(r, 1)
+
+
+@test
+def test_bad_device():
+    need_model()
+    r = run(["train", MODEL, "--device", "cl:99", "--data", DATA, "--limit", "16"])
+    fails(r, 1, ["cl:99"])
+    r = run(["train", MODEL, "--data", DATA, "--limit", "16"], env={"CLNET_DEVICE": "nosuchdevice"})
+    fails(r, 1, ["nosuchdevice"])
+
+
+@test
+def test_corrupt_checkpoints():
+    img = pgm("probe.pgm", 28, 28)
+    files = {
+        "empty.ckpt": b"",
+        "text.ckpt": b"this is not a checkpoint\n" * 10,
+        "magic_only.ckpt": b"CLNETCKP",
+        "magic_junk.ckpt": b"CLNETCKP" + bytes((i * 37 + 11) & 255 for i in range(4096)),
+        "huge_len.ckpt": b"CLNETCKP\x01\x00\x00\x00" + b"\xff" * 64,
+    }
+    paths = [write(n, d) for n, d in files.items()]
+    paths.append(path("missing.ckpt"))
+    paths.append(TMP)  # a directory
+    for p in paths:
+        fails(run(["eval", p, "--device", DEVICE, "--data", DATA, "--limit", "16"]), 1)
+        fails(run(["predict", p, img, "--device", DEVICE]), 1)
+        fails(run(["train", "-", "--resume", p, "--device", DEVICE, "--data", DATA, "--limit", "16"]), 1)
+
+
+# ---- training: tiny runs on the OpenMP device ----
+
+@test
+def test_train_tiny():
+    need_model()
+    need_data()
+    report, ckpt = path("report.json"), path("tiny.ckpt")
+    r = run(["train", MODEL, "--report", report, "--save", ckpt, "--data", DATA] + TINY)
+    ok(r)
+    check(re.search(r"^device: %s \(" % re.escape(DEVICE), r.out, re.M) is not None, "prints the device", r)
+    lines = [l for l in r.out.splitlines() if l.startswith("epoch ")]
+    check(len(lines) == 1, "exactly one line per epoch when not on a terminal", r)
+    m = EPOCH_LINE.match(lines[0])
+    check(m is not None and m.group(1) == "1" and m.group(2) == "1", "epoch line format", r)
+    check("\r" not in r.out and "[===" not in r.out and "Epoch 1/1" not in r.out, "no progress bar in a pipe", r)
+    with open(report) as f:
+        rep = json.load(f)
+    check(isinstance(rep, list) and len(rep) == 1, "the report is an array with one object per epoch", r)
+    for k in REPORT_KEYS:
+        check(k in rep[0], "report key %s" % k, r)
+        check(isinstance(rep[0][k], (int, float)) and math.isfinite(rep[0][k]), "report %s is a number" % k, r)
+    e = rep[0]
+    check(e["epoch"] == 1, "epoch is 1", r)
+    check(0 <= e["accuracy"] <= 1 and 0 <= e["val_accuracy"] <= 1, "accuracies in [0,1]", r)
+    check(e["loss"] > 0 and e["val_loss"] > 0 and e["seconds"] > 0 and e["images_per_second"] > 0,
+          "positive loss, time, throughput", r)
+    check(abs(e["images_per_second"] - 256 / e["seconds"]) <= 0.02 * e["images_per_second"] + 1,
+          "images_per_second = training images / training seconds", r)
+    check(abs(float(m.group(6)) - e["val_accuracy"]) < 1e-3, "the line and the report agree", r)
+    check(os.path.getsize(ckpt) > 93322 * 4, "the checkpoint holds the weights", r)
+    check(not [n for n in os.listdir(TMP) if ".tmp" in n], "no temporary files left behind", r)
+    state.update(report=e, ckpt=ckpt)
+
+
+@test
+def test_eval():
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_tiny")
+    r = run(["eval", state["ckpt"], "--data", DATA, "--limit", "256", "--device", DEVICE])
+    ok(r)
+    m = re.search(r"loss ([0-9.]+) - accuracy ([0-9.]+)", r.out)
+    check(m is not None, "eval prints loss and accuracy", r)
+    check(abs(float(m.group(2)) - state["report"]["val_accuracy"]) < 1e-3,
+          "eval of the saved weights reproduces the epoch's val_accuracy", r)
+    check(abs(float(m.group(1)) - state["report"]["val_loss"]) < 1e-3 * max(1.0, state["report"]["val_loss"]),
+          "and its val_loss", r)
+    r = run(["eval", state["ckpt"], "--data", path("no-such-dataset-dir"), "--device", DEVICE])
+    fails(r, 1, ["no-such-dataset-dir"])
+
+
+@test
+def test_predict():
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_tiny")
+    img = pgm("item.pgm", 28, 28)
+    r = run(["predict", state["ckpt"], img, "--device", DEVICE])
+    ok(r)
+    m = re.search(r"^class: (\d+) \(([^)]+)\)$", r.out, re.M)
+    check(m is not None and 0 <= int(m.group(1)) <= 9, "prints the class index and name", r)
+    probs = [float(x) for x in re.findall(r"^\s+\d+\s+.*?\s([01]\.\d{4})(?:\s+<)?$", r.out, re.M)]
+    check(len(probs) == 10, "prints 10 probabilities", r)
+    check(abs(sum(probs) - 1.0) < 0.01, "probabilities sum to 1", r)
+    check(probs.index(max(probs)) == int(m.group(1)), "the class is the most probable", r)
+    # P2 (ASCII) works too
+    p2 = write("item_ascii.pgm", "P2\n28 28\n255\n" + " ".join("0" if i % 3 else "200" for i in range(784)) + "\n")
+    ok(run(["predict", state["ckpt"], p2, "--device", DEVICE]))
+    # wrong size, corrupt and missing images
+    r = run(["predict", state["ckpt"], pgm("small.pgm", 10, 10), "--device", DEVICE])
+    fails(r, 1, ["10x10", "784"])
+    for name, data in (("trunc.pgm", b"P5\n28 28\n255\n" + b"\x00" * 100), ("junk.pgm", b"GIF89a" + b"\x00" * 800),
+                       ("huge.pgm", b"P5\n99999999 99999999\n255\n\x00"), ("empty.pgm", b"")):
+        fails(run(["predict", state["ckpt"], write(name, data), "--device", DEVICE]), 1, [name])
+    fails(run(["predict", state["ckpt"], path("nope.pgm"), "--device", DEVICE]), 1, ["nope.pgm"])
+
+
+@test
+def test_damaged_real_checkpoint():
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_tiny")
+    data = open(state["ckpt"], "rb").read()
+    img = pgm("item.pgm", 28, 28)
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 0x40
+    variants = {"half.ckpt": data[: len(data) // 2], "minus1.ckpt": data[:-1], "flip.ckpt": bytes(flipped),
+                "head.ckpt": data[:64], "plus.ckpt": data + b"\x00" * 7}
+    for n, d in variants.items():
+        p = write(n, d)
+        fails(run(["eval", p, "--device", DEVICE, "--data", DATA, "--limit", "16"]), 1)
+        fails(run(["predict", p, img, "--device", DEVICE]), 1)
+
+
+@test
+def test_resume():
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_tiny")
+    ck2 = path("resumed.ckpt")
+    shutil.copy(state["ckpt"], ck2)
+    before = open(ck2, "rb").read()
+    r = run(["train", "-", "--resume", ck2, "--save", ck2, "--data", DATA, "--limit", "256", "--epochs", "2",
+             "--device", DEVICE])
+    ok(r)
+    lines = [l for l in r.out.splitlines() if l.startswith("epoch ")]
+    check(len(lines) == 1 and lines[0].startswith("epoch 2/2 "), "resuming runs only epoch 2", r)
+    check(open(ck2, "rb").read() != before, "the checkpoint was rewritten", r)
+    r = run(["eval", ck2, "--data", DATA, "--limit", "256", "--device", DEVICE])
+    ok(r)
+    check("epoch 2" in r.out, "the resumed checkpoint counts 2 epochs", r)
+    # already done
+    r = run(["train", "-", "--resume", ck2, "--data", DATA, "--limit", "256", "--epochs", "2", "--device", DEVICE])
+    ok(r)
+    check("nothing to do" in r.out, "nothing to do when the epochs are done", r)
+    # MODEL must be a file or '-' with --resume; '-' alone is an error
+    fails(run(["train", "-", "--data", DATA, "--limit", "16", "--device", DEVICE]), 1, ["--resume"])
+    # switching optimizer on resume is refused
+    fails(run(["train", "-", "--resume", ck2, "--optimizer", "sgd", "--epochs", "3", "--data", DATA,
+               "--limit", "16", "--device", DEVICE]), 1, ["--optimizer"])
+
+
+@test
+def test_steps_and_quiet():
+    need_model()
+    need_data()
+    r = run(["train", MODEL, "--steps", "2", "--data", DATA, "--limit", "256", "--epochs", "3", "--device", DEVICE])
+    ok(r)
+    check("stopped after 2 steps" in r.out, "--steps stops early", r)
+    check(len([l for l in r.out.splitlines() if l.startswith("epoch ")]) == 1, "one (partial) epoch", r)
+    r = run(["train", MODEL, "--steps", "1", "--quiet", "--data", DATA, "--limit", "64", "--epochs", "1",
+             "--device", DEVICE])
+    ok(r)
+    check(r.out.strip() == "", "--quiet prints nothing on stdout", r)
+    # a report that cannot be written is an error naming it
+    bad = os.path.join(path("no-such-dir"), "r.json")
+    r = run(["train", MODEL, "--steps", "1", "--report", bad, "--data", DATA, "--limit", "64", "--device", DEVICE])
+    fails(r, 1, [bad])
+    bad = os.path.join(path("no-such-dir"), "c.ckpt")
+    r = run(["train", MODEL, "--steps", "1", "--save", bad, "--data", DATA, "--limit", "64", "--device", DEVICE])
+    fails(r, 1, ["no-such-dir"])
+
+
+@test
+def test_nonfinite_loss():
+    need_model()
+    need_data()
+    r = run(["train", MODEL, "--lr", "100", "--optimizer", "sgd", "--data", DATA, "--limit", "512", "--epochs", "3",
+             "--device", DEVICE])
+    no_crash(r)
+    if r.rc == 0:
+        raise Skip("lr 100 stayed finite on this run")
+    fails(r, 1, ["--lr"])
+
+
+@test
+def test_progress_bar_on_a_terminal():
+    need_model()
+    need_data()
+    try:
+        import pty
+    except ImportError:
+        raise Skip("no pty module")
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="200")
+    env.pop("CLNET_DEVICE", None)
+    p = subprocess.Popen([CLNET, "train", MODEL, "--data", DATA] + TINY, stdout=slave, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, env=env, cwd=TMP)
+    os.close(slave)
+    chunks = []
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        rd, _, _ = select.select([master], [], [], 1.0)
+        if rd:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif p.poll() is not None:
+            break
+    os.close(master)
+    p.wait(timeout=60)
+    err = p.stderr.read().decode("utf-8", "replace")
+    out = b"".join(chunks).decode("utf-8", "replace")
+    r = Result(["train", "(pty)"], p.returncode, out, err, 0)
+    ok(r)
+    check("Epoch 1/1" in out, "Keras-style epoch header", r)
+    check(re.search(r"4/4 \[={30}\] - \S+ \d+m?u?s/step - loss: [0-9.]+ - accuracy: [0-9.]+ - val_loss: [0-9.]+ - "
+                    r"val_accuracy: [0-9.]+", out) is not None, "final bar line with validation figures", r)
+    check(re.search(r"^epoch 1/1 ", out, re.M) is None, "no CI line on a terminal", r)
+
+
+def main():
+    if not CLNET or not os.access(CLNET, os.X_OK):
+        print("usage: test_cli.py PATH/TO/clnet [SOURCE_ROOT]")
+        print("0 passed, 1 failed")
+        return 1
+    only = os.environ.get("CLNET_CLI_TESTS")  # comma-separated subset, for debugging
+    try:
+        for fn in TESTS:
+            if not only or fn.__name__[len("test_"):] in only.split(","):
+                run_test(fn)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    if results["skipped"]:
+        print("%d skipped" % results["skipped"])
+    print("%d passed, %d failed" % (results["passed"], results["failed"]))
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

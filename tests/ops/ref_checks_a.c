@@ -1,0 +1,251 @@
+/* Reference checks, part 1: elementwise ops, GEMM, im2col/col2im, pooling. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref_common.h"
+
+void check_elementwise(void) {
+    static const struct { cn_op op; float lo, hi; } un[] = {
+        {CN_OP_SCALE, -2, 2}, {CN_OP_RELU, -2, 2}, {CN_OP_SIGMOID, -20, 20},
+        {CN_OP_TANH, -5, 5},  {CN_OP_EXP, -10, 5}, {CN_OP_LOG, 1e-3f, 100},
+    };
+    for (size_t k = 0; k < sizeof un / sizeof un[0]; k++) {
+        h_case c = rc_case(un[k].op, "[1037] in [%g,%g)", un[k].lo, un[k].hi);
+        c.p.alpha = 1.75f;
+        c.p.beta = -0.5f;
+        h_in(&c, h_shape(1, 1037), GEN_UNIFORM, un[k].lo, un[k].hi);
+        c.out_shape = c.in[0].shape;
+        h_data d;
+        if (!run(&c, NULL, &d)) continue;
+        double *want = dalloc(1037);
+        for (int i = 0; i < 1037; i++) want[i] = nv_unary(un[k].op, ((float *)d.in[0])[i], &c.p);
+        cmp(name_of(&c), d.chk[0], want, 1037, 1e-6, 1e-5, 0, NULL);
+        free(want);
+        h_data_free(&d);
+    }
+    /* binary ops with suffix broadcast: element i of a pairs with i % numel(b) */
+    static const cn_op bin[] = {CN_OP_ADD, CN_OP_SUB, CN_OP_MUL, CN_OP_DIV};
+    cn_shape as[] = {h_shape(1, 1037), h_shape(3, 5, 7, 3), h_shape(3, 4, 6, 10), h_shape(2, 9, 1), h_shape(1, 1)};
+    cn_shape bs[] = {h_shape(1, 1037), h_shape(1, 3), h_shape(2, 6, 10), h_shape(1, 1), h_shape(1, 1)};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t s = 0; s < 5; s++) {
+            char sa[64], sb[64];
+            h_shape_str(&as[s], sa, sizeof sa);
+            h_shape_str(&bs[s], sb, sizeof sb);
+            h_case c = rc_case(bin[k], "%s %s", sa, sb);
+            h_in(&c, as[s], GEN_UNIFORM, -2, 2);
+            h_in(&c, bs[s], bin[k] == CN_OP_DIV ? GEN_UNIFORM : GEN_UNIFORM, bin[k] == CN_OP_DIV ? 0.5f : -2, 2);
+            c.out_shape = as[s];
+            h_data d;
+            if (!run(&c, NULL, &d)) continue;
+            int64_t n = cn_shape_numel(&as[s]), nb = cn_shape_numel(&bs[s]);
+            double *want = dalloc(n);
+            for (int64_t i = 0; i < n; i++)
+                want[i] = nv_binary(bin[k], ((float *)d.in[0])[i], ((float *)d.in[1])[i % nb]);
+            cmp(name_of(&c), d.chk[0], want, n, 1e-6, 1e-5, 0, NULL);
+            free(want);
+            h_data_free(&d);
+        }
+    /* ADD epilogues */
+    for (int epi = CN_EPI_RELU; epi <= CN_EPI_TANH; epi++) {
+        h_case c = rc_case(CN_OP_ADD, "[17,33] + [33] epilogue %d", epi);
+        c.p.epilogue = epi;
+        h_in(&c, h_shape(2, 17, 33), GEN_UNIFORM, -2, 2);
+        h_in(&c, h_shape(1, 33), GEN_UNIFORM, -2, 2);
+        c.out_shape = c.in[0].shape;
+        h_data d;
+        if (!run(&c, NULL, &d)) continue;
+        double *want = dalloc(17 * 33);
+        for (int i = 0; i < 17 * 33; i++)
+            want[i] = nv_epilogue(epi, (double)((float *)d.in[0])[i] + ((float *)d.in[1])[i % 33]);
+        cmp(name_of(&c), d.chk[0], want, 17 * 33, 1e-6, 1e-5, 0, NULL);
+        free(want);
+        h_data_free(&d);
+    }
+    /* activation gradients: RELU_GRAD(dy, x), SIGMOID_GRAD(dy, y), TANH_GRAD(dy, y) */
+    static const struct { cn_op op; float lo, hi; } gr[] = {
+        {CN_OP_RELU_GRAD, -1, 1}, {CN_OP_SIGMOID_GRAD, 0.01f, 0.99f}, {CN_OP_TANH_GRAD, -0.99f, 0.99f}};
+    for (size_t k = 0; k < 3; k++) {
+        h_case c = rc_case(gr[k].op, "dy [999], y/x in [%g,%g)", gr[k].lo, gr[k].hi);
+        h_in(&c, h_shape(1, 999), GEN_UNIFORM, -1, 1);
+        h_in(&c, h_shape(1, 999), GEN_UNIFORM, gr[k].lo, gr[k].hi);
+        c.out_shape = c.in[0].shape;
+        h_data d;
+        if (!run(&c, NULL, &d)) continue;
+        double *want = dalloc(999);
+        for (int i = 0; i < 999; i++) want[i] = nv_binary(gr[k].op, ((float *)d.in[0])[i], ((float *)d.in[1])[i]);
+        cmp(name_of(&c), d.chk[0], want, 999, 1e-6, 1e-5, 0, NULL);
+        free(want);
+        h_data_free(&d);
+    }
+}
+
+static void gemm_one(int B, int M, int K, int N, int ta, int tb, int epi) {
+    h_case c = rc_case(CN_OP_MATMUL, "B=%d M=%d K=%d N=%d tA=%d tB=%d epi=%d", B, M, K, N, ta, tb, epi);
+    c.p.trans_a = ta;
+    c.p.trans_b = tb;
+    c.p.epilogue = epi;
+    if (B) {
+        h_in(&c, h_shape(3, B, ta ? K : M, ta ? M : K), GEN_UNIFORM, -1, 1);
+        h_in(&c, h_shape(3, B, tb ? N : K, tb ? K : N), GEN_UNIFORM, -1, 1);
+        c.out_shape = h_shape(3, B, M, N);
+    } else {
+        h_in(&c, h_shape(2, ta ? K : M, ta ? M : K), GEN_UNIFORM, -1, 1);
+        h_in(&c, h_shape(2, tb ? N : K, tb ? K : N), GEN_UNIFORM, -1, 1);
+        c.out_shape = h_shape(2, M, N);
+    }
+    h_data d;
+    if (!run(&c, NULL, &d)) return;
+    int64_t bb = B ? B : 1, n = bb * M * N;
+    double *want = dalloc(n), *mag = dalloc(n);
+    nv_gemm(ta, tb, bb, M, N, K, d.in[0], d.in[1], want, mag);
+    for (int64_t i = 0; i < n; i++) want[i] = nv_epilogue(epi, want[i]);
+    cmp(name_of(&c), d.chk[0], want, n, 1e-6, 1e-5, K, mag);
+    free(want);
+    free(mag);
+    h_data_free(&d);
+}
+
+void check_gemm(void) {
+    static const int sz[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {65, 129, 31}, {16, 64, 8}, {1, 300, 10}};
+    for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
+        for (int t = 0; t < 4; t++) gemm_one(0, sz[s][0], sz[s][1], sz[s][2], t & 1, t >> 1, CN_EPI_NONE);
+    for (int t = 0; t < 4; t++) gemm_one(3, 5, 7, 6, t & 1, t >> 1, CN_EPI_NONE);
+    gemm_one(2, 17, 33, 9, 1, 1, CN_EPI_NONE);
+    for (int epi = CN_EPI_RELU; epi <= CN_EPI_TANH; epi++) gemm_one(0, 13, 9, 11, epi == 2, epi == 3, epi);
+    gemm_one(2, 9, 31, 15, 0, 0, CN_EPI_RELU);
+    gemm_one(0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: sigmoid(0) everywhere */
+}
+
+static const n_geo geos[] = {
+    {1, 5, 5, 1, 3, 3, 1, 1, 0, 0}, {2, 7, 6, 3, 3, 3, 1, 1, 1, 1},  {2, 9, 8, 5, 3, 2, 2, 1, 1, 0},
+    {2, 6, 6, 4, 2, 2, 2, 2, 0, 0}, {1, 4, 4, 3, 5, 5, 1, 1, 2, 2},  {3, 1, 1, 2, 1, 1, 1, 1, 0, 0},
+    {1, 10, 7, 2, 4, 3, 3, 2, 1, 1}, {2, 7, 9, 3, 2, 2, 2, 2, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1},
+    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: uncovered pixels */
+};
+#define N_GEOS ((int)(sizeof geos / sizeof geos[0]))
+
+static void set_geo(h_case *c, const n_geo *g) {
+    c->p.kh = g->kh;
+    c->p.kw = g->kw;
+    c->p.sh = g->sh;
+    c->p.sw = g->sw;
+    c->p.ph = g->ph;
+    c->p.pw = g->pw;
+}
+static cn_shape img_shape(const n_geo *g) { return h_shape(4, g->n, g->h, g->w, g->c); }
+static cn_shape col_shape(const n_geo *g) {
+    return h_shape(2, (int)(g->n * nv_oh(g) * nv_ow(g)), g->kh * g->kw * g->c);
+}
+static cn_shape pooled_shape(const n_geo *g) { return h_shape(4, g->n, (int)nv_oh(g), (int)nv_ow(g), g->c); }
+static double overlap(const n_geo *g) {
+    return (double)((g->kh + g->sh - 1) / g->sh) * (double)((g->kw + g->sw - 1) / g->sw);
+}
+#define GEO_FMT "x [%d,%d,%d,%d] k=%dx%d s=%dx%d p=%dx%d"
+#define GEO_ARGS(g) (g)->n, (g)->h, (g)->w, (g)->c, (g)->kh, (g)->kw, (g)->sh, (g)->sw, (g)->ph, (g)->pw
+
+void check_im2col(void) {
+    for (int k = 0; k < N_GEOS; k++) {
+        const n_geo *g = &geos[k];
+        int64_t nimg = cn_shape_numel(&(cn_shape){4, {g->n, g->h, g->w, g->c}});
+        cn_shape cs = col_shape(g);
+        int64_t ncol = cn_shape_numel(&cs);
+        h_case a = rc_case(CN_OP_IM2COL, GEO_FMT, GEO_ARGS(g));
+        set_geo(&a, g);
+        h_in(&a, img_shape(g), GEN_UNIFORM, -1, 1);
+        a.out_shape = cs;
+        h_case b = rc_case(CN_OP_COL2IM, GEO_FMT, GEO_ARGS(g));
+        set_geo(&b, g);
+        h_in(&b, cs, GEN_UNIFORM, -1, 1);
+        b.out_shape = img_shape(g);
+        h_data da, db;
+        if (!run(&a, NULL, &da)) continue;
+        if (!run(&b, NULL, &db)) {
+            h_data_free(&da);
+            continue;
+        }
+        double *want = dalloc(ncol), *wimg = dalloc(nimg), *mag = dalloc(nimg);
+        nv_im2col(g, da.in[0], want);
+        cmp_exact(name_of(&a), da.chk[0], want, ncol);
+        nv_col2im(g, db.in[0], wimg, mag);
+        cmp(name_of(&b), db.chk[0], wimg, nimg, 1e-6, 1e-5, overlap(g), mag);
+        /* adjointness: <col2im(y), x> == <y, im2col(x)> with x = a's input, y = b's input */
+        char what[256];
+        snprintf(what, sizeof what, "im2col/col2im adjoint " GEO_FMT, GEO_ARGS(g));
+        adjoint(what, dot_ff(db.chk[0], da.in[0], nimg), dot_ff(db.in[0], da.chk[0], ncol),
+                dot_abs(db.in[0], da.chk[0], ncol));
+        free(want);
+        free(wimg);
+        free(mag);
+        h_data_free(&da);
+        h_data_free(&db);
+    }
+}
+
+void check_pool(void) {
+    for (int k = 0; k < N_GEOS; k++) {
+        const n_geo *g = &geos[k];
+        int64_t nimg = cn_shape_numel(&(cn_shape){4, {g->n, g->h, g->w, g->c}});
+        cn_shape ps = pooled_shape(g);
+        int64_t npool = cn_shape_numel(&ps);
+        double *want = dalloc(nimg > npool ? nimg : npool);
+        for (int ties = 0; ties < 2; ties++) {
+            /* distinct values, then small integers: many ties, which the first-maximum
+             * rule (row-major window scan) of ops.h resolves */
+            h_gen gx = ties ? GEN_INTS : GEN_DISTINCT;
+            float lo = ties ? -1 : -4, hi = ties ? 1 : 4;
+            h_case m = rc_case(CN_OP_MAXPOOL, GEO_FMT "%s", GEO_ARGS(g), ties ? " ties" : "");
+            set_geo(&m, g);
+            h_in(&m, img_shape(g), gx, lo, hi);
+            m.out_shape = ps;
+            h_data d;
+            if (run(&m, NULL, &d)) {
+                nv_maxpool(g, d.in[0], want);
+                cmp_exact(name_of(&m), d.chk[0], want, npool);
+                h_data_free(&d);
+            }
+            h_case mg = rc_case(CN_OP_MAXPOOL_GRAD, GEO_FMT "%s", GEO_ARGS(g), ties ? " ties" : "");
+            set_geo(&mg, g);
+            h_in(&mg, ps, GEN_UNIFORM, -1, 1);
+            h_in(&mg, img_shape(g), gx, lo, hi);
+            mg.out_shape = img_shape(g);
+            if (run(&mg, NULL, &d)) {
+                nv_maxpool_grad(g, d.in[0], d.in[1], want);
+                cmp(name_of(&mg), d.chk[0], want, nimg, 1e-6, 1e-5, overlap(g), NULL);
+                h_data_free(&d);
+            }
+        }
+        h_case ap = rc_case(CN_OP_AVGPOOL, GEO_FMT, GEO_ARGS(g));
+        set_geo(&ap, g);
+        h_in(&ap, img_shape(g), GEN_UNIFORM, -1, 1);
+        ap.out_shape = ps;
+        h_case ag = rc_case(CN_OP_AVGPOOL_GRAD, GEO_FMT, GEO_ARGS(g));
+        set_geo(&ag, g);
+        h_in(&ag, ps, GEN_UNIFORM, -1, 1);
+        ag.out_shape = img_shape(g);
+        h_data da, dg;
+        if (!run(&ap, NULL, &da)) {
+            free(want);
+            continue;
+        }
+        if (!run(&ag, NULL, &dg)) {
+            h_data_free(&da);
+            free(want);
+            continue;
+        }
+        nv_avgpool(g, da.in[0], want);
+        cmp(name_of(&ap), da.chk[0], want, npool, 1e-6, 1e-5, (double)g->kh * g->kw, NULL);
+        nv_avgpool_grad(g, dg.in[0], want);
+        cmp(name_of(&ag), dg.chk[0], want, nimg, 1e-6, 1e-5, overlap(g), NULL);
+        /* <avgpool(x), dy> == <x, avgpool_grad(dy)> */
+        char what[256];
+        snprintf(what, sizeof what, "avgpool/avgpool_grad adjoint " GEO_FMT, GEO_ARGS(g));
+        adjoint(what, dot_ff(da.chk[0], dg.in[0], npool), dot_ff(da.in[0], dg.chk[0], nimg),
+                dot_abs(da.in[0], dg.chk[0], nimg) + dot_abs(da.chk[0], dg.in[0], npool));
+        h_data_free(&da);
+        h_data_free(&dg);
+        free(want);
+    }
+}
