@@ -315,6 +315,7 @@ def test_missing_data_dir():
 @test
 def test_bad_device():
     need_model()
+    need_data()
     r = run(["train", MODEL, "--device", "cl:99", "--data", DATA, "--limit", "16"])
     fails(r, 1, ["cl:99"])
     r = run(["train", MODEL, "--data", DATA, "--limit", "16"], env={"CLNET_DEVICE": "nosuchdevice"})
@@ -371,7 +372,7 @@ def test_train_tiny():
     check(abs(float(m.group(6)) - e["val_accuracy"]) < 1e-3, "the line and the report agree", r)
     check(os.path.getsize(ckpt) > 93322 * 4, "the checkpoint holds the weights", r)
     check(not [n for n in os.listdir(TMP) if ".tmp" in n], "no temporary files left behind", r)
-    state.update(report=e, ckpt=ckpt)
+    state.update(report=e, ckpt=ckpt, report_path=report)
 
 
 @test
@@ -438,12 +439,19 @@ def test_resume():
     ck2 = path("resumed.ckpt")
     shutil.copy(state["ckpt"], ck2)
     before = open(ck2, "rb").read()
-    r = run(["train", "-", "--resume", ck2, "--save", ck2, "--data", DATA, "--limit", "256", "--epochs", "2",
-             "--device", DEVICE])
+    rep2 = path("resumed.json")
+    shutil.copy(state["report_path"], rep2)
+    r = run(["train", "-", "--resume", ck2, "--save", ck2, "--report", rep2, "--data", DATA, "--limit", "256",
+             "--epochs", "2", "--device", DEVICE])
     ok(r)
     lines = [l for l in r.out.splitlines() if l.startswith("epoch ")]
     check(len(lines) == 1 and lines[0].startswith("epoch 2/2 "), "resuming runs only epoch 2", r)
     check(open(ck2, "rb").read() != before, "the checkpoint was rewritten", r)
+    with open(rep2) as f:
+        rep = json.load(f)
+    check([e["epoch"] for e in rep] == [1, 2], "the resumed report keeps epoch 1 and adds epoch 2", r)
+    check(rep[0] == state["report"] or abs(rep[0]["val_accuracy"] - state["report"]["val_accuracy"]) < 1e-6,
+          "epoch 1 is kept as it was", r)
     r = run(["eval", ck2, "--data", DATA, "--limit", "256", "--device", DEVICE])
     ok(r)
     check("epoch 2" in r.out, "the resumed checkpoint counts 2 epochs", r)

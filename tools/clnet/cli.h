@@ -1,0 +1,72 @@
+/* Shared declarations of the clnet command-line tool: the commands, error reporting, logging,
+ * device opening and checkpoint loading used by more than one command. */
+#ifndef CLNET_CLI_H
+#define CLNET_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clnet.h"
+
+#if defined(__GNUC__)
+#define CLI_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define CLI_PRINTF(a, b)
+#endif
+
+/* Exit statuses. */
+enum { EXIT_OK = 0, EXIT_ERROR = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+/* The commands: argv holds the arguments after the command name. Each returns the exit status. */
+int cmd_devices(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_summary(int argc, char **argv);
+
+/* --help texts (printed to stdout), also used by `clnet help COMMAND`. */
+void help_devices(void);
+void help_train(void);
+void help_eval(void);
+void help_predict(void);
+void help_summary(void);
+
+/* "clnet: error: <cn_last_error()>" (or the status text when the library left no message) on
+ * stderr; returns EXIT_ERROR. */
+int cli_error(cn_status st);
+/* "clnet: error: <message>" on stderr; returns EXIT_ERROR. */
+int cli_errorf(const char *fmt, ...) CLI_PRINTF(1, 2);
+/* "clnet: warning: <message>" on stderr. */
+void cli_warnf(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* Installs the log callback (stderr) with the level from CLNET_LOG_LEVEL raised by g_verbose;
+ * called again whenever -v is seen. */
+void cli_log_setup(void);
+
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* Opens the device named by sel, else $CLNET_DEVICE, else "auto". */
+cn_status cli_open_device(const char *sel, cn_device **dev);
+/* "omp (OpenMP reference (host CPU))" */
+void cli_device_label(const cn_device *dev, char *buf, size_t cap);
+
+/* Loads a checkpoint for inference: validates the file, builds its model and a trainer on dev
+ * (with the optimizer the checkpoint was written with) and loads the weights. epoch and step
+ * may be NULL. On failure everything is freed and the outputs are NULL. */
+cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **trainer,
+                              int *epoch, uint64_t *step);
+
+/* Loads split ("train" or "t10k") of the dataset in dir (NULL: the default directory) and
+ * checks that its images fit the model. On failure prints the error (naming the directory)
+ * and returns EXIT_ERROR with *ds zeroed; else EXIT_OK. */
+struct cn_dataset;
+int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn_model *m, struct cn_dataset *ds);
+
+/* The Fashion-MNIST class name for cls when the model has 10 outputs, else NULL. */
+const char *cli_class_name(int64_t num_outputs, int64_t cls);
+
+/* Human-readable byte count ("7.6 GiB"). */
+void cli_format_bytes(uint64_t bytes, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,144 @@
+/* clnet predict CKPT IMAGE.pgm: the class of one image and every class probability. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "cli.h"
+#include "data/data.h"
+
+void help_predict(void) {
+    printf("Usage: clnet predict CKPT IMAGE.pgm [--device SEL]\n"
+           "\n"
+           "Classify one grayscale PGM image (P5 binary or P2 ASCII, 8 or 16 bit) with a\n"
+           "checkpoint written by 'clnet train --save'. The image must have as many pixels as the\n"
+           "model has inputs (28x28 for the Fashion-MNIST models); pixel values are scaled to\n"
+           "[0,1] like the training data (0 = black background, as in Fashion-MNIST).\n"
+           "Prints the predicted class index (with its Fashion-MNIST name when the model has 10\n"
+           "outputs) and the probability of every class.\n"
+           "\n"
+           "Options:\n"
+           "  --device SEL    omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else auto)\n"
+           "  -v, --verbose   log INFO messages to stderr\n"
+           "  -h, --help      show this help\n"
+           "\n"
+           "Output:\n"
+           "  class: 9 (Ankle boot)\n"
+           "  probabilities:\n"
+           "    0  T-shirt/top   0.0001\n"
+           "    ...\n");
+}
+
+static const arg_cmd predict_cmd = {"predict", "clnet predict CKPT IMAGE.pgm [--device SEL]", help_predict, 2, 2,
+                                    "CKPT IMAGE.pgm"};
+
+/* cn_trainer_predict gives probabilities for models that end in softmax; logits otherwise.
+ * Turn anything that is not already a distribution into one. */
+static void to_probabilities(float *v, int64_t n) {
+    double sum = 0.0;
+    int is_dist = 1;
+    for (int64_t i = 0; i < n; i++) {
+        if (!(v[i] >= 0.0f && v[i] <= 1.0f)) is_dist = 0;
+        sum += v[i];
+    }
+    if (is_dist && fabs(sum - 1.0) < 1e-3) return;
+    float mx = v[0];
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] > mx) mx = v[i];
+    sum = 0.0;
+    for (int64_t i = 0; i < n; i++) sum += exp((double)v[i] - mx);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(exp((double)v[i] - mx) / sum);
+}
+
+int cmd_predict(int argc, char **argv) {
+    const char *device = NULL;
+    arg_opt opts[] = {
+        {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
+        ARG_END,
+    };
+    const char *pos[2];
+    int np;
+    int r = args_parse(&predict_cmd, opts, argc, argv, pos, &np);
+    if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+    const char *ckpt = pos[0], *image = pos[1];
+
+    int rc = EXIT_ERROR;
+    cn_device *dev = NULL;
+    cn_model *model = NULL;
+    cn_trainer *t = NULL;
+    cn_image img;
+    memset(&img, 0, sizeof img);
+    float *probs = NULL;
+
+    /* The image first: it is cheap to read and the likelier one to be wrong. */
+    cn_status st = cn_pgm_read(image, &img);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    st = cli_open_device(device, &dev);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    st = cli_load_checkpoint(ckpt, dev, &model, &t, NULL, NULL);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    int64_t want = cn_model_input_size(model), have = (int64_t)img.w * img.h;
+    if (have != want) {
+        int64_t side = (int64_t)(sqrt((double)want) + 0.5);
+        if (side * side == want)
+            rc = cli_errorf("%s is %dx%d but the model takes %lld inputs (e.g. a %lldx%lld grayscale image)", image,
+                            img.w, img.h, (long long)want, (long long)side, (long long)side);
+        else
+            rc = cli_errorf("%s is %dx%d (%lld pixels) but the model takes %lld inputs", image, img.w, img.h,
+                            (long long)have, (long long)want);
+        goto done;
+    }
+    int64_t nout = cn_model_output_size(model);
+    if (nout <= 0 || nout > (1 << 24)) {
+        rc = cli_errorf("the model in %s has %lld outputs; cannot classify", ckpt, (long long)nout);
+        goto done;
+    }
+    probs = malloc((size_t)nout * sizeof *probs);
+    if (!probs) {
+        rc = cli_errorf("out of memory");
+        goto done;
+    }
+    st = cn_trainer_predict(t, img.pixels, 1, probs);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    for (int64_t i = 0; i < nout; i++) {
+        if (!isfinite(probs[i])) {
+            rc = cli_errorf("the model's output %lld is not finite: the checkpoint's weights are not usable",
+                            (long long)i);
+            goto done;
+        }
+    }
+    to_probabilities(probs, nout);
+    int64_t best = 0;
+    for (int64_t i = 1; i < nout; i++)
+        if (probs[i] > probs[best]) best = i;
+    const char *name = cli_class_name(nout, best);
+    if (name) printf("class: %lld (%s)\n", (long long)best, name);
+    else printf("class: %lld\n", (long long)best);
+    printf("probabilities:\n");
+    for (int64_t i = 0; i < nout; i++) {
+        const char *n = cli_class_name(nout, i);
+        printf("  %2lld  %-12s  %.4f%s\n", (long long)i, n ? n : "", probs[i], i == best ? "  <" : "");
+    }
+    rc = EXIT_OK;
+
+done:
+    free(probs);
+    if (img.pixels) cn_image_free(&img);
+    if (t) cn_trainer_free(t);
+    if (model) cn_model_free(model);
+    if (dev) cn_device_release(dev);
+    return rc;
+}

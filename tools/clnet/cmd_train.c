@@ -1,0 +1,524 @@
+/* clnet train MODEL: trains a model on an IDX dataset, with a progress bar on a terminal, one
+ * line per epoch otherwise, an optional JSON report and checkpoints after every epoch. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "cli.h"
+#include "data/checkpoint.h"
+#include "data/data.h"
+#include "progress.h"
+
+#define DEFAULT_EPOCHS 5
+#define DEFAULT_SEED 42
+
+void help_train(void) {
+    printf("Usage: clnet train MODEL [options]\n"
+           "\n"
+           "Train MODEL (a model description file, see 'clnet summary') on an IDX dataset:\n"
+           "<dir>/train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] for training,\n"
+           "the t10k-* files for validation after every epoch. The batches of each epoch are a\n"
+           "seeded shuffle, identical on every device; the last, partial batch is used too.\n"
+           "\n"
+           "Options:\n"
+           "  --data DIR            dataset directory (default " CN_DATASET_DEFAULT_DIR ")\n"
+           "  --epochs N            train until N epochs are done (default %d; with --resume the\n"
+           "                        epochs already in the checkpoint count)\n"
+           "  --batch N             images per optimizer step (default 64)\n"
+           "  --lr X                learning rate (default 0.001)\n"
+           "  --optimizer NAME      adam (default), sgd or adamw\n"
+           "  --device SEL          omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else\n"
+           "                        auto)\n"
+           "  --seed N              seed of weight initialisation, shuffling and dropout (default %d)\n"
+           "  --limit N             use only the first N training and N test images (0: all)\n"
+           "  --steps N             stop after N optimizer steps in this run (for quick tests); a\n"
+           "                        cut-short epoch is validated and reported but not counted as\n"
+           "                        done in the checkpoint\n"
+           "  --save CKPT           write a checkpoint after every epoch (atomically: an interrupted\n"
+           "                        run leaves the previous checkpoint intact)\n"
+           "  --resume CKPT         continue from a checkpoint: its model, weights, optimizer state,\n"
+           "                        epoch count and shuffling seed. MODEL is still given (or '-');\n"
+           "                        a warning says if it differs from the checkpoint's model\n"
+           "  --report FILE.json    write a JSON array with one object per epoch (epoch, loss,\n"
+           "                        accuracy, val_loss, val_accuracy, seconds, images_per_second,\n"
+           "                        eval_seconds, steps), rewritten atomically after every epoch;\n"
+           "                        with --resume the earlier epochs in FILE.json are kept\n"
+           "  -q, --quiet           no progress bar and no per-epoch lines\n"
+           "  -v, --verbose         log INFO messages to stderr\n"
+           "  -h, --help            show this help\n"
+           "\n"
+           "Output: on a terminal a progress bar per epoch; otherwise exactly one line per epoch:\n"
+           "  epoch 1/5 - loss 0.5123 - accuracy 0.8121 - val_loss 0.4012 - val_accuracy 0.8533 -\n"
+           "  23.1s - 2597 img/s\n"
+           "loss and accuracy are running means over the epoch's training batches; val_* are\n"
+           "measured on the test set after the epoch. Seconds and img/s count training only\n"
+           "(the validation pass is excluded; the report gives it as eval_seconds).\n"
+           "A non-finite loss stops training with an error (try a lower --lr). Ctrl-C stops after\n"
+           "the current step without writing a checkpoint (exit status 130).\n"
+           "\n"
+           "Examples:\n"
+           "  clnet train models/seed_cnn.net --epochs 5 --save cnn.ckpt\n"
+           "  clnet train models/seed_cnn.net --limit 256 --epochs 1 --device omp --report r.json\n"
+           "  clnet train - --resume cnn.ckpt --save cnn.ckpt --epochs 10\n",
+           DEFAULT_EPOCHS, DEFAULT_SEED);
+}
+
+static const arg_cmd train_cmd = {"train", "clnet train MODEL [options]", help_train, 1, 1, "MODEL"};
+
+static const char *const optimizer_names[] = {"adam", "sgd", "adamw", NULL};
+static const cn_optimizer_kind optimizer_kinds[] = {CN_OPT_ADAM, CN_OPT_SGD, CN_OPT_ADAMW};
+
+typedef struct epoch_record {
+    int epoch;
+    double loss, accuracy, val_loss, val_accuracy, seconds, images_per_second, eval_seconds;
+    uint64_t steps;
+} epoch_record;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+static void install_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C kills at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* Makes doubles JSON-safe (non-finite values never reach here, but be safe). */
+static double js(double v) { return isfinite(v) ? v : 0.0; }
+
+/* Writes the report to path atomically (temporary file in the same directory, fsync, rename). */
+static int write_report(const char *path, const epoch_record *rec, int n) {
+    size_t len = strlen(path);
+    char *tmp = malloc(len + 32);
+    if (!tmp) return cli_errorf("out of memory");
+    snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        int e = errno;
+        free(tmp);
+        return cli_errorf("cannot write report %s: %s", path, strerror(e));
+    }
+    fputs("[", f);
+    for (int i = 0; i < n; i++) {
+        const epoch_record *r = &rec[i];
+        fprintf(f,
+                "%s\n  {\"epoch\": %d, \"loss\": %.6g, \"accuracy\": %.6g, \"val_loss\": %.6g, "
+                "\"val_accuracy\": %.6g, \"seconds\": %.4f, \"images_per_second\": %.2f, "
+                "\"eval_seconds\": %.4f, \"steps\": %llu}",
+                i ? "," : "", r->epoch, js(r->loss), js(r->accuracy), js(r->val_loss), js(r->val_accuracy),
+                js(r->seconds), js(r->images_per_second), js(r->eval_seconds), (unsigned long long)r->steps);
+    }
+    fputs(n ? "\n]\n" : "]\n", f);
+    int bad = fflush(f) != 0 || ferror(f);
+    int e = errno;
+    if (!bad && fsync(fileno(f)) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        free(tmp);
+        return cli_errorf("cannot write report %s: %s", path, strerror(e));
+    }
+    /* make the rename itself durable */
+    char *dir = strdup(path);
+    if (dir) {
+        int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
+        if (fd >= 0) {
+            (void)fsync(fd);
+            close(fd);
+        }
+        free(dir);
+    }
+    free(tmp);
+    return EXIT_OK;
+}
+
+/* When resuming, keeps the records of epochs 1..upto from an existing report written by this
+ * tool (its own one-object-per-line format), so that the report covers the whole run. Anything
+ * it does not recognise is dropped with a warning. Returns the number of records kept (at most
+ * upto) in rec. */
+static int read_previous_report(const char *path, int upto, epoch_record *rec) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    int n = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "  {\"epoch\":", 11) != 0) continue;
+        epoch_record r;
+        unsigned long long steps = 0;
+        memset(&r, 0, sizeof r);
+        int k = sscanf(line,
+                       "  {\"epoch\": %d, \"loss\": %lf, \"accuracy\": %lf, \"val_loss\": %lf, \"val_accuracy\": %lf, "
+                       "\"seconds\": %lf, \"images_per_second\": %lf, \"eval_seconds\": %lf, \"steps\": %llu",
+                       &r.epoch, &r.loss, &r.accuracy, &r.val_loss, &r.val_accuracy, &r.seconds,
+                       &r.images_per_second, &r.eval_seconds, &steps);
+        r.steps = steps;
+        if (k != 9 || r.epoch != n + 1) {
+            bad = 1;
+            break;
+        }
+        if (r.epoch > upto) break;
+        rec[n++] = r;
+    }
+    fclose(f);
+    if (bad) {
+        cli_warnf("%s: earlier epochs not kept (not a report of this tool, or out of order)", path);
+        return 0;
+    }
+    if (n < upto) cli_warnf("%s holds %d of the %d earlier epochs; the report starts there", path, n, upto);
+    return n;
+}
+
+typedef struct train_opts {
+    const char *model_path, *data, *device, *save, *resume, *report;
+    int64_t epochs, batch, limit, steps;
+    double lr;
+    uint64_t seed;
+    int optimizer, quiet;
+    int seed_given, optimizer_given;
+} train_opts;
+
+/* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
+ * MODEL. Sets the optimizer to the checkpoint's when resuming. */
+static int load_model(train_opts *o, cn_model **out) {
+    *out = NULL;
+    cn_status st;
+    if (!o->resume) {
+        if (strcmp(o->model_path, "-") == 0)
+            return cli_errorf("MODEL '-' is only allowed with --resume (the model then comes from the checkpoint)");
+        st = cn_model_load_file(o->model_path, out);
+        return st == CN_OK ? EXIT_OK : cli_error(st);
+    }
+    cn_ckpt *ck = NULL;
+    st = cn_ckpt_load(o->resume, &ck);
+    if (st != CN_OK) return cli_error(st);
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
+    uint32_t kind = meta ? meta->optimizer : 0;
+    cn_ckpt_free(ck);
+    int idx = -1;
+    for (int i = 0; i < 3; i++)
+        if ((uint32_t)optimizer_kinds[i] == kind) idx = i;
+    if (idx < 0) return cli_errorf("checkpoint %s was written with an unknown optimizer (%u)", o->resume, kind);
+    if (o->optimizer_given && o->optimizer != idx)
+        return cli_errorf("--optimizer %s does not match the optimizer of checkpoint %s (%s); leave --optimizer out "
+                          "when resuming",
+                          optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
+    o->optimizer = idx;
+
+    st = cn_checkpoint_read_model(o->resume, out);
+    if (st != CN_OK) return cli_error(st);
+    if (strcmp(o->model_path, "-") != 0) {
+        cn_model *given = NULL;
+        st = cn_model_load_file(o->model_path, &given);
+        if (st != CN_OK) {
+            if (*out) cn_model_free(*out);
+            *out = NULL;
+            return cli_error(st);
+        }
+        const char *a = cn_model_text(given), *b = cn_model_text(*out);
+        if (!a || !b || strcmp(a, b) != 0)
+            cli_warnf("%s differs from the model stored in %s; training the checkpoint's model", o->model_path,
+                      o->resume);
+        if (given) cn_model_free(given);
+    }
+    return EXIT_OK;
+}
+
+static void format_metrics(char *buf, size_t cap, double loss, double acc, const double *val) {
+    if (val) snprintf(buf, cap, "loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f", loss, acc, val[0], val[1]);
+    else snprintf(buf, cap, "loss: %.4f - accuracy: %.4f", loss, acc);
+}
+
+int cmd_train(int argc, char **argv) {
+    train_opts o;
+    memset(&o, 0, sizeof o);
+    o.epochs = DEFAULT_EPOCHS;
+    o.seed = DEFAULT_SEED;
+    cn_train_config cfg;
+    cn_train_config_default(&cfg);
+    o.batch = cfg.batch > 0 ? cfg.batch : 64;
+    o.lr = cfg.lr > 0 ? cfg.lr : 1e-3;
+    arg_opt opts[] = {
+        {"--data", NULL, ARG_STRING, &o.data, 0, 0, NULL, "DIR", 0},
+        {"--epochs", NULL, ARG_INT, &o.epochs, 1, 1000000, NULL, "N", 0},
+        {"--batch", NULL, ARG_INT, &o.batch, 1, 65536, NULL, "N", 0},
+        {"--lr", NULL, ARG_FLOAT, &o.lr, 1e-12, 100, NULL, "X", 0},
+        {"--optimizer", NULL, ARG_CHOICE, &o.optimizer, 0, 0, optimizer_names, "NAME", 0},
+        {"--device", NULL, ARG_STRING, &o.device, 0, 0, NULL, "SEL", 0},
+        {"--seed", NULL, ARG_U64, &o.seed, 0, 0, NULL, "N", 0},
+        {"--limit", NULL, ARG_INT, &o.limit, 0, 2000000000, NULL, "N", 0},
+        {"--steps", NULL, ARG_INT, &o.steps, 0, 1e15, NULL, "N", 0},
+        {"--save", NULL, ARG_STRING, &o.save, 0, 0, NULL, "CKPT", 0},
+        {"--resume", NULL, ARG_STRING, &o.resume, 0, 0, NULL, "CKPT", 0},
+        {"--report", NULL, ARG_STRING, &o.report, 0, 0, NULL, "FILE.json", 0},
+        {"--quiet", "-q", ARG_FLAG, &o.quiet, 0, 0, NULL, NULL, 0},
+        ARG_END,
+    };
+    const char *pos[1];
+    int np;
+    int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
+    if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+    o.model_path = pos[0];
+    o.optimizer_given = opts[4].given;
+    o.seed_given = opts[6].given;
+
+    int rc = EXIT_ERROR;
+    cn_status st;
+    cn_model *model = NULL;
+    cn_device *dev = NULL;
+    cn_trainer *t = NULL;
+    cn_dataset train, test;
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
+    float *imgs = NULL;
+    int32_t *labels = NULL;
+    int64_t *perm = NULL;
+    epoch_record *recs = NULL;
+    int nrec = 0;
+    progress bar;
+    memset(&bar, 0, sizeof bar);
+
+    /* the cheap checks of the user's inputs first, then the device */
+    if (load_model(&o, &model) != EXIT_OK) goto done;
+    if (cli_load_dataset(o.data, "train", o.limit, model, &train) != EXIT_OK) goto done;
+    if (cli_load_dataset(o.data, "t10k", o.limit, model, &test) != EXIT_OK) goto done;
+    /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
+    if (o.batch > train.n) o.batch = train.n;
+    st = cli_open_device(o.device, &dev);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+
+    cfg.optimizer = optimizer_kinds[o.optimizer];
+    cfg.lr = (float)o.lr;
+    cfg.batch = (int)o.batch;
+    cfg.seed = o.seed;
+    st = cn_trainer_create(model, dev, &cfg, &t);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    int start_epoch = 0;
+    if (o.resume) {
+        uint64_t rng = 0;
+        st = cn_trainer_load(t, o.resume, &start_epoch, &rng);
+        if (st != CN_OK) {
+            rc = cli_error(st);
+            goto done;
+        }
+        if (start_epoch < 0) start_epoch = 0;
+        if (o.seed_given && rng != o.seed)
+            cli_warnf("--seed %llu ignored: resuming with the checkpoint's shuffling seed %llu",
+                      (unsigned long long)o.seed, (unsigned long long)rng);
+        o.seed = rng;
+    }
+
+    char label[256];
+    cli_device_label(dev, label, sizeof label);
+    if (!o.quiet) {
+        printf("device: %s\n", label);
+        printf("model: %s%s, %lld parameters\n", o.resume ? o.resume : o.model_path, o.resume ? " (resumed)" : "",
+               (long long)cn_model_num_params(model));
+        printf("data: %lld training, %lld test images from %s\n", (long long)train.n, (long long)test.n,
+               o.data ? o.data : CN_DATASET_DEFAULT_DIR);
+        if (o.resume)
+            printf("resumed: %d epochs done, step %llu\n", start_epoch,
+                   (unsigned long long)cn_trainer_steps(t));
+    }
+    if (start_epoch >= o.epochs) {
+        if (!o.quiet)
+            printf("nothing to do: %d epochs already done (--epochs %lld)\n", start_epoch, (long long)o.epochs);
+        rc = EXIT_OK;
+        goto done;
+    }
+
+    int64_t in_size = (int64_t)train.h * train.w * train.c;
+    imgs = malloc((size_t)o.batch * (size_t)in_size * sizeof *imgs);
+    labels = malloc((size_t)o.batch * sizeof *labels);
+    perm = malloc((size_t)train.n * sizeof *perm);
+    recs = calloc((size_t)o.epochs, sizeof *recs);
+    if (!imgs || !labels || !perm || !recs) {
+        rc = cli_errorf("out of memory for the batch buffers (batch %lld, %lld images)", (long long)o.batch,
+                        (long long)train.n);
+        goto done;
+    }
+
+    if (o.report && start_epoch > 0) nrec = read_previous_report(o.report, start_epoch, recs);
+
+    /* A bar in place on stdout when it is a terminal; else on stderr when that is one (the
+     * per-epoch lines then go to stdout); else no bar at all. */
+    int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
+    FILE *bar_out = o.quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
+    int64_t nbatches = (train.n + o.batch - 1) / o.batch;
+    uint64_t steps_run = 0;
+    int stopped_by_steps = 0;
+    install_signals();
+
+    for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
+        st = cn_shuffle_indices(train.n, o.seed, (uint64_t)epoch, perm);
+        if (st != CN_OK) {
+            rc = cli_error(st);
+            goto done;
+        }
+        if (bar_out) {
+            fprintf(bar_out, "Epoch %d/%lld\n", epoch + 1, (long long)o.epochs);
+            fflush(bar_out);
+        }
+        progress_begin(&bar, bar_out, nbatches);
+        double sum_loss = 0.0;
+        int64_t sum_correct = 0, seen = 0, b = 0;
+        char metrics[256] = "";
+        double t0 = cli_now();
+        for (; b < nbatches; b++) {
+            if (interrupted) break;
+            if (o.steps > 0 && steps_run >= (uint64_t)o.steps) {
+                stopped_by_steps = 1;
+                break;
+            }
+            int64_t start = b * o.batch;
+            int count = (int)(train.n - start < o.batch ? train.n - start : o.batch);
+            cn_dataset_gather(&train, perm, start, count, imgs, labels);
+            float loss = 0.0f;
+            int correct = 0;
+            st = cn_trainer_step(t, imgs, labels, count, &loss, &correct);
+            if (st == CN_ERR_NUMERIC) { /* the engine checks the loss itself */
+                progress_abort(&bar);
+                rc = cli_errorf("%s; training stopped at epoch %d, step %lld of %lld (no checkpoint written for this "
+                                "epoch). Try a lower --lr (now %g).",
+                                cn_last_error(), epoch + 1, (long long)b + 1, (long long)nbatches, o.lr);
+                goto done;
+            }
+            if (st != CN_OK) {
+                progress_abort(&bar);
+                rc = cli_error(st);
+                goto done;
+            }
+            steps_run++;
+            if (!isfinite(loss)) {
+                progress_abort(&bar);
+                rc = cli_errorf("the training loss became %s at epoch %d, step %lld of %lld; training stopped "
+                                "(no checkpoint written for this epoch). Try a lower --lr (now %g).",
+                                isnan(loss) ? "NaN" : "infinite", epoch + 1, (long long)b + 1, (long long)nbatches,
+                                o.lr);
+                goto done;
+            }
+            sum_loss += (double)loss * count;
+            sum_correct += correct;
+            seen += count;
+            if (bar_out) {
+                format_metrics(metrics, sizeof metrics, sum_loss / (double)seen, (double)sum_correct / (double)seen,
+                               NULL);
+                progress_update(&bar, b + 1, metrics, 0);
+            }
+        }
+        double train_sec = cli_now() - t0;
+        if (interrupted) {
+            progress_abort(&bar);
+            fprintf(stderr, "clnet: interrupted at epoch %d, step %lld; %s\n", epoch + 1, (long long)b,
+                    o.save ? "no checkpoint written for this epoch (the previous one is intact)" : "nothing saved");
+            rc = EXIT_INTERRUPTED;
+            goto done;
+        }
+        if (seen == 0) { /* --steps ran out exactly at an epoch boundary */
+            progress_abort(&bar);
+            break;
+        }
+        double loss = sum_loss / (double)seen, acc = (double)sum_correct / (double)seen;
+
+        if (bar_out) progress_status(&bar, metrics, "validating...");
+        double t1 = cli_now(), val_loss = 0.0;
+        int64_t val_correct = 0;
+        st = cn_trainer_evaluate(t, test.images, test.labels, (int)test.n, &val_loss, &val_correct);
+        double eval_sec = cli_now() - t1;
+        if (st != CN_OK) {
+            progress_abort(&bar);
+            rc = cli_error(st);
+            goto done;
+        }
+        if (!isfinite(val_loss)) {
+            progress_abort(&bar);
+            rc = cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
+                            isnan(val_loss) ? "NaN" : "infinite", epoch + 1, o.lr);
+            goto done;
+        }
+        double val_acc = (double)val_correct / (double)test.n;
+        double ips = train_sec > 0 ? (double)seen / train_sec : 0.0;
+
+        epoch_record *rec = &recs[nrec++];
+        rec->epoch = epoch + 1;
+        rec->loss = loss;
+        rec->accuracy = acc;
+        rec->val_loss = val_loss;
+        rec->val_accuracy = val_acc;
+        rec->seconds = train_sec;
+        rec->images_per_second = ips;
+        rec->eval_seconds = eval_sec;
+        rec->steps = cn_trainer_steps(t);
+
+        if (bar_out) {
+            double val[2] = {val_loss, val_acc};
+            char tail[64];
+            format_metrics(metrics, sizeof metrics, loss, acc, val);
+            snprintf(tail, sizeof tail, " - %.0f img/s", ips);
+            strncat(metrics, tail, sizeof metrics - strlen(metrics) - 1);
+            progress_finish(&bar, metrics, train_sec);
+        }
+        if (!o.quiet && bar_out != stdout)
+            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s\n",
+                   epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, train_sec, ips);
+
+        if (o.report && write_report(o.report, recs, nrec) != EXIT_OK) goto done;
+        if (o.save) {
+            int done_epochs = stopped_by_steps ? epoch : epoch + 1;
+            st = cn_trainer_save(t, o.save, done_epochs, o.seed);
+            if (st != CN_OK) {
+                rc = cli_error(st);
+                goto done;
+            }
+            if (stopped_by_steps)
+                cli_warnf("epoch %d was cut short by --steps; %s counts %d complete epochs", epoch + 1, o.save,
+                          done_epochs);
+        }
+        if (stopped_by_steps) break;
+    }
+    if (stopped_by_steps && !o.quiet) printf("stopped after %llu steps (--steps)\n", (unsigned long long)steps_run);
+    rc = EXIT_OK;
+
+done:
+    progress_abort(&bar);
+    free(recs);
+    free(perm);
+    free(labels);
+    free(imgs);
+    if (t) cn_trainer_free(t);
+    if (test.images || test.labels) cn_dataset_free(&test);
+    if (train.images || train.labels) cn_dataset_free(&train);
+    if (model) cn_model_free(model);
+    if (dev) cn_device_release(dev);
+    return rc;
+}

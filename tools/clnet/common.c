@@ -1,0 +1,175 @@
+/* Helpers shared by the clnet commands: errors, logging, devices, checkpoints. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "args.h"
+#include "cli.h"
+#include "data/checkpoint.h"
+#include "data/data.h"
+#include "progress.h"
+
+int cli_error(cn_status st) {
+    const char *msg = cn_last_error();
+    progress_clear_line();
+    if (!msg || !*msg) msg = cn_status_str(st);
+    fprintf(stderr, "clnet: error: %s\n", msg);
+    return EXIT_ERROR;
+}
+
+int cli_errorf(const char *fmt, ...) {
+    va_list ap;
+    progress_clear_line();
+    fputs("clnet: error: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return EXIT_ERROR;
+}
+
+void cli_warnf(const char *fmt, ...) {
+    va_list ap;
+    progress_clear_line();
+    fputs("clnet: warning: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+static void log_to_stderr(cn_log_level level, const char *msg, void *user) {
+    (void)user;
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    const char *name = (unsigned)level < 4 ? names[level] : "log";
+    progress_clear_line();
+    fprintf(stderr, "clnet: %s: %s\n", name, msg ? msg : "");
+}
+
+void cli_log_setup(void) {
+    static int warned;
+    cn_log_level level = CN_LOG_WARN;
+    const char *e = getenv("CLNET_LOG_LEVEL");
+    if (e && *e) {
+        if (strcasecmp(e, "debug") == 0) level = CN_LOG_DEBUG;
+        else if (strcasecmp(e, "info") == 0) level = CN_LOG_INFO;
+        else if (strcasecmp(e, "warn") == 0 || strcasecmp(e, "warning") == 0) level = CN_LOG_WARN;
+        else if (strcasecmp(e, "error") == 0) level = CN_LOG_ERROR;
+        else if (!warned) {
+            warned = 1;
+            fprintf(stderr, "clnet: warning: CLNET_LOG_LEVEL='%s' is not one of debug, info, warn, error; "
+                            "using warn\n", e);
+        }
+    }
+    if (g_verbose >= 2 && level > CN_LOG_DEBUG) level = CN_LOG_DEBUG;
+    else if (g_verbose == 1 && level > CN_LOG_INFO) level = CN_LOG_INFO;
+    cn_set_log_callback(log_to_stderr, NULL, level);
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+cn_status cli_open_device(const char *sel, cn_device **dev) {
+    if (!sel || !*sel) sel = getenv("CLNET_DEVICE");
+    if (!sel || !*sel) sel = "auto";
+    return cn_device_open(sel, dev);
+}
+
+void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
+    const cn_device_info *info = cn_device_get_info(dev);
+    if (!info) snprintf(buf, cap, "%s", cn_device_selector(dev));
+    else snprintf(buf, cap, "%s (%s)", info->selector, info->name);
+}
+
+cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **trainer,
+                              int *epoch, uint64_t *step) {
+    *model = NULL;
+    *trainer = NULL;
+    /* Full validation (magic, bounds, checksum) first, and the optimizer the state was saved
+     * with, so that the trainer is built to match it. */
+    cn_ckpt *ck = NULL;
+    cn_status st = cn_ckpt_load(path, &ck);
+    if (st != CN_OK) return st;
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
+    cn_train_config cfg;
+    cn_train_config_default(&cfg);
+    if (meta && meta->optimizer <= (uint32_t)CN_OPT_ADAMW) cfg.optimizer = (cn_optimizer_kind)meta->optimizer;
+    if (step) *step = meta ? meta->step : 0;
+    cn_ckpt_free(ck);
+
+    cn_model *m = NULL;
+    cn_trainer *t = NULL;
+    int ep = 0;
+    uint64_t rng = 0;
+    st = cn_checkpoint_read_model(path, &m);
+    if (st == CN_OK) st = cn_trainer_create(m, dev, &cfg, &t);
+    if (st == CN_OK) st = cn_trainer_load(t, path, &ep, &rng);
+    if (st != CN_OK) {
+        if (t) cn_trainer_free(t);
+        if (m) cn_model_free(m);
+        return st;
+    }
+    if (epoch) *epoch = ep;
+    *model = m;
+    *trainer = t;
+    return CN_OK;
+}
+
+int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn_model *m, cn_dataset *ds) {
+    if (!dir || !*dir) dir = CN_DATASET_DEFAULT_DIR;
+    memset(ds, 0, sizeof *ds);
+    cn_status st = cn_dataset_load(dir, split, limit, ds);
+    if (st != CN_OK) {
+        const char *msg = cn_last_error();
+        if (!msg || !*msg) msg = cn_status_str(st);
+        if (strstr(msg, dir)) return cli_errorf("%s", msg);
+        return cli_errorf("%s (data directory: %s)", msg, dir);
+    }
+    if (ds->n <= 0) {
+        cn_dataset_free(ds);
+        memset(ds, 0, sizeof *ds);
+        return cli_errorf("the '%s' split in %s holds no images", split, dir);
+    }
+    int64_t in = (int64_t)ds->h * ds->w * ds->c;
+    int64_t want = cn_model_input_size(m), outs = cn_model_output_size(m);
+    int rc = EXIT_OK;
+    if (in != want)
+        rc = cli_errorf("the model takes %lld inputs per image but the images in %s are %dx%dx%d (%lld values)",
+                        (long long)want, dir, ds->h, ds->w, ds->c, (long long)in);
+    else if (ds->num_classes > outs)
+        rc = cli_errorf("the '%s' split in %s has %d classes but the model has only %lld outputs", split, dir,
+                        ds->num_classes, (long long)outs);
+    else if (ds->n > 0x7fffffff)
+        rc = cli_errorf("the '%s' split in %s holds %lld images, more than this tool handles; use --limit", split,
+                        dir, (long long)ds->n);
+    if (rc != EXIT_OK) {
+        cn_dataset_free(ds);
+        memset(ds, 0, sizeof *ds);
+    }
+    return rc;
+}
+
+const char *cli_class_name(int64_t num_outputs, int64_t cls) {
+    static const char *const names[10] = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                                          "Sandal",      "Shirt",   "Sneaker",  "Bag",   "Ankle boot"};
+    if (num_outputs != 10 || cls < 0 || cls >= 10) return NULL;
+    return names[cls];
+}
+
+void cli_format_bytes(uint64_t bytes, char *buf, size_t cap) {
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 5) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0) snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+    else snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
