@@ -251,3 +251,12 @@ cn_status cn_device_sync(cn_device *dev) {
     if (st != CN_OK) cn_error_context(st, "device %s", dev->info.selector);
     return st;
 }
+
+cn_status cn_device_tune(cn_device *dev) {
+    if (!dev) return cn_errorf(CN_ERR_INVALID_ARG, "cn_device_tune: NULL device");
+    if (!dev->be->tune)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "device %s (%s) has nothing to tune", dev->info.selector, dev->info.name);
+    cn_status st = dev->be->tune(dev->be->ctx, cn_log_enabled(CN_LOG_INFO));
+    if (st != CN_OK) cn_error_context(st, "tuning %s", dev->info.selector);
+    return st;
+}

@@ -7,6 +7,7 @@
  *   releases it with the matching free or release call. Getters return borrowed pointers that
  *   live as long as the handle they came from.
  * - The library never prints: messages go to the log callback (none by default).
+ * - Free and release calls accept NULL.
  * - Public struct layouts never depend on build options.
  */
 #ifndef CLNET_H
@@ -131,6 +132,10 @@ typedef struct cn_memory_stats {
 cn_status cn_device_memory_stats(cn_device *dev, cn_memory_stats *out);
 cn_status cn_device_set_memory_limit(cn_device *dev, uint64_t bytes);
 cn_status cn_device_sync(cn_device *dev);
+/* Search the device's tunable kernels (GEMM) for the fastest correct parameters and cache
+ * them per device and driver (applied automatically afterwards). CN_ERR_UNSUPPORTED when the
+ * backend has nothing to tune. Progress goes to the log callback at INFO. */
+cn_status cn_device_tune(cn_device *dev);
 
 /* ---- tensors ---- */
 typedef struct cn_tensor cn_tensor;
@@ -183,6 +188,7 @@ int cn_model_num_layers(const cn_model *m);
 /* Output shape of the final layer excluding batch (e.g. 10). */
 int64_t cn_model_output_size(const cn_model *m);
 int64_t cn_model_input_size(const cn_model *m);
+void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c);
 int64_t cn_model_num_params(const cn_model *m);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
@@ -214,7 +220,7 @@ cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_co
  * loss (mean) and correct (count) may be NULL; asking for them forces one host sync. */
 cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *labels, int n,
                           float *loss, int *correct);
-/* Inference: logits or probabilities for n images (any n). */
+/* Inference: class probabilities (softmax of the logits), n x outputs, for any n. */
 cn_status cn_trainer_predict(cn_trainer *t, const float *images, int n, float *probs);
 /* Mean loss and count correct over n images, in batches. */
 cn_status cn_trainer_evaluate(cn_trainer *t, const float *images, const int32_t *labels,

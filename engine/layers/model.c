@@ -199,6 +199,12 @@ const char *cn_model_text(const cn_model *m) { return m ? m->text : ""; }
 int cn_model_num_layers(const cn_model *m) { return m ? m->n : 0; }
 int64_t cn_model_input_size(const cn_model *m) { return m ? (int64_t)m->h * m->w * m->c : 0; }
 
+void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c) {
+    if (h) *h = m ? m->h : 0;
+    if (w) *w = m ? m->w : 0;
+    if (c) *c = m ? m->c : 0;
+}
+
 int64_t cn_model_output_size(const cn_model *m) {
     if (!m) return 0;
     int flat;

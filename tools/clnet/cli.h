@@ -23,6 +23,8 @@ int cmd_train(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* --help texts (printed to stdout), also used by `clnet help COMMAND`. */
 void help_devices(void);
@@ -30,6 +32,8 @@ void help_train(void);
 void help_eval(void);
 void help_predict(void);
 void help_summary(void);
+void help_bench(void);
+void help_tune(void);
 
 /* "clnet: error: <cn_last_error()>" (or the status text when the library left no message) on
  * stderr; returns EXIT_ERROR. */

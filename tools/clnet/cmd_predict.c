@@ -87,15 +87,11 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_error(st);
         goto done;
     }
-    int64_t want = cn_model_input_size(model), have = (int64_t)img.w * img.h;
-    if (have != want) {
-        int64_t side = (int64_t)(sqrt((double)want) + 0.5);
-        if (side * side == want)
-            rc = cli_errorf("%s is %dx%d but the model takes %lld inputs (e.g. a %lldx%lld grayscale image)", image,
-                            img.w, img.h, (long long)want, (long long)side, (long long)side);
-        else
-            rc = cli_errorf("%s is %dx%d (%lld pixels) but the model takes %lld inputs", image, img.w, img.h,
-                            (long long)have, (long long)want);
+    int mh, mw, mc;
+    cn_model_input_shape(model, &mh, &mw, &mc);
+    if (img.w != mw || img.h != mh || mc != 1) {
+        rc = cli_errorf("%s is %dx%d grayscale but the model takes %dx%d images with %d channel%s", image, img.w,
+                        img.h, mw, mh, mc, mc == 1 ? "" : "s");
         goto done;
     }
     int64_t nout = cn_model_output_size(model);

@@ -20,6 +20,8 @@ static const command commands[] = {
     {"eval", cmd_eval, help_eval, "evaluate a checkpoint on the test set"},
     {"predict", cmd_predict, help_predict, "classify a PGM image with a checkpoint"},
     {"summary", cmd_summary, help_summary, "print a model's layers, shapes and parameter counts"},
+    {"bench", cmd_bench, help_bench, "measure training/inference speed, latency, memory and SGEMM per device"},
+    {"tune", cmd_tune, help_tune, "tune a device's GEMM kernels and cache the parameters"},
 };
 #define NUM_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
