@@ -44,3 +44,71 @@ __kernel void col2im(__global const float *cols, __global float *img, int N, int
     }
     img[(t * W + w) * C + c] = acc;
 }
+
+/* ---- Row kernels for CPU-style devices: one work-item per cols row (im2col) or per image
+ * pixel (col2im), walking whole channel runs with vectors of CV floats (the host picks CV
+ * from {GVW, 4, 1} dividing C; C4 = C / CV). Contiguous inner loops, no per-element index
+ * arithmetic. */
+#ifndef GVW
+#define GVW 16
+#endif
+#define CN_CONV_CAT_(a, b) a##b
+#define CN_CONV_CAT(a, b) CN_CONV_CAT_(a, b)
+
+#define CN_CONV_ROW_KERNELS(SUF, VT)                                                              \
+    __kernel void CN_CONV_CAT(im2col_rows, SUF)(__global const VT *restrict x, __global VT *restrict cols, \
+                                                  int N, int H, int W, int C4, int OH, int OW, int KH, int KW, \
+                                                  int SH, int SW, int PH, int PW) {                 \
+        int row = get_global_id(0);                                                               \
+        if (row >= N * OH * OW) return;                                                           \
+        int ow = row % OW, t = row / OW;                                                          \
+        int oh = t % OH, n = t / OH;                                                              \
+        int h0 = oh * SH - PH, w0 = ow * SW - PW;                                                 \
+        int kj0 = max(0, -w0), kj1 = min(KW, W - w0);                                             \
+        if (kj1 < kj0) kj1 = kj0;                                                                 \
+        __global VT *dst = cols + row * (KH * KW * C4);                                           \
+        __global const VT *img = x + n * H * W * C4;                                              \
+        for (int ki = 0; ki < KH; ki++, dst += KW * C4) {                                         \
+            int h = h0 + ki;                                                                      \
+            if (h < 0 || h >= H) {                                                                \
+                for (int j = 0; j < KW * C4; j++) dst[j] = (VT)(0.0f);                            \
+                continue;                                                                         \
+            }                                                                                     \
+            for (int j = 0; j < kj0 * C4; j++) dst[j] = (VT)(0.0f);                               \
+            __global const VT *src = img + (h * W + w0) * C4;                                     \
+            for (int j = kj0 * C4; j < kj1 * C4; j++) dst[j] = src[j];                            \
+            for (int j = kj1 * C4; j < KW * C4; j++) dst[j] = (VT)(0.0f);                         \
+        }                                                                                         \
+    }                                                                                             \
+    /* Each pixel sums its column entries in (ki, kj) order, like the reference. */              \
+    __kernel void CN_CONV_CAT(col2im_pix, SUF)(__global const VT *restrict cols, __global VT *restrict img, \
+                                                 int N, int H, int W, int C4, int OH, int OW, int KH, int KW, \
+                                                 int SH, int SW, int PH, int PW) {                  \
+        int pix = get_global_id(0);                                                               \
+        if (pix >= N * H * W) return;                                                             \
+        int w = pix % W, t = pix / W;                                                             \
+        int h = t % H, n = t / H;                                                                 \
+        int ncol4 = KH * KW * C4;                                                                 \
+        __global VT *out = img + pix * C4;                                                        \
+        for (int c = 0; c < C4; c++) out[c] = (VT)(0.0f);                                         \
+        for (int ki = 0; ki < KH; ki++) {                                                         \
+            int hh = h + PH - ki;                                                                 \
+            if (hh < 0) break;                                                                    \
+            if (hh % SH != 0) continue;                                                           \
+            int oh = hh / SH;                                                                     \
+            if (oh >= OH) continue;                                                               \
+            for (int kj = 0; kj < KW; kj++) {                                                     \
+                int ww = w + PW - kj;                                                             \
+                if (ww < 0) break;                                                                \
+                if (ww % SW != 0) continue;                                                       \
+                int ow = ww / SW;                                                                 \
+                if (ow >= OW) continue;                                                           \
+                __global const VT *src = cols + ((n * OH + oh) * OW + ow) * ncol4 + (ki * KW + kj) * C4; \
+                for (int c = 0; c < C4; c++) out[c] += src[c];                                    \
+            }                                                                                     \
+        }                                                                                         \
+    }
+
+CN_CONV_ROW_KERNELS(1, float)
+CN_CONV_ROW_KERNELS(4, float4)
+CN_CONV_ROW_KERNELS(v, CN_CONV_CAT(float, GVW))

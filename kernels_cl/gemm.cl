@@ -91,3 +91,144 @@ void gemm_tiled(__global const float *A, __global const float *B, __global float
         }
     }
 }
+
+/* ---- Register-blocked GEMM for CPU-style devices (POCL and the like) ----
+ *
+ * No local memory and no barriers: each work-item computes an MR x (NV*GVW) block of out
+ * in registers (MR*NV vectors of GVW floats), walking K once with one B row load of NV
+ * vectors and MR broadcasts of A per step. A CPU driver then runs the work-items of a group
+ * as a plain loop and the inner loop compiles to vector FMAs with memory broadcasts.
+ *
+ * out[b] = op(A[b]) B[b] with op(A) [M,K] read through strides (sam, sak): A element (m, k)
+ * is A[m*sam + k*sak] (sam = K, sak = 1 plain; sam = 1, sak = M transposed). B is always
+ * [K,N] row-major here (the host transposes a trans_b operand first). Grid:
+ * (ceil(M/MR), ceil(N/(NV*GVW)), batch). The host picks MR <= M; a kernel given M < MR
+ * still answers correctly through its slow path.
+ *
+ * Every output is one fma chain over k = 0..K-1 in order, whichever variant or path
+ * computes it, so the variants agree bit for bit. */
+
+#ifndef GVW
+#define GVW 16
+#endif
+#define CN_CAT_(a, b) a##b
+#define CN_CAT(a, b) CN_CAT_(a, b)
+#define floatG CN_CAT(float, GVW)
+#define vloadG CN_CAT(vload, GVW)
+#define vstoreG CN_CAT(vstore, GVW)
+
+floatG cn_epiG(floatG v, int epi) {
+    if (epi == EPI_RELU) return select((floatG)(0.0f), v, v > (floatG)(0.0f));
+    if (epi == EPI_SIGMOID) {
+        floatG e = exp(-fabs(v));
+        return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatG)(0.0f));
+    }
+    if (epi == EPI_TANH) return tanh(v);
+    return v;
+}
+
+/* Correct for any M, N: one output at a time (the slow path of M < MR). */
+void cn_gemm_scalar(__global const float *A, __global const float *B, __global float *out, int m0, int m1,
+                    int n0, int n1, int N, int K, int sam, int sak, int epi) {
+    for (int i = m0; i < m1; i++)
+        for (int j = n0; j < n1; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s = fma(A[i * sam + k * sak], B[k * N + j], s);
+            out[i * N + j] = cn_epi(s, epi);
+        }
+}
+
+#define CN_GEMM_REG(NAME, MR, NV)                                                                   \
+    __kernel void NAME(__global const float *A, __global const float *B, __global float *out, int M, int N, \
+                       int Ktot, int sam, int sak, int epi, int kc, int S) {                        \
+        const int NR = NV * GVW;                                                                   \
+        int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * NR, z = get_global_id(2);          \
+        if (m0 >= M || n0 >= N) return;                                                            \
+        /* z = batch * S + slice: slice s covers k in [s*kc, min(Ktot, (s+1)*kc)) and writes \
+         * its own partial product (S > 1: split-K, summed by gemm_splitk_sum). */           \
+        int b = z / S, sl = z - b * S;                                                             \
+        int k0 = sl * kc, K = min(Ktot - k0, kc);                                                  \
+        A += b * M * Ktot + k0 * sak;                                                              \
+        B += b * Ktot * N + k0 * N;                                                                \
+        out += z * M * N;                                                                          \
+        if (M < MR) {                                                                              \
+            cn_gemm_scalar(A, B, out, m0, M, n0, min(N, n0 + NR), N, K, sam, sak, epi);           \
+            return;                                                                                \
+        }                                                                                          \
+        /* A last, partial row block is shifted up to end at row M; rows it shares with the \
+         * previous block are computed twice (identically) and stored only once. */          \
+        int mb = min(m0, M - MR), skip = m0 - mb;                                                  \
+        __global const float *a0 = A + mb * sam;                                                   \
+        __global float *o0 = out + mb * N;                                                         \
+        if (n0 + NR <= N) {                                                                        \
+            floatG acc[MR][NV];                                                                    \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (floatG)(0.0f);         \
+            __global const float *ap = a0, *bp = B + n0;                                           \
+            for (int k = 0; k < K; k++) {                                                          \
+                floatG bv[NV];                                                                     \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] = vloadG(v, bp);              \
+                _Pragma("unroll") for (int i = 0; i < MR; i++) {                                   \
+                    floatG av = (floatG)(ap[i * sam]);                                             \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
+                }                                                                                  \
+                ap += sak;                                                                         \
+                bp += N;                                                                           \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) {                                       \
+                if (i >= skip) {                                                                   \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++)                                 \
+                        vstoreG(cn_epiG(acc[i][v], epi), v, o0 + i * N + n0);                       \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        /* Right edge: whole vectors, then single columns, MR rows at a time. */                 \
+        int n = n0;                                                                                \
+        for (; n + GVW <= N; n += GVW) {                                                           \
+            floatG acc[MR];                                                                        \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                \
+            __global const float *ap = a0, *bp = B + n;                                            \
+            for (int k = 0; k < K; k++) {                                                          \
+                floatG bv = vloadG(0, bp);                                                         \
+                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(ap[i * sam]), bv, acc[i]); \
+                ap += sak;                                                                         \
+                bp += N;                                                                           \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                if (i >= skip) vstoreG(cn_epiG(acc[i], epi), 0, o0 + i * N + n);                    \
+        }                                                                                          \
+        for (; n < N; n++) {                                                                       \
+            float acc[MR];                                                                         \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                          \
+            __global const float *ap = a0, *bp = B + n;                                            \
+            for (int k = 0; k < K; k++) {                                                          \
+                float bv = *bp;                                                                    \
+                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma(ap[i * sam], bv, acc[i]); \
+                ap += sak;                                                                         \
+                bp += N;                                                                           \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                if (i >= skip) o0[i * N + n] = cn_epi(acc[i], epi);                                 \
+        }                                                                                          \
+    }
+
+/* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i]). */
+__kernel void gemm_splitk_sum(__global const float *part, __global float *out, int MN, int S, int epi) {
+    int i = get_global_id(0), b = get_global_id(1);
+    if (i >= MN) return;
+    __global const float *p = part + b * S * MN + i;
+    float acc = p[0];
+    for (int s = 1; s < S; s++) acc += p[s * MN];
+    out[b * MN + i] = cn_epi(acc, epi);
+}
+
+/* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */
+CN_GEMM_REG(gemm_r1x1, 1, 1)
+CN_GEMM_REG(gemm_r4x1, 4, 1)
+CN_GEMM_REG(gemm_r8x1, 8, 1)
+CN_GEMM_REG(gemm_r4x2, 4, 2)
+CN_GEMM_REG(gemm_r8x2, 8, 2)
+CN_GEMM_REG(gemm_r12x2, 12, 2)
+CN_GEMM_REG(gemm_r4x4, 4, 4)
+CN_GEMM_REG(gemm_r6x4, 6, 4)

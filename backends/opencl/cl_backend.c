@@ -163,6 +163,7 @@ static void cl_destroy(void *ctx) {
     if (!c) return;
     if (c->queue) clFinish(c->queue);
     cn_cl_programs_release(c);
+    cn_cl_tuning_free(c);
     for (int i = 0; i < CN_CL_SCRATCH_SLOTS; i++)
         if (c->scratch[i]) clReleaseMemObject(c->scratch[i]);
     if (c->queue) clReleaseCommandQueue(c->queue);
@@ -226,10 +227,18 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     if (clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof v, &v, NULL) == CL_SUCCESS) c->max_alloc = v;
     if (clGetDeviceInfo(dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof v, &v, NULL) == CL_SUCCESS) c->local_mem = v;
     clGetDeviceInfo(dev, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
+    clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->compute_units, &c->compute_units, NULL);
+    /* Register-blocked GEMM: vectors as wide as the device's native float vectors (16 on
+     * AVX-512, 8 on AVX2), and the default path on CPU-type devices, which run a work-item
+     * as straight-line vector code; GPUs keep CLBlast. */
+    cl_uint vwf = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof vwf, &vwf, NULL);
+    c->gemm_vw = vwf >= 16 ? 16 : vwf >= 8 ? 8 : 4;
     if (!c->max_alloc) c->max_alloc = (uint64_t)128 << 20; /* the spec's minimum */
     if (!c->max_wg) c->max_wg = 1;
     c->mem_limit = parse_bytes(getenv("CLNET_MEMORY_LIMIT"));
     choose_gemm_tiles(c);
+    c->gemm_reg_default = c->is_cpu;
     c->wg_1d = c->is_cpu ? 1024 : 256;
     c->wg_grid = c->is_cpu ? 1024 : 128;
     c->transpose_tile = 16;
@@ -272,10 +281,12 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     vt->memory_stats = cl_memory_stats;
     vt->set_memory_limit = cl_set_memory_limit;
     vt->destroy = cl_destroy;
-    vt->tune = NULL;
-    cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s",
+    vt->tune = cn_cl_tune;
+    cn_cl_tuning_load(c);
+    cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s%s",
            c->dev_name, c->dev_version, c->driver, platform_index, device_index,
-           c->gemm_mode == CN_GEMM_NATIVE ? "native" : "CLBlast");
+           c->gemm_mode == CN_GEMM_NATIVE || (c->gemm_mode == CN_GEMM_AUTO && c->gemm_reg_default) ? "gemm.cl" : "CLBlast",
+           c->tuning ? " (tuned)" : "");
     *out = vt;
     return CN_OK;
 }

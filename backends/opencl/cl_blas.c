@@ -4,13 +4,10 @@
 #include "cl_internal.h" /* first: it fixes CL_TARGET_OPENCL_VERSION */
 
 #include <clblast_c.h>
+#include <stdint.h>
 
-typedef struct gemm_dims {
-    int64_t batch, M, N, K;
-    int ta, tb;
-} gemm_dims;
 
-static cn_status dims_of(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g) {
+cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g) {
     const cn_shape *a = &l->in_shape[0], *b = &l->in_shape[1];
     int nd = a->ndim;
     int64_t batch = nd == 3 ? a->d[0] : 1;
@@ -34,7 +31,7 @@ static cn_status dims_of(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g) {
     return CN_OK;
 }
 
-static cn_status gemm_native(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
+static cn_status gemm_tiled(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
     size_t rtsm = (size_t)(c->gemm_tsm / c->gemm_wptm), rtsn = (size_t)(c->gemm_tsn / c->gemm_wptn);
     if (cn_cl_kernel_max_wg(c, CN_K_gemm_tiled) < rtsm * rtsn)
         return cn_errorf(CN_ERR_UNSUPPORTED, "gemm.cl needs %zu work-items per group; OpenCL device '%s' allows %zu",
@@ -45,6 +42,93 @@ static cn_status gemm_native(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *
     return CN_CL_LAUNCH(c, CN_K_gemm_tiled, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->out), CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(g->ta),
                         CN_ARG_INT(g->tb), CN_ARG_INT(l->p->epilogue));
+}
+
+/* The register-blocked variants of gemm.cl, in the order of their kernel ids. */
+const cn_cl_gemm_variant cn_cl_gemm_variants[CN_CL_GEMM_VARIANTS] = {
+    {CN_K_gemm_r1x1, 1, 1}, {CN_K_gemm_r4x1, 4, 1}, {CN_K_gemm_r8x1, 8, 1},  {CN_K_gemm_r4x2, 4, 2},
+    {CN_K_gemm_r8x2, 8, 2}, {CN_K_gemm_r12x2, 12, 2}, {CN_K_gemm_r4x4, 4, 4}, {CN_K_gemm_r6x4, 6, 4},
+};
+
+static int variant_index(int mr, int nv) {
+    for (int i = 0; i < CN_CL_GEMM_VARIANTS; i++)
+        if (cn_cl_gemm_variants[i].mr == mr && cn_cl_gemm_variants[i].nv == nv) return i;
+    return 0;
+}
+
+/* Untuned choice: the widest column block that N fills (so the vector path covers it), the
+ * most rows that fit the registers (32 vector registers assumed at width 16, 16 below). */
+int cn_cl_gemm_default_variant(const cn_cl_ctx *c, int64_t M, int64_t N) {
+    int vw = c->gemm_vw, big = vw >= 16;
+    if (M < 4) return variant_index(1, 1);
+    if (N % (4 * vw) == 0 && M >= 6 && big) return variant_index(6, 4);
+    if (N >= 2 * vw) {
+        if (M >= 12 && big) return variant_index(12, 2);
+        if (M >= 8 && big) return variant_index(8, 2);
+        return variant_index(4, 2);
+    }
+    return M >= 8 ? variant_index(8, 1) : variant_index(4, 1);
+}
+
+/* Work-items per group along M: enough groups for every compute unit several times over,
+ * at most 8 work-items (a CPU driver loops over them, so more buys nothing). */
+size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch) {
+    size_t wg = 8;
+    size_t want = (size_t)(c->compute_units ? c->compute_units : 1) * 8;
+    while (wg > 1 && ((tiles_m + wg - 1) / wg) * tiles_n * batch < want) wg /= 2;
+    return wg;
+}
+
+/* Split-K when the output gives too few work-items to fill the device and K is long: slices
+ * whose A and B panels fit a CPU core's L2 (~512 KiB), at least 8 per compute unit. */
+int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant) {
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
+    int64_t tiles = (g->M + v->mr - 1) / v->mr * ((g->N + v->nv * c->gemm_vw - 1) / (v->nv * c->gemm_vw)) * g->batch;
+    int64_t cu = c->compute_units ? c->compute_units : 1;
+    if (g->K < 1024 || g->K < 8 * (g->M > g->N ? g->M : g->N) || tiles >= 64 * cu) return 0;
+    int64_t kc = (int64_t)131072 / (g->M + g->N);
+    int64_t want = (8 * cu + tiles - 1) / tiles; /* slices for 8 work-items per compute unit */
+    if (g->K / want < kc) kc = g->K / want;
+    kc = kc < 64 ? 64 : kc / 64 * 64;
+    return kc >= g->K ? 0 : kc;
+}
+
+/* B as [K,N] row-major: a trans_b operand is transposed into scratch first (O(KN) work
+ * next to the O(MNK) product). */
+static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int variant, size_t wg, int64_t kc) {
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
+    cl_mem b = cn_cl_mem(l->in[1]);
+    if (g->tb) {
+        size_t bytes = (size_t)(g->batch * g->K * g->N) * sizeof(float);
+        cl_mem t;
+        CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_B, bytes, &t));
+        CN_TRY(cn_cl_transpose(c, b, t, g->batch, g->N, g->K));
+        b = t;
+    }
+    if (kc < 0) kc = cn_cl_gemm_default_kc(c, g, variant);
+    int64_t S = kc > 0 ? (g->K + kc - 1) / kc : 1;
+    if (S <= 1) kc = g->K > 0 ? g->K : 1, S = 1;
+    int64_t mn = g->M * g->N;
+    cl_mem out = cn_cl_mem(l->out);
+    if (S > 1) {
+        if (g->batch * S * mn > INT32_MAX) {
+            kc = g->K, S = 1;
+        } else {
+            CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g->batch * S * mn) * sizeof(float), &out));
+        }
+    }
+    size_t nr = (size_t)(v->nv * c->gemm_vw);
+    size_t tm = (size_t)((g->M + v->mr - 1) / v->mr), tn = ((size_t)g->N + nr - 1) / nr;
+    if (!wg) wg = cn_cl_gemm_default_wg(c, tm, tn, (size_t)(g->batch * S));
+    size_t gws[3] = {tm, tn, (size_t)(g->batch * S)}, lws[3] = {wg, 1, 1};
+    int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
+    CN_TRY(CN_CL_LAUNCH(c, v->kernel, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG(b), CN_ARG(out), CN_ARG_INT(g->M),
+                        CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(sam), CN_ARG_INT(sak),
+                        CN_ARG_INT(S > 1 ? CN_EPI_NONE : l->p->epilogue), CN_ARG_INT(kc), CN_ARG_INT(S)));
+    if (S == 1) return CN_OK;
+    size_t rg[2] = {(size_t)mn, (size_t)g->batch}, rl[2] = {64, 1};
+    return CN_CL_LAUNCH(c, CN_K_gemm_splitk_sum, 2, rg, rl, CN_ARG(out), CN_ARG_MEM(l->out), CN_ARG_INT(mn),
+                        CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue));
 }
 
 static CLBlastStatusCode gemm_clblast(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
@@ -71,22 +155,44 @@ static int blast_argument_error(CLBlastStatusCode st) {
            st == -2049 || st == -2050;
 }
 
+/* The path for one product: a tuned choice for this exact shape if the tuner left one,
+ * else gemm_rMxN on devices where they are the default and CLBlast elsewhere. */
+cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,
+                         int64_t kc) {
+    if (path == CN_GEMM_PATH_REG) return gemm_reg(c, l, g, variant, wg, kc);
+    if (path == CN_GEMM_PATH_TILED) return gemm_tiled(c, l, g);
+    CLBlastStatusCode st = gemm_clblast(c, l, g);
+    if (st == CLBlastSuccess)
+        return cn_cl_apply_epilogue(c, cn_cl_mem(l->out), cn_shape_numel(&l->out_shape), l->p->epilogue);
+    cn_status s = cn_errorf(CN_ERR_BLAS, "%s (batch %lld, M %lld, N %lld, K %lld, trans %d/%d) failed: %s (%d) on OpenCL device '%s'",
+                            g->batch > 1 ? "CLBlastSgemmStridedBatched" : "CLBlastSgemm", (long long)g->batch,
+                            (long long)g->M, (long long)g->N, (long long)g->K, g->ta, g->tb,
+                            cn_clblast_status_name(st), (int)st, c->dev_name);
+    if (c->gemm_mode == CN_GEMM_CLBLAST || blast_argument_error(st)) return s;
+    cn_log(CN_LOG_WARN, "%s; using gemm.cl on this device from now on", cn_last_error());
+    c->clblast_failed = 1;
+    return c->gemm_reg_default ? gemm_reg(c, l, g, cn_cl_gemm_default_variant(c, g->M, g->N), 0, -1)
+                               : gemm_tiled(c, l, g);
+}
+
 cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
     gemm_dims g = {0};
-    CN_TRY(dims_of(c, l, &g));
-    /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
-    int native = c->gemm_mode == CN_GEMM_NATIVE || (c->gemm_mode == CN_GEMM_AUTO && c->clblast_failed) || g.K == 0;
-    if (!native) {
-        CLBlastStatusCode st = gemm_clblast(c, l, &g);
-        if (st == CLBlastSuccess)
-            return cn_cl_apply_epilogue(c, cn_cl_mem(l->out), cn_shape_numel(&l->out_shape), l->p->epilogue);
-        cn_status s = cn_errorf(CN_ERR_BLAS, "%s (batch %lld, M %lld, N %lld, K %lld, trans %d/%d) failed: %s (%d) on OpenCL device '%s'",
-                                g.batch > 1 ? "CLBlastSgemmStridedBatched" : "CLBlastSgemm", (long long)g.batch,
-                                (long long)g.M, (long long)g.N, (long long)g.K, g.ta, g.tb,
-                                cn_clblast_status_name(st), (int)st, c->dev_name);
-        if (c->gemm_mode == CN_GEMM_CLBLAST || blast_argument_error(st)) return s;
-        cn_log(CN_LOG_WARN, "%s; using gemm.cl on this device from now on", cn_last_error());
-        c->clblast_failed = 1;
+    CN_TRY(cn_cl_gemm_dims(c, l, &g));
+    int path, variant = 0;
+    size_t wg = 0;
+    int64_t kc = -1;
+    if (c->gemm_mode == CN_GEMM_CLBLAST) {
+        path = CN_GEMM_PATH_CLBLAST;
+    } else if (c->gemm_mode == CN_GEMM_AUTO && !c->clblast_failed &&
+               cn_cl_tuned_gemm(c, &g, &path, &variant, &wg, &kc)) {
+        /* tuned */
+    } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g.K == 0) {
+        /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
+        path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
+        variant = cn_cl_gemm_default_variant(c, g.M, g.N);
+    } else {
+        path = CN_GEMM_PATH_CLBLAST;
     }
-    return gemm_native(c, l, &g);
+    if (g.K == 0 && path == CN_GEMM_PATH_CLBLAST) path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
+    return cn_cl_gemm_run(c, l, &g, path, variant, wg, kc);
 }

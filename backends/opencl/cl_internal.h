@@ -55,11 +55,16 @@ typedef enum cn_cl_family {
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)  \
     X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                          \
     X(CONV, im2col) X(CONV, col2im)                                                           \
+    X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                         \
+    X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                            \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)            \
-    X(POOL, avgpool_grad)                                                                     \
+    X(POOL, avgpool_grad) X(POOL, maxpool_pix4) X(POOL, maxpool_pixv)                         \
+    X(POOL, maxpool_grad_disjoint4) X(POOL, maxpool_grad_disjointv)                           \
     X(OPTIM, adam) X(OPTIM, sgd)                                                              \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled)                                        \
-    X(GEMM, gemm_tiled)
+    X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)                \
+    X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4)  \
+    X(GEMM, gemm_splitk_sum)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -89,6 +94,7 @@ typedef struct cn_cl_ctx {
     uint64_t max_alloc;
     uint64_t local_mem;
     size_t max_wg;
+    cl_uint compute_units;
 
     pthread_mutex_t lock; /* guards kernels/args, memory counters and scratch */
     uint64_t mem_current, mem_peak, mem_limit;
@@ -103,6 +109,11 @@ typedef struct cn_cl_ctx {
     cn_cl_gemm_mode gemm_mode;
     int clblast_failed; /* sticky: CLBlast errored on this device, use gemm.cl */
     int gemm_tsm, gemm_tsn, gemm_tsk, gemm_wptm, gemm_wptn;
+    /* Register-blocked gemm.cl kernels (gemm_rMxN): vector width, and whether they are the
+     * default path (CPU-type devices, where they beat CLBlast; GPUs keep CLBlast). */
+    int gemm_vw;
+    int gemm_reg_default;
+    struct cn_cl_tuning *tuning; /* per-device GEMM choices (cl_tune.c), NULL = none */
     int transpose_tile; /* TT of layout.cl */
     /* Work-group sizes of elementwise (1-D) and grid (3-D) launches. CPU drivers (POCL)
      * pay per work-group, so they get much larger groups than GPUs. */
@@ -143,6 +154,10 @@ const char *cn_cl_kernel_name(cn_cl_kernel_id id);
 /* Largest work-group size this kernel may be launched with on this device. */
 size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id);
 void cn_cl_programs_release(cn_cl_ctx *c);
+/* The disk cache directory (CLNET_CACHE_DIR, else the user's cache dir); 0 when disabled. */
+int cn_cl_cache_dir(char *buf, size_t cap);
+int cn_cl_mkdir_p(const char *path);
+uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* ---- launching (cl_launch.c) ---- */
 typedef struct cn_cl_arg {
@@ -185,6 +200,37 @@ cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
 cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
 /* Apply an epilogue activation in place over n floats. */
 cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue);
+
+/* Batched row-major transpose in [B, R, C] -> out [B, C, R] (layout.cl). */
+cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C);
+
+/* ---- GEMM (cl_blas.c) and its tuning (cl_tune.c) ---- */
+typedef struct gemm_dims {
+    int64_t batch, M, N, K;
+    int ta, tb;
+} gemm_dims;
+enum { CN_GEMM_PATH_REG = 0, CN_GEMM_PATH_CLBLAST = 1, CN_GEMM_PATH_TILED = 2 };
+typedef struct cn_cl_gemm_variant {
+    cn_cl_kernel_id kernel;
+    int mr, nv; /* rows, and column vectors of gemm_vw floats, per work-item */
+} cn_cl_gemm_variant;
+#define CN_CL_GEMM_VARIANTS 8
+extern const cn_cl_gemm_variant cn_cl_gemm_variants[CN_CL_GEMM_VARIANTS];
+cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g);
+int cn_cl_gemm_default_variant(const cn_cl_ctx *c, int64_t M, int64_t N);
+size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch);
+/* K-slice length for split-K (0 = no split): long K next to a small output. */
+int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant);
+/* Run one product by an explicit path (wg 0 = default group size; kc < 0 = default split,
+ * 0 = none, else the K-slice length). */
+cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,
+                         int64_t kc);
+/* The tuned choice for this exact shape, if any (1). */
+int cn_cl_tuned_gemm(cn_cl_ctx *c, const gemm_dims *g, int *path, int *variant, size_t *wg, int64_t *kc);
+/* Load the tuning file for this device (if any) and apply it; never fails. */
+void cn_cl_tuning_load(cn_cl_ctx *c);
+void cn_cl_tuning_free(cn_cl_ctx *c);
+cn_status cn_cl_tune(void *ctx, int verbose);
 
 /* ---- per-op entry points: one per row of CN_OP_TABLE (a missing one fails the link) ---- */
 #define CN_X_OP_DECL(NAME, name, arity, diff) cn_status cn_cl_op_##NAME(cn_cl_ctx *c, const cn_launch *l);

@@ -51,6 +51,38 @@ static cn_status launch_grid(cn_cl_ctx *c, cn_cl_kernel_id id, size_t g0, size_t
     return cn_cl_launch(c, id, 3, gws, lws, nargs, args);
 }
 
+/* CPU-style devices: one work-item per row / pixel walking channel runs as vectors of cv
+ * floats (the widest of gemm_vw, 4, 1 dividing C). Returns the kernel variant index 0/1/2
+ * for widths 1/4/gemm_vw. */
+static int channel_vec(const cn_cl_ctx *c, int64_t C, int *cv) {
+    if (C % c->gemm_vw == 0) {
+        *cv = c->gemm_vw;
+        return 2;
+    }
+    if (C % 4 == 0) {
+        *cv = 4;
+        return 1;
+    }
+    *cv = 1;
+    return 0;
+}
+
+/* 1-D launch of a heavy per-row kernel: small groups, and enough of them to keep every
+ * compute unit busy. */
+static cn_status launch_rows(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs, const cn_cl_arg *args) {
+    size_t cu = c->compute_units ? c->compute_units : 1;
+    size_t lws = 16;
+    while (lws > 1 && (n + lws - 1) / lws < 8 * cu) lws /= 2;
+    return cn_cl_launch(c, id, 1, &n, &lws, nargs, args);
+}
+#define ROWS(c, id, n, ...)                                                                        \
+    launch_rows((c), (id), (size_t)(n), (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)), \
+                (cn_cl_arg[]){__VA_ARGS__})
+#define GEOM_ARGS_V(g, cv)                                                                         \
+    CN_ARG_INT((g).N), CN_ARG_INT((g).H), CN_ARG_INT((g).W), CN_ARG_INT((g).C / (cv)), CN_ARG_INT((g).OH), \
+        CN_ARG_INT((g).OW), CN_ARG_INT((g).KH), CN_ARG_INT((g).KW), CN_ARG_INT((g).SH),                \
+        CN_ARG_INT((g).SW), CN_ARG_INT((g).PH), CN_ARG_INT((g).PW)
+
 static int64_t cols_numel(const geom *g) { return g->N * g->OH * g->OW * g->KH * g->KW * g->C; }
 static int64_t pooled_numel(const geom *g) { return g->N * g->OH * g->OW * g->C; }
 
@@ -59,6 +91,12 @@ cn_status cn_cl_op_IM2COL(cn_cl_ctx *c, const cn_launch *l) {
     CN_TRY(geom_of(c, l, &l->in_shape[0], &g));
     int64_t total = cols_numel(&g);
     if (cn_shape_numel(&l->out_shape) != total) return shape_err(c, l, "output is not [N*OH*OW, KH*KW*C]");
+    if (c->is_cpu) {
+        static const cn_cl_kernel_id k[3] = {CN_K_im2col_rows1, CN_K_im2col_rows4, CN_K_im2col_rowsv};
+        int cv;
+        int v = channel_vec(c, g.C, &cv);
+        return ROWS(c, k[v], g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+    }
     return GRID(c, CN_K_im2col, g.KW * g.C, g.KH, g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
                 GEOM_ARGS(g));
 }
@@ -67,6 +105,12 @@ cn_status cn_cl_op_COL2IM(cn_cl_ctx *c, const cn_launch *l) {
     geom g;
     CN_TRY(geom_of(c, l, &l->out_shape, &g));
     if (cn_shape_numel(&l->in_shape[0]) != cols_numel(&g)) return shape_err(c, l, "input is not [N*OH*OW, KH*KW*C]");
+    if (c->is_cpu) {
+        static const cn_cl_kernel_id k[3] = {CN_K_col2im_pix1, CN_K_col2im_pix4, CN_K_col2im_pixv};
+        int cv;
+        int v = channel_vec(c, g.C, &cv);
+        return ROWS(c, k[v], g.N * g.H * g.W, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+    }
     return GRID(c, CN_K_col2im, g.C, g.W, g.N * g.H, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
@@ -75,6 +119,11 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
     CN_TRY(geom_of(c, l, &l->in_shape[0], &g));
     int64_t total = pooled_numel(&g);
     if (cn_shape_numel(&l->out_shape) != total) return shape_err(c, l, "output is not [N,OH,OW,C]");
+    int cv;
+    int v = channel_vec(c, g.C, &cv);
+    if (c->is_cpu && k == CN_K_maxpool && v > 0)
+        return ROWS(c, v == 2 ? CN_K_maxpool_pixv : CN_K_maxpool_pix4, g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]),
+                    CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     return GRID(c, k, g.C, g.OW, g.N * g.OH, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
@@ -88,6 +137,14 @@ cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     int64_t nout = pooled_numel(&g), total = cn_shape_numel(&l->out_shape);
     if (cn_shape_numel(&l->in_shape[0]) != nout) return shape_err(c, l, "dy is not [N,OH,OW,C]");
     if (total != cn_shape_numel(&l->in_shape[1])) return shape_err(c, l, "output must have x's shape");
+    int cv;
+    int v = channel_vec(c, g.C, &cv);
+    if (c->is_cpu && v > 0 && g.SH >= g.KH && g.SW >= g.KW) {
+        /* Windows never overlap: one pass, each window writing its own pixels. */
+        CN_TRY(cn_cl_fill_zero(c, cn_cl_mem(l->out), (size_t)total * sizeof(float)));
+        return ROWS(c, v == 2 ? CN_K_maxpool_grad_disjointv : CN_K_maxpool_grad_disjoint4, g.N * g.OH * g.OW,
+                    CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+    }
     cl_mem idx;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)nout * sizeof(cl_int), &idx));
     CN_TRY(GRID(c, CN_K_maxpool_index, g.C, g.OW, g.N * g.OH, CN_ARG_MEM(l->in[1]), CN_ARG_MEM(idx), GEOM_ARGS(g)));
@@ -100,6 +157,21 @@ cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     CN_TRY(geom_of(c, l, &l->out_shape, &g));
     if (cn_shape_numel(&l->in_shape[0]) != pooled_numel(&g)) return shape_err(c, l, "dy is not [N,OH,OW,C]");
     return GRID(c, CN_K_avgpool_grad, g.C, g.W, g.N * g.H, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+}
+
+cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C) {
+    size_t tt = (size_t)c->transpose_tile;
+    if (tt >= 4 && cn_cl_kernel_max_wg(c, CN_K_transpose_tiled) >= tt * tt) {
+        size_t gws[3] = {(size_t)C, (size_t)R, (size_t)B}, lws[3] = {tt, tt, 1};
+        return CN_CL_LAUNCH(c, CN_K_transpose_tiled, 3, gws, lws, CN_ARG_MEM(in), CN_ARG_MEM(out), CN_ARG_INT(R),
+                            CN_ARG_INT(C));
+    }
+    /* out[b, j, i] = in[b, i, j] through the general kernel: dims (B, C, R), strides (RC, 1, C). */
+    int64_t n = B * R * C;
+    return CN_CL_LAUNCH_1D(c, CN_K_transpose_nd, (size_t)n, CN_ARG_MEM(in), CN_ARG_MEM(out), CN_ARG_INT(n),
+                           CN_ARG_INT(1), CN_ARG_INT(1), CN_ARG_INT(1), CN_ARG_INT(B), CN_ARG_INT(C), CN_ARG_INT(R),
+                           CN_ARG_INT(0), CN_ARG_INT(0), CN_ARG_INT(0), CN_ARG_INT(R * C), CN_ARG_INT(1),
+                           CN_ARG_INT(C));
 }
 
 cn_status cn_cl_op_TRANSPOSE(cn_cl_ctx *c, const cn_launch *l) {
@@ -126,13 +198,9 @@ cn_status cn_cl_op_TRANSPOSE(cn_cl_ctx *c, const cn_launch *l) {
      * reads and the writes contiguous. */
     int tiled = nd >= 2 && perm[nd - 2] == nd - 1 && perm[nd - 1] == nd - 2;
     for (int i = 0; tiled && i < nd - 2; i++) tiled = perm[i] == i;
-    size_t tt = (size_t)c->transpose_tile;
-    if (tiled && tt >= 4 && cn_cl_kernel_max_wg(c, CN_K_transpose_tiled) >= tt * tt) {
+    if (tiled) {
         int64_t R = in->d[nd - 2], C = in->d[nd - 1];
-        int64_t B = n / (R * C);
-        size_t gws[3] = {(size_t)C, (size_t)R, (size_t)B}, lws[3] = {tt, tt, 1};
-        return CN_CL_LAUNCH(c, CN_K_transpose_tiled, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
-                            CN_ARG_INT(R), CN_ARG_INT(C));
+        return cn_cl_transpose(c, cn_cl_mem(l->in[0]), cn_cl_mem(l->out), n / (R * C), R, C);
     }
     for (int i = 0; i < 6; i++) {
         int src = i - (6 - nd); /* right-align: leading pads are size 1 */

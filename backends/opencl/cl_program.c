@@ -71,7 +71,7 @@ static double now_seconds(void) {
 }
 
 /* ---- hashing: FNV-1a 64 ---- */
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *p = data;
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
@@ -83,8 +83,8 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 
 /* Each field is followed by a NUL so that ("ab","c") and ("a","bc") differ. */
 static uint64_t fnv1a_field(uint64_t h, const char *s, size_t n) {
-    h = fnv1a(h, s, n);
-    return fnv1a(h, "", 1);
+    h = cn_cl_fnv1a(h, s, n);
+    return cn_cl_fnv1a(h, "", 1);
 }
 
 static const cn_cl_source *find_source(const char *name) {
@@ -98,6 +98,8 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
     if (fam == CN_CL_FAM_GEMM)
         n += snprintf(buf + n, cap - (size_t)n, " -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d",
                       c->gemm_tsm, c->gemm_tsn, c->gemm_tsk, c->gemm_wptm, c->gemm_wptn);
+    if (fam == CN_CL_FAM_GEMM || fam == CN_CL_FAM_CONV || fam == CN_CL_FAM_POOL)
+        n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d", c->gemm_vw);
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
      * enters the cache key like every other option. */
@@ -116,7 +118,7 @@ typedef struct cache_header {
 } cache_header;
 _Static_assert(sizeof(cache_header) == 40, "cache header layout");
 
-static int cache_dir(char *buf, size_t cap) {
+int cn_cl_cache_dir(char *buf, size_t cap) {
     const char *on = getenv("CLNET_CACHE");
     if (on && strcmp(on, "0") == 0) return 0;
     const char *d = getenv("CLNET_CACHE_DIR");
@@ -128,7 +130,7 @@ static int cache_dir(char *buf, size_t cap) {
     return n > 0 && (size_t)n < cap;
 }
 
-static int mkdir_p(const char *path) {
+int cn_cl_mkdir_p(const char *path) {
     char tmp[4096];
     size_t n = strlen(path);
     if (n == 0 || n >= sizeof tmp) return -1;
@@ -158,7 +160,7 @@ static unsigned char *cache_load(const char *path, uint64_t key, size_t *len) {
         goto bad;
     data = malloc(h.length);
     if (!data || fread(data, 1, h.length, f) != h.length) goto bad;
-    if (fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
+    if (cn_cl_fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
     fclose(f);
     *len = h.length;
     return data;
@@ -171,7 +173,7 @@ bad:
 
 /* Temp file + rename, so a concurrent reader sees the old entry or the whole new one. */
 static void cache_store(const char *dir, const char *path, uint64_t key, const unsigned char *bin, size_t len) {
-    if (mkdir_p(dir) != 0) {
+    if (cn_cl_mkdir_p(dir) != 0) {
         cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot create %s: %s", dir, strerror(errno));
         return;
     }
@@ -192,7 +194,7 @@ static void cache_store(const char *dir, const char *path, uint64_t key, const u
     h.header_bytes = sizeof h;
     h.key = key;
     h.length = len;
-    h.checksum = fnv1a(FNV_OFFSET, bin, len);
+    h.checksum = cn_cl_fnv1a(FNV_OFFSET, bin, len);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
@@ -287,7 +289,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     key = fnv1a_field(key, options, strlen(options));
 
     char dir[4096], path[4200];
-    int disk = cache_dir(dir, sizeof dir);
+    int disk = cn_cl_cache_dir(dir, sizeof dir);
     if (disk) snprintf(path, sizeof path, "%s/%.*s-%016llx.bin", dir, (int)(strlen(file) - 3), file, (unsigned long long)key);
 
     double t0 = now_seconds();

@@ -27,14 +27,23 @@
 #pragma GCC target("prefer-vector-width=512")
 #endif
 
-/* Register tile: MR rows of A against NR columns of B. NR is two 16-float vectors on
- * AVX-512 (four on AVX2); MR x NR/16 accumulators + 2 B vectors + 1 broadcast fit the 32
- * zmm registers. */
+/* Register tile: MR rows of A against NR columns of B, sized so that the MR x NR
+ * accumulators, one row of B and a broadcast A value fit the vector register file:
+ * AVX-512: 14 x 2 zmm + 2 + 1 = 31 of 32; AVX/AVX2: 6 x 2 ymm + 2 + 1 = 15 of 16;
+ * 128-bit SIMD (SSE2, NEON): 6 x 2 xmm + 2 + 1 = 15 of 16. */
+#if defined(__AVX512F__)
 #define MR 14
 #define NR 32
+#elif defined(__AVX__)
+#define MR 6
+#define NR 16
+#else
+#define MR 6
+#define NR 8
+#endif
 /* Cache blocking, in elements. MC is a multiple of MR, NC of NR. */
 #define KC 256
-#define MC 196
+#define MC (14 * MR)
 #define NC 2048
 
 /* ISO C mode (-std=c11) makes gcc keep a*b+c as two roundings, so it would never emit FMA
@@ -64,26 +73,36 @@ static inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * 
 static inline int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
 
 /* acc = A sliver (kc x MR, k-major) times B sliver (kc x NR, k-major); then c = acc
- * (accumulate == 0) or c += acc. Constant bounds everywhere except kc, so the i/j loops are
- * fully unrolled and acc lives in registers. */
+ * (accumulate == 0) or c += acc. Constant bounds everywhere except kc, so the i loops are
+ * fully unrolled, the j loops become NR/width vector operations and acc lives in registers.
+ * The pragmas pin that shape down: without them gcc vectorises this well for AVX-512 but
+ * picks a spilling SLP layout for AVX2. */
 static void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp,
                          float *restrict c, int64_t ldc, int accumulate) {
     float acc[MR][NR];
+#pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
+#pragma omp simd
         for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
     for (int64_t p = 0; p < kc; p++) {
         const float *restrict bk = bp + p * NR;
         const float *restrict ak = ap + p * MR;
+#pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             const float ai = ak[i];
+#pragma omp simd
             for (int j = 0; j < NR; j++) acc[i][j] = OMP_FMA(ai, bk[j], acc[i][j]);
         }
     }
     if (accumulate) {
+#pragma GCC unroll 16
         for (int i = 0; i < MR; i++)
+#pragma omp simd
             for (int j = 0; j < NR; j++) c[i * ldc + j] += acc[i][j];
     } else {
+#pragma GCC unroll 16
         for (int i = 0; i < MR; i++)
+#pragma omp simd
             for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
     }
 }
@@ -175,8 +194,46 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
     }
 }
 
-/* One product with nt threads (nt == 1: no parallel region at all). abuf holds nt blocks
- * of MC*KC floats, bbuf KC*round_up(min(n,NC),NR). */
+/* The blocked loops as run by thread tid of a team of nt: each step's work is split
+ * statically, with a barrier after packing B (publish the slab) and after the tiles (keep
+ * it until everyone is done). With nt == 1 there is no OpenMP construct at all, so it is
+ * also safe to call from inside another team's parallel loop. */
+static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_t mblocks,
+                         float *ap, float *bbuf) {
+    const int64_t m = g->m, n = g->n, k = g->k;
+    for (int64_t jc = 0; jc < n; jc += NC) {
+        const int64_t nc = OMP_MIN(NC, n - jc);
+        const int64_t slivers = ceil_div(nc, NR);
+        const int64_t nsplit = mblocks >= nt ? 1 : OMP_MIN(ceil_div(nt, mblocks), slivers);
+        const int64_t tiles = mblocks * nsplit;
+        for (int64_t pc = 0; pc < k; pc += KC) {
+            const int64_t kc = OMP_MIN(KC, k - pc);
+            for (int64_t js = slivers * tid / nt; js < slivers * (tid + 1) / nt; js++)
+                pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + js * kc * NR);
+            if (nt > 1) {
+#pragma omp barrier
+            }
+            int64_t packed = -1;
+            for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
+                const int64_t ib = t / nsplit, part = t % nsplit;
+                const int64_t i0 = ib * mc, mcur = OMP_MIN(mc, m - i0);
+                if (packed != ib) {
+                    pack_a(g, i0, mcur, pc, kc, ap);
+                    packed = ib;
+                }
+                const int64_t js0 = slivers * part / nsplit;
+                const int64_t js1 = slivers * (part + 1) / nsplit;
+                macro_kernel(g, ap, bbuf, i0, mcur, jc, js0, js1, kc, pc > 0, pc + kc >= k);
+            }
+            if (nt > 1) {
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+/* One product with up to nt threads. abuf holds nt blocks of MC*KC floats, bbuf
+ * KC*round_up(min(n,NC),NR). */
 static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     if (m == 0 || n == 0) return;
@@ -193,79 +250,60 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     int64_t mblocks = round_up(ceil_div(m, MC), nt);
     const int64_t mc = round_up(ceil_div(m, mblocks), MR);
     mblocks = ceil_div(m, mc);
-
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        const int tid = nt > 1 ? omp_get_thread_num() : 0;
-        float *ap = abuf + (size_t)tid * MC * KC;
-        for (int64_t jc = 0; jc < n; jc += NC) {
-            const int64_t nc = OMP_MIN(NC, n - jc);
-            const int64_t slivers = ceil_div(nc, NR);
-            const int64_t nsplit = mblocks >= nt ? 1 : OMP_MIN(ceil_div(nt, mblocks), slivers);
-            const int64_t tiles = mblocks * nsplit;
-            for (int64_t pc = 0; pc < k; pc += KC) {
-                const int64_t kc = OMP_MIN(KC, k - pc);
-                /* The implicit barrier after this loop publishes the packed slab; the one
-                 * after the tile loop keeps it alive until every thread is done with it. */
-#pragma omp for schedule(static)
-                for (int64_t js = 0; js < slivers; js++)
-                    pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + js * kc * NR);
-
-                int64_t packed = -1;
-#pragma omp for schedule(static)
-                for (int64_t t = 0; t < tiles; t++) {
-                    const int64_t ib = t / nsplit, part = t % nsplit;
-                    const int64_t i0 = ib * mc, mcur = OMP_MIN(mc, m - i0);
-                    if (packed != ib) {
-                        pack_a(g, i0, mcur, pc, kc, ap);
-                        packed = ib;
-                    }
-                    const int64_t js0 = slivers * part / nsplit;
-                    const int64_t js1 = slivers * (part + 1) / nsplit;
-                    macro_kernel(g, ap, bbuf, i0, mcur, jc, js0, js1, kc, pc > 0, pc + kc >= k);
-                }
-            }
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        {
+            const int tid = omp_get_thread_num();
+            gemm_blocked(g, tid, omp_get_num_threads(), mc, mblocks, abuf + (size_t)tid * MC * KC, bbuf);
         }
+    } else {
+        gemm_blocked(g, 0, 1, mc, mblocks, abuf, bbuf);
     }
 }
 
-/* A product with few outputs and a long K (a conv1 weight gradient: 9 x 32 outputs, each a
- * sum over 43264 rows) has too few tiles to share out. It is cut along K into pieces of
- * KSPLIT_PIECE, each multiplied on one thread into its own partial C, and the partials are
- * then summed in piece order. The cut depends on the shape alone, so the result is the
- * same for any thread count. */
-#define KSPLIT_PIECE 4096
-#define KSPLIT_MAX_MN (64 * 64)
+/* A product with few outputs and a long K (weight gradients: conv2's is 288 x 64 outputs,
+ * each a sum over 7744 rows; conv1's 9 x 32 over 43264) has too few tiles to share out, and
+ * the blocked loop would pay two barriers per KC slab for little work. Such products are
+ * cut along K into pieces of KSPLIT_PIECE, each multiplied on one thread into its own
+ * partial C, and the partials are summed in piece order. The cut depends on the shape
+ * alone, so the result is the same for any thread count (and any schedule, which is why
+ * the pieces can be handed out dynamically for balance). */
+#define KSPLIT_PIECE 1024
+#define KSPLIT_MAX_MN (64 * 1024)
 
 static int use_ksplit(int64_t m, int64_t n, int64_t k) {
-    return m * n <= KSPLIT_MAX_MN && k >= 2 * KSPLIT_PIECE;
+    return m * n <= KSPLIT_MAX_MN && k >= 4 * KSPLIT_PIECE;
 }
 
 static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     const int64_t m = g->m, n = g->n, mn = m * n;
     const int64_t pieces = ceil_div(g->k, KSPLIT_PIECE);
-    const size_t per = (size_t)MC * KC + (size_t)KC * (size_t)round_up(n, NR);
+    const size_t per = (size_t)MC * KC + (size_t)KC * (size_t)round_up(OMP_MIN(n, NC), NR);
     float *part = malloc(((size_t)pieces * (size_t)mn + (size_t)max_nt * per) * sizeof(float));
     if (!part)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
                          (long long)pieces, (long long)m, (long long)n);
     float *scratch = part + pieces * mn;
-#pragma omp parallel for schedule(static) num_threads(max_nt) if (max_nt > 1)
-    for (int64_t p = 0; p < pieces; p++) {
-        const int64_t k0 = p * KSPLIT_PIECE;
-        gemm_args gp = *g;
-        gp.k = OMP_MIN(KSPLIT_PIECE, g->k - k0);
-        gp.a = g->a + (g->ta ? k0 * g->lda : k0);
-        gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
-        gp.c = part + p * mn;
-        gp.epilogue = CN_EPI_NONE;
+#pragma omp parallel num_threads(max_nt) if (max_nt > 1)
+    {
         float *mine = scratch + (size_t)(max_nt > 1 ? omp_get_thread_num() : 0) * per;
-        gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
-    }
-    for (int64_t i = 0; i < mn; i++) {
-        double s = 0.0;
-        for (int64_t p = 0; p < pieces; p++) s += (double)part[p * mn + i];
-        g->c[i] = (float)s;
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t p = 0; p < pieces; p++) {
+            const int64_t k0 = p * KSPLIT_PIECE;
+            gemm_args gp = *g;
+            gp.k = OMP_MIN(KSPLIT_PIECE, g->k - k0);
+            gp.a = g->a + (g->ta ? k0 * g->lda : k0);
+            gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
+            gp.c = part + p * mn;
+            gp.epilogue = CN_EPI_NONE;
+            gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
+        }
+#pragma omp for schedule(static)
+        for (int64_t i = 0; i < mn; i++) {
+            double s = 0.0;
+            for (int64_t p = 0; p < pieces; p++) s += (double)part[p * mn + i];
+            g->c[i] = (float)s;
+        }
     }
     omp_apply_epilogue(g->c, mn, g->epilogue);
     free(part);
