@@ -11,7 +11,7 @@ void help_tune(void) {
            "GEMM) on this device's real shapes; every candidate is checked against a reference\n"
            "result before it is timed. The winners are cached per device and driver version under\n"
            "$CLNET_CACHE_DIR and applied automatically from then on, so tuning is needed once per\n"
-           "machine (training also tunes on first use when nothing is cached).\n"
+           "machine and driver. Untuned devices use built-in defaults chosen by device type.\n"
            "\n"
            "Options:\n"
            "  --device SEL   omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else auto)\n"
