@@ -55,8 +55,9 @@
 #define OMP_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
-/* Work below this many flops runs on one thread. */
-#define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 18))
+/* Work below this many flops runs on one thread: below it, waking the team and the two
+ * barriers per K slab cost about what the second core saves (measured at 2 cores). */
+#define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 22))
 /* Batched GEMM: when each product is below this many flops, threads take whole products. */
 #define GEMM_BATCH_PAR_FLOPS (1.0 * (1 << 24))
 
@@ -199,12 +200,12 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
  * it until everyone is done). With nt == 1 there is no OpenMP construct at all, so it is
  * also safe to call from inside another team's parallel loop. */
 static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_t mblocks,
-                         float *ap, float *bbuf) {
+                         int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     for (int64_t jc = 0; jc < n; jc += NC) {
         const int64_t nc = OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
-        const int64_t nsplit = mblocks >= nt ? 1 : OMP_MIN(ceil_div(nt, mblocks), slivers);
+        const int64_t nsplit = split_n ? OMP_MIN(nt, slivers) : 1;
         const int64_t tiles = mblocks * nsplit;
         for (int64_t pc = 0; pc < k; pc += KC) {
             const int64_t kc = OMP_MIN(KC, k - pc);
@@ -245,19 +246,25 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
         }
         return;
     }
-    /* Give every thread work: the M blocks come in multiples of nt, and when M alone cannot
-     * feed the team (skinny C, e.g. a dense layer's weight gradient) N is split as well. */
-    int64_t mblocks = round_up(ceil_div(m, MC), nt);
+    /* Share out MR x NR micro-tiles as evenly as possible: normally by rows (M blocks in a
+     * multiple of nt, each thread packing only its own A block), but by columns when that
+     * balances better, as when C has only a few row slivers (a 64-row batch: 5 slivers
+     * split 3:2 by rows, or 5:5 by its two column slivers). Splitting by columns makes
+     * each thread pack the same A block, which costs little next to the multiply. */
+    const int64_t msl = ceil_div(m, MR), nsl = ceil_div(OMP_MIN(n, NC), NR);
+    const int split_n = nt > 1 && msl * ceil_div(nsl, nt) < ceil_div(msl, nt) * nsl;
+    int64_t mblocks = split_n ? ceil_div(m, MC) : round_up(ceil_div(m, MC), nt);
     const int64_t mc = round_up(ceil_div(m, mblocks), MR);
     mblocks = ceil_div(m, mc);
     if (nt > 1) {
 #pragma omp parallel num_threads(nt)
         {
             const int tid = omp_get_thread_num();
-            gemm_blocked(g, tid, omp_get_num_threads(), mc, mblocks, abuf + (size_t)tid * MC * KC, bbuf);
+            gemm_blocked(g, tid, omp_get_num_threads(), mc, mblocks, split_n,
+                         abuf + (size_t)tid * MC * KC, bbuf);
         }
     } else {
-        gemm_blocked(g, 0, 1, mc, mblocks, abuf, bbuf);
+        gemm_blocked(g, 0, 1, mc, mblocks, 0, abuf, bbuf);
     }
 }
 
