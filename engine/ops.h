@@ -87,7 +87,10 @@ int cn_op_arity(cn_op op);
 int cn_op_differentiable(cn_op op);
 
 /* Epilogue activation fused into a producing op by the planner (ADD and MATMUL honour it
- * on every backend; the unfused graph never sets it). */
+ * on every backend; the unfused graph never sets it).
+ * Fused bias: the planner may also fold ADD(MATMUL(a,b), bias) into a MATMUL launch with
+ * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
+ * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
 typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
 
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
