@@ -35,6 +35,31 @@ static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
     l->out = p->buf[p->root[i]];
 }
 
+/* Fold ADD(MATMUL(a,b), bias[N]) into the matmul as a third input: the bias is added while
+ * the product is still in registers instead of in a second pass over the output. */
+static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        cn_node *add = &p->nodes[i];
+        if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE) continue;
+        int a = add->in[0], b = add->in[1];
+        cn_node *mm = &p->nodes[a];
+        const cn_shape *bs = &p->nodes[b].shape;
+        if (mm->op != CN_OP_MATMUL || mm->n_in != 2 || mm->shape.ndim != 2 || mm->p.epilogue != CN_EPI_NONE ||
+            consumers[a] != 1 || is_out[a] || bs->ndim != 1 || bs->d[0] != mm->shape.d[1] || p->root[a] != a)
+            continue;
+        cn_launch l;
+        mm->n_in = 3;
+        mm->in[2] = b;
+        fill_launch(p, a, &l); /* buffers are not assigned yet; supports() looks at shapes */
+        if (!p->dev->be->supports(p->dev->be->ctx, &l)) {
+            mm->n_in = 2;
+            continue;
+        }
+        p->root[i] = a;
+        p->fused++;
+    }
+}
+
 /* Fold RELU/SIGMOID/TANH into the ADD or MATMUL that feeds it when nothing else reads the
  * pre-activation value: one pass over memory instead of two. */
 static void fuse_activations(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
@@ -43,13 +68,15 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         cn_epilogue e = epilogue_for(n->op);
         if (!live[i] || e == CN_EPI_NONE) continue;
         int a = n->in[0];
+        if (consumers[a] != 1 || is_out[a]) continue;
+        a = p->root[a]; /* an ADD already folded into its matmul hands the epilogue on */
         cn_node *prod = &p->nodes[a];
-        if ((prod->op != CN_OP_ADD && prod->op != CN_OP_MATMUL) || prod->p.epilogue != CN_EPI_NONE ||
-            consumers[a] != 1 || is_out[a])
+        if ((prod->op != CN_OP_ADD && prod->op != CN_OP_MATMUL) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
+            p->root[a] != a)
             continue;
         cn_launch l;
         prod->p.epilogue = e;
-        fill_launch(p, a, &l); /* buffers are not assigned yet; supports() looks at shapes */
+        fill_launch(p, a, &l);
         if (!p->dev->be->supports(p->dev->be->ctx, &l)) {
             prod->p.epilogue = CN_EPI_NONE;
             continue;
@@ -197,6 +224,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         p->root[i] = (is_view(nd) || is_inplace(nd)) ? p->root[nd->in[0]] : i;
     }
     if (st == CN_OK && fuse) {
+        fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
