@@ -133,7 +133,8 @@ static cn_status be_alloc(void *vctx, size_t bytes, void **buf) {
 
     pthread_mutex_lock(&ctx->lock);
     const uint64_t cur = ctx->current, cap = ctx->limit;
-    const int over = cap && (bytes > cap || cur > cap - bytes);
+    /* Zero-byte buffers count for nothing, so they succeed even at or over the cap. */
+    const int over = bytes && cap && (bytes > cap || cur > cap - bytes);
     if (!over) ctx->current += bytes; /* reserve before the (slow) calloc */
     pthread_mutex_unlock(&ctx->lock);
     if (over)
@@ -244,11 +245,25 @@ static int dtype_ok(const cn_launch *l) {
     return l->out_dtype == CN_F32;
 }
 
+/* ops.h's fused bias: MATMUL with a third input, bias [N], on a 2-D product. */
+static int is_fused_bias(const cn_launch *l) {
+    return l->op == CN_OP_MATMUL && l->n_in == 3;
+}
+
+static int arity_ok(const cn_launch *l) {
+    return l->n_in == cn_op_arity(l->op) || is_fused_bias(l);
+}
+
 static int be_supports(void *vctx, const cn_launch *l) {
     (void)vctx;
     if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
     if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE) return 0;
-    if (l->n_in != cn_op_arity(l->op) || !dtype_ok(l)) return 0;
+    if (!arity_ok(l) || !dtype_ok(l)) return 0;
+    if (is_fused_bias(l)) {
+        const cn_shape *sc = &l->in_shape[2], *so = &l->out_shape;
+        if (l->in_shape[0].ndim != 2 || so->ndim != 2 || sc->ndim != 1 || sc->d[0] != so->d[1])
+            return 0;
+    }
     const int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
     if (epi != CN_EPI_NONE)
         return (l->op == CN_OP_ADD || l->op == CN_OP_MATMUL) && epi >= CN_EPI_RELU && epi <= CN_EPI_TANH;
@@ -257,7 +272,7 @@ static int be_supports(void *vctx, const cn_launch *l) {
 
 /* Checks every op shares: arity, dtypes, epilogue, sane shapes, buffers present. */
 static cn_status check_launch(const cn_launch *l) {
-    if (l->n_in != cn_op_arity(l->op))
+    if (!arity_ok(l))
         return omp_fail(CN_ERR_INVALID_ARG, l, "expects %d inputs, got %d", cn_op_arity(l->op), l->n_in);
     if (!l->p) return omp_fail(CN_ERR_INVALID_ARG, l, "missing parameter block");
     if (!dtype_ok(l)) return omp_fail(CN_ERR_DTYPE, l, "unsupported dtypes");

@@ -42,6 +42,53 @@ static int is_patch_shape(const cn_shape *s, const omp_window *g) {
     return s->ndim == 2 && s->d[0] == g->n * g->oh * g->ow && s->d[1] == g->kh * g->kw * g->c;
 }
 
+/* dst[0..n) = src[0..n). im2col's runs can be a few floats (3 for a 3x3 kernel on a
+ * one-channel image), where a loop's setup costs more than the copy itself, so the short
+ * ones get straight-line code. */
+static inline void copy_run(float *dst, const float *src, int64_t n) {
+    switch (n) {
+    case 4: dst[3] = src[3]; /* fall through */
+    case 3: dst[2] = src[2]; /* fall through */
+    case 2: dst[1] = src[1]; /* fall through */
+    case 1: dst[0] = src[0]; /* fall through */
+    case 0: return;
+    default:
+        for (int64_t q = 0; q < n; q++) dst[q] = src[q];
+    }
+}
+
+/* The patch rows of output row oh of one image. For a given ki every window of the row
+ * reads the same image row, and (kj, c) is contiguous in image and patch alike, so a window
+ * lying inside the image is one run of kw*C floats. (Kept out of the parallel loop's body
+ * so that gcc keeps the geometry in registers.) */
+static void im2col_row(const omp_window *g, const float *img, int64_t oh,
+                       float *out) {
+    const int64_t H = g->h, W = g->w, C = g->c, KW = g->kw, OW = g->ow;
+    const int64_t run = KW * C, kk = g->kh * run;
+    for (int64_t ki = 0; ki < g->kh; ki++) {
+        const int64_t ih = oh * g->sh - g->ph + ki;
+        for (int64_t ow = 0; ow < OW; ow++) {
+            float *dst = out + ow * kk + ki * run;
+            const int64_t iw0 = ow * g->sw - g->pw;
+            if (ih < 0 || ih >= H) {
+                for (int64_t q = 0; q < run; q++) dst[q] = 0.0f;
+            } else if (iw0 >= 0 && iw0 + KW <= W) {
+                copy_run(dst, img + (ih * W + iw0) * C, run);
+            } else {
+                for (int64_t kj = 0; kj < KW; kj++) {
+                    const int64_t iw = iw0 + kj;
+                    if (iw < 0 || iw >= W) {
+                        for (int64_t c = 0; c < C; c++) dst[kj * C + c] = 0.0f;
+                    } else {
+                        const float *src = img + (ih * W + iw) * C;
+                        for (int64_t c = 0; c < C; c++) dst[kj * C + c] = src[c];
+                    }
+                }
+            }
+        }
+    }
+}
+
 cn_status omp_op_IM2COL(const cn_launch *l) {
     omp_window g;
     CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
@@ -50,40 +97,11 @@ cn_status omp_op_IM2COL(const cn_launch *l) {
                         (long long)(g.kh * g.kw * g.c));
     const float *x = l->in[0];
     float *col = l->out;
-    const int64_t C = g.c, kk = g.kh * g.kw * C;
+    const int64_t kk = g.kh * g.kw * g.c;
     const int64_t total = cn_shape_numel(&l->out_shape);
 #pragma omp parallel for schedule(static) if (total >= OMP_PAR_MIN)
-    for (int64_t r = 0; r < g.n * g.oh; r++) {
-        const int64_t n = r / g.oh, oh = r % g.oh;
-        const float *img = x + n * g.h * g.w * C;
-        for (int64_t ow = 0; ow < g.ow; ow++) {
-            float *dst = col + (r * g.ow + ow) * kk;
-            const int64_t iw0 = ow * g.sw - g.pw;
-            const int inside_w = iw0 >= 0 && iw0 + g.kw <= g.w;
-            for (int64_t ki = 0; ki < g.kh; ki++, dst += g.kw * C) {
-                const int64_t ih = oh * g.sh - g.ph + ki;
-                if (ih < 0 || ih >= g.h) {
-                    for (int64_t q = 0; q < g.kw * C; q++) dst[q] = 0.0f;
-                } else if (inside_w) {
-                    /* (kj, c) is contiguous in the image too: one run of kw*C floats (a
-                     * single-channel image would otherwise copy one float at a time). */
-                    const float *src = img + (ih * g.w + iw0) * C;
-                    for (int64_t q = 0; q < g.kw * C; q++) dst[q] = src[q];
-                } else {
-                    for (int64_t kj = 0; kj < g.kw; kj++) {
-                        const int64_t iw = iw0 + kj;
-                        float *d = dst + kj * C;
-                        if (iw < 0 || iw >= g.w) {
-                            for (int64_t c = 0; c < C; c++) d[c] = 0.0f;
-                        } else {
-                            const float *src = img + (ih * g.w + iw) * C;
-                            for (int64_t c = 0; c < C; c++) d[c] = src[c];
-                        }
-                    }
-                }
-            }
-        }
-    }
+    for (int64_t r = 0; r < g.n * g.oh; r++)
+        im2col_row(&g, x + (r / g.oh) * g.h * g.w * g.c, r % g.oh, col + r * g.ow * kk);
     return CN_OK;
 }
 

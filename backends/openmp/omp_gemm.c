@@ -6,13 +6,14 @@
  * sliver. Packing is where the four transpose combinations are absorbed, so the
  * micro-kernel only ever sees unit-stride panels, and zero-padding the panels to full
  * MR/NR lets it run with constant trip counts that gcc -O3 unrolls completely and keeps in
- * vector registers (with -march=native on AVX-512: 2 x 14 zmm accumulators).
+ * vector registers (with -march=native on AVX-512: 14 x 2 zmm accumulators).
  *
  * Sizes: a B sliver (KC x NR) is 32 KiB and stays in L1 while the A block (MC x KC,
  * about 200 KiB) streams from L2; the packed B slab (KC x NC) lives in L2/L3.
  *
- * Results are deterministic for any thread count: every element of C is produced by one
- * thread, summing over K in the same order.
+ * Results are bit-identical for any thread count: every element of C is produced by one
+ * thread, summing over K in the same order (or, for the K-split path below, in pieces
+ * fixed by the shape and added in piece order).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ typedef struct gemm_args {
     int64_t lda, ldb; /* row strides of A and B as stored (a K-slice keeps the full ones) */
     const float *a, *b;
     float *c;
+    const float *bias; /* [n] added to every row before the epilogue, or NULL */
     int epilogue;
 } gemm_args;
 
@@ -166,6 +168,18 @@ static void pack_b_sliver(const gemm_args *g, int64_t p0, int64_t kc, int64_t j0
     }
 }
 
+/* The end of a C tile's last K slab: rows [0, mr) x cols [0, nr) of c (row stride ldc)
+ * get the fused bias (bias[q] for column q, if any), then the epilogue, while in cache. */
+static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const float *bias,
+                        int epilogue) {
+    for (int64_t r = 0; r < mr; r++) {
+        float *row = c + r * ldc;
+        if (bias)
+            for (int64_t q = 0; q < nr; q++) row[q] += bias[q];
+        omp_apply_epilogue(row, nr, epilogue);
+    }
+}
+
 /* Multiplies the packed A block (rows [i0, i0+mc)) by packed B slivers [js0, js1) (columns
  * from jc), writing C; on the last K slab also applies the epilogue. */
 static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, int64_t i0,
@@ -189,8 +203,7 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
                         c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
                                                      : edge[r * NR + q];
             }
-            if (last && g->epilogue != CN_EPI_NONE)
-                for (int64_t r = 0; r < mr; r++) omp_apply_epilogue(c + r * g->n, nr, g->epilogue);
+            if (last) finish_rows(c, g->n, mr, nr, g->bias ? g->bias + j : NULL, g->epilogue);
         }
     }
 }
@@ -239,11 +252,9 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     if (m == 0 || n == 0) return;
     if (k == 0) {
-        /* Empty sum: C = 0, then the epilogue (sigmoid(0) = 0.5). */
-        for (int64_t i = 0; i < m; i++) {
-            memset(g->c + i * n, 0, (size_t)n * sizeof(float));
-            omp_apply_epilogue(g->c + i * n, n, g->epilogue);
-        }
+        /* Empty sum: C = 0 (+ bias), then the epilogue (sigmoid(0) = 0.5). */
+        for (int64_t i = 0; i < m; i++) memset(g->c + i * n, 0, (size_t)n * sizeof(float));
+        finish_rows(g->c, n, m, n, g->bias, g->epilogue);
         return;
     }
     /* Share out MR x NR micro-tiles as evenly as possible: normally by rows (M blocks in a
@@ -302,6 +313,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             gp.a = g->a + (g->ta ? k0 * g->lda : k0);
             gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
             gp.c = part + p * mn;
+            gp.bias = NULL;
             gp.epilogue = CN_EPI_NONE;
             gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
         }
@@ -312,18 +324,18 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             g->c[i] = (float)s;
         }
     }
-    omp_apply_epilogue(g->c, mn, g->epilogue);
+    finish_rows(g->c, n, m, n, g->bias, g->epilogue);
     free(part);
     return CN_OK;
 }
 
 cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, const float *b, float *c, int epilogue) {
+                   const float *a, const float *b, float *c, const float *bias, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int max_nt = omp_get_max_threads();
     gemm_args g = {trans_a != 0, trans_b != 0, m, n, k, trans_a ? m : k, trans_b ? k : n,
-                   NULL, NULL, NULL, epilogue};
+                   NULL, NULL, NULL, bias, epilogue};
 
     if (use_ksplit(m, n, k)) {
         for (int64_t bi = 0; bi < batch; bi++) {
@@ -392,5 +404,14 @@ cn_status omp_op_MATMUL(const cn_launch *l) {
     if (so->ndim != d || so->d[d - 2] != m || so->d[d - 1] != n || (d == 3 && so->d[0] != batch))
         return omp_fail(CN_ERR_SHAPE, l, "output must be [%s%lld,%lld]", d == 3 ? "B," : "",
                         (long long)m, (long long)n);
-    return omp_gemm(ta, tb, batch, m, n, ka, l->in[0], l->in[1], l->out, l->p->epilogue);
+    /* ops.h's fused bias: a third input [N], 2-D products only. */
+    const float *bias = NULL;
+    if (l->n_in == 3) {
+        const cn_shape *sc = &l->in_shape[2];
+        if (d != 2) return omp_fail(CN_ERR_SHAPE, l, "a fused bias needs a 2-D product");
+        if (sc->ndim != 1 || sc->d[0] != n)
+            return omp_fail(CN_ERR_SHAPE, l, "the fused bias must be [%lld]", (long long)n);
+        bias = l->in[2];
+    }
+    return omp_gemm(ta, tb, batch, m, n, ka, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
 }

@@ -16,6 +16,7 @@
  *   MAXPOOL_GRAD(dy, x)       output has x's shape
  *   AVGPOOL_GRAD(dy)          output shape given by the node
  *   ARGMAX(x)                 output dtype i32 or f32 (whichever the node says)
+ * MATMUL may also come with ops.h's fused bias: n_in == 3, in[2] = bias [N], 2-D only.
  */
 #ifndef CN_OMP_OPS_H
 #define CN_OMP_OPS_H
@@ -70,12 +71,12 @@ typedef struct omp_window {
  * position) against the 4-D image shape img and fills g. */
 cn_status omp_window_geometry(const cn_launch *l, const cn_shape *img, omp_window *g);
 
-/* C[b] = op(A[b]) op(B[b]) for b < batch, row-major, contiguous per batch; op(A) is [M,K]
- * (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]. The epilogue is applied to
- * each tile of C after its last K block, while it is still in cache. Allocates packing
- * scratch: returns CN_ERR_OUT_OF_MEMORY if that fails. */
+/* C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major, contiguous per batch; op(A)
+ * is [M,K] (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]; bias is [N] or NULL.
+ * The bias and the epilogue are applied to each tile of C after its last K block, while it
+ * is still in cache. Allocates packing scratch: CN_ERR_OUT_OF_MEMORY if that fails. */
 cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, const float *b, float *c, int epilogue);
+                   const float *a, const float *b, float *c, const float *bias, int epilogue);
 
 #define OMP_X_DECL(NAME, name, arity, diff) cn_status omp_op_##NAME(const cn_launch *l);
 CN_OP_TABLE(OMP_X_DECL)

@@ -72,6 +72,13 @@ cn_status omp_op_MAXPOOL(const cn_launch *l) {
     return CN_OK;
 }
 
+/* With disjoint windows (stride >= kernel), whether pixel row (or column) i lies in one:
+ * the only candidate is window (i + pad) / stride. */
+static int covered(int64_t i, int64_t pad, int64_t stride, int64_t k, int64_t nwin) {
+    const int64_t t = i + pad;
+    return t / stride < nwin && t % stride < k;
+}
+
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape. */
 cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     omp_window g;
@@ -84,14 +91,23 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     float *dx = l->out;
     const int64_t C = g.c, blocks = (C + CH_BLOCK - 1) / CH_BLOCK;
     const int64_t work = cn_shape_numel(&l->in_shape[0]) * g.kh * g.kw;
+    /* The usual pool (stride >= window) has disjoint windows: each pixel gets at most one
+     * dy, so dx is written once instead of zeroed and then scattered into. */
+    const int disjoint = g.sh >= g.kh && g.sw >= g.kw;
 #pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
     for (int64_t item = 0; item < g.n * blocks; item++) {
         const int64_t n = item / blocks, c0 = (item % blocks) * CH_BLOCK;
         const int64_t cw = OMP_MIN(CH_BLOCK, C - c0);
         const float *img = x + n * g.h * g.w * C + c0;
         float *dimg = dx + n * g.h * g.w * C + c0;
-        for (int64_t p = 0; p < g.h * g.w; p++)
-            for (int64_t c = 0; c < cw; c++) dimg[p * C + c] = 0.0f;
+        /* Disjoint windows write their pixels outright below; only the pixels no window
+         * covers need zeroing first. Overlapping ones accumulate into a zeroed image. */
+        for (int64_t h = 0; h < g.h; h++) {
+            const int row_covered = disjoint && covered(h, g.ph, g.sh, g.kh, g.oh);
+            for (int64_t w = 0; w < g.w; w++)
+                if (!row_covered || !covered(w, g.pw, g.sw, g.kw, g.ow))
+                    for (int64_t c = 0; c < cw; c++) dimg[(h * g.w + w) * C + c] = 0.0f;
+        }
         float best[CH_BLOCK];
         int32_t arg[CH_BLOCK]; /* pixel index (ih * W + iw) of the first maximum */
         for (int64_t oh = 0; oh < g.oh; oh++) {
@@ -120,7 +136,17 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
                     }
                 }
                 const float *g_row = dy + ((n * g.oh + oh) * g.ow + ow) * C + c0;
-                for (int64_t c = 0; c < cw; c++) dimg[arg[c] * C + c] += g_row[c];
+                if (disjoint) {
+                    for (int64_t ki = ki0; ki < ki1; ki++) {
+                        for (int64_t kj = kj0; kj < kj1; kj++) {
+                            const int32_t pix = (int32_t)((oh * g.sh - g.ph + ki) * g.w + ow * g.sw - g.pw + kj);
+                            float *d = dimg + pix * C;
+                            for (int64_t c = 0; c < cw; c++) d[c] = arg[c] == pix ? g_row[c] : 0.0f;
+                        }
+                    }
+                } else {
+                    for (int64_t c = 0; c < cw; c++) dimg[arg[c] * C + c] += g_row[c];
+                }
             }
         }
     }
