@@ -47,4 +47,27 @@ float4 cn_epi4(float4 v, int epi) {
     return v;
 }
 
+/* The device's native float vector (GVW floats; the host passes -DGVW to every family) for
+ * the CPU-style kernels, which give each work-item whole vectors and long contiguous runs. */
+#ifndef GVW
+#define GVW 16
+#endif
+#define CN_V_CAT_(a, b) a##b
+#define CN_V_CAT(a, b) CN_V_CAT_(a, b)
+#define floatV CN_V_CAT(float, GVW)
+#define vloadV CN_V_CAT(vload, GVW)
+#define vstoreV CN_V_CAT(vstore, GVW)
+
+floatV cn_reluV(floatV v) { return select((floatV)(0.0f), v, v > (floatV)(0.0f)); }
+floatV cn_sigmoidV(floatV v) {
+    floatV e = exp(-fabs(v));
+    return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatV)(0.0f));
+}
+floatV cn_epiV(floatV v, int epi) {
+    if (epi == EPI_RELU) return cn_reluV(v);
+    if (epi == EPI_SIGMOID) return cn_sigmoidV(v);
+    if (epi == EPI_TANH) return tanh(v);
+    return v;
+}
+
 #endif

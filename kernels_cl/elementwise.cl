@@ -103,3 +103,93 @@ __kernel void dropout(__global const float *in, __global float *out, int n, ulon
     float u = cn_rng_uniform(seed, step, (ulong)i);
     out[i] = u >= rate ? in[i] * keep_scale : 0.0f;
 }
+
+/* ---- CPU-style span kernels (the host picks them on CPU-type devices). Work-item w handles
+ * the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW, as one
+ * contiguous run (a CPU driver pays per work-group, and a long run of vector loads is what its
+ * cores stream best); the work-item whose range reaches nv also does the scalar tail. The
+ * same expression is evaluated per lane as in the scalar kernels, so results are identical. */
+#define CN_SPAN_BEGIN(n, per)                      \
+    int nv = (n) / GVW, v0 = get_global_id(0) * (per); \
+    if (v0 > nv) return;                           \
+    int v1 = min(nv, v0 + (per));                  \
+    int has_tail = nv < v0 + (per);
+
+/* b with suffix broadcast: nb == n, or nb % GVW == 0 (then vector v pairs with b's vector
+ * v % (nb / GVW), and n is a multiple of GVW, so there is no tail). */
+#define CN_BINARY_SPAN(NAME, EXPR)                                                                 \
+    __kernel void NAME##_span(__global const float *a, __global const float *b,  \
+                              __global float *out, int n, int nb, int epi, int per) {     \
+        CN_SPAN_BEGIN(n, per)                                                                      \
+        if (nb == n) {                                                                             \
+            for (int v = v0; v < v1; v++) {                                                        \
+                floatV x = vloadV(v, a), y = vloadV(v, b);                                         \
+                vstoreV(cn_epiV(EXPR, epi), v, out);                                               \
+            }                                                                                      \
+        } else {                                                                                   \
+            int nbv = nb / GVW, j = v0 % nbv;                                                      \
+            for (int v = v0; v < v1; v++) {                                                        \
+                floatV x = vloadV(v, a), y = vloadV(j, b);                                         \
+                vstoreV(cn_epiV(EXPR, epi), v, out);                                               \
+                if (++j == nbv) j = 0;                                                             \
+            }                                                                                      \
+        }                                                                                          \
+        if (has_tail)                                                                              \
+            for (int i = nv * GVW; i < n; i++) {                                                   \
+                float x = a[i], y = b[nb == n ? i : i % nb];                                       \
+                out[i] = cn_epi(EXPR, epi);                                                        \
+            }                                                                                      \
+    }
+
+CN_BINARY_SPAN(add, x + y)
+CN_BINARY_SPAN(sub, x - y)
+CN_BINARY_SPAN(mul, x * y)
+CN_BINARY_SPAN(div_, x / y)
+
+#define CN_UNARY_SPAN(NAME, EXPR, EXPRV)                                                           \
+    __kernel void NAME##_span(__global const float *in, __global float *out, int n, \
+                              int per) {                                                           \
+        CN_SPAN_BEGIN(n, per)                                                                      \
+        for (int v = v0; v < v1; v++) {                                                            \
+            floatV x = vloadV(v, in);                                                              \
+            vstoreV(EXPRV, v, out);                                                                \
+        }                                                                                          \
+        if (has_tail)                                                                              \
+            for (int i = nv * GVW; i < n; i++) {                                                   \
+                float x = in[i];                                                                   \
+                out[i] = EXPR;                                                                     \
+            }                                                                                      \
+    }
+
+CN_UNARY_SPAN(relu, cn_relu(x), cn_reluV(x))
+CN_UNARY_SPAN(sigmoid, cn_sigmoid(x), cn_sigmoidV(x))
+CN_UNARY_SPAN(tanh_, tanh(x), tanh(x))
+CN_UNARY_SPAN(exp_, exp(x), exp(x))
+CN_UNARY_SPAN(log_, log(x), log(x))
+
+__kernel void scale_span(__global const float *in, __global float *out, int n, float alpha,
+                         float beta, int per) {
+    CN_SPAN_BEGIN(n, per)
+    for (int v = v0; v < v1; v++) vstoreV(vloadV(v, in) * alpha + beta, v, out);
+    if (has_tail)
+        for (int i = nv * GVW; i < n; i++) out[i] = in[i] * alpha + beta;
+}
+
+#define CN_GRAD_SPAN(NAME, EXPR, EXPRV)                                                            \
+    __kernel void NAME##_span(__global const float *dyp, __global const float *vp, \
+                              __global float *out, int n, int per) {                      \
+        CN_SPAN_BEGIN(n, per)                                                                      \
+        for (int v = v0; v < v1; v++) {                                                            \
+            floatV dy = vloadV(v, dyp), x = vloadV(v, vp);                                         \
+            vstoreV(EXPRV, v, out);                                                                \
+        }                                                                                          \
+        if (has_tail)                                                                              \
+            for (int i = nv * GVW; i < n; i++) {                                                   \
+                float dy = dyp[i], x = vp[i];                                                      \
+                out[i] = EXPR;                                                                     \
+            }                                                                                      \
+    }
+
+CN_GRAD_SPAN(relu_grad, x > 0.0f ? dy : 0.0f, select((floatV)(0.0f), dy, x > (floatV)(0.0f)))
+CN_GRAD_SPAN(sigmoid_grad, dy * x * (1.0f - x), dy * x * (1.0f - x))
+CN_GRAD_SPAN(tanh_grad, dy * (1.0f - x * x), dy * (1.0f - x * x))

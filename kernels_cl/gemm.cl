@@ -27,9 +27,14 @@
 #define LPTA ((TSK * TSM + NTHREADS - 1) / NTHREADS)
 #define LPTB ((TSK * TSN + NTHREADS - 1) / NTHREADS)
 
+/* Fused bias (ops.h): out = op(A) op(B) + bias[col], then the epilogue; the kernels take
+ * (bias, has_bias) last and add the bias to the finished sum (the reference's order). The
+ * host passes some valid buffer with has_bias = 0 when there is none. */
+#define CN_BIAS(acc, col) (has_bias ? (acc) + bias[col] : (acc))
+
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
 void gemm_tiled(__global const float *A, __global const float *B, __global float *out, int M, int N, int K,
-                int trans_a, int trans_b, int epi) {
+                int trans_a, int trans_b, int epi, __global const float *bias, int has_bias) {
     __local float Asub[TSK][TSM];
     __local float Bsub[TSK][TSN];
     const int tn = get_local_id(0), tm = get_local_id(1);
@@ -87,7 +92,7 @@ void gemm_tiled(__global const float *A, __global const float *B, __global float
         if (gm >= M) continue;
         for (int wn = 0; wn < WPTN; wn++) {
             int gn = offN + tn + wn * RTSN;
-            if (gn < N) out[gm * N + gn] = cn_epi(acc[wm][wn], epi);
+            if (gn < N) out[gm * N + gn] = cn_epi(CN_BIAS(acc[wm][wn], gn), epi);
         }
     }
 }
@@ -129,18 +134,20 @@ floatG cn_epiG(floatG v, int epi) {
 
 /* Correct for any M, N: one output at a time (the slow path of M < MR). */
 void cn_gemm_scalar(__global const float *A, __global const float *B, __global float *out, int m0, int m1,
-                    int n0, int n1, int N, int K, int sam, int sak, int epi) {
+                    int n0, int n1, int N, int K, int sam, int sak, int epi, __global const float *bias,
+                    int has_bias) {
     for (int i = m0; i < m1; i++)
         for (int j = n0; j < n1; j++) {
             float s = 0.0f;
             for (int k = 0; k < K; k++) s = fma(A[i * sam + k * sak], B[k * N + j], s);
-            out[i * N + j] = cn_epi(s, epi);
+            out[i * N + j] = cn_epi(CN_BIAS(s, j), epi);
         }
 }
 
 #define CN_GEMM_REG(NAME, MR, NV)                                                                   \
     __kernel void NAME(__global const float *A, __global const float *B, __global float *out, int M, int N, \
-                       int Ktot, int sam, int sak, int epi, int kc, int S) {                        \
+                       int Ktot, int sam, int sak, int epi, int kc, int S, __global const float *bias, \
+                       int has_bias) {                                                             \
         const int NR = NV * GVW;                                                                   \
         int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * NR, z = get_global_id(2);          \
         if (m0 >= M || n0 >= N) return;                                                            \
@@ -152,7 +159,7 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
         B += b * Ktot * N + k0 * N;                                                                \
         out += z * M * N;                                                                          \
         if (M < MR) {                                                                              \
-            cn_gemm_scalar(A, B, out, m0, M, n0, min(N, n0 + NR), N, K, sam, sak, epi);           \
+            cn_gemm_scalar(A, B, out, m0, M, n0, min(N, n0 + NR), N, K, sam, sak, epi, bias, has_bias); \
             return;                                                                                \
         }                                                                                          \
         /* A last, partial row block is shifted up to end at row M; rows it shares with the \
@@ -175,6 +182,12 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
                 ap += sak;                                                                         \
                 bp += N;                                                                           \
             }                                                                                      \
+            if (has_bias) {                                                                        \
+                floatG bb[NV];                                                                     \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) bb[v] = vloadG(v, bias + n0);       \
+                _Pragma("unroll") for (int i = 0; i < MR; i++)                                     \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] += bb[v];             \
+            }                                                                                      \
             _Pragma("unroll") for (int i = 0; i < MR; i++) {                                       \
                 if (i >= skip) {                                                                   \
                     _Pragma("unroll") for (int v = 0; v < NV; v++)                                 \
@@ -195,8 +208,9 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
                 ap += sak;                                                                         \
                 bp += N;                                                                           \
             }                                                                                      \
+            floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                           \
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
-                if (i >= skip) vstoreG(cn_epiG(acc[i], epi), 0, o0 + i * N + n);                    \
+                if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
         }                                                                                          \
         for (; n < N; n++) {                                                                       \
             float acc[MR];                                                                         \
@@ -209,18 +223,20 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
                 bp += N;                                                                           \
             }                                                                                      \
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
-                if (i >= skip) o0[i * N + n] = cn_epi(acc[i], epi);                                 \
+                if (i >= skip) o0[i * N + n] = cn_epi(CN_BIAS(acc[i], n), epi);                     \
         }                                                                                          \
     }
 
-/* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i]). */
-__kernel void gemm_splitk_sum(__global const float *part, __global float *out, int MN, int S, int epi) {
+/* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i] (+ the bias
+ * of column i % N)). */
+__kernel void gemm_splitk_sum(__global const float *part, __global float *out, int MN, int S, int epi,
+                              __global const float *bias, int has_bias, int N) {
     int i = get_global_id(0), b = get_global_id(1);
     if (i >= MN) return;
     __global const float *p = part + b * S * MN + i;
     float acc = p[0];
     for (int s = 1; s < S; s++) acc += p[s * MN];
-    out[b * MN + i] = cn_epi(acc, epi);
+    out[b * MN + i] = cn_epi(CN_BIAS(acc, i % N), epi);
 }
 
 /* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */

@@ -28,3 +28,58 @@ __kernel void sgd(__global float *p, __global const float *g, __global float *ve
     vel[i] = vi;
     p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
 }
+
+/* CPU-style: the same updates over contiguous runs of GVW-float vectors per work-item (see
+ * elementwise.cl's span kernels), with the same per-element arithmetic. */
+#define CN_OPT_SPAN_BEGIN(n, per)                      \
+    int nv = (n) / GVW, v0 = get_global_id(0) * (per); \
+    if (v0 > nv) return;                               \
+    int v1 = min(nv, v0 + (per));                      \
+    int has_tail = nv < v0 + (per);
+
+__kernel void adam_span(__global float *p, __global const float *g, __global float *m,
+                        __global float *v, int n, float lr, float beta1, float beta2, float eps, float l2,
+                        float shrink, float bc1, float bc2, int per) {
+    CN_OPT_SPAN_BEGIN(n, per)
+    for (int k = v0; k < v1; k++) {
+        floatV pi = vloadV(k, p);
+        floatV gi = vloadV(k, g) + l2 * pi;
+        floatV mi = beta1 * vloadV(k, m) + (1.0f - beta1) * gi;
+        floatV vi = beta2 * vloadV(k, v) + (1.0f - beta2) * gi * gi;
+        vstoreV(mi, k, m);
+        vstoreV(vi, k, v);
+        floatV mhat = mi / bc1, vhat = vi / bc2;
+        vstoreV(pi * shrink - lr * mhat / (sqrt(vhat) + eps), k, p);
+    }
+    if (has_tail)
+        for (int i = nv * GVW; i < n; i++) {
+            float pi = p[i];
+            float gi = g[i] + l2 * pi;
+            float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+            float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+            m[i] = mi;
+            v[i] = vi;
+            float mhat = mi / bc1, vhat = vi / bc2;
+            p[i] = pi * shrink - lr * mhat / (sqrt(vhat) + eps);
+        }
+}
+
+__kernel void sgd_span(__global float *p, __global const float *g, __global float *vel,
+                       int n, float lr, float momentum, float wd, int nesterov, int per) {
+    CN_OPT_SPAN_BEGIN(n, per)
+    for (int k = v0; k < v1; k++) {
+        floatV pi = vloadV(k, p);
+        floatV gi = vloadV(k, g) + wd * pi;
+        floatV vi = momentum * vloadV(k, vel) + gi;
+        vstoreV(vi, k, vel);
+        vstoreV(pi - lr * (nesterov ? gi + momentum * vi : vi), k, p);
+    }
+    if (has_tail)
+        for (int i = nv * GVW; i < n; i++) {
+            float pi = p[i];
+            float gi = g[i] + wd * pi;
+            float vi = momentum * vel[i] + gi;
+            vel[i] = vi;
+            p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
+        }
+}

@@ -114,73 +114,90 @@ __kernel void avgpool_grad(__global const float *dy, __global float *dx, int N, 
     dx[i] = acc * (1.0f / (float)(KH * KW));
 }
 
-/* ---- Pixel kernels for CPU-style devices: one work-item per output pixel, all channels as
- * vectors of CV floats (the host picks CV from {GVW, 4} dividing C; C4 = C / CV). */
+/* ---- Row kernels for CPU-style devices: one work-item per row of windows (n, oh), walking
+ * its OW windows and all channels as vectors of CV floats (the host picks CV from {GVW, 4}
+ * dividing C; C4 = C / CV). Few, long work-items: a CPU driver pays per work-group. */
 #ifndef GVW
 #define GVW 16
 #endif
 #define CN_POOL_CAT_(a, b) a##b
 #define CN_POOL_CAT(a, b) CN_POOL_CAT_(a, b)
 
-#define CN_POOL_PIX_KERNELS(SUF, VT, IT)                                                          \
+/* Pixels [lo, hi) of one axis owned by window o of a disjoint pooling (S >= K): from its
+ * start up to the next window's start, the first window from 0, the last up to the end.
+ * These ranges partition [0, X) and contain the window's own pixels. */
+int cn_owned_lo(int o, int S, int P, int X) { return o == 0 ? 0 : clamp(o * S - P, 0, X); }
+int cn_owned_hi(int o, int O, int S, int P, int X) { return o == O - 1 ? X : clamp((o + 1) * S - P, 0, X); }
+
+#define CN_POOL_ROW_KERNELS(SUF, VT, IT)                                                          \
     /* First maximum of each window per channel (strict >, row-major scan); an empty window \
      * gives 0 like the reference. */                                                          \
-    __kernel void CN_POOL_CAT(maxpool_pix, SUF)(__global const VT *restrict x, __global VT *restrict y, int N, \
-                                                  int H, int W, int C4, int OH, int OW, int KH, int KW, int SH, \
-                                                  int SW, int PH, int PW) {                         \
-        int p = get_global_id(0);                                                                 \
-        if (p >= N * OH * OW) return;                                                             \
-        int ow = p % OW, t = p / OW;                                                              \
+    __kernel void CN_POOL_CAT(maxpool_rows, SUF)(__global const VT *restrict x, __global VT *restrict y, int N, \
+                                                   int H, int W, int C4, int OH, int OW, int KH, int KW, int SH, \
+                                                   int SW, int PH, int PW) {                        \
+        int t = get_global_id(0);                                                                 \
+        if (t >= N * OH) return;                                                                  \
         int oh = t % OH, n = t / OH;                                                              \
-        int h0 = oh * SH - PH, w0 = ow * SW - PW;                                                 \
-        int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);   \
+        int h0 = oh * SH - PH;                                                                    \
+        int ki0 = max(0, -h0), ki1 = min(KH, H - h0);                                             \
         __global const VT *img = x + n * H * W * C4;                                              \
-        __global VT *out = y + p * C4;                                                            \
-        for (int c = 0; c < C4; c++) {                                                            \
-            VT best = (VT)(0.0f);                                                                 \
-            int first = 1;                                                                        \
-            for (int ki = ki0; ki < ki1; ki++)                                                    \
-                for (int kj = kj0; kj < kj1; kj++) {                                              \
-                    VT v = img[((h0 + ki) * W + w0 + kj) * C4 + c];                               \
-                    best = first ? v : select(best, v, v > best);                                 \
-                    first = 0;                                                                    \
-                }                                                                                 \
-            out[c] = best;                                                                        \
+        for (int ow = 0; ow < OW; ow++) {                                                         \
+            int w0 = ow * SW - PW;                                                                \
+            int kj0 = max(0, -w0), kj1 = min(KW, W - w0);                                         \
+            __global VT *out = y + (t * OW + ow) * C4;                                            \
+            for (int c = 0; c < C4; c++) {                                                        \
+                VT best = (VT)(0.0f);                                                             \
+                int first = 1;                                                                    \
+                for (int ki = ki0; ki < ki1; ki++)                                                \
+                    for (int kj = kj0; kj < kj1; kj++) {                                          \
+                        VT v = img[((h0 + ki) * W + w0 + kj) * C4 + c];                           \
+                        best = first ? v : select(best, v, v > best);                             \
+                        first = 0;                                                                \
+                    }                                                                             \
+                out[c] = best;                                                                    \
+            }                                                                                     \
         }                                                                                         \
     }                                                                                             \
     /* MAXPOOL_GRAD for windows that never overlap (SH >= KH, SW >= KW): each window writes \
-     * dy to its winner and 0 to its other pixels; pixels in no window were zeroed first. */     \
-    __kernel void CN_POOL_CAT(maxpool_grad_disjoint, SUF)(__global const VT *restrict dy,           \
-                                                            __global const VT *restrict x,          \
-                                                            __global VT *restrict dx, int N, int H, int W, \
-                                                            int C4, int OH, int OW, int KH, int KW, int SH, \
-                                                            int SW, int PH, int PW) {               \
-        int p = get_global_id(0);                                                                 \
-        if (p >= N * OH * OW) return;                                                             \
-        int ow = p % OW, t = p / OW;                                                              \
+     * dy to its winner and 0 to every other pixel it owns (cn_owned_lo/hi), so every pixel \
+     * of dx is written exactly once and no zero fill is needed. */                           \
+    __kernel void CN_POOL_CAT(maxpool_grad_rows, SUF)(__global const VT *restrict dy,             \
+                                                        __global const VT *restrict x,            \
+                                                        __global VT *restrict dx, int N, int H, int W, \
+                                                        int C4, int OH, int OW, int KH, int KW, int SH, \
+                                                        int SW, int PH, int PW) {                 \
+        int t = get_global_id(0);                                                                 \
+        if (t >= N * OH) return;                                                                  \
         int oh = t % OH, n = t / OH;                                                              \
-        int h0 = oh * SH - PH, w0 = ow * SW - PW;                                                 \
-        int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);   \
+        int h0 = oh * SH - PH;                                                                    \
+        int ki0 = max(0, -h0), ki1 = min(KH, H - h0);                                             \
+        int hs = cn_owned_lo(oh, SH, PH, H), he = cn_owned_hi(oh, OH, SH, PH, H);                 \
         int base = n * H * W * C4;                                                                \
-        for (int c = 0; c < C4; c++) {                                                            \
-            VT best = (VT)(0.0f);                                                                 \
-            IT bi = (IT)(-1);                                                                     \
-            for (int ki = ki0; ki < ki1; ki++)                                                    \
-                for (int kj = kj0; kj < kj1; kj++) {                                              \
-                    int pos = (h0 + ki) * W + w0 + kj;                                            \
-                    VT v = x[base + pos * C4 + c];                                                \
-                    IT take = (bi < (IT)(0)) | (v > best);                                        \
-                    best = select(best, v, take);                                                 \
-                    bi = select(bi, (IT)(pos), take);                                             \
-                }                                                                                 \
-            VT g = dy[p * C4 + c];                                                                \
-            for (int ki = ki0; ki < ki1; ki++)                                                    \
-                for (int kj = kj0; kj < kj1; kj++) {                                              \
-                    int pos = (h0 + ki) * W + w0 + kj;                                            \
-                    dx[base + pos * C4 + c] = select((VT)(0.0f), g, bi == (IT)(pos));             \
-                }                                                                                 \
+        for (int ow = 0; ow < OW; ow++) {                                                         \
+            int w0 = ow * SW - PW;                                                                \
+            int kj0 = max(0, -w0), kj1 = min(KW, W - w0);                                         \
+            int ws = cn_owned_lo(ow, SW, PW, W), we = cn_owned_hi(ow, OW, SW, PW, W);             \
+            int p = t * OW + ow;                                                                  \
+            for (int c = 0; c < C4; c++) {                                                        \
+                VT best = (VT)(0.0f);                                                             \
+                IT bi = (IT)(-1);                                                                 \
+                for (int ki = ki0; ki < ki1; ki++)                                                \
+                    for (int kj = kj0; kj < kj1; kj++) {                                          \
+                        int pos = (h0 + ki) * W + w0 + kj;                                        \
+                        VT v = x[base + pos * C4 + c];                                            \
+                        IT take = (bi < (IT)(0)) | (v > best);                                    \
+                        best = select(best, v, take);                                             \
+                        bi = select(bi, (IT)(pos), take);                                         \
+                    }                                                                             \
+                VT g = dy[p * C4 + c];                                                            \
+                for (int h = hs; h < he; h++)                                                     \
+                    for (int w = ws; w < we; w++) {                                               \
+                        int pos = h * W + w;                                                      \
+                        dx[base + pos * C4 + c] = select((VT)(0.0f), g, bi == (IT)(pos));         \
+                    }                                                                             \
+            }                                                                                     \
         }                                                                                         \
     }
 
-CN_POOL_PIX_KERNELS(4, float4, int4)
-CN_POOL_PIX_KERNELS(v, CN_POOL_CAT(float, GVW), CN_POOL_CAT(int, GVW))
+CN_POOL_ROW_KERNELS(4, float4, int4)
+CN_POOL_ROW_KERNELS(v, CN_POOL_CAT(float, GVW), CN_POOL_CAT(int, GVW))

@@ -111,3 +111,65 @@ __kernel void accuracy_rows(__global const float *x, __global const int *labels,
     int idx = cn_row_argmax(x + row * C, C, tv, ti);
     if (get_local_id(0) == 0) hits[row] = idx == labels[row] ? 1.0f : 0.0f;
 }
+
+/* ---- SUM_ROWS on CPU-type devices: pass 1 of a deterministic two-pass column reduction.
+ * x is [R, C]; work-item (s, cb) sums rows [s*chunk, min(R, (s+1)*chunk)) of the column
+ * block [cb*SR_CB, (cb+1)*SR_CB) into part[s*C + c], reading each row's block as vectors
+ * (contiguous runs, several independent add chains). Within a slice, SR_INNER rows are added
+ * plainly and each such block sum joins a compensated total, so the rounding error stays that
+ * of an SR_INNER-term sum. Pass 2 (sum_rows_final) adds the slices in order, compensated. */
+#define SR_INNER 32
+#define SR_CB (4 * GVW)
+
+#define CN_SR_COLS(NV)                                                                             \
+    void cn_sr_cols##NV(__global const float *x, int r0, int r1, int C, int c0, __global float *out) { \
+        floatV sum[NV], comp[NV];                                                                  \
+        for (int v = 0; v < NV; v++) sum[v] = comp[v] = (floatV)(0.0f);                            \
+        for (int rb = r0; rb < r1; rb += SR_INNER) {                                               \
+            int re = min(r1, rb + SR_INNER);                                                       \
+            floatV blk[NV];                                                                        \
+            for (int v = 0; v < NV; v++) blk[v] = (floatV)(0.0f);                                  \
+            __global const float *row = x + rb * C + c0;                                           \
+            for (int r = rb; r < re; r++, row += C)                                                \
+                for (int v = 0; v < NV; v++) blk[v] += vloadV(v, row);                             \
+            for (int v = 0; v < NV; v++) {                                                         \
+                floatV y_ = blk[v] - comp[v], t_ = sum[v] + y_;                                    \
+                comp[v] = (t_ - sum[v]) - y_;                                                      \
+                sum[v] = t_;                                                                       \
+            }                                                                                      \
+        }                                                                                          \
+        for (int v = 0; v < NV; v++) vstoreV(sum[v], v, out + c0);                                 \
+    }
+CN_SR_COLS(4)
+CN_SR_COLS(2)
+CN_SR_COLS(1)
+
+__kernel void sum_rows_blocks(__global const float *x, int R, int C, int chunk, __global float *part) {
+    int s = get_global_id(0), cb = get_global_id(1);
+    int r0 = s * chunk, c = cb * SR_CB, cend = min(C, c + SR_CB);
+    if (r0 >= R || c >= C) return;
+    int r1 = min(R, r0 + chunk);
+    __global float *out = part + s * C;
+    if (cend - c == 4 * GVW) {
+        cn_sr_cols4(x, r0, r1, C, c, out);
+        return;
+    }
+    if (cend - c >= 2 * GVW) {
+        cn_sr_cols2(x, r0, r1, C, c, out);
+        c += 2 * GVW;
+    }
+    if (cend - c >= GVW) {
+        cn_sr_cols1(x, r0, r1, C, c, out);
+        c += GVW;
+    }
+    for (; c < cend; c++) {
+        float sum = 0.0f, comp = 0.0f;
+        for (int rb = r0; rb < r1; rb += SR_INNER) {
+            int re = min(r1, rb + SR_INNER);
+            float blk = 0.0f;
+            for (int r = rb; r < re; r++) blk += x[r * C + c];
+            KAHAN_ADD(sum, comp, blk);
+        }
+        out[c] = sum;
+    }
+}

@@ -31,6 +31,10 @@ cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g) {
     return CN_OK;
 }
 
+/* The fused bias of a 3-input launch (ops.h), else a stand-in buffer the kernels never read. */
+static int has_bias(const cn_launch *l) { return l->n_in == 3; }
+static cl_mem bias_mem(const cn_launch *l) { return cn_cl_mem(has_bias(l) ? l->in[2] : l->out); }
+
 static cn_status gemm_tiled(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
     size_t rtsm = (size_t)(c->gemm_tsm / c->gemm_wptm), rtsn = (size_t)(c->gemm_tsn / c->gemm_wptn);
     if (cn_cl_kernel_max_wg(c, CN_K_gemm_tiled) < rtsm * rtsn)
@@ -41,7 +45,8 @@ static cn_status gemm_tiled(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g
                      (size_t)((g->M + c->gemm_tsm - 1) / c->gemm_tsm) * rtsm, (size_t)g->batch};
     return CN_CL_LAUNCH(c, CN_K_gemm_tiled, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->out), CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(g->ta),
-                        CN_ARG_INT(g->tb), CN_ARG_INT(l->p->epilogue));
+                        CN_ARG_INT(g->tb), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)),
+                        CN_ARG_INT(has_bias(l)));
 }
 
 /* The register-blocked variants of gemm.cl, in the order of their kernel ids. */
@@ -124,11 +129,13 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
     int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
     CN_TRY(CN_CL_LAUNCH(c, v->kernel, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG(b), CN_ARG(out), CN_ARG_INT(g->M),
                         CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(sam), CN_ARG_INT(sak),
-                        CN_ARG_INT(S > 1 ? CN_EPI_NONE : l->p->epilogue), CN_ARG_INT(kc), CN_ARG_INT(S)));
+                        CN_ARG_INT(S > 1 ? CN_EPI_NONE : l->p->epilogue), CN_ARG_INT(kc), CN_ARG_INT(S),
+                        CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(S > 1 ? 0 : has_bias(l))));
     if (S == 1) return CN_OK;
     size_t rg[2] = {(size_t)mn, (size_t)g->batch}, rl[2] = {64, 1};
     return CN_CL_LAUNCH(c, CN_K_gemm_splitk_sum, 2, rg, rl, CN_ARG(out), CN_ARG_MEM(l->out), CN_ARG_INT(mn),
-                        CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue));
+                        CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(has_bias(l)),
+                        CN_ARG_INT(g->N));
 }
 
 static CLBlastStatusCode gemm_clblast(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
@@ -162,8 +169,12 @@ cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, i
     if (path == CN_GEMM_PATH_REG) return gemm_reg(c, l, g, variant, wg, kc);
     if (path == CN_GEMM_PATH_TILED) return gemm_tiled(c, l, g);
     CLBlastStatusCode st = gemm_clblast(c, l, g);
-    if (st == CLBlastSuccess)
+    if (st == CLBlastSuccess) {
+        if (has_bias(l))
+            return cn_cl_bias_epilogue(c, cn_cl_mem(l->out), bias_mem(l), cn_shape_numel(&l->out_shape), g->N,
+                                       l->p->epilogue);
         return cn_cl_apply_epilogue(c, cn_cl_mem(l->out), cn_shape_numel(&l->out_shape), l->p->epilogue);
+    }
     cn_status s = cn_errorf(CN_ERR_BLAS, "%s (batch %lld, M %lld, N %lld, K %lld, trans %d/%d) failed: %s (%d) on OpenCL device '%s'",
                             g->batch > 1 ? "CLBlastSgemmStridedBatched" : "CLBlastSgemm", (long long)g->batch,
                             (long long)g->M, (long long)g->N, (long long)g->K, g->ta, g->tb,
@@ -178,6 +189,9 @@ cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, i
 cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
     gemm_dims g = {0};
     CN_TRY(cn_cl_gemm_dims(c, l, &g));
+    if (l->n_in == 3 && (l->in_shape[0].ndim != 2 || cn_shape_numel(&l->in_shape[2]) != g.N))
+        return cn_errorf(CN_ERR_SHAPE, "matmul on OpenCL device '%s': a fused bias needs 2-D operands and %lld "
+                         "entries (the output's columns)", c->dev_name, (long long)g.N);
     int path, variant = 0;
     size_t wg = 0;
     int64_t kc = -1;

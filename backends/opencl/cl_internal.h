@@ -49,8 +49,13 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, sigmoid_grad) X(ELEMENTWISE, sigmoid_grad4)                                \
     X(ELEMENTWISE, tanh_grad) X(ELEMENTWISE, tanh_grad4)                                      \
     X(ELEMENTWISE, epilogue) X(ELEMENTWISE, expand) X(ELEMENTWISE, dropout)                   \
+    X(ELEMENTWISE, add_span) X(ELEMENTWISE, sub_span) X(ELEMENTWISE, mul_span)                \
+    X(ELEMENTWISE, div__span) X(ELEMENTWISE, relu_span) X(ELEMENTWISE, sigmoid_span)          \
+    X(ELEMENTWISE, tanh__span) X(ELEMENTWISE, exp__span) X(ELEMENTWISE, log__span)            \
+    X(ELEMENTWISE, scale_span) X(ELEMENTWISE, relu_grad_span) X(ELEMENTWISE, sigmoid_grad_span) \
+    X(ELEMENTWISE, tanh_grad_span)                                                            \
     X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final)                                 \
-    X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final)                                     \
+    X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)          \
     X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                           \
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)  \
     X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                          \
@@ -58,9 +63,9 @@ typedef enum cn_cl_family {
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                         \
     X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                            \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)            \
-    X(POOL, avgpool_grad) X(POOL, maxpool_pix4) X(POOL, maxpool_pixv)                         \
-    X(POOL, maxpool_grad_disjoint4) X(POOL, maxpool_grad_disjointv)                           \
-    X(OPTIM, adam) X(OPTIM, sgd)                                                              \
+    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                       \
+    X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                   \
+    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                       \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled)                                        \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)                \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4)  \
@@ -187,6 +192,14 @@ cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs,
     cn_cl_launch_1d((c), (id), (n),                                                         \
                     (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),           \
                     (cn_cl_arg[]){__VA_ARGS__})
+/* CPU-type devices: a "span" kernel (elementwise.cl) gives each work-item a contiguous run
+ * of `per` GVW-float vectors of an n-float tensor and takes per as its last argument; this
+ * launches one over n floats with nargs arguments before per. */
+cn_status cn_cl_launch_span(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t n, int nargs, const cn_cl_arg *args);
+#define CN_CL_LAUNCH_SPAN(c, id, n, ...)                                                    \
+    cn_cl_launch_span((c), (id), (n),                                                       \
+                      (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),         \
+                      (cn_cl_arg[]){__VA_ARGS__})
 /* Power-of-two work-group size for a one-group-per-row kernel over rows of length cols. */
 size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols);
 /* Work-group shape for a 3-D grid: up to wg_grid work-items, filling dimension 0 first. */
@@ -198,6 +211,9 @@ cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
 /* ---- shared op helpers ---- */
 /* out[0] = sum(x[0..n)) / div, as a two-pass work-group tree reduction. */
 cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
+/* buf[i] = epilogue(buf[i] + bias[i % nb]) in place over n floats (a fused bias after a
+ * library GEMM). */
+cn_status cn_cl_bias_epilogue(cn_cl_ctx *c, cl_mem buf, cl_mem bias, int64_t n, int64_t nb, int epilogue);
 /* Apply an epilogue activation in place over n floats. */
 cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue);
 

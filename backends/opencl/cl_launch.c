@@ -55,6 +55,24 @@ cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs,
     return cn_cl_launch(c, id, 1, &n, &lws, nargs, args);
 }
 
+/* Vectors per work-item: about 32 work-items per compute unit (on a shared machine the spare
+ * ones balance the load; fewer measured slower, more no better), each a run of at least 16
+ * vectors so the per-work-group cost of a CPU driver stays small. Groups of one. */
+cn_status cn_cl_launch_span(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t n, int nargs, const cn_cl_arg *args) {
+    if (n <= 0) return CN_OK;
+    cn_cl_arg all[24];
+    if (nargs + 1 > (int)(sizeof all / sizeof all[0]))
+        return cn_errorf(CN_ERR_INTERNAL, "%s: too many kernel arguments", cn_cl_kernel_name(id));
+    int64_t nv = n / c->gemm_vw, cu = c->compute_units ? (int64_t)c->compute_units : 1;
+    int64_t want = 32 * cu, per = (nv + want - 1) / want;
+    if (per < 16) per = 16;
+    memcpy(all, args, (size_t)nargs * sizeof *args);
+    cl_int per32 = (cl_int)per;
+    all[nargs] = CN_ARG(per32);
+    size_t gws = (size_t)(nv / per + 1), lws = 1;
+    return cn_cl_launch(c, id, 1, &gws, &lws, nargs + 1, all);
+}
+
 size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols) {
     size_t cap = pow2_floor(cn_cl_kernel_max_wg(c, id));
     if (cap > 256) cap = 256;
@@ -108,12 +126,16 @@ static int fits_int(const cn_shape *s) {
     return 1;
 }
 
+/* ops.h's fused-bias MATMUL: a third input, the bias [N] of a 2-D product (its shape is
+ * checked against the product in cn_cl_op_MATMUL and in supports()). */
+static int fused_bias(const cn_launch *l) { return l->op == CN_OP_MATMUL && l->n_in == 3; }
+
 int cn_cl_supports(void *ctx, const cn_launch *l) {
     (void)ctx;
     if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
     cn_op op = l->op;
     if (op == CN_OP_LEAF || op == CN_OP_RESHAPE) return 0; /* the executor's business */
-    if (l->n_in != cn_op_arity(op)) return 0;
+    if (l->n_in != cn_op_arity(op) && !fused_bias(l)) return 0;
     int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
     if (epi < CN_EPI_NONE || epi > CN_EPI_TANH) return 0;
     if (epi != CN_EPI_NONE && op != CN_OP_ADD && op != CN_OP_MATMUL) return 0;
@@ -131,6 +153,9 @@ int cn_cl_supports(void *ctx, const cn_launch *l) {
     switch (op) {
     case CN_OP_MATMUL:
         if (l->in_shape[0].ndim != l->in_shape[1].ndim || (l->in_shape[0].ndim != 2 && l->in_shape[0].ndim != 3))
+            return 0;
+        if (fused_bias(l) && (l->in_shape[0].ndim != 2 || l->out_shape.ndim != 2 ||
+                              cn_shape_numel(&l->in_shape[2]) != l->out_shape.d[1]))
             return 0;
         break;
     case CN_OP_IM2COL: case CN_OP_MAXPOOL: case CN_OP_AVGPOOL:
@@ -152,7 +177,7 @@ int cn_cl_supports(void *ctx, const cn_launch *l) {
 /* What every op shares; each op then checks its own shapes (CN_ERR_SHAPE). */
 static cn_status check_launch(cn_cl_ctx *c, const cn_launch *l) {
     const char *op = cn_op_name(l->op);
-    if (l->n_in != cn_op_arity(l->op))
+    if (l->n_in != cn_op_arity(l->op) && !fused_bias(l))
         return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': expects %d inputs, got %d", op, c->dev_name,
                          cn_op_arity(l->op), l->n_in);
     int epi = l->p ? l->p->epilogue : CN_EPI_NONE;

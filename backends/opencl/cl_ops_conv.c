@@ -122,7 +122,7 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
     int cv;
     int v = channel_vec(c, g.C, &cv);
     if (c->is_cpu && k == CN_K_maxpool && v > 0)
-        return ROWS(c, v == 2 ? CN_K_maxpool_pixv : CN_K_maxpool_pix4, g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]),
+        return ROWS(c, v == 2 ? CN_K_maxpool_rowsv : CN_K_maxpool_rows4, g.N * g.OH, CN_ARG_MEM(l->in[0]),
                     CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     return GRID(c, k, g.C, g.OW, g.N * g.OH, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
@@ -140,9 +140,8 @@ cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     int cv;
     int v = channel_vec(c, g.C, &cv);
     if (c->is_cpu && v > 0 && g.SH >= g.KH && g.SW >= g.KW) {
-        /* Windows never overlap: one pass, each window writing its own pixels. */
-        CN_TRY(cn_cl_fill_zero(c, cn_cl_mem(l->out), (size_t)total * sizeof(float)));
-        return ROWS(c, v == 2 ? CN_K_maxpool_grad_disjointv : CN_K_maxpool_grad_disjoint4, g.N * g.OH * g.OW,
+        /* Windows never overlap: one pass, each window writing the pixels it owns. */
+        return ROWS(c, v == 2 ? CN_K_maxpool_grad_rowsv : CN_K_maxpool_grad_rows4, g.N * g.OH,
                     CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
     cl_mem idx;

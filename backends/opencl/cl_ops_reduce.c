@@ -44,10 +44,36 @@ cn_status cn_cl_op_MEAN_ALL(cn_cl_ctx *c, const cn_launch *l) {
 #define SUM_ROWS_MIN_CHUNK 32
 #define SUM_ROWS_TARGET_ITEMS 65536
 
+/* CPU-type devices: each work-item sums a slice of rows over a block of 4 GVW-vectors of
+ * columns into a partial row (reduce.cl, sum_rows_blocks), then sum_rows_final adds the
+ * slices in order. Slices: about 8 work-items per compute unit in all, each at least
+ * SUM_ROWS_CPU_MIN_ROWS rows; one slice writes the output directly. */
+#define SUM_ROWS_CPU_MIN_ROWS 64
+static cn_status sum_rows_cpu(cn_cl_ctx *c, const cn_launch *l, int64_t R, int64_t C) {
+    int64_t cb = (C + 4 * c->gemm_vw - 1) / (4 * c->gemm_vw);
+    int64_t cu = c->compute_units ? (int64_t)c->compute_units : 1;
+    int64_t S = (8 * cu + cb - 1) / cb, max_s = R / SUM_ROWS_CPU_MIN_ROWS;
+    if (S > max_s) S = max_s;
+    if (S < 1) S = 1;
+    int64_t chunk = (R + S - 1) / S;
+    if (chunk < 1) chunk = 1;
+    S = (R + chunk - 1) / chunk;
+    if (S < 1) S = 1;
+    size_t gws[2] = {(size_t)S, (size_t)cb}, lws[2] = {1, 1};
+    cl_mem part = cn_cl_mem(l->out);
+    if (S > 1) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * C) * sizeof(float), &part));
+    CN_TRY(CN_CL_LAUNCH(c, CN_K_sum_rows_blocks, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
+                        CN_ARG_INT(chunk), CN_ARG(part)));
+    if (S == 1) return CN_OK;
+    return CN_CL_LAUNCH_1D(c, CN_K_sum_rows_final, (size_t)C, CN_ARG(part), CN_ARG_INT(S), CN_ARG_INT(C),
+                           CN_ARG_MEM(l->out));
+}
+
 cn_status cn_cl_op_SUM_ROWS(cn_cl_ctx *c, const cn_launch *l) {
     int64_t C = cn_shape_numel(&l->out_shape), nx = cn_shape_numel(&l->in_shape[0]);
     if (!cn_cl_is_suffix(&l->out_shape, &l->in_shape[0]) || C <= 0 || nx % C != 0) return shape_err(c, l, "output shape is not a suffix of the input shape");
     int64_t R = nx / C;
+    if (c->is_cpu) return sum_rows_cpu(c, l, R, C);
     /* Few columns and many rows would leave most of the device idle and each work-item
      * with a long serial sum: split the rows into slices and add the slices in pass 2. */
     int64_t S = SUM_ROWS_TARGET_ITEMS / C;

@@ -98,8 +98,7 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
     if (fam == CN_CL_FAM_GEMM)
         n += snprintf(buf + n, cap - (size_t)n, " -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d",
                       c->gemm_tsm, c->gemm_tsn, c->gemm_tsk, c->gemm_wptm, c->gemm_wptn);
-    if (fam == CN_CL_FAM_GEMM || fam == CN_CL_FAM_CONV || fam == CN_CL_FAM_POOL)
-        n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d", c->gemm_vw);
+    n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d", c->gemm_vw); /* every family: common.h.cl */
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
      * enters the cache key like every other option. */

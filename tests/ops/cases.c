@@ -87,7 +87,38 @@ static void mm(h_caselist *L, int B, int M, int K, int N, int ta, int tb, int ep
     c->mag_run = 1; /* run with epilogue none; relu/sigmoid/tanh are 1-Lipschitz */
 }
 
+/* The fused-bias launch (ops.h): a third input, bias [N], added to each row of the 2-D
+ * product before the epilogue. */
+static void mmb(h_caselist *L, int M, int K, int N, int ta, int tb, int epi) {
+    mm(L, 0, M, K, N, ta, tb, epi);
+    h_case *c = &L->v[L->n - 1];
+    size_t len = strlen(c->desc);
+    snprintf(c->desc + len, sizeof c->desc - len, " +bias[%d]", N);
+    h_in(c, h_shape(1, N), GEN_UNIFORM, -1, 1);
+    reduce_tol(c, K + 1);
+}
+
+static void cases_MATMUL_BIAS(h_caselist *L) {
+    for (int t = 0; t < 4; t++) {
+        mmb(L, 33, 17, 29, t & 1, t >> 1, CN_EPI_NONE);
+        mmb(L, 33, 17, 29, t & 1, t >> 1, CN_EPI_RELU);
+        mmb(L, 70, 45, 130, t & 1, t >> 1, CN_EPI_RELU); /* vector blocks, single vectors, columns */
+    }
+    mmb(L, 1, 1, 1, 0, 0, CN_EPI_NONE);
+    mmb(L, 7, 5, 3, 0, 0, CN_EPI_SIGMOID);
+    mmb(L, 13, 9, 11, 1, 0, CN_EPI_TANH);
+    mmb(L, 64, 300, 10, 0, 1, CN_EPI_RELU);   /* dense layer: x W^T + b */
+    mmb(L, 37, 576, 64, 0, 0, CN_EPI_RELU);   /* conv-like: im2col rows x filters + b */
+    mmb(L, 301, 9, 32, 0, 0, CN_EPI_RELU);    /* conv1-like, partial last row block */
+    mmb(L, 100, 1, 50, 0, 0, CN_EPI_NONE);
+    mmb(L, 1, 256, 10, 0, 0, CN_EPI_NONE);
+    mmb(L, 3, 0, 4, 0, 0, CN_EPI_SIGMOID);    /* K = 0: sigmoid(bias) */
+    mmb(L, 40, 4096, 24, 1, 0, CN_EPI_RELU);  /* long K, small output: split-K sums add the bias */
+    mmb(L, 24, 2048, 48, 0, 0, CN_EPI_TANH);
+}
+
 static void cases_MATMUL(h_caselist *L) {
+    cases_MATMUL_BIAS(L);
     mm(L, 0, 1, 1, 1, 0, 0, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 7, 5, 3, t & 1, t >> 1, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 33, 17, 29, t & 1, t >> 1, CN_EPI_NONE);
@@ -146,6 +177,11 @@ static void cases_ADD(h_caselist *L) {
     bin(L, CN_OP_ADD, h_shape(2, 17, 33), h_shape(1, 33), CN_EPI_TANH);
     bin(L, CN_OP_ADD, h_shape(1, 1), h_shape(1, 1), CN_EPI_RELU);
     bin(L, CN_OP_ADD, h_shape(2, 64, 10), h_shape(2, 64, 10), CN_EPI_RELU);
+    /* bias + relu of the seed CNN's layers (vector runs over whole rows of bias vectors) */
+    bin(L, CN_OP_ADD, h_shape(4, 3, 26, 26, 32), h_shape(1, 32), CN_EPI_RELU);
+    bin(L, CN_OP_ADD, h_shape(2, 121, 64), h_shape(1, 64), CN_EPI_RELU);
+    bin(L, CN_OP_ADD, h_shape(2, 77, 48), h_shape(1, 48), CN_EPI_SIGMOID);
+    bin(L, CN_OP_ADD, h_shape(1, 20001), h_shape(1, 20001), CN_EPI_TANH); /* long, scalar tail */
 }
 static void cases_SUB(h_caselist *L) { bin_common(L, CN_OP_SUB); }
 static void cases_MUL(h_caselist *L) { bin_common(L, CN_OP_MUL); }
@@ -166,6 +202,7 @@ static void un_common(h_caselist *L, cn_op op, float lo, float hi) {
     un(L, op, h_shape(1, 17), lo, hi);
     un(L, op, h_shape(3, 4, 33, 5), lo, hi);
     un(L, op, h_shape(1, 4099), lo, hi);
+    un(L, op, h_shape(2, 10007, 13), lo, hi);
 }
 
 static void cases_SCALE(h_caselist *L) {
@@ -208,6 +245,7 @@ static void ungrad_common(h_caselist *L, cn_op op, float lo, float hi) {
     ungrad(L, op, h_shape(1, 37), lo, hi);
     ungrad(L, op, h_shape(3, 4, 33, 5), lo, hi);
     ungrad(L, op, h_shape(1, 4099), lo, hi);
+    ungrad(L, op, h_shape(2, 10007, 13), lo, hi); /* many work-items' runs, and a tail */
 }
 static void cases_RELU_GRAD(h_caselist *L) { ungrad_common(L, CN_OP_RELU_GRAD, -1, 1); }
 static void cases_SIGMOID_GRAD(h_caselist *L) { ungrad_common(L, CN_OP_SIGMOID_GRAD, 0.01f, 0.99f); }
@@ -317,6 +355,11 @@ static void cases_SUM_ROWS(h_caselist *L) {
         {h_shape(2, 6, 1), h_shape(1, 1)},         {h_shape(1, 5), h_shape(1, 5)},
         {h_shape(4, 2, 5, 5, 32), h_shape(1, 32)}, {h_shape(2, 300, 129), h_shape(1, 129)},
         {h_shape(2, 4099, 3), h_shape(1, 3)},      {h_shape(2, 2, 3000), h_shape(1, 3000)},
+        /* bias gradients of the seed CNN, and column blocks with partial vectors / scalars */
+        {h_shape(4, 20, 26, 26, 32), h_shape(1, 32)}, {h_shape(2, 7744, 64), h_shape(1, 64)},
+        {h_shape(2, 576, 64), h_shape(1, 64)},       {h_shape(2, 5000, 17), h_shape(1, 17)},
+        {h_shape(2, 3001, 80), h_shape(1, 80)},      {h_shape(2, 1000, 100), h_shape(1, 100)},
+        {h_shape(3, 700, 3, 40), h_shape(2, 3, 40)},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char sx[64], so[64];
@@ -396,6 +439,9 @@ static const geo pool_geos[] = {
     {1, 5, 5, 2, 3, 3, 1, 1, 1, 1},  {3, 6, 6, 16, 2, 2, 2, 2, 0, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
     {2, 26, 26, 32, 2, 2, 2, 2, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1},
     {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: uncovered pixels get zero gradient */
+    /* channel-vector kernels (C % 4 == 0) with uncovered edges, gaps and padding */
+    {2, 11, 11, 64, 2, 2, 2, 2, 0, 0}, {1, 8, 8, 4, 2, 2, 3, 3, 0, 0}, {2, 7, 9, 16, 2, 2, 2, 2, 1, 1},
+    {1, 10, 9, 8, 3, 2, 3, 3, 1, 0},
 };
 #define N_CONV ((int)(sizeof conv_geos / sizeof conv_geos[0]))
 #define N_POOL ((int)(sizeof pool_geos / sizeof pool_geos[0]))
@@ -567,6 +613,7 @@ static void cases_ADAM(h_caselist *L) {
     struct { cn_shape s; uint64_t step; float wd; int decoupled; int fresh; } t[] = {
         {h_shape(1, 1), 1, 0, 0, 1},      {h_shape(1, 1000), 1, 0, 0, 1},  {h_shape(3, 3, 7, 5), 5, 0, 0, 0},
         {h_shape(1, 1037), 17, 0.01f, 0, 0}, {h_shape(2, 64, 10), 3, 0.05f, 1, 0}, {h_shape(1, 4096), 1000, 0, 0, 0},
+        {h_shape(1, 36869), 9, 0.01f, 0, 0}, /* several work-items' runs and a tail */
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char ss[64];
@@ -596,6 +643,7 @@ static void cases_SGD(h_caselist *L) {
         {h_shape(1, 1), 1, 0.1f, 0, 0, 0},          {h_shape(1, 1000), 1, 0.01f, 0, 0, 0},
         {h_shape(3, 3, 7, 5), 3, 0.01f, 0.9f, 0, 0}, {h_shape(1, 1037), 2, 0.05f, 0.9f, 0, 1},
         {h_shape(2, 64, 10), 7, 0.01f, 0.5f, 1e-3f, 0}, {h_shape(1, 4096), 4, 0.1f, 0.99f, 1e-2f, 1},
+        {h_shape(1, 36869), 5, 0.01f, 0.9f, 1e-3f, 1},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char ss[64];
@@ -644,7 +692,8 @@ int h_build_cases(h_caselist *L) {
             ok = 0;
         }
         for (int k = before; k < L->n; k++)
-            if (L->v[k].n_in != cn_op_arity((cn_op)op) || L->v[k].op != (cn_op)op) {
+            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !(op == CN_OP_MATMUL && L->v[k].n_in == 3)) ||
+                L->v[k].op != (cn_op)op) { /* MATMUL may carry ops.h's fused bias */
                 fprintf(stderr, "FAIL: case %s[%s] has %d inputs, the op table says %d\n",
                         cn_op_name((cn_op)op), L->v[k].desc, L->v[k].n_in, cn_op_arity((cn_op)op));
                 ok = 0;
