@@ -58,6 +58,9 @@ typedef struct cn_backend {
     void (*memory_stats)(void *ctx, cn_memory_stats *out);
     void (*set_memory_limit)(void *ctx, uint64_t bytes);
     void (*destroy)(void *ctx);
+    /* Optional (may be NULL): start a copy to host memory without waiting; dst is filled once
+     * sync() (or a blocking download) returns. The engine falls back to download. */
+    cn_status (*download_async)(void *ctx, void *buf, size_t offset, void *dst, size_t bytes);
     /* Optional (may be NULL): tune performance-critical kernels for this device. */
     cn_status (*tune)(void *ctx, int verbose);
 } cn_backend;

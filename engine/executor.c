@@ -94,3 +94,10 @@ cn_status cn_plan_read(cn_plan *p, int node, void *dst, size_t bytes) {
     CN_TRY(check_node(p, node, bytes, "read"));
     return p->dev->be->download(p->dev->be->ctx, p->buf[p->root[node]], 0, dst, bytes);
 }
+
+cn_status cn_plan_read_async(cn_plan *p, int node, void *dst, size_t bytes) {
+    CN_TRY(check_node(p, node, bytes, "read"));
+    cn_backend *be = p->dev->be;
+    void *buf = p->buf[p->root[node]];
+    return be->download_async ? be->download_async(be->ctx, buf, 0, dst, bytes) : be->download(be->ctx, buf, 0, dst, bytes);
+}

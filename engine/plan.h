@@ -35,6 +35,9 @@ cn_status cn_plan_feed(cn_plan *p, int node, const void *data, size_t bytes, int
 cn_status cn_plan_run(cn_plan *p, uint64_t step);
 /* Blocking read of a node's value (syncs the queue up to it). */
 cn_status cn_plan_read(cn_plan *p, int node, void *dst, size_t bytes);
+/* Start reading a node's value without waiting (falls back to a blocking read when the
+ * backend cannot); dst holds it once the device is synced. */
+cn_status cn_plan_read_async(cn_plan *p, int node, void *dst, size_t bytes);
 /* Backend buffer of a node (for binding results into tensors). */
 void *cn_plan_buffer(const cn_plan *p, int node);
 void cn_plan_free(cn_plan *p);

@@ -12,6 +12,7 @@
 
 #define MAX_PLANS 4
 #define EVAL_BATCH 500
+#define METRIC_RING 64 /* steps whose metrics may be in flight before the host waits */
 
 typedef struct step_plan {
     int batch;
@@ -36,6 +37,12 @@ struct cn_trainer {
     float *stage_x[2], *stage_t[2];
     int32_t *stage_y[2];
     int stage_pending[2], stage_next;
+    /* metrics of steps run without a sync: read asynchronously into the ring, folded into
+     * the totals when the device is next waited for */
+    struct { float loss, acc; int n; uint64_t step; } ring[METRIC_RING];
+    int ring_n;
+    double tot_loss;
+    int64_t tot_correct, tot_images;
 };
 
 void cn_train_config_default(cn_train_config *c) {
@@ -285,6 +292,34 @@ static cn_status feed(cn_trainer *t, step_plan *sp, const float *images, const i
     return CN_OK;
 }
 
+/* Waits for the queued steps and adds their metrics to the totals. */
+static cn_status fold_ring(cn_trainer *t) {
+    if (t->ring_n == 0) return CN_OK;
+    CN_TRY(cn_device_sync(t->dev));
+    t->stage_pending[0] = t->stage_pending[1] = 0;
+    int n = t->ring_n;
+    t->ring_n = 0;
+    for (int i = 0; i < n; i++) {
+        if (!isfinite(t->ring[i].loss))
+            return cn_errorf(CN_ERR_NUMERIC, "loss became %g at step %llu on %s (learning rate too high?)",
+                             (double)t->ring[i].loss, (unsigned long long)t->ring[i].step, t->dev->info.selector);
+        t->tot_loss += (double)t->ring[i].loss * t->ring[i].n;
+        t->tot_correct += lroundf(t->ring[i].acc);
+        t->tot_images += t->ring[i].n;
+    }
+    return CN_OK;
+}
+
+cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *images) {
+    if (!t) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_metrics: NULL trainer");
+    cn_status st = fold_ring(t);
+    if (loss_sum) *loss_sum = t->tot_loss;
+    if (correct) *correct = t->tot_correct;
+    if (images) *images = t->tot_images;
+    t->tot_loss = 0, t->tot_correct = 0, t->tot_images = 0;
+    return st;
+}
+
 static cn_status read_metrics(cn_trainer *t, step_plan *sp, float *loss, float *acc) {
     float l = 0, a = 0;
     CN_TRY(cn_plan_read(sp->plan, sp->loss, &l, sizeof l));
@@ -311,8 +346,14 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
         CN_TRY(read_metrics(t, sp, &l, &a));
         if (loss) *loss = l;
         if (correct) *correct = (int)lroundf(a);
+        return CN_OK;
     }
-    return CN_OK;
+    int k = t->ring_n++;
+    t->ring[k].n = n;
+    t->ring[k].step = t->step;
+    CN_TRY(cn_plan_read_async(sp->plan, sp->loss, &t->ring[k].loss, sizeof(float)));
+    CN_TRY(cn_plan_read_async(sp->plan, sp->acc, &t->ring[k].acc, sizeof(float)));
+    return t->ring_n == METRIC_RING ? fold_ring(t) : CN_OK;
 }
 
 /* Runs inference plans over n images in chunks; fn gets each chunk's plan. */

@@ -113,14 +113,21 @@ static cn_status cl_upload(void *ctx, void *buf, size_t offset, const void *src,
     return CN_OK;
 }
 
-static cn_status cl_download(void *ctx, void *buf, size_t offset, void *dst, size_t bytes) {
-    cn_cl_ctx *c = ctx;
+static cn_status read_buffer(cn_cl_ctx *c, void *buf, size_t offset, void *dst, size_t bytes, cl_bool blocking) {
     if (bytes == 0) return CN_OK;
     if (!buf || !dst) return cn_errorf(CN_ERR_INVALID_ARG, "download from OpenCL device '%s': NULL buffer", c->dev_name);
     CN_TRY(check_range(c, "download", buf, offset, bytes));
     CN_CL_CHECK(c, "clEnqueueReadBuffer",
-                clEnqueueReadBuffer(c->queue, cn_cl_mem(buf), CL_TRUE, offset, bytes, dst, 0, NULL, NULL));
+                clEnqueueReadBuffer(c->queue, cn_cl_mem(buf), blocking, offset, bytes, dst, 0, NULL, NULL));
     return CN_OK;
+}
+
+static cn_status cl_download(void *ctx, void *buf, size_t offset, void *dst, size_t bytes) {
+    return read_buffer(ctx, buf, offset, dst, bytes, CL_TRUE);
+}
+
+static cn_status cl_download_async(void *ctx, void *buf, size_t offset, void *dst, size_t bytes) {
+    return read_buffer(ctx, buf, offset, dst, bytes, CL_FALSE);
 }
 
 static cn_status cl_copy(void *ctx, void *dst, size_t dst_off, void *src, size_t src_off, size_t bytes) {
@@ -274,6 +281,7 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     vt->free = cl_free;
     vt->upload = cl_upload;
     vt->download = cl_download;
+    vt->download_async = cl_download_async;
     vt->copy = cl_copy;
     vt->supports = cn_cl_supports;
     vt->run = cn_cl_run;

@@ -217,9 +217,15 @@ typedef struct cn_trainer cn_trainer;
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
 /* One optimizer step on n <= batch images (float NHWC in [0,1]) and int labels.
- * loss (mean) and correct (count) may be NULL; asking for them forces one host sync. */
+ * Asking for loss (mean) or correct (count) waits for the step to finish. With both NULL the
+ * step is only enqueued and its metrics are collected on the device side of the queue, so the
+ * host prepares the next batch while the device works; cn_trainer_metrics returns them. */
 cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *labels, int n,
                           float *loss, int *correct);
+/* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
+ * loss x images), images counted correct, images. Waits for those steps; a non-finite loss
+ * among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
+cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *images);
 /* Inference: class probabilities (softmax of the logits), n x outputs, for any n. */
 cn_status cn_trainer_predict(cn_trainer *t, const float *images, int n, float *probs);
 /* Mean loss and count correct over n images, in batches. */

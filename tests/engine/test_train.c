@@ -120,6 +120,16 @@ static void test_accuracy_floor(cn_model *m, cn_device *dev) {
             cn_dataset_gather(&tr, perm, off, cnt, x, y);
             CHECK_OK(cn_trainer_step(t, x, y, cnt, NULL, NULL));
         }
+        /* the steps above ran without a sync; their metrics arrive together */
+        double loss_sum = 0;
+        int64_t right = -1, seen = 0;
+        CHECK_OK(cn_trainer_metrics(t, &loss_sum, &right, &seen));
+        CHECK(seen == tr.n && right > seen / 2 && right <= seen, "metrics: %lld of %lld correct", (long long)right,
+              (long long)seen);
+        CHECK(loss_sum / (double)seen > 0.2 && loss_sum / (double)seen < 1.5, "mean training loss %g",
+              loss_sum / (double)seen);
+        CHECK_OK(cn_trainer_metrics(t, &loss_sum, &right, &seen));
+        CHECK(seen == 0 && right == 0 && loss_sum == 0, "metrics were not reset");
         double loss = 0;
         int64_t correct = 0;
         CHECK_OK(cn_trainer_evaluate(t, te.images, te.labels, (int)te.n, &loss, &correct));

@@ -393,7 +393,7 @@ int cmd_train(int argc, char **argv) {
         double sum_loss = 0.0;
         int64_t sum_correct = 0, seen = 0, b = 0;
         char metrics[256] = "";
-        double t0 = cli_now();
+        double t0 = cli_now(), last_bar = t0;
         for (; b < nbatches; b++) {
             if (interrupted) break;
             if (o.steps > 0 && steps_run >= (uint64_t)o.steps) {
@@ -403,37 +403,34 @@ int cmd_train(int argc, char **argv) {
             int64_t start = b * o.batch;
             int count = (int)(train.n - start < o.batch ? train.n - start : o.batch);
             cn_dataset_gather(&train, perm, start, count, imgs, labels);
-            float loss = 0.0f;
-            int correct = 0;
-            st = cn_trainer_step(t, imgs, labels, count, &loss, &correct);
-            if (st == CN_ERR_NUMERIC) { /* the engine checks the loss itself */
+            /* Metrics stay on the device until the bar needs them (about 10 times a second)
+             * or the epoch ends, so the host gathers the next batch while the step runs. */
+            st = cn_trainer_step(t, imgs, labels, count, NULL, NULL);
+            steps_run++;
+            int last = b + 1 == nbatches || (o.steps > 0 && steps_run >= (uint64_t)o.steps);
+            if (st == CN_OK && (last || (bar_out && cli_now() - last_bar >= 0.1))) {
+                double l = 0.0;
+                int64_t c = 0, n = 0;
+                st = cn_trainer_metrics(t, &l, &c, &n);
+                sum_loss += l, sum_correct += c, seen += n;
+                last_bar = cli_now();
+                if (st == CN_OK && bar_out && seen > 0) {
+                    format_metrics(metrics, sizeof metrics, sum_loss / (double)seen,
+                                   (double)sum_correct / (double)seen, NULL);
+                    progress_update(&bar, b + 1, metrics, 0);
+                }
+            }
+            if (st == CN_ERR_NUMERIC) { /* the engine checks every step's loss */
                 progress_abort(&bar);
-                rc = cli_errorf("%s; training stopped at epoch %d, step %lld of %lld (no checkpoint written for this "
-                                "epoch). Try a lower --lr (now %g).",
-                                cn_last_error(), epoch + 1, (long long)b + 1, (long long)nbatches, o.lr);
+                rc = cli_errorf("%s; training stopped at epoch %d (no checkpoint written for this epoch). "
+                                "Try a lower --lr (now %g).",
+                                cn_last_error(), epoch + 1, o.lr);
                 goto done;
             }
             if (st != CN_OK) {
                 progress_abort(&bar);
                 rc = cli_error(st);
                 goto done;
-            }
-            steps_run++;
-            if (!isfinite(loss)) {
-                progress_abort(&bar);
-                rc = cli_errorf("the training loss became %s at epoch %d, step %lld of %lld; training stopped "
-                                "(no checkpoint written for this epoch). Try a lower --lr (now %g).",
-                                isnan(loss) ? "NaN" : "infinite", epoch + 1, (long long)b + 1, (long long)nbatches,
-                                o.lr);
-                goto done;
-            }
-            sum_loss += (double)loss * count;
-            sum_correct += correct;
-            seen += count;
-            if (bar_out) {
-                format_metrics(metrics, sizeof metrics, sum_loss / (double)seen, (double)sum_correct / (double)seen,
-                               NULL);
-                progress_update(&bar, b + 1, metrics, 0);
             }
         }
         double train_sec = cli_now() - t0;
