@@ -50,10 +50,8 @@ cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t r
     return st;
 }
 
-cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state) {
-    if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_load: NULL argument");
-    cn_ckpt *c;
-    CN_TRY(cn_ckpt_load(path, &c));
+/* Loads weights, optimizer state and counters from an already validated checkpoint. */
+static cn_status load_from(cn_trainer *t, const cn_ckpt *c, const char *path, int *epoch, uint64_t *rng_state) {
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
     cn_status st = CN_OK;
     if (strcmp(meta->model_text, cn_model_text(cn_trainer__model(t))) != 0)
@@ -84,7 +82,42 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
         if (epoch) *epoch = meta->epoch;
         if (rng_state) *rng_state = meta->rng_state;
     }
+    return st;
+}
+
+cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state) {
+    if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_load: NULL argument");
+    cn_ckpt *c;
+    CN_TRY(cn_ckpt_load(path, &c));
+    cn_status st = load_from(t, c, path, epoch, rng_state);
     cn_ckpt_free(c);
+    return st;
+}
+
+cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **out, int *epoch,
+                                     uint64_t *rng_state) {
+    if (!path || !dev || !model || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_from_checkpoint: NULL argument");
+    *model = NULL, *out = NULL;
+    cn_ckpt *c;
+    CN_TRY(cn_ckpt_load(path, &c));
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
+    char origin[512];
+    snprintf(origin, sizeof origin, "%s (model)", path);
+    cn_train_config cfg;
+    cn_train_config_default(&cfg);
+    cn_status st = CN_OK;
+    if (meta->optimizer > (uint32_t)CN_OPT_ADAMW)
+        st = cn_errorf(CN_ERR_FORMAT, "checkpoint %s: unknown optimizer %u", path, meta->optimizer);
+    cfg.optimizer = (cn_optimizer_kind)meta->optimizer;
+    if (st == CN_OK) st = cn_model_parse(meta->model_text, origin, model);
+    if (st == CN_OK) st = cn_trainer_create(*model, dev, &cfg, out);
+    if (st == CN_OK) st = load_from(*out, c, path, epoch, rng_state);
+    cn_ckpt_free(c);
+    if (st != CN_OK) {
+        cn_trainer_free(*out);
+        cn_model_free(*model);
+        *model = NULL, *out = NULL;
+    }
     return st;
 }
 

@@ -236,6 +236,10 @@ cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t r
 /* Load weights + optimizer state + counters saved by cn_trainer_save into a trainer of the
  * same model. */
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state);
+/* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer it
+ * was saved with), weights, optimizer state and step count loaded. The caller frees both. */
+cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **out,
+                                     int *epoch, uint64_t *rng_state);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
 cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
 /* Peak device bytes of the planned training graph and the sum of all its intermediates. */

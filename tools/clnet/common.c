@@ -89,35 +89,12 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
 
 cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **trainer,
                               int *epoch, uint64_t *step) {
-    *model = NULL;
-    *trainer = NULL;
-    /* Full validation (magic, bounds, checksum) first, and the optimizer the state was saved
-     * with, so that the trainer is built to match it. */
-    cn_ckpt *ck = NULL;
-    cn_status st = cn_ckpt_load(path, &ck);
-    if (st != CN_OK) return st;
-    const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
-    cn_train_config cfg;
-    cn_train_config_default(&cfg);
-    if (meta && meta->optimizer <= (uint32_t)CN_OPT_ADAMW) cfg.optimizer = (cn_optimizer_kind)meta->optimizer;
-    if (step) *step = meta ? meta->step : 0;
-    cn_ckpt_free(ck);
-
-    cn_model *m = NULL;
-    cn_trainer *t = NULL;
     int ep = 0;
     uint64_t rng = 0;
-    st = cn_checkpoint_read_model(path, &m);
-    if (st == CN_OK) st = cn_trainer_create(m, dev, &cfg, &t);
-    if (st == CN_OK) st = cn_trainer_load(t, path, &ep, &rng);
-    if (st != CN_OK) {
-        if (t) cn_trainer_free(t);
-        if (m) cn_model_free(m);
-        return st;
-    }
+    cn_status st = cn_trainer_from_checkpoint(path, dev, model, trainer, &ep, &rng);
+    if (st != CN_OK) return st;
     if (epoch) *epoch = ep;
-    *model = m;
-    *trainer = t;
+    if (step) *step = cn_trainer_steps(*trainer);
     return CN_OK;
 }
 
