@@ -3,10 +3,10 @@
 
 /* l2 = weight_decay for Adam's L2 (added to the gradient), 0 for AdamW; shrink = 1 - lr*wd
  * for AdamW's decoupled decay (p shrinks before the step, PyTorch's order), 1 for Adam. */
-__kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v, int n,
-                   float lr, float beta1, float beta2, float eps, float l2, float shrink, float bc1, float bc2) {
-    int i = get_global_id(0);
-    if (i >= n) return;
+/* One element of each update; the scalar kernels and the span kernels' tails share them so
+ * both paths round identically. */
+void adam_one(__global float *p, __global const float *g, __global float *m, __global float *v, int i,
+              float lr, float beta1, float beta2, float eps, float l2, float shrink, float bc1, float bc2) {
     float pi = p[i];
     float gi = g[i] + l2 * pi;
     float mi = beta1 * m[i] + (1.0f - beta1) * gi;
@@ -17,16 +17,26 @@ __kernel void adam(__global float *p, __global const float *g, __global float *m
     p[i] = pi * shrink - lr * mhat / (sqrt(vhat) + eps);
 }
 
-/* v = momentum*v + g; p -= lr * (nesterov ? g + momentum*v : v), g with L2 decay added. */
-__kernel void sgd(__global float *p, __global const float *g, __global float *vel, int n, float lr,
-                  float momentum, float wd, int nesterov) {
-    int i = get_global_id(0);
-    if (i >= n) return;
+void sgd_one(__global float *p, __global const float *g, __global float *vel, int i, float lr, float momentum,
+             float wd, int nesterov) {
     float pi = p[i];
     float gi = g[i] + wd * pi;
     float vi = momentum * vel[i] + gi;
     vel[i] = vi;
     p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
+}
+
+__kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v, int n,
+                   float lr, float beta1, float beta2, float eps, float l2, float shrink, float bc1, float bc2) {
+    int i = get_global_id(0);
+    if (i < n) adam_one(p, g, m, v, i, lr, beta1, beta2, eps, l2, shrink, bc1, bc2);
+}
+
+/* v = momentum*v + g; p -= lr * (nesterov ? g + momentum*v : v), g with L2 decay added. */
+__kernel void sgd(__global float *p, __global const float *g, __global float *vel, int n, float lr,
+                  float momentum, float wd, int nesterov) {
+    int i = get_global_id(0);
+    if (i < n) sgd_one(p, g, vel, i, lr, momentum, wd, nesterov);
 }
 
 /* CPU-style: the same updates over contiguous runs of GVW-float vectors per work-item (see
@@ -52,16 +62,7 @@ __kernel void adam_span(__global float *p, __global const float *g, __global flo
         vstoreV(pi * shrink - lr * mhat / (sqrt(vhat) + eps), k, p);
     }
     if (has_tail)
-        for (int i = nv * GVW; i < n; i++) {
-            float pi = p[i];
-            float gi = g[i] + l2 * pi;
-            float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-            float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-            m[i] = mi;
-            v[i] = vi;
-            float mhat = mi / bc1, vhat = vi / bc2;
-            p[i] = pi * shrink - lr * mhat / (sqrt(vhat) + eps);
-        }
+        for (int i = nv * GVW; i < n; i++) adam_one(p, g, m, v, i, lr, beta1, beta2, eps, l2, shrink, bc1, bc2);
 }
 
 __kernel void sgd_span(__global float *p, __global const float *g, __global float *vel,
@@ -75,11 +76,5 @@ __kernel void sgd_span(__global float *p, __global const float *g, __global floa
         vstoreV(pi - lr * (nesterov ? gi + momentum * vi : vi), k, p);
     }
     if (has_tail)
-        for (int i = nv * GVW; i < n; i++) {
-            float pi = p[i];
-            float gi = g[i] + wd * pi;
-            float vi = momentum * vel[i] + gi;
-            vel[i] = vi;
-            p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
-        }
+        for (int i = nv * GVW; i < n; i++) sgd_one(p, g, vel, i, lr, momentum, wd, nesterov);
 }
