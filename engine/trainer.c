@@ -111,11 +111,12 @@ static cn_status build_plan(cn_trainer *t, step_plan *sp, int batch, int trainin
     cn_graph_init(g);
     sp->batch = batch;
     int n = t->n_params;
-    int *pid = malloc(sizeof(int) * (size_t)(3 * n + 1));
-    int *grads = NULL, outs[64 + 3 * 256];
+    int *pid = malloc(sizeof(int) * (size_t)(4 * n + 3));
+    int *grads = NULL, n_out = 0;
     cn_tensor **bind = NULL;
     if (!pid) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan");
-    int *s1 = pid + n, *s2 = pid + 2 * n;
+    /* params, state leaves, then outputs: loss, accuracy, probabilities, one step per param */
+    int *s1 = pid + n, *s2 = s1 + n, *outs = s2 + n;
     for (int i = 0; i < 2 * n; i++) s1[i] = -1;
     cn_status st = add_leaves(t, g, pid);
     const cn_model *m = t->model;
@@ -129,7 +130,6 @@ static cn_status build_plan(cn_trainer *t, step_plan *sp, int batch, int trainin
     sp->acc = cn_g_binary(g, CN_OP_ACCURACY, logits, sp->y);
     sp->out = training ? -1 : cn_g_unary(g, CN_OP_SOFTMAX, logits);
     if (st == CN_OK && (sp->loss < 0 || sp->acc < 0 || (!training && sp->out < 0))) st = CN_ERR_SHAPE;
-    int n_out = 0;
     if (st == CN_OK) {
         outs[n_out++] = sp->loss;
         outs[n_out++] = sp->acc;
@@ -159,7 +159,7 @@ static cn_status build_plan(cn_trainer *t, step_plan *sp, int batch, int trainin
                 int in[4] = {pid[i], gr, s1[i], s2[i]};
                 upd = cn_g_op(g, CN_OP_ADAM, 4, in, &op, NULL);
             }
-            if (upd < 0 || n_out >= (int)(sizeof outs / sizeof outs[0])) st = upd < 0 ? CN_ERR_SHAPE : cn_errorf(CN_ERR_UNSUPPORTED, "too many parameters");
+            if (upd < 0) st = CN_ERR_SHAPE;
             else outs[n_out++] = upd;
         }
     }
@@ -266,6 +266,14 @@ static cn_status check_labels(const cn_trainer *t, const int32_t *labels, int n)
     return CN_OK;
 }
 
+/* MSE trains against a one-hot target built from the labels on the host. */
+static cn_status feed_target(cn_trainer *t, step_plan *sp, float *tg, const int32_t *labels, int n, int blocking) {
+    size_t c = (size_t)t->classes;
+    memset(tg, 0, (size_t)n * c * sizeof *tg);
+    for (int i = 0; i < n; i++) tg[(size_t)i * c + (size_t)labels[i]] = 1.0f;
+    return cn_plan_feed(sp->plan, sp->target, tg, (size_t)n * c * sizeof *tg, blocking);
+}
+
 /* Copy a batch into a staging slot and start its upload without waiting. */
 static cn_status feed(cn_trainer *t, step_plan *sp, const float *images, const int32_t *labels, int n) {
     int k = t->stage_next;
@@ -282,12 +290,7 @@ static cn_status feed(cn_trainer *t, step_plan *sp, const float *images, const i
     memcpy(t->stage_y[k], labels, (size_t)n * sizeof *labels);
     CN_TRY(cn_plan_feed(sp->plan, sp->x, x, in * sizeof *x, 0));
     CN_TRY(cn_plan_feed(sp->plan, sp->y, t->stage_y[k], (size_t)n * sizeof *labels, 0));
-    if (sp->target >= 0) {
-        float *tg = t->stage_t[k];
-        memset(tg, 0, (size_t)n * (size_t)t->classes * sizeof *tg);
-        for (int i = 0; i < n; i++) tg[(size_t)i * (size_t)t->classes + (size_t)labels[i]] = 1.0f;
-        CN_TRY(cn_plan_feed(sp->plan, sp->target, tg, (size_t)n * (size_t)t->classes * sizeof *tg, 0));
-    }
+    if (sp->target >= 0) CN_TRY(feed_target(t, sp, t->stage_t[k], t->stage_y[k], n, 0));
     t->stage_pending[k] = 1;
     return CN_OK;
 }
@@ -360,6 +363,7 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
 static cn_status for_chunks(cn_trainer *t, const float *images, const int32_t *labels, int n,
                             cn_status (*fn)(cn_trainer *, step_plan *, int off, int cnt, void *), void *ctx) {
     int32_t *zeros = NULL;
+    float *tg = NULL; /* one-hot targets, MSE only */
     size_t in = (size_t)cn_model_input_size(t->model);
     cn_status st = CN_OK;
     if (!labels && !(zeros = calloc(EVAL_BATCH, sizeof *zeros))) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "labels");
@@ -371,16 +375,15 @@ static cn_status for_chunks(cn_trainer *t, const float *images, const int32_t *l
         if (st == CN_OK) st = cn_plan_feed(sp->plan, sp->x, images + (size_t)off * in, (size_t)cnt * in * sizeof(float), 1);
         if (st == CN_OK) st = cn_plan_feed(sp->plan, sp->y, labels ? labels + off : zeros, (size_t)cnt * sizeof(int32_t), 1);
         if (st == CN_OK && sp->target >= 0) {
-            float *tg = calloc((size_t)cnt * (size_t)t->classes, sizeof *tg);
-            if (!tg) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "target");
-            for (int i = 0; tg && i < cnt; i++) tg[(size_t)i * (size_t)t->classes + (size_t)(labels ? labels[off + i] : 0)] = 1.0f;
-            if (st == CN_OK) st = cn_plan_feed(sp->plan, sp->target, tg, (size_t)cnt * (size_t)t->classes * sizeof *tg, 1);
-            free(tg);
+            if (!tg && !(tg = malloc((size_t)EVAL_BATCH * (size_t)t->classes * sizeof *tg)))
+                st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "target");
+            if (st == CN_OK) st = feed_target(t, sp, tg, labels ? labels + off : zeros, cnt, 1);
         }
         if (st == CN_OK) st = cn_plan_run(sp->plan, t->step);
         if (st == CN_OK) st = fn(t, sp, off, cnt, ctx);
     }
     free(zeros);
+    free(tg);
     return st;
 }
 
