@@ -217,19 +217,23 @@ static int load_model(train_opts *o, cn_model **out) {
     st = cn_ckpt_load(o->resume, &ck);
     if (st != CN_OK) return cli_error(st);
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
-    uint32_t kind = meta ? meta->optimizer : 0;
-    cn_ckpt_free(ck);
+    uint32_t kind = meta ? meta->optimizer : UINT32_MAX;
     int idx = -1;
     for (int i = 0; i < 3; i++)
         if ((uint32_t)optimizer_kinds[i] == kind) idx = i;
-    if (idx < 0) return cli_errorf("checkpoint %s was written with an unknown optimizer (%u)", o->resume, kind);
-    if (o->optimizer_given && o->optimizer != idx)
+    if (idx < 0 || (o->optimizer_given && o->optimizer != idx)) {
+        cn_ckpt_free(ck);
+        if (idx < 0) return cli_errorf("checkpoint %s was written with an unknown optimizer (%u)", o->resume, kind);
         return cli_errorf("--optimizer %s does not match the optimizer of checkpoint %s (%s); leave --optimizer out "
                           "when resuming",
                           optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
+    }
     o->optimizer = idx;
-
-    st = cn_checkpoint_read_model(o->resume, out);
+    /* the model text is already in hand: no second read of the checkpoint */
+    char origin[1024];
+    snprintf(origin, sizeof origin, "%s (model)", o->resume);
+    st = cn_model_parse(meta->model_text, origin, out);
+    cn_ckpt_free(ck);
     if (st != CN_OK) return cli_error(st);
     if (strcmp(o->model_path, "-") != 0) {
         cn_model *given = NULL;
