@@ -1,4 +1,5 @@
 /* Harness core: shapes, input generation, guarded launches, comparison. See harness.h. */
+#include "graph.h" /* cn_shape_str */
 #include "harness.h"
 #include "internal.h" /* cn_clear_error */
 
@@ -21,22 +22,11 @@ cn_shape h_shape(int ndim, ...) {
     return s;
 }
 
-int h_shape_str(const cn_shape *s, char *buf, size_t cap) {
-    int n = snprintf(buf, cap, "[");
-    for (int i = 0; i < s->ndim && (size_t)n < cap; i++)
-        n += snprintf(buf + n, cap - (size_t)n, "%s%lld", i ? "," : "", (long long)s->d[i]);
-    if ((size_t)n < cap) n += snprintf(buf + n, cap - (size_t)n, "]");
-    return n;
-}
+int h_shape_str(const cn_shape *s, char *buf, size_t cap) { return (int)strlen(cn_shape_str(s, buf, cap)); }
 
 /* ---- generator: splitmix64 ---- */
 void h_rng_seed(h_rng *r, uint64_t seed) { r->s = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL; }
-uint64_t h_rng_u64(h_rng *r) {
-    uint64_t z = (r->s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-}
+uint64_t h_rng_u64(h_rng *r) { return cn_rng_mix64(r->s += 0x9E3779B97F4A7C15ULL); }
 double h_rng_unif(h_rng *r) { return (double)(h_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0); }
 float h_rng_range(h_rng *r, float lo, float hi) {
     float v = (float)(lo + (hi - (double)lo) * h_rng_unif(r));
