@@ -25,7 +25,9 @@ typedef struct cn_plan {
 
 /* outputs: nodes whose values must survive the run (loss, metrics, optimizer steps).
  * bindings: NULL or g->n entries; PARAM/STATE leaves with a tensor are bound to it (it must
- * live on dev), others get a zeroed buffer owned by the plan. fuse: allow epilogue fusion. */
+ * live on dev), others get a zeroed buffer owned by the plan. An op node with a tensor writes
+ * its value into it (the node must own its buffer: not a view of a leaf, not in place, not
+ * sharing it with another bound node); list such nodes among the outputs. fuse: allow epilogue fusion. */
 cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, int n_out,
                          cn_tensor *const *bindings, int fuse, cn_plan **out);
 /* Upload host data into an INPUT leaf. blocking=0 returns at once; data must then stay

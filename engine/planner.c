@@ -114,7 +114,24 @@ static cn_status bind_leaf(cn_plan *p, int i, cn_tensor *t) {
     return CN_OK;
 }
 
-static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings) {
+/* An op node bound to a tensor writes its value there: the binding moves to the node whose
+ * buffer holds the value (a view's or fused op's root), which must be an op of its own. */
+static cn_status bind_output(cn_plan *p, int i, cn_tensor *t, cn_tensor **out_bind) {
+    const cn_node *n = &p->nodes[i];
+    int r = p->root[i];
+    if (t->dev != p->dev)
+        return cn_errorf(CN_ERR_DEVICE_MISMATCH, "'%s' lives on %s but the graph runs on %s", n->name,
+                         t->dev->info.selector, p->dev->info.selector);
+    if (cn_tensor_bytes(t) != node_bytes(n) || t->dtype != n->dtype)
+        return cn_errorf(CN_ERR_SHAPE, "output of node %d (%s) does not fit its bound tensor", i, cn_op_name(n->op));
+    if (p->nodes[r].op == CN_OP_LEAF || is_inplace(&p->nodes[r]) || out_bind[r])
+        return cn_errorf(CN_ERR_INTERNAL, "node %d (%s) cannot be bound: its buffer is shared", i, cn_op_name(n->op));
+    out_bind[r] = t;
+    return CN_OK;
+}
+
+static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings,
+                               cn_tensor *const *out_bind) {
     int n = p->n;
     int *last_use = malloc((size_t)n * sizeof *last_use);
     pool_buf *pool = calloc((size_t)n + 1, sizeof *pool);
@@ -148,6 +165,12 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
                     st = p->dev->be->upload(p->dev->be->ctx, p->buf[i], 0, nd->const_data, bytes, 1);
             }
             continue;
+        }
+        if (out_bind[i]) { /* written straight into a persistent tensor (a gradient) */
+            cn_tensor_retain(out_bind[i]);
+            p->bound[i] = out_bind[i];
+            p->buf[i] = out_bind[i]->buf;
+            goto release;
         }
         p->intermediate_bytes += bytes;
         /* Best fit among free buffers no more than twice the need, else a new one. */
@@ -230,7 +253,12 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];
     }
-    if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings);
+    cn_tensor **out_bind = calloc((size_t)n + 1, sizeof *out_bind);
+    if (!out_bind && st == CN_OK) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
+    for (int i = 0; i < n && st == CN_OK && bindings; i++)
+        if (bindings[i] && live[i] && p->nodes[i].op != CN_OP_LEAF) st = bind_output(p, i, bindings[i], out_bind);
+    if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings, out_bind);
+    free(out_bind);
     for (int i = 0; i < n && st == CN_OK; i++) {
         const cn_node *nd = &p->nodes[i];
         int fused_away = p->root[i] != i && !is_inplace(nd) && !is_view(nd);

@@ -165,6 +165,184 @@ cn_status cn_matmul(cn_tensor *a, cn_tensor *b, int trans_a, int trans_b, cn_ten
 cn_status cn_relu(cn_tensor *x, cn_tensor **out);
 cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
 
+/* ---- programs: graphs built through the public API ----
+ *
+ * A program is what is trained or run: named inputs, named parameters (shape plus an
+ * initialiser or host data), ops between them, named outputs and an optional scalar loss.
+ * It belongs to no device; sessions (below) run it on one. The layer builders and the model
+ * file parser lower into the same programs.
+ *
+ * Builder calls return a cn_value (a node of the program, >= 0). A call that fails returns
+ * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
+ * the next call fail too, so a builder can check once, at the end, with
+ * cn_program_status() (every session create also refuses a program that holds an error).
+ *
+ * Shapes: a dimension of -1 in an input is the batch (CN_BATCH), fixed per run by the data
+ * fed. Reshape takes at most one -1 ("whatever is left"). Every op checks its shapes when
+ * added, with a batch of 1, and again for each batch size a session runs.
+ *
+ * Broadcasting (add, sub, mul, div): b's shape equals a's or a trailing part of it (a bias
+ * [C] on [N,H,W,C]); the result has a's shape.
+ */
+#define CN_BATCH (-1)
+#define CN_INVALID_VALUE (-1)
+typedef int32_t cn_value;
+typedef struct cn_program cn_program;
+
+typedef enum cn_init {
+    CN_INIT_ZEROS = 0,
+    CN_INIT_ONES,
+    CN_INIT_GLOROT_UNIFORM, /* U(-a, a), a = sqrt(6 / (fan_in + fan_out)) */
+    CN_INIT_HE_UNIFORM,     /* U(-a, a), a = sqrt(6 / fan_in) */
+    CN_INIT_UNIFORM,        /* U(-scale, scale) */
+    CN_INIT_CONSTANT        /* every element = scale */
+} cn_init;
+/* Fans of a parameter shape [..., in, out] (dense [in,out], conv [KH,KW,Cin,Cout]):
+ * receptive = product of the leading dims, fan_in = receptive*in, fan_out = receptive*out;
+ * a 1-D shape [n] has fan_in = fan_out = n. */
+
+cn_status cn_program_create(cn_program **out);
+void cn_program_free(cn_program *p);
+/* The first error recorded by a builder call (CN_OK if none); its message is in
+ * cn_program_error(). */
+cn_status cn_program_status(const cn_program *p);
+const char *cn_program_error(const cn_program *p);
+/* Seed of parameter initialisation and dropout masks (default 42): the same program and seed
+ * give the same numbers on every device. */
+cn_status cn_program_set_seed(cn_program *p, uint64_t seed);
+uint64_t cn_program_seed(const cn_program *p);
+
+cn_value cn_input(cn_program *p, const char *name, int ndim, const int64_t *shape, cn_dtype dt);
+/* A trainable f32 parameter; scale is read by CN_INIT_UNIFORM and CN_INIT_CONSTANT. */
+cn_value cn_param(cn_program *p, const char *name, int ndim, const int64_t *shape, cn_init init, float scale);
+/* A trainable parameter whose initial value is copied from host data (numel floats). */
+cn_value cn_param_data(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
+/* A constant (copied), uploaded once per session. */
+cn_value cn_constant(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
+/* Names a value as an output that sessions can fetch. */
+cn_status cn_output(cn_program *p, const char *name, cn_value v);
+/* The scalar ([1]) value training minimises; also an output named "loss". */
+cn_status cn_set_loss(cn_program *p, cn_value v);
+
+/* Ops (see the conventions above). */
+cn_value cn_op_matmul(cn_program *p, cn_value a, cn_value b, int trans_a, int trans_b); /* 2-D, or 3-D batched */
+cn_value cn_op_add(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_sub(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_mul(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_div(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_scale(cn_program *p, cn_value x, float alpha, float beta); /* x*alpha + beta */
+cn_value cn_op_relu(cn_program *p, cn_value x);
+cn_value cn_op_sigmoid(cn_program *p, cn_value x);
+cn_value cn_op_tanh(cn_program *p, cn_value x);
+cn_value cn_op_exp(cn_program *p, cn_value x);
+cn_value cn_op_log(cn_program *p, cn_value x);
+cn_value cn_op_softmax(cn_program *p, cn_value x);     /* over the last axis */
+cn_value cn_op_log_softmax(cn_program *p, cn_value x); /* over the last axis */
+/* Sum or mean along one axis (negative counts from the end); keepdims leaves it as size 1.
+ * axis CN_ALL_AXES reduces everything to [1]. */
+#define CN_ALL_AXES 127
+cn_value cn_op_sum(cn_program *p, cn_value x, int axis, int keepdims);
+cn_value cn_op_mean(cn_program *p, cn_value x, int axis, int keepdims);
+cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape);
+cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm); /* out dim i = in dim perm[i] */
+/* x [N,H,W,Cin] (NHWC), w [KH,KW,Cin,Cout], bias [Cout] or CN_INVALID_VALUE for none. */
+cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int stride, int pad);
+cn_value cn_op_maxpool2d(cn_program *p, cn_value x, int size, int stride);
+cn_value cn_op_avgpool2d(cn_program *p, cn_value x, int size, int stride);
+/* Training only (inference sessions pass x through); masks differ per step and per node. */
+cn_value cn_op_dropout(cn_program *p, cn_value x, float rate);
+/* Mean over the batch of -log softmax(logits [N,C])[label], labels i32 [N]. */
+cn_value cn_op_cross_entropy(cn_program *p, cn_value logits, cn_value labels);
+/* Mean of (a - b)^2 over every element; b has a's shape. */
+cn_value cn_op_mse(cn_program *p, cn_value a, cn_value b);
+/* Count (as float [1]) of rows whose argmax equals the label. */
+cn_value cn_op_accuracy(cn_program *p, cn_value logits, cn_value labels);
+
+/* Shape and dtype of a value (with a batch of 1 where the batch appears). */
+cn_status cn_value_shape(const cn_program *p, cn_value v, int *ndim, int64_t *shape, cn_dtype *dt);
+int cn_program_num_params(const cn_program *p);
+/* Name and shape of parameter i (0..num_params-1), in the order they were added. */
+cn_status cn_program_param(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape);
+int cn_program_num_outputs(const cn_program *p);
+cn_status cn_program_output_name(const cn_program *p, int i, const char **name);
+
+/* ---- sessions: a program on one device ----
+ *
+ * An inference session runs the program forward only: no gradients, no optimizer state,
+ * dropout off. A training session also keeps a gradient tensor per parameter and the
+ * optimizer state; its step is three parts: compute gradients into the persistent gradient
+ * tensors (with the loss and the other outputs), an optional hook (where gradients can be
+ * summed across devices or machines), and the optimizer update. Parameters are the session's
+ * own device tensors, initialised from the program (seed, initialisers, host data); an
+ * inference session can share a training session's parameters instead.
+ *
+ * Feeding: each input is fed with its rows; inputs with a batch dimension must all be fed
+ * the same number of rows, which picks the batch of the run. A plan is built once per batch
+ * size and replayed. Nothing waits for the device until an output is fetched.
+ */
+typedef struct cn_session cn_session;
+
+typedef enum cn_optimizer_kind { CN_OPT_ADAM = 0, CN_OPT_SGD, CN_OPT_ADAMW } cn_optimizer_kind;
+
+typedef struct cn_optimizer_config {
+    cn_optimizer_kind kind;
+    float lr;           /* 1e-3 (Adam, AdamW), 1e-2 (SGD) */
+    float beta1, beta2; /* 0.9, 0.999 */
+    float eps;          /* 1e-7, as in Keras (PyTorch uses 1e-8) */
+    float weight_decay; /* 0; Adam: L2 added to the gradient, AdamW: decoupled, SGD: L2 */
+    float momentum;     /* SGD: 0.9 */
+    int nesterov;       /* SGD: 0 */
+} cn_optimizer_config;
+void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
+
+cn_status cn_session_create_inference(const cn_program *p, cn_device *dev, cn_session **out);
+/* The program must have a loss. opt NULL: Adam with the defaults above. */
+cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const cn_optimizer_config *opt,
+                                     cn_session **out);
+/* An inference session over src's program whose parameters are src's own tensors (no copy;
+ * updates by src are seen). src stays alive at least as long as *out. */
+cn_status cn_session_create_shared(cn_session *src, cn_session **out);
+void cn_session_free(cn_session *s);
+/* Compute only these outputs (names of cn_output values), before the first run; NULL or n
+ * = 0 restores the default (every output). Fewer outputs: less memory, more fusion. */
+cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n);
+
+/* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
+ * length (for an input without one, its first dimension). The data is copied at once. */
+cn_status cn_session_feed(cn_session *s, const char *input, const void *data, int64_t rows);
+/* Inference: one forward pass. Training: one whole step (gradients, hook, update). */
+cn_status cn_session_run(cn_session *s);
+/* Blocking read of an output of the last run; bytes must match its size. */
+cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
+/* Shape of an output for the current batch. */
+cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
+
+/* The three parts of a training step (cn_session_run does all three). */
+cn_status cn_session_compute_gradients(cn_session *s);
+cn_status cn_session_apply_gradients(cn_session *s);
+typedef cn_status (*cn_grad_hook)(cn_session *s, void *user);
+/* Called by cn_session_run between the gradients and the update (NULL: none). */
+cn_status cn_session_set_grad_hook(cn_session *s, cn_grad_hook fn, void *user);
+/* The persistent gradient tensor of a parameter (borrowed; valid while s lives). Parameters
+ * the loss does not depend on have a zero gradient and are not updated. */
+cn_status cn_session_gradient(cn_session *s, const char *param, cn_tensor **out);
+/* Optimizer steps taken; settings in force. */
+uint64_t cn_session_steps(const cn_session *s);
+cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out);
+
+/* Parameters in and out, by name, as host f32 arrays in the layout of docs/LAYOUT.md. */
+cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes);
+cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes);
+cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
+/* Parameters (and, for a training session, optimizer state, settings and step count) to or
+ * from a checkpoint file, matched by name and shape; a mismatch names the first parameter
+ * that differs. Writing is atomic. */
+cn_status cn_session_save(cn_session *s, const char *path);
+cn_status cn_session_load(cn_session *s, const char *path);
+/* Device bytes the session's plans hold beyond the parameters: planned intermediates after
+ * reuse and, for training, gradients and optimizer state. */
+cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
+
 /* ---- models (layers lowered to an op graph) ---- */
 typedef enum cn_act { CN_ACT_NONE = 0, CN_ACT_RELU, CN_ACT_SIGMOID, CN_ACT_TANH, CN_ACT_SOFTMAX } cn_act;
 
@@ -195,16 +373,13 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
 void cn_model_free(cn_model *m);
 
 /* ---- training ---- */
-typedef enum cn_optimizer_kind { CN_OPT_ADAM = 0, CN_OPT_SGD, CN_OPT_ADAMW } cn_optimizer_kind;
 typedef enum cn_loss_kind { CN_LOSS_XENT = 0, CN_LOSS_MSE } cn_loss_kind;
 
 typedef struct cn_train_config {
-    cn_optimizer_kind optimizer;
+    cn_optimizer_config opt; /* Adam, lr 1e-3, see cn_optimizer_config_default */
     cn_loss_kind loss;
-    float lr;           /* default 1e-3 */
-    float beta1, beta2, eps, weight_decay, momentum;
-    int batch;          /* default 64 */
-    uint64_t seed;      /* weight init, shuffling, dropout */
+    int batch;               /* default 64 */
+    uint64_t seed;           /* weight init, shuffling, dropout */
 } cn_train_config;
 
 void cn_train_config_default(cn_train_config *cfg);
@@ -226,24 +401,41 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
  * loss x images), images counted correct, images. Waits for those steps; a non-finite loss
  * among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
 cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *images);
-/* Inference: class probabilities (softmax of the logits), n x outputs, for any n. */
+/* Inference: class probabilities (softmax of the logits, whatever the last layer is), n x
+ * outputs, for any n. For any other output use an inference session (cn_trainer_session,
+ * cn_session_create_shared). */
 cn_status cn_trainer_predict(cn_trainer *t, const float *images, int n, float *probs);
 /* Mean loss and count correct over n images, in batches. */
 cn_status cn_trainer_evaluate(cn_trainer *t, const float *images, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
 uint64_t cn_trainer_steps(const cn_trainer *t);
+/* The trainer's training session (borrowed): parameters by name, gradients, hook. */
+cn_session *cn_trainer_session(cn_trainer *t);
 cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t rng_state);
 /* Load weights + optimizer state + counters saved by cn_trainer_save into a trainer of the
- * same model. */
+ * same network (parameters matched by name and shape). */
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state);
-/* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer it
- * was saved with), weights, optimizer state and step count loaded. The caller frees both. */
+/* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer
+ * settings and loss it was saved with), weights, optimizer state and step count loaded. */
 cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **out,
                                      int *epoch, uint64_t *rng_state);
+/* Reads a checkpoint once: its model and an inference session of the model's program (the
+ * classifier program below, with the loss it was trained with) on dev, weights loaded. */
+cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out);
+/* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
+cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
 cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
 /* Peak device bytes of the planned training graph and the sum of all its intermediates. */
 cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_t *sum_intermediates);
+/* The classifier program of a model (what the trainer runs): inputs "images" [batch,H,W,C]
+ * f32, "labels" [batch] i32 (and "target" [batch,classes] one-hot for MSE); outputs each layer
+ * by name ("conv2d_1", "dense_2", ...), "logits", "output" (the last layer's own output),
+ * "probabilities" (softmax of the logits), "correct" and "loss". */
+cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
+/* Mean loss and count correct over n images, in batches, on a session of such a program. */
+cn_status cn_classifier_evaluate(cn_session *s, const float *images, const int32_t *labels, int n,
+                                 double *loss, int64_t *correct);
 void cn_trainer_free(cn_trainer *t);
 
 #ifdef __cplusplus

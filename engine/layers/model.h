@@ -5,6 +5,7 @@
 
 #include "clnet.h"
 #include "graph.h"
+#include "program.h"
 
 typedef enum cn_layer_kind {
     CN_L_DENSE,
@@ -48,11 +49,13 @@ typedef struct cn_param_desc {
 /* Number of trainable tensors and their descriptions (descs may be NULL to count). */
 int cn_model_param_descs(const cn_model *m, cn_param_desc *descs);
 
-/* Adds the forward pass for a batch to g: x is an input leaf [batch,h,w,c]; param_ids are the
- * PARAM leaves in cn_model_param_descs order. Dropout only when training. Returns the logits
- * node (before any final softmax layer's activation when skip_final_softmax) or -1. */
-int cn_model_forward(const cn_model *m, cn_graph *g, int x, const int *param_ids, int training, uint32_t seed,
-                     int skip_final_softmax);
+/* The classifier program of a model: inputs "images" [batch,h,w,c] f32 and "labels" [batch]
+ * i32 ("target" [batch,classes] f32 too for MSE); parameters in cn_model_param_descs order,
+ * initialised from seed; outputs: every layer's output by layer name ("conv2d_1", ...),
+ * "logits" (before a final softmax), "output" (what the last layer gives), "probabilities"
+ * (softmax of the logits), "correct" (count of right answers) and the loss (cross-entropy of
+ * the logits, or MSE between probabilities and the one-hot target). */
+cn_status cn_model_to_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
 /* 1 if the last layer applies softmax (as an activation or a dense/conv act). */
 int cn_model_ends_with_softmax(const cn_model *m);
 cn_model *cn_model_clone(const cn_model *m);

@@ -265,7 +265,7 @@ int cmd_train(int argc, char **argv) {
     cn_train_config cfg;
     cn_train_config_default(&cfg);
     o.batch = cfg.batch > 0 ? cfg.batch : 64;
-    o.lr = cfg.lr > 0 ? cfg.lr : 1e-3;
+    o.lr = cfg.opt.lr > 0 ? cfg.opt.lr : 1e-3;
     arg_opt opts[] = {
         {"--data", NULL, ARG_STRING, &o.data, 0, 0, NULL, "DIR", 0},
         {"--epochs", NULL, ARG_INT, &o.epochs, 1, 1000000, NULL, "N", 0},
@@ -318,8 +318,8 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
 
-    cfg.optimizer = optimizer_kinds[o.optimizer];
-    cfg.lr = (float)o.lr;
+    cfg.opt.kind = optimizer_kinds[o.optimizer];
+    cfg.opt.lr = (float)o.lr;
     cfg.batch = (int)o.batch;
     cfg.seed = o.seed;
     st = cn_trainer_create(model, dev, &cfg, &t);

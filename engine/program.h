@@ -1,0 +1,82 @@
+/* Programs: the device-free description of what is trained or run (see clnet.h). A program
+ * holds a template graph, built with a batch of 1 so every op is checked as it is added, plus
+ * what is needed to build the same graph again for any batch (the shape specs that contain
+ * the batch), the parameters' initialisers and the named outputs. Sessions instantiate it. */
+#ifndef CN_PROGRAM_H
+#define CN_PROGRAM_H
+
+#include "graph.h"
+
+typedef struct cn_prog_param {
+    char name[CN_NODE_NAME_MAX];
+    int node; /* template leaf */
+    cn_init init;
+    float scale;
+    int64_t fan_in, fan_out;
+    float *data; /* initial value from the host (owned), or NULL */
+} cn_prog_param;
+
+typedef struct cn_prog_io {
+    char name[CN_NODE_NAME_MAX];
+    int node;
+} cn_prog_io;
+
+/* Per template node, how its shape is rebuilt for another batch. */
+typedef struct cn_prog_spec {
+    cn_shape shape; /* INPUT/PARAM: dims with -1 for the batch; RESHAPE: the requested shape
+                       with at most one -1; SUM_ROWS: the kept trailing dims (their count) */
+    uint32_t salt;  /* DROPOUT: mixed with the program seed into the mask seed */
+    int mean_of;    /* SCALE of a mean along an axis: alpha = numel(input) / numel(mean_of),
+                       so it follows the batch; -1 otherwise */
+} cn_prog_spec;
+
+struct cn_program {
+    cn_graph g;
+    cn_prog_spec *spec; /* spec_cap >= g.n entries */
+    int spec_cap;
+    cn_prog_param *params;
+    int n_params, cap_params;
+    cn_prog_io *inputs, *outputs;
+    int n_inputs, cap_inputs, n_outputs, cap_outputs;
+    int loss; /* template node, or -1 */
+    uint64_t seed;
+    uint32_t next_salt;
+    cn_status err;
+    char errmsg[512];
+};
+
+/* A program instantiated for one batch: graph, template-to-graph node map. Dropout is kept
+ * only when training (else its node maps to its input). Params become PARAM leaves. */
+typedef struct cn_prog_inst {
+    cn_graph g;
+    int *map; /* template node -> instance node */
+} cn_prog_inst;
+
+cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
+void cn_prog_inst_destroy(cn_prog_inst *inst);
+/* Deep copy (sessions keep their own, so the caller may free the program). */
+cn_status cn_program_clone(const cn_program *p, cn_program **out);
+
+/* Builder internals shared by the public op calls and the layer front-end. Each records a
+ * failure in the program and returns CN_INVALID_VALUE. */
+/* Records the message just set with cn_errorf as the program's failure. */
+cn_value cn_prog_fail(cn_program *p, cn_status st);
+cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const cn_op_params *params);
+cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec);
+cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt);
+/* A parameter with explicit fans (the layer front-end knows them; the public call derives them
+ * from the shape). */
+cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shape, cn_init init, float scale,
+                           int64_t fan_in, int64_t fan_out, const float *data);
+/* Sum over the leading axes, keeping the trailing `keep` dims. */
+cn_value cn_prog_sum_leading(cn_program *p, cn_value x, int keep);
+/* Marks a SCALE node as the division of a mean whose unreduced value is node `of`. */
+void cn_prog_mark_mean(cn_program *p, cn_value scale_node, cn_value of);
+int cn_program_find_input(const cn_program *p, const char *name);
+int cn_program_find_output(const cn_program *p, const char *name);
+int cn_program_find_param(const cn_program *p, const char *name);
+/* Fills host memory with a parameter's initial value (numel floats), drawn from the program
+ * seed and the parameter's index. */
+cn_status cn_prog_param_init(const cn_program *p, int i, float *dst);
+
+#endif

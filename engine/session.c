@@ -1,0 +1,511 @@
+/* Sessions: a program's parameters on one device, a plan per batch size, and for training the
+ * step in three parts: gradients into persistent tensors, the hook, the optimizer update. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "session.h"
+
+void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->lr = kind == CN_OPT_SGD ? 1e-2f : 1e-3f;
+    c->beta1 = 0.9f, c->beta2 = 0.999f, c->eps = 1e-7f;
+    c->momentum = 0.9f;
+}
+
+static cn_status check_optimizer(const cn_optimizer_config *c) {
+    if ((unsigned)c->kind > CN_OPT_ADAMW) return cn_errorf(CN_ERR_INVALID_ARG, "unknown optimizer %d", (int)c->kind);
+    if (!(c->lr > 0.0f) || !isfinite(c->lr))
+        return cn_errorf(CN_ERR_INVALID_ARG, "learning rate %g must be positive", (double)c->lr);
+    if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
+        return cn_errorf(CN_ERR_INVALID_ARG, "beta1 %g and beta2 %g must lie in [0,1)", (double)c->beta1,
+                         (double)c->beta2);
+    if (!(c->eps > 0.0f) || !isfinite(c->eps)) return cn_errorf(CN_ERR_INVALID_ARG, "eps %g must be positive", (double)c->eps);
+    if (!(c->weight_decay >= 0.0f) || !isfinite(c->weight_decay))
+        return cn_errorf(CN_ERR_INVALID_ARG, "weight decay %g must be >= 0", (double)c->weight_decay);
+    if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
+        return cn_errorf(CN_ERR_INVALID_ARG, "momentum %g must lie in [0,1)", (double)c->momentum);
+    return CN_OK;
+}
+
+static int64_t param_numel(const cn_session *s, int i) {
+    return cn_shape_numel(&s->prog->g.nodes[s->prog->params[i].node].shape);
+}
+
+/* Refuses what cannot fit before allocating it: the parameters and, for training, their
+ * gradients and optimizer state, against the device's memory (its cap when one is set). */
+static cn_status check_fits(const cn_session *s, int tensors_per_param) {
+    double bytes = 0;
+    for (int i = 0; i < s->prog->n_params; i++) bytes += (double)param_numel(s, i) * sizeof(float);
+    bytes *= tensors_per_param;
+    cn_memory_stats ms;
+    uint64_t limit = s->dev->info.global_mem;
+    if (cn_device_memory_stats(s->dev, &ms) == CN_OK && ms.limit && ms.limit < limit) limit = ms.limit;
+    if (limit && bytes > (double)limit)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "the %s needs %.1f MiB for parameters%s alone; device %s (%s) has %.1f MiB%s",
+                         s->training ? "training session" : "session", bytes / 1048576.0,
+                         s->training ? ", gradients and optimizer state" : "", s->dev->info.selector,
+                         s->dev->info.name, (double)limit / 1048576.0,
+                         ms.limit ? " (CLNET_MEMORY_LIMIT)" : "");
+    return CN_OK;
+}
+
+static cn_status alloc_params(cn_session *s, int init) {
+    const cn_program *p = s->prog;
+    int np = p->n_params ? p->n_params : 1;
+    s->param = calloc((size_t)np, sizeof *s->param);
+    s->grad = calloc((size_t)np, sizeof *s->grad);
+    s->state1 = calloc((size_t)np, sizeof *s->state1);
+    s->state2 = calloc((size_t)np, sizeof *s->state2);
+    s->has_grad = calloc((size_t)np, 1);
+    s->in = calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *s->in);
+    s->selected = malloc((size_t)(p->n_outputs ? p->n_outputs : 1));
+    if (!s->param || !s->grad || !s->state1 || !s->state2 || !s->has_grad || !s->in || !s->selected)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
+    memset(s->selected, 1, (size_t)(p->n_outputs ? p->n_outputs : 1));
+    for (int i = 0; i < p->n_inputs; i++) s->in[i].latest = 1;
+    for (int i = 0; i < p->n_params && init; i++) {
+        const cn_shape *sh = &p->g.nodes[p->params[i].node].shape;
+        CN_TRY(cn_tensor_create(s->dev, sh->ndim, sh->d, CN_F32, &s->param[i]));
+        if (s->training) {
+            CN_TRY(cn_tensor_create(s->dev, sh->ndim, sh->d, CN_F32, &s->grad[i]));
+            CN_TRY(cn_tensor_create(s->dev, sh->ndim, sh->d, CN_F32, &s->state1[i]));
+            if (s->opt.kind != CN_OPT_SGD) CN_TRY(cn_tensor_create(s->dev, sh->ndim, sh->d, CN_F32, &s->state2[i]));
+        }
+        float *h = malloc((size_t)param_numel(s, i) * sizeof *h);
+        if (!h) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "initialising '%s'", p->params[i].name);
+        cn_status st = cn_prog_param_init(p, i, h);
+        if (st == CN_OK) st = cn_tensor_write(s->param[i], h, (size_t)param_numel(s, i) * sizeof *h);
+        free(h);
+        CN_TRY(st);
+    }
+    return CN_OK;
+}
+
+static cn_status create(const cn_program *p, cn_device *dev, int training, const cn_optimizer_config *opt,
+                        cn_session **out) {
+    if (!p || !dev || !out) return cn_errorf(CN_ERR_INVALID_ARG, "session: NULL program, device or out");
+    *out = NULL;
+    CN_TRY(cn_program_status(p));
+    if (training && p->loss < 0) return cn_errorf(CN_ERR_INVALID_ARG, "a training session needs a program with a loss (cn_set_loss)");
+    cn_optimizer_config def;
+    cn_optimizer_config_default(&def, CN_OPT_ADAM);
+    if (training) CN_TRY(check_optimizer(opt ? opt : &def));
+    cn_session *s = calloc(1, sizeof *s);
+    if (!s) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
+    s->dev = dev;
+    cn_device_retain(dev);
+    s->training = training;
+    s->opt = opt ? *opt : def;
+    s->owns_prog = 1;
+    cn_status st = cn_program_clone(p, &s->prog);
+    if (st == CN_OK) st = check_fits(s, training ? (s->opt.kind == CN_OPT_SGD ? 3 : 4) : 1);
+    if (st == CN_OK) st = alloc_params(s, 1);
+    if (st != CN_OK) {
+        cn_error_context(st, "creating a %s session on %s", training ? "training" : "inference", dev->info.selector);
+        cn_session_free(s);
+        return st;
+    }
+    *out = s;
+    return CN_OK;
+}
+
+cn_status cn_session_create_inference(const cn_program *p, cn_device *dev, cn_session **out) {
+    return create(p, dev, 0, NULL, out);
+}
+
+cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const cn_optimizer_config *opt,
+                                     cn_session **out) {
+    return create(p, dev, 1, opt, out);
+}
+
+cn_status cn_session_create_shared(cn_session *src, cn_session **out) {
+    if (!src || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_create_shared: NULL argument");
+    *out = NULL;
+    cn_session *s = calloc(1, sizeof *s);
+    if (!s) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
+    s->prog = src->prog; /* src outlives s (documented), so its program can be borrowed */
+    s->dev = src->dev;
+    cn_device_retain(s->dev);
+    s->opt = src->opt;
+    cn_status st = alloc_params(s, 0);
+    for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
+        s->param[i] = src->param[i];
+        cn_tensor_retain(s->param[i]);
+    }
+    if (st != CN_OK) {
+        cn_session_free(s);
+        return st;
+    }
+    *out = s;
+    return CN_OK;
+}
+
+static void free_plans(cn_session *s) {
+    for (int i = 0; i < s->n_plans; i++) {
+        cn_plan_free(s->plans[i].plan);
+        cn_prog_inst_destroy(&s->plans[i].inst);
+    }
+    s->n_plans = 0;
+    s->last = NULL;
+}
+
+void cn_session_free(cn_session *s) {
+    if (!s) return;
+    free_plans(s);
+    cn_plan_free(s->apply);
+    cn_graph_destroy(&s->apply_g);
+    int np = s->prog ? s->prog->n_params : 0;
+    for (int i = 0; i < np; i++) {
+        cn_tensor_release(s->param ? s->param[i] : NULL);
+        cn_tensor_release(s->grad ? s->grad[i] : NULL);
+        cn_tensor_release(s->state1 ? s->state1[i] : NULL);
+        cn_tensor_release(s->state2 ? s->state2[i] : NULL);
+    }
+    for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) free(s->in[i].buf[0]), free(s->in[i].buf[1]);
+    free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->has_grad), free(s->in), free(s->selected);
+    if (s->owns_prog) cn_program_free(s->prog);
+    if (s->dev) cn_device_release(s->dev);
+    free(s);
+}
+
+cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_select_outputs: NULL session");
+    int no = s->prog->n_outputs;
+    char *sel = calloc((size_t)(no ? no : 1), 1);
+    if (!sel) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "outputs");
+    for (int i = 0; i < no; i++) sel[i] = !names || n <= 0;
+    for (int k = 0; names && k < n; k++) {
+        int o = cn_program_find_output(s->prog, names[k]);
+        if (o < 0) {
+            free(sel);
+            return cn_errorf(CN_ERR_NOT_FOUND, "the program has no output '%s'", names[k] ? names[k] : "(null)");
+        }
+        sel[o] = 1;
+    }
+    free(s->selected);
+    s->selected = sel;
+    free_plans(s); /* planned for the old selection */
+    return CN_OK;
+}
+
+/* The gradient node bound to a parameter's gradient tensor must own its buffer: a copy is
+ * inserted where it is a leaf, a view of one, or already another parameter's gradient. */
+static int own_grad(cn_graph *g, int gr, const int *used, int n_used) {
+    int r = gr;
+    while (g->nodes[r].op == CN_OP_RESHAPE) r = g->nodes[r].in[0];
+    int shared = g->nodes[r].op == CN_OP_LEAF;
+    for (int k = 0; k < n_used && !shared; k++) {
+        int u = used[k];
+        while (g->nodes[u].op == CN_OP_RESHAPE) u = g->nodes[u].in[0];
+        shared = u == r;
+    }
+    return shared ? cn_g_scale(g, gr, 1.0f, 0.0f) : gr;
+}
+
+static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
+    const cn_program *p = s->prog;
+    memset(sp, 0, sizeof *sp);
+    sp->batch = batch;
+    CN_TRY(cn_program_instantiate(p, batch, s->training, &sp->inst));
+    cn_graph *g = &sp->inst.g;
+    const int *map = sp->inst.map;
+    int n0 = g->n, n_out = 0;
+    int *grads = NULL, *outs = malloc(sizeof(int) * (size_t)(p->n_outputs + 2 * p->n_params + 2));
+    cn_tensor **bind = NULL;
+    cn_status st = outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
+    for (int i = 0; i < p->n_outputs && st == CN_OK; i++)
+        if (s->selected[i]) outs[n_out++] = map[p->outputs[i].node];
+    if (st == CN_OK && s->training) {
+        outs[n_out++] = map[p->loss];
+        grads = malloc(sizeof(int) * (size_t)n0);
+        st = grads ? cn_graph_backward(g, map[p->loss], grads) : cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");
+    }
+    int *used = st == CN_OK ? calloc((size_t)p->n_params + 1, sizeof *used) : NULL;
+    int n_used = 0;
+    if (st == CN_OK && !used) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");
+    int *gnode = used ? calloc((size_t)p->n_params + 1, sizeof *gnode) : NULL;
+    if (st == CN_OK && !gnode) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");
+    for (int i = 0; i < p->n_params && st == CN_OK && s->training; i++) {
+        int gr = grads[map[p->params[i].node]];
+        s->has_grad[i] = gr >= 0;
+        gnode[i] = gr < 0 ? -1 : own_grad(g, gr, used, n_used);
+        if (gr >= 0 && gnode[i] < 0) st = CN_ERR_SHAPE;
+        if (gr >= 0) used[n_used++] = gnode[i], outs[n_out++] = gnode[i];
+    }
+    if (st == CN_OK && !(bind = calloc((size_t)g->n, sizeof *bind))) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "bindings");
+    for (int i = 0; i < p->n_params && st == CN_OK; i++) {
+        bind[map[p->params[i].node]] = s->param[i];
+        if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
+    }
+    if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
+    if (st != CN_OK) {
+        cn_error_context(st, "planning the %s graph for a batch of %lld on %s", s->training ? "training" : "inference",
+                         (long long)batch, s->dev->info.selector);
+        cn_prog_inst_destroy(&sp->inst);
+    }
+    free(bind), free(grads), free(outs), free(used), free(gnode);
+    return st;
+}
+
+static cn_status get_plan(cn_session *s, int64_t batch, cn_sess_plan **out) {
+    for (int i = 0; i < s->n_plans; i++)
+        if (s->plans[i].batch == batch) return *out = &s->plans[i], CN_OK;
+    if (s->n_plans == CN_SESSION_MAX_PLANS) { /* evict the newest: the odd sizes (partial batches) */
+        cn_sess_plan *v = &s->plans[CN_SESSION_MAX_PLANS - 1];
+        if (s->last == v) s->last = NULL;
+        cn_plan_free(v->plan);
+        cn_prog_inst_destroy(&v->inst);
+        s->n_plans--;
+    }
+    CN_TRY(build_plan(s, batch, &s->plans[s->n_plans]));
+    *out = &s->plans[s->n_plans++];
+    return CN_OK;
+}
+
+cn_status cn_session__prepare(cn_session *s, int64_t batch) {
+    cn_sess_plan *sp;
+    return get_plan(s, batch, &sp);
+}
+
+static size_t input_row_bytes(const cn_program *p, int k) {
+    const cn_node *n = &p->g.nodes[p->inputs[k].node];
+    return (size_t)(cn_shape_numel(&n->shape) / n->shape.d[0]) * cn_dtype_size(n->dtype);
+}
+
+cn_status cn_session_feed(cn_session *s, const char *input, const void *data, int64_t rows) {
+    if (!s || !data) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_feed: NULL session or data");
+    int k = cn_program_find_input(s->prog, input);
+    if (k < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no input '%s'", input ? input : "(null)");
+    const cn_prog_spec *spec = &s->prog->spec[s->prog->inputs[k].node];
+    int64_t fixed = spec->shape.d[0];
+    if (rows < 1 || rows > (1 << 24) || (fixed != CN_BATCH && rows != fixed))
+        return cn_errorf(CN_ERR_SHAPE, "input '%s': %lld rows fed, %s", input, (long long)rows,
+                         fixed == CN_BATCH ? "the batch must be 1..16777216" : "its first dimension is fixed");
+    cn_sess_input *in = &s->in[k];
+    int slot = in->latest ^ 1;
+    if (in->pending[slot]) {
+        /* the upload that last read this copy may still be queued */
+        CN_TRY(cn_device_sync(s->dev));
+        for (int i = 0; i < s->prog->n_inputs; i++) s->in[i].pending[0] = s->in[i].pending[1] = 0;
+    }
+    size_t bytes = input_row_bytes(s->prog, k) * (size_t)rows;
+    if (in->cap[slot] < bytes) {
+        void *b = realloc(in->buf[slot], bytes);
+        if (!b) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "input '%s': %zu bytes", input, bytes);
+        in->buf[slot] = b, in->cap[slot] = bytes;
+    }
+    memcpy(in->buf[slot], data, bytes);
+    in->latest = slot, in->rows = rows, in->fed = 1;
+    return CN_OK;
+}
+
+/* The batch of the next run: the rows fed to the batch inputs, which must agree. */
+static cn_status fed_batch(const cn_session *s, int64_t *batch) {
+    const cn_program *p = s->prog;
+    int from = -1;
+    *batch = 1;
+    for (int k = 0; k < p->n_inputs; k++) {
+        if (p->spec[p->inputs[k].node].shape.d[0] != CN_BATCH || !s->in[k].fed) continue;
+        if (from >= 0 && s->in[k].rows != *batch)
+            return cn_errorf(CN_ERR_SHAPE, "inputs '%s' and '%s' were fed %lld and %lld rows; one batch needs one count",
+                             p->inputs[from].name, p->inputs[k].name, (long long)*batch, (long long)s->in[k].rows);
+        from = k, *batch = s->in[k].rows;
+    }
+    return CN_OK;
+}
+
+cn_status cn_session__forward(cn_session *s) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "session: NULL");
+    int64_t batch;
+    CN_TRY(fed_batch(s, &batch));
+    cn_sess_plan *sp;
+    CN_TRY(get_plan(s, batch, &sp));
+    const cn_program *p = s->prog;
+    for (int k = 0; k < p->n_inputs; k++) {
+        int node = sp->inst.map[p->inputs[k].node];
+        if (!cn_plan_buffer(sp->plan, node)) continue; /* not needed by what is computed */
+        cn_sess_input *in = &s->in[k];
+        if (!in->fed) return cn_errorf(CN_ERR_INVALID_ARG, "input '%s' was never fed", p->inputs[k].name);
+        CN_TRY(cn_plan_feed(sp->plan, node, in->buf[in->latest], input_row_bytes(p, k) * (size_t)in->rows, 0));
+        in->pending[in->latest] = 1;
+    }
+    s->last = sp;
+    return cn_plan_run(sp->plan, s->step + 1);
+}
+
+cn_status cn_session_compute_gradients(cn_session *s) {
+    if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_compute_gradients: not a training session");
+    return cn_session__forward(s);
+}
+
+/* The update: one optimizer op per parameter that has a gradient, reading the gradient
+ * tensors, so anything the hook did to them is what is applied. */
+static cn_status build_apply(cn_session *s) {
+    cn_graph *g = &s->apply_g;
+    cn_graph_init(g);
+    const cn_program *p = s->prog;
+    int n = p->n_params, n_out = 0;
+    int *outs = malloc(sizeof(int) * (size_t)(n + 1));
+    cn_tensor **bind = calloc((size_t)(5 * n + 1), sizeof *bind); /* 4 leaves and the update each */
+    cn_status st = outs && bind ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "optimizer graph");
+    cn_op_params op = {0};
+    op.lr = s->opt.lr, op.beta1 = s->opt.beta1, op.beta2 = s->opt.beta2, op.eps = s->opt.eps;
+    op.weight_decay = s->opt.weight_decay, op.momentum = s->opt.momentum, op.nesterov = s->opt.nesterov;
+    op.decoupled = s->opt.kind == CN_OPT_ADAMW;
+    for (int i = 0; i < n && st == CN_OK; i++) {
+        if (!s->has_grad[i]) continue;
+        const cn_shape *sh = &s->param[i]->shape;
+        int in[4];
+        cn_tensor *t[4] = {s->param[i], s->grad[i], s->state1[i], s->state2[i]};
+        int k = s->opt.kind == CN_OPT_SGD ? 3 : 4;
+        for (int j = 0; j < k; j++) {
+            in[j] = cn_g_leaf(g, j ? CN_LEAF_STATE : CN_LEAF_PARAM, p->params[i].name, sh, CN_F32);
+            if (in[j] >= 0) bind[in[j]] = t[j];
+        }
+        int upd = cn_g_op(g, s->opt.kind == CN_OPT_SGD ? CN_OP_SGD : CN_OP_ADAM, k, in, &op, NULL);
+        if (upd < 0) st = CN_ERR_SHAPE;
+        else outs[n_out++] = upd;
+    }
+    if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 0, &s->apply);
+    free(outs), free(bind);
+    if (st != CN_OK) cn_error_context(st, "planning the optimizer update on %s", s->dev->info.selector);
+    return st;
+}
+
+cn_status cn_session_apply_gradients(cn_session *s) {
+    if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_apply_gradients: not a training session");
+    if (s->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "apply_gradients: no gradients computed yet");
+    if (!s->apply) CN_TRY(build_apply(s));
+    CN_TRY(cn_plan_run(s->apply, s->step + 1));
+    s->step++;
+    return CN_OK;
+}
+
+cn_status cn_session_run(cn_session *s) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_run: NULL session");
+    if (!s->training) return cn_session__forward(s);
+    CN_TRY(cn_session__forward(s));
+    if (s->hook) {
+        cn_status st = s->hook(s, s->hook_user);
+        if (st != CN_OK) return cn_error_context(st, "gradient hook");
+    }
+    return cn_session_apply_gradients(s);
+}
+
+cn_status cn_session_set_grad_hook(cn_session *s, cn_grad_hook fn, void *user) {
+    if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_grad_hook: not a training session");
+    s->hook = fn, s->hook_user = user;
+    return CN_OK;
+}
+
+/* The latest run's node for an output, checked against what was computed and its size. */
+static cn_status output_node(cn_session *s, const char *output, int *node) {
+    int o = cn_program_find_output(s->prog, output);
+    if (o < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no output '%s'", output ? output : "(null)");
+    int is_loss = s->training && s->prog->outputs[o].node == s->prog->loss;
+    if (!s->selected[o] && !is_loss)
+        return cn_errorf(CN_ERR_INVALID_ARG, "output '%s' is not computed by this session (cn_session_select_outputs)", output);
+    if (!s->last) return cn_errorf(CN_ERR_INVALID_ARG, "output '%s': the session has not run yet", output);
+    *node = s->last->inst.map[s->prog->outputs[o].node];
+    return CN_OK;
+}
+
+cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes) {
+    if (!s || !dst) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_fetch: NULL argument");
+    int node = -1;
+    CN_TRY(output_node(s, output, &node));
+    cn_status st = cn_plan_read(s->last->plan, node, dst, bytes);
+    for (int i = 0; st == CN_OK && i < s->prog->n_inputs; i++) s->in[i].pending[0] = s->in[i].pending[1] = 0;
+    return st == CN_OK ? st : cn_error_context(st, "fetching '%s'", output);
+}
+
+cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, size_t bytes) {
+    int node = -1;
+    CN_TRY(output_node(s, output, &node));
+    return cn_plan_read_async(s->last->plan, node, dst, bytes);
+}
+
+cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_output_shape: NULL session");
+    int node = -1;
+    CN_TRY(output_node(s, output, &node));
+    const cn_shape *sh = &s->last->inst.g.nodes[node].shape;
+    if (ndim) *ndim = sh->ndim;
+    if (shape) memcpy(shape, sh->d, (size_t)sh->ndim * sizeof *shape);
+    return CN_OK;
+}
+
+static cn_status find_param(cn_session *s, const char *name, int *i) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "NULL session");
+    *i = cn_program_find_param(s->prog, name);
+    if (*i < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no parameter '%s'", name ? name : "(null)");
+    return CN_OK;
+}
+
+static cn_status param_bytes(cn_session *s, int i, size_t bytes) {
+    size_t want = cn_tensor_bytes(s->param[i]);
+    if (bytes != want) {
+        char sb[96];
+        return cn_errorf(CN_ERR_SHAPE, "parameter '%s' %s holds %zu bytes, %zu given", s->prog->params[i].name,
+                         cn_shape_str(&s->param[i]->shape, sb, sizeof sb), want, bytes);
+    }
+    return CN_OK;
+}
+
+cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes) {
+    int i = -1;
+    CN_TRY(find_param(s, name, &i));
+    CN_TRY(param_bytes(s, i, bytes));
+    return cn_tensor_read(s->param[i], dst, bytes);
+}
+
+cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes) {
+    int i = -1;
+    CN_TRY(find_param(s, name, &i));
+    CN_TRY(param_bytes(s, i, bytes));
+    return cn_tensor_write(s->param[i], src, bytes);
+}
+
+cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out) {
+    int i = -1;
+    CN_TRY(find_param(s, name, &i));
+    *out = s->param[i];
+    return CN_OK;
+}
+
+cn_status cn_session_gradient(cn_session *s, const char *param, cn_tensor **out) {
+    int i = -1;
+    CN_TRY(find_param(s, param, &i));
+    if (!s->training) return cn_errorf(CN_ERR_INVALID_ARG, "an inference session has no gradients");
+    *out = s->grad[i];
+    return CN_OK;
+}
+
+uint64_t cn_session_steps(const cn_session *s) { return s ? s->step : 0; }
+
+cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out) {
+    if (!s || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_optimizer: NULL argument");
+    *out = s->opt;
+    return CN_OK;
+}
+
+cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_memory: NULL session");
+    uint64_t pl = 0, ps = 0;
+    for (int i = 0; i < s->n_plans; i++)
+        if (s->plans[i].plan->pool_bytes > pl) pl = s->plans[i].plan->pool_bytes;
+    for (int i = 0; i < s->prog->n_params; i++) {
+        if (s->grad[i]) ps += cn_tensor_bytes(s->grad[i]);
+        if (s->state1[i]) ps += cn_tensor_bytes(s->state1[i]);
+        if (s->state2[i]) ps += cn_tensor_bytes(s->state2[i]);
+    }
+    if (planned) *planned = pl;
+    if (persistent) *persistent = ps;
+    return CN_OK;
+}

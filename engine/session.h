@@ -1,0 +1,63 @@
+/* Sessions (see clnet.h): the engine side shared by the public calls, the checkpoint code
+ * (session_io.c) and the classifier front-end (trainer.c). */
+#ifndef CN_SESSION_H
+#define CN_SESSION_H
+
+#include "data/checkpoint.h"
+#include "plan.h"
+#include "program.h"
+
+#define CN_SESSION_MAX_PLANS 4 /* batch sizes kept planned at once */
+
+typedef struct cn_sess_plan {
+    int64_t batch;
+    cn_prog_inst inst;
+    cn_plan *plan; /* inference: forward; training: forward, loss, gradients */
+} cn_sess_plan;
+
+typedef struct cn_sess_input {
+    void *buf[2]; /* two host copies, so a non-blocking upload never reads memory being refilled */
+    size_t cap[2];
+    int latest, pending[2];
+    int64_t rows;
+    int fed;
+} cn_sess_input;
+
+struct cn_session {
+    cn_program *prog;
+    int owns_prog;
+    cn_device *dev;
+    int training;
+    cn_optimizer_config opt;
+    cn_tensor **param, **grad, **state1, **state2; /* state: Adam m, v / SGD velocity */
+    char *has_grad;
+    cn_sess_plan plans[CN_SESSION_MAX_PLANS];
+    int n_plans;
+    cn_sess_plan *last; /* plan of the latest run */
+    cn_graph apply_g;
+    cn_plan *apply;
+    cn_sess_input *in;
+    char *selected; /* per program output: computed by the plans */
+    uint64_t step;
+    cn_grad_hook hook;
+    void *hook_user;
+};
+
+/* Uploads the fed inputs and runs the forward (inference) or gradient (training) plan for
+ * the fed batch without waiting. */
+cn_status cn_session__forward(cn_session *s);
+/* Plans the given batch now (so memory shortfalls show before any data is fed). */
+cn_status cn_session__prepare(cn_session *s, int64_t batch);
+/* Starts reading an output of the latest run without waiting; dst is valid after a sync. */
+cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, size_t bytes);
+/* Loads parameters (and, when restore_state and the optimizer kinds agree, optimizer state and
+ * step) from a parsed checkpoint; path names it in messages. */
+cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state);
+/* Writes parameters, optimizer state and settings plus the given metadata and extra tensors. */
+cn_status cn_session__save(cn_session *s, const char *path, const char *model_text, int epoch, uint64_t rng_state,
+                           const cn_ckpt_tensor *extra, int n_extra);
+/* Optimizer settings stored in a checkpoint (kind from its metadata); CN_ERR_NOT_FOUND if it
+ * has none (written before they were stored). */
+cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_optimizer_config *out);
+
+#endif

@@ -1,0 +1,157 @@
+/* Sessions to and from checkpoints: tensors matched by parameter name and shape, so any
+ * description of the same network loads (docs/CHECKPOINT.md lists the names). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "session.h"
+
+#define SETTINGS_NAME "optimizer.settings"
+#define SETTINGS_LEN 8 /* kind, lr, beta1, beta2, eps, weight_decay, momentum, nesterov */
+
+/* Optimizer state names: kind 1 is Adam's m / SGD's velocity, kind 2 Adam's v. */
+static void state_name(const cn_session *s, int i, int kind, char *buf, size_t cap) {
+    const char *suffix = kind == 1 ? (s->opt.kind == CN_OPT_SGD ? "velocity" : "m") : "v";
+    snprintf(buf, cap, "%.50s.%s", s->prog->params[i].name, suffix);
+}
+
+/* Checkpoints written before names were settled called the states ".state1" / ".state2". */
+static const cn_ckpt_tensor *find_state(const cn_session *s, const cn_ckpt *c, int i, int kind) {
+    char name[CN_CKPT_NAME_MAX];
+    state_name(s, i, kind, name, sizeof name);
+    const cn_ckpt_tensor *e = cn_ckpt_find(c, name);
+    if (e) return e;
+    snprintf(name, sizeof name, "%.50s.state%d", s->prog->params[i].name, kind);
+    return cn_ckpt_find(c, name);
+}
+
+static cn_tensor *state_tensor(const cn_session *s, int i, int kind) {
+    return kind == 0 ? s->param[i] : kind == 1 ? s->state1[i] : s->state2[i];
+}
+
+cn_status cn_session__save(cn_session *s, const char *path, const char *model_text, int epoch, uint64_t rng_state,
+                           const cn_ckpt_tensor *extra, int n_extra) {
+    if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "saving a session: NULL argument");
+    int np = s->prog->n_params, n = 0;
+    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 2 + n_extra), sizeof *ents);
+    void **host = calloc((size_t)(3 * np + 2), sizeof *host);
+    cn_status st = ents && host ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging");
+    for (int i = 0; i < np && st == CN_OK; i++)
+        for (int kind = 0; kind < 3 && st == CN_OK; kind++) {
+            cn_tensor *x = state_tensor(s, i, kind);
+            if (!x) continue;
+            cn_ckpt_tensor *e = &ents[n];
+            if (kind == 0) snprintf(e->name, sizeof e->name, "%s", s->prog->params[i].name);
+            else state_name(s, i, kind, e->name, sizeof e->name);
+            e->dtype = CN_F32;
+            e->ndim = x->shape.ndim;
+            memcpy(e->shape, x->shape.d, sizeof e->shape);
+            host[n] = malloc(cn_tensor_bytes(x));
+            if (!host[n]) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging for %s", e->name);
+            else st = cn_tensor_read(x, host[n], cn_tensor_bytes(x));
+                    e->data = host[n++];
+        }
+    float settings[SETTINGS_LEN] = {(float)s->opt.kind, s->opt.lr, s->opt.beta1, s->opt.beta2,
+                                    s->opt.eps, s->opt.weight_decay, s->opt.momentum, (float)s->opt.nesterov};
+    if (st == CN_OK && s->training) {
+        cn_ckpt_tensor *e = &ents[n++];
+        snprintf(e->name, sizeof e->name, SETTINGS_NAME);
+        e->dtype = CN_F32, e->ndim = 1, e->shape[0] = SETTINGS_LEN, e->data = settings;
+    }
+    int n_host = n;
+    for (int k = 0; k < n_extra && st == CN_OK; k++) ents[n++] = extra[k];
+    if (st == CN_OK) {
+        cn_ckpt_meta meta = {model_text, (uint32_t)s->opt.kind, epoch, s->step, rng_state};
+        st = cn_ckpt_save(path, &meta, ents, n);
+    }
+    for (int i = 0; host && i < n_host; i++) free(host[i]);
+    free(host);
+    free(ents);
+    return st;
+}
+
+cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_optimizer_config *out) {
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
+    if (meta->optimizer > (uint32_t)CN_OPT_ADAMW)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: unknown optimizer %u", path, meta->optimizer);
+    cn_optimizer_config_default(out, (cn_optimizer_kind)meta->optimizer);
+    const cn_ckpt_tensor *e = cn_ckpt_find(c, SETTINGS_NAME);
+    if (!e) return cn_errorf(CN_ERR_NOT_FOUND, "checkpoint %s stores no optimizer settings", path);
+    if (e->dtype != CN_F32 || e->ndim != 1 || e->shape[0] != SETTINGS_LEN)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: '%s' is not f32[%d]", path, SETTINGS_NAME, SETTINGS_LEN);
+    const float *v = e->data;
+    if (v[0] != (float)meta->optimizer)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: settings are for optimizer %g, the header says %u", path,
+                         (double)v[0], meta->optimizer);
+    out->lr = v[1], out->beta1 = v[2], out->beta2 = v[3], out->eps = v[4];
+    out->weight_decay = v[5], out->momentum = v[6], out->nesterov = v[7] != 0.0f;
+    return CN_OK;
+}
+
+/* Optimizer state and the metadata tensors of the optimizer and the trainer. */
+static int is_state_name(const char *name) {
+    const char *dot = strrchr(name, '.');
+    static const char *const states[] = {".m", ".v", ".velocity", ".state1", ".state2"};
+    if (strncmp(name, "optimizer.", 10) == 0 || strncmp(name, "trainer.", 8) == 0) return 1;
+    for (size_t k = 0; dot && k < sizeof states / sizeof *states; k++)
+        if (strcmp(dot, states[k]) == 0) return 1;
+    return 0;
+}
+
+/* The first parameter that differs between the program and the checkpoint, named. */
+static cn_status match_params(const cn_session *s, const cn_ckpt *c, const char *path) {
+    char s1[96], s2[96];
+    for (int i = 0; i < s->prog->n_params; i++) {
+        const char *name = s->prog->params[i].name;
+        const cn_ckpt_tensor *e = cn_ckpt_find(c, name);
+        const cn_shape *want = &s->param[i]->shape;
+        if (!e) return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has no parameter '%s' %s", path, name, cn_shape_str(want, s1, sizeof s1));
+        cn_shape got = cn_shape_make(e->ndim, e->shape);
+        if (e->dtype != CN_F32 || !cn_shape_eq(&got, want))
+            return cn_errorf(CN_ERR_SHAPE, "checkpoint %s: parameter '%s' is %s %s, the model needs f32 %s", path, name,
+                             cn_dtype_name(e->dtype), cn_shape_str(&got, s1, sizeof s1), cn_shape_str(want, s2, sizeof s2));
+    }
+    for (int k = 0; k < cn_ckpt_count(c); k++) {
+        const cn_ckpt_tensor *e = cn_ckpt_get(c, k);
+        if (!is_state_name(e->name) && cn_program_find_param(s->prog, e->name) < 0)
+            return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has a parameter '%s' that the model lacks", path, e->name);
+    }
+    return CN_OK;
+}
+
+cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state) {
+    CN_TRY(match_params(s, c, path));
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
+    int same_opt = s->training && restore_state && meta->optimizer == (uint32_t)s->opt.kind;
+    if (s->training && restore_state && !same_opt)
+        cn_log(CN_LOG_WARN, "%s was trained with another optimizer; its optimizer state is not loaded", path);
+    cn_status st = CN_OK;
+    for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
+        st = cn_tensor_write(s->param[i], cn_ckpt_find(c, s->prog->params[i].name)->data, cn_tensor_bytes(s->param[i]));
+        for (int kind = 1; kind < 3 && same_opt && st == CN_OK; kind++) {
+            cn_tensor *x = state_tensor(s, i, kind);
+            const cn_ckpt_tensor *e = x ? find_state(s, c, i, kind) : NULL;
+            if (!x) continue;
+            cn_shape got = e ? cn_shape_make(e->ndim, e->shape) : (cn_shape){0};
+            if (!e || e->dtype != CN_F32 || !cn_shape_eq(&got, &x->shape))
+                st = cn_errorf(CN_ERR_FORMAT, "checkpoint %s: optimizer state %d of '%s' is missing or malformed", path,
+                               kind, s->prog->params[i].name);
+            else
+                st = cn_tensor_write(x, e->data, cn_tensor_bytes(x));
+        }
+    }
+    if (st == CN_OK && s->training) s->step = same_opt ? meta->step : 0;
+    return st;
+}
+
+cn_status cn_session_save(cn_session *s, const char *path) { return cn_session__save(s, path, "", 0, 0, NULL, 0); }
+
+cn_status cn_session_load(cn_session *s, const char *path) {
+    if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_load: NULL argument");
+    cn_ckpt *c;
+    CN_TRY(cn_ckpt_load(path, &c));
+    cn_status st = cn_session__load(s, c, path, 1);
+    cn_ckpt_free(c);
+    return st;
+}
