@@ -60,4 +60,8 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
  * has none (written before they were stored). */
 cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_optimizer_config *out);
 
+/* The classifier front-end's settings (optimizer and loss) stored in a parsed checkpoint
+ * (trainer_io.c); defaults where it predates them. */
+cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train_config *cfg);
+
 #endif

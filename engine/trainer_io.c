@@ -22,7 +22,7 @@ cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t r
 
 /* Settings stored in a checkpoint: optimizer (defaults of its kind when it predates stored
  * settings) and loss. */
-static cn_status ckpt_config(const cn_ckpt *c, const char *path, cn_train_config *cfg) {
+cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train_config *cfg) {
     cn_train_config_default(cfg);
     cn_status st = cn_session__ckpt_optimizer(c, path, &cfg->opt);
     if (st == CN_ERR_NOT_FOUND) st = CN_OK;
@@ -64,7 +64,7 @@ cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg) {
     if (!path || !cfg) return cn_errorf(CN_ERR_INVALID_ARG, "cn_checkpoint_read_config: NULL argument");
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
-    cn_status st = ckpt_config(c, path, cfg);
+    cn_status st = cn_train_config_from_ckpt(c, path, cfg);
     cn_ckpt_free(c);
     return st;
 }
@@ -76,7 +76,7 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
     cn_train_config cfg;
-    cn_status st = ckpt_config(c, path, &cfg);
+    cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_trainer_create(*model, dev, &cfg, out);
     if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1);
@@ -90,18 +90,21 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
     return st;
 }
 
-cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out) {
+cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
+                                       int *epoch, uint64_t *step) {
     if (!path || !dev || !model || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_inference_from_checkpoint: NULL argument");
     *model = NULL, *out = NULL;
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
     cn_train_config cfg;
     cn_program *prog = NULL;
-    cn_status st = ckpt_config(c, path, &cfg);
+    cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
     if (st == CN_OK) st = cn_session__load(*out, c, path, 0);
+    if (st == CN_OK) st = load_meta(c, epoch, NULL);
+    if (st == CN_OK && step) *step = cn_ckpt_get_meta(c)->step;
     cn_ckpt_free(c);
     cn_program_free(prog);
     if (st != CN_OK) {

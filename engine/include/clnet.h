@@ -420,8 +420,10 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
 cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **out,
                                      int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once: its model and an inference session of the model's program (the
- * classifier program below, with the loss it was trained with) on dev, weights loaded. */
-cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out);
+ * classifier program below, with the loss it was trained with) on dev, weights loaded; its
+ * epoch and optimizer step count (either pointer may be NULL). */
+cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
+                                       int *epoch, uint64_t *step);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */

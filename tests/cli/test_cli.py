@@ -467,6 +467,46 @@ def test_resume():
 
 
 @test
+def test_optimizer_settings():
+    """--weight-decay and friends change training, are stored in the checkpoint and come back
+    on --resume: 1 epoch + resume 1 without the flags gives the same bytes as 2 straight."""
+    need_data()
+    model = write("linear.net", "input 28 28 1\nflatten\ndense 10\n")
+    common = ["--data", DATA, "--limit", "256", "--device", DEVICE, "--batch", "32", "-q"]
+
+    def train(name, *flags, epochs=1, resume=None):
+        ck = path(name)
+        args = ["train", model if not resume else "-", "--epochs", str(epochs), "--save", ck, *common, *flags]
+        if resume:
+            args += ["--resume", resume]
+        ok(run(args))
+        return ck
+
+    def test_loss(ck):
+        r = run(["eval", ck, "--data", DATA, "--limit", "256", "--device", DEVICE])
+        ok(r)
+        return float(r.out.split("loss ")[1].split()[0])
+
+    adam = train("adam.ckpt", "--optimizer", "adam")
+    adamw0 = train("adamw0.ckpt", "--optimizer", "adamw", "--weight-decay", "0")
+    adamw = train("adamw.ckpt", "--optimizer", "adamw", "--weight-decay", "0.5")
+    check(test_loss(adam) == test_loss(adamw0), "AdamW without decay trains exactly like Adam")
+    check(test_loss(adamw) != test_loss(adam), "--weight-decay 0.5 changes AdamW's training")
+    eps = train("eps.ckpt", "--optimizer", "adam", "--eps", "0.1")
+    check(test_loss(eps) != test_loss(adam), "--eps changes Adam's training")
+    flags = ["--optimizer", "adamw", "--lr", "0.003", "--beta1", "0.8", "--beta2", "0.99", "--eps", "1e-5",
+             "--weight-decay", "0.1"]
+    straight = train("straight.ckpt", *flags, epochs=2)
+    first = train("first.ckpt", *flags, epochs=1)
+    shutil.copy(first, path("resumed2.ckpt"))
+    resumed = train("resumed2.ckpt", epochs=2, resume=path("resumed2.ckpt"))
+    check(open(straight, "rb").read() == open(resumed, "rb").read(),
+          "resuming without the flags continues with the stored settings (byte-identical checkpoint)")
+    for bad in (["--beta1", "1.5"], ["--eps", "0"], ["--weight-decay", "-1"], ["--momentum", "x"]):
+        fails(run(["train", model, *common, *bad]), 2, [bad[0]])
+
+
+@test
 def test_steps_and_quiet():
     need_model()
     need_data()

@@ -301,7 +301,7 @@ static void test_checkpoint_by_name(cn_device *dev) {
           (double)back.opt.eps, (double)back.opt.weight_decay);
     cn_model *m4;
     cn_session *inf;
-    OK(cn_inference_from_checkpoint(path, dev, &m4, &inf));
+    OK(cn_inference_from_checkpoint(path, dev, &m4, &inf, NULL, NULL));
     const char *want[] = {"probabilities", "dense_1", "conv2d_1"};
     OK(cn_session_select_outputs(inf, want, 3));
     OK(cn_session_feed(inf, "images", img, 8));

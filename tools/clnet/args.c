@@ -228,3 +228,9 @@ int args_parse(const arg_cmd *cmd, arg_opt *opts, int argc, char **argv, const c
     *npos = np;
     return ARGS_OK;
 }
+
+int args_given(const arg_opt *opts, const char *name) {
+    for (const arg_opt *o = opts; o->name; o++)
+        if (strcmp(o->name, name) == 0) return o->given;
+    return 0;
+}

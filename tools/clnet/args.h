@@ -32,6 +32,9 @@ typedef struct arg_opt {
     int given;           /* set by args_parse: how many times the option appeared */
 } arg_opt;
 
+/* How many times the option `name` appeared (0 if the table has no such option). */
+int args_given(const arg_opt *opts, const char *name);
+
 /* The end of an option table. */
 #define ARG_END {NULL, NULL, ARG_FLAG, NULL, 0, 0, NULL, NULL, 0}
 

@@ -58,8 +58,8 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap);
 /* Loads a checkpoint for inference: validates the file, builds its model and a trainer on dev
  * (with the optimizer the checkpoint was written with) and loads the weights. epoch and step
  * may be NULL. On failure everything is freed and the outputs are NULL. */
-cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **trainer,
-                              int *epoch, uint64_t *step);
+cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **session,
+                              const char *output, int *epoch, uint64_t *step);
 
 /* Loads split ("train" or "t10k") of the dataset in dir (NULL: the default directory) and
  * checks that its images fit the model. On failure prints the error (naming the directory)

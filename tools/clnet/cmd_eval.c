@@ -49,7 +49,7 @@ int cmd_eval(int argc, char **argv) {
     int rc = EXIT_ERROR;
     cn_device *dev = NULL;
     cn_model *model = NULL;
-    cn_trainer *t = NULL;
+    cn_session *s = NULL;
     cn_dataset test;
     memset(&test, 0, sizeof test);
     int epoch = 0;
@@ -60,7 +60,7 @@ int cmd_eval(int argc, char **argv) {
         rc = cli_error(st);
         goto done;
     }
-    st = cli_load_checkpoint(ckpt, dev, &model, &t, &epoch, &step);
+    st = cli_load_checkpoint(ckpt, dev, &model, &s, NULL, &epoch, &step);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
@@ -73,7 +73,7 @@ int cmd_eval(int argc, char **argv) {
     printf("device: %s\n", label);
     double loss = 0.0, t0 = cli_now();
     int64_t correct = 0;
-    st = cn_trainer_evaluate(t, test.images, test.labels, (int)test.n, &loss, &correct);
+    st = cn_classifier_evaluate(s, test.images, test.labels, (int)test.n, &loss, &correct);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
@@ -89,7 +89,7 @@ int cmd_eval(int argc, char **argv) {
 
 done:
     if (test.images || test.labels) cn_dataset_free(&test);
-    if (t) cn_trainer_free(t);
+    cn_session_free(s);
     if (model) cn_model_free(model);
     if (dev) cn_device_release(dev);
     return rc;

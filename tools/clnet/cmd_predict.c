@@ -33,24 +33,6 @@ void help_predict(void) {
 static const arg_cmd predict_cmd = {"predict", "clnet predict CKPT IMAGE.pgm [--device SEL]", help_predict, 2, 2,
                                     "CKPT IMAGE.pgm"};
 
-/* cn_trainer_predict gives probabilities for models that end in softmax; logits otherwise.
- * Turn anything that is not already a distribution into one. */
-static void to_probabilities(float *v, int64_t n) {
-    double sum = 0.0;
-    int is_dist = 1;
-    for (int64_t i = 0; i < n; i++) {
-        if (!(v[i] >= 0.0f && v[i] <= 1.0f)) is_dist = 0;
-        sum += v[i];
-    }
-    if (is_dist && fabs(sum - 1.0) < 1e-3) return;
-    float mx = v[0];
-    for (int64_t i = 1; i < n; i++)
-        if (v[i] > mx) mx = v[i];
-    sum = 0.0;
-    for (int64_t i = 0; i < n; i++) sum += exp((double)v[i] - mx);
-    for (int64_t i = 0; i < n; i++) v[i] = (float)(exp((double)v[i] - mx) / sum);
-}
-
 int cmd_predict(int argc, char **argv) {
     const char *device = NULL;
     arg_opt opts[] = {
@@ -66,7 +48,7 @@ int cmd_predict(int argc, char **argv) {
     int rc = EXIT_ERROR;
     cn_device *dev = NULL;
     cn_model *model = NULL;
-    cn_trainer *t = NULL;
+    cn_session *s = NULL;
     cn_image img;
     memset(&img, 0, sizeof img);
     float *probs = NULL;
@@ -82,7 +64,7 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_error(st);
         goto done;
     }
-    st = cli_load_checkpoint(ckpt, dev, &model, &t, NULL, NULL);
+    st = cli_load_checkpoint(ckpt, dev, &model, &s, "probabilities", NULL, NULL);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
@@ -104,7 +86,9 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_errorf("out of memory");
         goto done;
     }
-    st = cn_trainer_predict(t, img.pixels, 1, probs);
+    st = cn_session_feed(s, "images", img.pixels, 1);
+    if (st == CN_OK) st = cn_session_run(s);
+    if (st == CN_OK) st = cn_session_fetch(s, "probabilities", probs, (size_t)nout * sizeof *probs);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
@@ -116,7 +100,6 @@ int cmd_predict(int argc, char **argv) {
             goto done;
         }
     }
-    to_probabilities(probs, nout);
     int64_t best = 0;
     for (int64_t i = 1; i < nout; i++)
         if (probs[i] > probs[best]) best = i;
@@ -133,7 +116,7 @@ int cmd_predict(int argc, char **argv) {
 done:
     free(probs);
     if (img.pixels) cn_image_free(&img);
-    if (t) cn_trainer_free(t);
+    cn_session_free(s);
     if (model) cn_model_free(model);
     if (dev) cn_device_release(dev);
     return rc;

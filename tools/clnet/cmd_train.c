@@ -13,6 +13,7 @@
 #include "args.h"
 #include "cli.h"
 #include "data/checkpoint.h"
+#include "session.h"
 #include "data/data.h"
 #include "progress.h"
 
@@ -32,8 +33,13 @@ void help_train(void) {
            "  --epochs N            train until N epochs are done (default %d; with --resume the\n"
            "                        epochs already in the checkpoint count)\n"
            "  --batch N             images per optimizer step (default 64)\n"
-           "  --lr X                learning rate (default 0.001)\n"
+           "  --lr X                learning rate (default 0.001 for Adam/AdamW, 0.01 for SGD)\n"
            "  --optimizer NAME      adam (default), sgd or adamw\n"
+           "  --weight-decay X      Adam: L2 added to the gradient; AdamW: decoupled decay (p -= lr*X*p);\n"
+           "                        SGD: L2 (default 0)\n"
+           "  --eps X               Adam/AdamW epsilon (default 1e-7, as in Keras; PyTorch uses 1e-8)\n"
+           "  --beta1 X, --beta2 X  Adam/AdamW moment decay rates (default 0.9, 0.999)\n"
+           "  --momentum X          SGD momentum (default 0.9)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else\n"
            "                        auto)\n"
            "  --seed N              seed of weight initialisation, shuffling and dropout (default %d)\n"
@@ -43,8 +49,9 @@ void help_train(void) {
            "                        done in the checkpoint\n"
            "  --save CKPT           write a checkpoint after every epoch (atomically: an interrupted\n"
            "                        run leaves the previous checkpoint intact)\n"
-           "  --resume CKPT         continue from a checkpoint: its model, weights, optimizer state,\n"
-           "                        epoch count and shuffling seed. MODEL is still given (or '-');\n"
+           "  --resume CKPT         continue from a checkpoint: its model, weights, optimizer state and\n"
+           "                        settings (flags given again override them), epoch count and\n"
+           "                        shuffling seed. MODEL is still given (or '-');\n"
            "                        a warning says if it differs from the checkpoint's model\n"
            "  --report FILE.json    write a JSON array with one object per epoch (epoch, loss,\n"
            "                        accuracy, val_loss, val_accuracy, seconds, images_per_second,\n"
@@ -196,10 +203,11 @@ static int read_previous_report(const char *path, int upto, epoch_record *rec) {
 typedef struct train_opts {
     const char *model_path, *data, *device, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
-    double lr;
+    double lr, weight_decay, eps, beta1, beta2, momentum;
     uint64_t seed;
     int optimizer, quiet;
     int seed_given, optimizer_given;
+    cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
 } train_opts;
 
 /* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
@@ -229,6 +237,11 @@ static int load_model(train_opts *o, cn_model **out) {
                           optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
     }
     o->optimizer = idx;
+    st = cn_train_config_from_ckpt(ck, o->resume, &o->ckpt_cfg);
+    if (st != CN_OK) {
+        cn_ckpt_free(ck);
+        return cli_error(st);
+    }
     /* the model text is already in hand: no second read of the checkpoint */
     char origin[1024];
     snprintf(origin, sizeof origin, "%s (model)", o->resume);
@@ -272,6 +285,11 @@ int cmd_train(int argc, char **argv) {
         {"--batch", NULL, ARG_INT, &o.batch, 1, 65536, NULL, "N", 0},
         {"--lr", NULL, ARG_FLOAT, &o.lr, 1e-12, 100, NULL, "X", 0},
         {"--optimizer", NULL, ARG_CHOICE, &o.optimizer, 0, 0, optimizer_names, "NAME", 0},
+        {"--weight-decay", NULL, ARG_FLOAT, &o.weight_decay, 0, 10, NULL, "X", 0},
+        {"--eps", NULL, ARG_FLOAT, &o.eps, 1e-30, 1, NULL, "X", 0},
+        {"--beta1", NULL, ARG_FLOAT, &o.beta1, 0, 0.999999, NULL, "X", 0},
+        {"--beta2", NULL, ARG_FLOAT, &o.beta2, 0, 0.999999999, NULL, "X", 0},
+        {"--momentum", NULL, ARG_FLOAT, &o.momentum, 0, 0.999999, NULL, "X", 0},
         {"--device", NULL, ARG_STRING, &o.device, 0, 0, NULL, "SEL", 0},
         {"--seed", NULL, ARG_U64, &o.seed, 0, 0, NULL, "N", 0},
         {"--limit", NULL, ARG_INT, &o.limit, 0, 2000000000, NULL, "N", 0},
@@ -287,8 +305,8 @@ int cmd_train(int argc, char **argv) {
     int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
     o.model_path = pos[0];
-    o.optimizer_given = opts[4].given;
-    o.seed_given = opts[6].given;
+    o.optimizer_given = args_given(opts, "--optimizer");
+    o.seed_given = args_given(opts, "--seed");
 
     int rc = EXIT_ERROR;
     cn_status st;
@@ -318,8 +336,14 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
 
-    cfg.opt.kind = optimizer_kinds[o.optimizer];
-    cfg.opt.lr = (float)o.lr;
+    /* settings: the optimizer's defaults, or the checkpoint's when resuming; flags given win */
+    if (o.resume) cfg = o.ckpt_cfg;
+    else cn_optimizer_config_default(&cfg.opt, optimizer_kinds[o.optimizer]);
+    const double *flag_val[] = {&o.lr, &o.weight_decay, &o.eps, &o.beta1, &o.beta2, &o.momentum};
+    float *cfg_val[] = {&cfg.opt.lr, &cfg.opt.weight_decay, &cfg.opt.eps, &cfg.opt.beta1, &cfg.opt.beta2, &cfg.opt.momentum};
+    const char *const flag_name[] = {"--lr", "--weight-decay", "--eps", "--beta1", "--beta2", "--momentum"};
+    for (int k = 0; k < 6; k++)
+        if (args_given(opts, flag_name[k])) *cfg_val[k] = (float)*flag_val[k];
     cfg.batch = (int)o.batch;
     cfg.seed = o.seed;
     st = cn_trainer_create(model, dev, &cfg, &t);

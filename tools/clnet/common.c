@@ -87,15 +87,12 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
     else snprintf(buf, cap, "%s (%s)", info->selector, info->name);
 }
 
-cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **trainer,
-                              int *epoch, uint64_t *step) {
-    int ep = 0;
-    uint64_t rng = 0;
-    cn_status st = cn_trainer_from_checkpoint(path, dev, model, trainer, &ep, &rng);
-    if (st != CN_OK) return st;
-    if (epoch) *epoch = ep;
-    if (step) *step = cn_trainer_steps(*trainer);
-    return CN_OK;
+cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **session,
+                              const char *output, int *epoch, uint64_t *step) {
+    cn_status st = cn_inference_from_checkpoint(path, dev, model, session, epoch, step);
+    const char *outs[] = {output, "loss", "correct"};
+    if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, 2);
+    return st;
 }
 
 int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn_model *m, cn_dataset *ds) {
