@@ -1,5 +1,6 @@
 /* Planner: dead-node pruning, activation fusion, liveness-based buffer reuse, and the
  * prebuilt launch list. The executor (executor.c) only replays what is decided here. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +93,14 @@ typedef struct pool_buf {
     int free;
 } pool_buf;
 
-static cn_status alloc_owned(cn_plan *p, size_t bytes, void **out) {
+/* In a dry run (sizing the plan before anything is allocated) buffers are distinct fake
+ * handles and only their bytes are counted. */
+static cn_status alloc_owned(cn_plan *p, size_t bytes, void **out, uint64_t *dry_bytes) {
+    if (dry_bytes) {
+        *dry_bytes += bytes;
+        *out = (void *)(uintptr_t)(0x1000 + 16 * (uintptr_t)p->n_owned++);
+        return CN_OK;
+    }
     CN_TRY(p->dev->be->alloc(p->dev->be->ctx, bytes ? bytes : 4, out));
     p->owned[p->n_owned++] = *out;
     return CN_OK;
@@ -131,7 +139,7 @@ static cn_status bind_output(cn_plan *p, int i, cn_tensor *t, cn_tensor **out_bi
 }
 
 static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings,
-                               cn_tensor *const *out_bind) {
+                               cn_tensor *const *out_bind, uint64_t *dry_bytes) {
     int n = p->n;
     int *last_use = malloc((size_t)n * sizeof *last_use);
     pool_buf *pool = calloc((size_t)n + 1, sizeof *pool);
@@ -160,8 +168,8 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
             if ((nd->leaf == CN_LEAF_PARAM || nd->leaf == CN_LEAF_STATE) && bindings && bindings[i])
                 st = bind_leaf(p, i, bindings[i]);
             else {
-                st = alloc_owned(p, bytes, &p->buf[i]);
-                if (st == CN_OK && nd->leaf == CN_LEAF_CONST)
+                st = alloc_owned(p, bytes, &p->buf[i], dry_bytes);
+                if (st == CN_OK && nd->leaf == CN_LEAF_CONST && !dry_bytes)
                     st = p->dev->be->upload(p->dev->be->ctx, p->buf[i], 0, nd->const_data, bytes, 1);
             }
             continue;
@@ -182,7 +190,7 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
         if (best < 0) {
             best = n_pool++;
             pool[best].bytes = bytes;
-            st = alloc_owned(p, bytes, &pool[best].buf);
+            st = alloc_owned(p, bytes, &pool[best].buf, dry_bytes);
             p->pool_bytes += bytes;
         }
         pool[best].free = 0;
@@ -200,6 +208,34 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
     free(last_use);
     free(pool);
     return st;
+}
+
+/* Sizes the plan without allocating and refuses one that cannot fit what the device has
+ * left (its memory cap when one is set), naming the estimate and the limit: allocating first
+ * would find out only when the system kills the process. */
+static cn_status check_fits(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings,
+                            cn_tensor *const *out_bind) {
+    uint64_t need = 0;
+    cn_status st = assign_buffers(p, live, is_out, bindings, out_bind, &need);
+    for (int i = 0; i < p->n; i++) {
+        cn_tensor_release(p->bound[i]);
+        p->bound[i] = NULL, p->buf[i] = NULL;
+    }
+    p->n_owned = 0, p->pool_bytes = 0, p->intermediate_bytes = 0;
+    CN_TRY(st);
+    cn_memory_stats ms;
+    uint64_t total = p->dev->info.global_mem, used = 0;
+    if (cn_device_memory_stats(p->dev, &ms) == CN_OK) {
+        if (ms.limit && ms.limit < total) total = ms.limit;
+        used = ms.current;
+    }
+    if (total && need > (total > used ? total - used : 0))
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "the plan needs %.1f MiB of buffers but device %s (%s) has %.1f MiB left of %.1f MiB%s",
+                         (double)need / 1048576.0, p->dev->info.selector, p->dev->info.name,
+                         (double)(total > used ? total - used : 0) / 1048576.0, (double)total / 1048576.0,
+                         ms.limit ? " (CLNET_MEMORY_LIMIT)" : "");
+    return CN_OK;
 }
 
 cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, int n_out, cn_tensor *const *bindings,
@@ -257,7 +293,8 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     if (!out_bind && st == CN_OK) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
     for (int i = 0; i < n && st == CN_OK && bindings; i++)
         if (bindings[i] && live[i] && p->nodes[i].op != CN_OP_LEAF) st = bind_output(p, i, bindings[i], out_bind);
-    if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings, out_bind);
+    if (st == CN_OK) st = check_fits(p, live, is_out, bindings, out_bind);
+    if (st == CN_OK) st = assign_buffers(p, live, is_out, bindings, out_bind, NULL);
     free(out_bind);
     for (int i = 0; i < n && st == CN_OK; i++) {
         const cn_node *nd = &p->nodes[i];

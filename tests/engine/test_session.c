@@ -320,6 +320,42 @@ static void test_checkpoint_by_name(cn_device *dev) {
     cn_model_free(m1), cn_model_free(m2), cn_model_free(m3);
 }
 
+/* What cannot fit is refused before it is allocated, naming the estimate and the limit:
+ * parameters at session creation, a plan's buffers when it is planned. */
+static void test_refuses_what_cannot_fit(cn_device *dev) {
+    cn_program *p;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 2, (int64_t[]){CN_BATCH, 1 << 20}, CN_F32);
+    cn_value w = cn_param(p, "w", 2, (int64_t[]){1 << 20, 1 << 14}, CN_INIT_ZEROS, 0); /* 64 GiB */
+    cn_value y = cn_op_matmul(p, x, w, 0, 0);
+    OK(cn_set_loss(p, cn_op_mean(p, y, CN_ALL_AXES, 0)));
+    cn_session *s = NULL;
+    CHECK(cn_session_create_training(p, dev, NULL, &s) == CN_ERR_OUT_OF_MEMORY && !s &&
+              strstr(cn_last_error(), "MiB"),
+          "a 64 GiB parameter was not refused up front");
+    cn_program_free(p);
+    /* small parameters, big activations: refused when the batch is planned */
+    OK(cn_program_create(&p));
+    x = cn_input(p, "x", 2, (int64_t[]){CN_BATCH, 4096}, CN_F32);
+    w = cn_param(p, "w", 2, (int64_t[]){4096, 4096}, CN_INIT_ZEROS, 0);
+    OK(cn_output(p, "y", cn_op_relu(p, cn_op_matmul(p, x, w, 0, 0))));
+    OK(cn_device_set_memory_limit(dev, 256ull << 20));
+    OK(cn_session_create_inference(p, dev, &s));
+    static float row[4096];
+    OK(cn_session_feed(s, "x", row, 1));
+    OK(cn_session_run(s));
+    float *big = calloc((size_t)8192 * 4096, sizeof *big);
+    if (big) {
+        OK(cn_session_feed(s, "x", big, 8192)); /* 2 x 128 MiB of activations past the cap */
+        CHECK(cn_session_run(s) == CN_ERR_OUT_OF_MEMORY && strstr(cn_last_error(), "MiB"),
+              "a plan past the memory cap was not refused");
+    }
+    free(big);
+    OK(cn_device_set_memory_limit(dev, 0));
+    cn_session_free(s);
+    cn_program_free(p);
+}
+
 static void run_on(const char *sel) {
     cn_device *dev;
     if (cn_device_open(sel, &dev) != CN_OK) {
@@ -333,6 +369,7 @@ static void run_on(const char *sel) {
     test_reductions(dev);
     test_builder_errors(dev);
     test_checkpoint_by_name(dev);
+    test_refuses_what_cannot_fit(dev);
     printf("%s %s\n", failures == before ? "ok  " : "FAIL", sel);
     cn_device_release(dev);
 }
