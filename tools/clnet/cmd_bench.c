@@ -25,7 +25,8 @@ void help_bench(void) {
            "Measure, for each device (default: every visible device), the seed CNN's training speed\n"
            "(batch 64, Adam, real Fashion-MNIST batches; images/s and the implied 60,000-image epoch\n"
            "time, loss read every step as 'clnet train' does), inference images/s at batch 64,\n"
-           "batch-1 latency (median and p99 of 300 runs), peak device memory, peak host RSS of the\n"
+           "batch-1 latency (median and p99 of 300 runs), peak device memory (of the whole run, and of\n"
+           "an inference session alone at batch 64, measured first), peak host RSS of the\n"
            "measuring process, seconds spent building OpenCL programs, and SGEMM GFLOP/s at 1024^3.\n"
            "Prints a markdown table; --json writes the same figures.\n"
            "\n"
@@ -40,7 +41,7 @@ void help_bench(void) {
 typedef struct bench_result {
     char selector[32], name[128];
     double train_ips, epoch_s, infer_ips, lat_med_us, lat_p99_us, gemm_gflops, build_s;
-    double peak_dev_mib, peak_rss_mib;
+    double peak_dev_mib, peak_rss_mib, infer_session_mib;
 } bench_result;
 
 static int cmp_double(const void *a, const void *b) {
@@ -71,6 +72,29 @@ static cn_status gemm_rate(cn_device *dev, double *gflops) {
     return st;
 }
 
+/* Peak device memory of an inference session alone (forward only, batch 64), measured before
+ * anything else is allocated on the device, to set beside the training peak. */
+static cn_status infer_session_peak(const cn_model *m, cn_device *dev, const float *images, double *mib) {
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    int64_t nout = cn_model_output_size(m);
+    float *probs = malloc(sizeof(float) * 64 * (size_t)nout);
+    const char *want[] = {"probabilities"};
+    cn_status st = probs ? cn_model_program(m, 42, CN_LOSS_XENT, &p) : CN_ERR_OUT_OF_MEMORY;
+    if (st == CN_OK) st = cn_session_create_inference(p, dev, &s);
+    if (st == CN_OK) st = cn_session_select_outputs(s, want, 1);
+    if (st == CN_OK) st = cn_session_feed(s, "images", images, 64);
+    if (st == CN_OK) st = cn_session_run(s);
+    if (st == CN_OK) st = cn_session_fetch(s, "probabilities", probs, sizeof(float) * 64 * (size_t)nout);
+    cn_memory_stats ms;
+    if (st == CN_OK) st = cn_device_memory_stats(dev, &ms);
+    if (st == CN_OK) *mib = (double)ms.peak / 1048576.0;
+    cn_session_free(s);
+    cn_program_free(p);
+    free(probs);
+    return st;
+}
+
 static int run_child(const char *sel, const char *model_path, const char *data, int64_t steps) {
     cn_device *dev = NULL;
     cn_model *m = NULL;
@@ -84,7 +108,8 @@ static int run_child(const char *sel, const char *model_path, const char *data, 
     if (st == CN_OK) st = cn_model_load_file(model_path, &m);
     if (st != CN_OK) return cli_error(st);
     if (cli_load_dataset(data, "train", (steps + 10) * 64, m, &ds) != EXIT_OK) return EXIT_ERROR;
-    st = cn_trainer_create(m, dev, NULL, &t);
+    st = infer_session_peak(m, dev, ds.images, &r.infer_session_mib);
+    if (st == CN_OK) st = cn_trainer_create(m, dev, NULL, &t);
     size_t px = (size_t)cn_model_input_size(m);
     float loss;
     int correct;
@@ -131,9 +156,10 @@ static int run_child(const char *sel, const char *model_path, const char *data, 
     const cn_device_info *info = cn_device_get_info(dev);
     printf("{\"device\": \"%s\", \"name\": \"%s\", \"train_images_per_second\": %.1f, \"epoch_seconds\": %.2f, "
            "\"infer_images_per_second\": %.1f, \"latency_median_us\": %.1f, \"latency_p99_us\": %.1f, "
-           "\"peak_device_mib\": %.1f, \"peak_rss_mib\": %.1f, \"build_seconds\": %.3f, \"sgemm_gflops\": %.1f}\n",
+           "\"peak_device_mib\": %.1f, \"infer_session_mib\": %.1f, \"peak_rss_mib\": %.1f, \"build_seconds\": %.3f, "
+           "\"sgemm_gflops\": %.1f}\n",
            info->selector, info->name, r.train_ips, r.epoch_s, r.infer_ips, r.lat_med_us, r.lat_p99_us, r.peak_dev_mib,
-           r.peak_rss_mib, r.build_s, r.gemm_gflops);
+           r.infer_session_mib, r.peak_rss_mib, r.build_s, r.gemm_gflops);
     cn_trainer_free(t);
     cn_model_free(m);
     cn_dataset_free(&ds);
@@ -228,14 +254,14 @@ int cmd_bench(int argc, char **argv) {
             ok++;
     }
     printf("| device | train img/s | epoch s | infer img/s (b64) | batch-1 median us | p99 us | peak dev MiB | "
-           "peak RSS MiB | build s | SGEMM GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|\n");
+           "inference-only MiB | peak RSS MiB | build s | SGEMM GFLOP/s |\n|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n_dev; i++) {
         if (!lines[i][0]) continue;
         const char *L = lines[i];
-        printf("| %s | %.0f | %.1f | %.0f | %.0f | %.0f | %.1f | %.0f | %.2f | %.1f |\n", devices[i],
+        printf("| %s | %.0f | %.1f | %.0f | %.0f | %.0f | %.1f | %.1f | %.0f | %.2f | %.1f |\n", devices[i],
                field(L, "train_images_per_second"), field(L, "epoch_seconds"), field(L, "infer_images_per_second"),
                field(L, "latency_median_us"), field(L, "latency_p99_us"), field(L, "peak_device_mib"),
-               field(L, "peak_rss_mib"), field(L, "build_seconds"), field(L, "sgemm_gflops"));
+               field(L, "infer_session_mib"), field(L, "peak_rss_mib"), field(L, "build_seconds"), field(L, "sgemm_gflops"));
     }
     if (json) {
         FILE *f = fopen(json, "w");
