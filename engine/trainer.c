@@ -21,6 +21,7 @@ struct cn_trainer {
     int classes;
     cn_program *prog;
     cn_session *train, *infer; /* infer shares train's parameters */
+    cn_mirrored *mir;           /* several devices: train is its replica 0 */
     float *onehot;              /* MSE targets, built from the labels on the host */
     size_t onehot_cap;
     /* metrics of steps run without a sync: read asynchronously into the ring, folded into
@@ -43,8 +44,10 @@ cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, 
     return cn_model_to_program(m, seed, loss, out);
 }
 
-cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg, cn_trainer **out) {
-    if (!m || !dev || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create: NULL argument");
+static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, const cn_train_config *cfg,
+                        cn_trainer **out) {
+    if (!m || !devs || !devs[0] || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create: NULL argument");
+    cn_device *dev = devs[0];
     *out = NULL;
     cn_train_config def;
     cn_train_config_default(&def);
@@ -59,10 +62,17 @@ cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_co
     t->classes = (int)cn_model_output_size(m);
     cn_status st = t->model ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
     if (st == CN_OK) st = cn_model_to_program(m, cfg->seed, cfg->loss, &t->prog);
-    if (st == CN_OK) st = cn_session_create_training(t->prog, dev, &cfg->opt, &t->train);
+    if (st == CN_OK && n_dev > 1) {
+        st = cn_mirrored_create(t->prog, devs, n_dev, &cfg->opt, &t->mir);
+        if (st == CN_OK) t->train = cn_mirrored_replica(t->mir, 0);
+    } else if (st == CN_OK)
+        st = cn_session_create_training(t->prog, dev, &cfg->opt, &t->train);
     static const char *const train_outputs[] = {"correct"};
-    if (st == CN_OK) st = cn_session_select_outputs(t->train, train_outputs, 1);
-    if (st == CN_OK) st = cn_session__prepare(t->train, cfg->batch);
+    for (int i = 0; i < (t->mir ? n_dev : 1) && st == CN_OK; i++) {
+        cn_session *r = t->mir ? cn_mirrored_replica(t->mir, i) : t->train;
+        st = cn_session_select_outputs(r, train_outputs, 1);
+    }
+    if (st == CN_OK && !t->mir) st = cn_session__prepare(t->train, cfg->batch);
     if (st == CN_OK) st = cn_session_create_shared(t->train, &t->infer);
     static const char *const eval_outputs[] = {"loss", "correct", "probabilities"};
     if (st == CN_OK) st = cn_session_select_outputs(t->infer, eval_outputs, 3);
@@ -74,10 +84,23 @@ cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_co
     return CN_OK;
 }
 
+cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg, cn_trainer **out) {
+    return create(m, &dev, 1, cfg, out);
+}
+
+cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                     cn_trainer **out) {
+    if (n < 1 || n > 64) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create_mirrored: %d devices (1..64)", n);
+    return create(m, devs, n, cfg, out);
+}
+
+cn_mirrored *cn_trainer_mirrored(cn_trainer *t) { return t ? t->mir : NULL; }
+
 void cn_trainer_free(cn_trainer *t) {
     if (!t) return;
     cn_session_free(t->infer);
-    cn_session_free(t->train);
+    if (t->mir) cn_mirrored_free(t->mir);
+    else cn_session_free(t->train);
     cn_program_free(t->prog);
     free(t->onehot);
     cn_model_free(t->model);
@@ -93,12 +116,21 @@ static cn_status check_labels(int classes, const int32_t *labels, int n) {
     return CN_OK;
 }
 
-/* Feeds a classifier session: images, labels and, when the program has one, the one-hot
- * target built from the labels. */
-static cn_status feed(cn_session *s, int classes, float **onehot, size_t *cap, const float *images,
-                      const int32_t *labels, int n) {
-    CN_TRY(cn_session_feed(s, "images", images, n));
-    CN_TRY(cn_session_feed(s, "labels", labels, n));
+static cn_status nonfinite(const cn_trainer *t, float loss, uint64_t step) {
+    return cn_errorf(CN_ERR_NUMERIC, "loss became %g at step %llu on %s (learning rate too high?)", (double)loss,
+                     (unsigned long long)step, t->dev->info.selector);
+}
+
+/* Feeds a classifier session (or, with mir, every replica): images, labels and, when the
+ * program has one, the one-hot target built from the labels. */
+static cn_status feed_to(cn_session *s, cn_mirrored *mir, const char *input, const void *data, int n) {
+    return mir ? cn_mirrored_feed(mir, input, data, n) : cn_session_feed(s, input, data, n);
+}
+
+static cn_status feed_any(cn_session *s, cn_mirrored *mir, int classes, float **onehot, size_t *cap,
+                          const float *images, const int32_t *labels, int n) {
+    CN_TRY(feed_to(s, mir, "images", images, n));
+    CN_TRY(feed_to(s, mir, "labels", labels, n));
     if (cn_program_find_input(s->prog, "target") < 0) return CN_OK;
     size_t c = (size_t)classes, need = (size_t)n * c;
     if (*cap < need) {
@@ -108,12 +140,31 @@ static cn_status feed(cn_session *s, int classes, float **onehot, size_t *cap, c
     }
     memset(*onehot, 0, need * sizeof **onehot);
     for (int i = 0; i < n; i++) (*onehot)[(size_t)i * c + (size_t)labels[i]] = 1.0f;
-    return cn_session_feed(s, "target", *onehot, n);
+    return feed_to(s, mir, "target", *onehot, n);
 }
 
-static cn_status nonfinite(const cn_trainer *t, float loss, uint64_t step) {
-    return cn_errorf(CN_ERR_NUMERIC, "loss became %g at step %llu on %s (learning rate too high?)", (double)loss,
-                     (unsigned long long)step, t->dev->info.selector);
+static cn_status feed(cn_session *s, int classes, float **onehot, size_t *cap, const float *images,
+                      const int32_t *labels, int n) {
+    return feed_any(s, NULL, classes, onehot, cap, images, labels, n);
+}
+
+/* A mirrored step waits for every replica anyway, so its metrics are read at once. */
+static cn_status mirrored_step(cn_trainer *t, const float *images, const int32_t *labels, int n, float *loss,
+                               int *correct) {
+    CN_TRY(feed_any(t->train, t->mir, t->classes, &t->onehot, &t->onehot_cap, images, labels, n));
+    CN_TRY(cn_mirrored_run(t->mir));
+    float l = 0, a = 0;
+    CN_TRY(cn_mirrored_fetch_scalar(t->mir, "loss", 1, &l));
+    CN_TRY(cn_mirrored_fetch_scalar(t->mir, "correct", 0, &a));
+    if (!isfinite(l)) return nonfinite(t, l, cn_session_steps(t->train));
+    if (loss) *loss = l;
+    if (correct) *correct = (int)lroundf(a);
+    if (!loss && !correct) {
+        t->tot_loss += (double)l * n;
+        t->tot_correct += lroundf(a);
+        t->tot_images += n;
+    }
+    return CN_OK;
 }
 
 /* Waits for the queued steps and adds their metrics to the totals. */
@@ -150,6 +201,7 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
     if (!t || !images || !labels) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: NULL argument");
     if (n < 1 || n > t->cfg.batch) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: %d images (1..%d)", n, t->cfg.batch);
     CN_TRY(check_labels(t->classes, labels, n));
+    if (t->mir) return mirrored_step(t, images, labels, n, loss, correct);
     CN_TRY(feed(t->train, t->classes, &t->onehot, &t->onehot_cap, images, labels, n));
     CN_TRY(cn_session_run(t->train));
     if (loss || correct) {

@@ -49,6 +49,7 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
     cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1);
+    if (st == CN_OK && cn_trainer_mirrored(t)) st = cn_mirrored_sync_params(cn_trainer_mirrored(t));
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
     return st;

@@ -343,6 +343,38 @@ cn_status cn_session_load(cn_session *s, const char *path);
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
 
+/* FNV-1a hash of a session's parameter bytes, in order: equal sums, equal weights. */
+cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
+
+/* ---- several devices in one process: mirrored data parallelism ----
+ *
+ * One training session (a replica) per device over the same program. A step splits the
+ * global batch across the replicas in proportion to their measured throughput (re-measured
+ * continuously, re-split every 16 steps, in multiples of 1/32 of the batch, each replica at
+ * least one row), computes every replica's gradients at once, sums them on the host weighted
+ * by rows (the mean gradient of the global batch, summed in replica order so the result does
+ * not depend on timing), writes the sum into replica 0's gradients, runs replica 0's hook and
+ * update, then copies replica 0's parameters to the others: every replica holds bit-identical
+ * weights, whatever its vendor. Devices of different backends and speeds can be mixed.
+ */
+typedef struct cn_mirrored cn_mirrored;
+cn_status cn_mirrored_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
+                             cn_mirrored **out);
+void cn_mirrored_free(cn_mirrored *m);
+int cn_mirrored_replicas(const cn_mirrored *m);
+cn_session *cn_mirrored_replica(cn_mirrored *m, int i); /* borrowed */
+/* Feeds the global batch (rows) of an input; batch inputs are split, others copied. */
+cn_status cn_mirrored_feed(cn_mirrored *m, const char *input, const void *data, int64_t rows);
+/* One step on every replica (waits for it). */
+cn_status cn_mirrored_run(cn_mirrored *m);
+/* A [1] output over the global batch: the rows-weighted mean of the replicas' values (mean=1,
+ * for a mean loss) or their sum (mean=0, for a count). */
+cn_status cn_mirrored_fetch_scalar(cn_mirrored *m, const char *output, int mean, float *out);
+/* Rows of replica i in the latest split. */
+cn_status cn_mirrored_rows(const cn_mirrored *m, int i, int64_t *rows);
+/* Copies replica 0's parameters (and step count) to the others, after loading into it. */
+cn_status cn_mirrored_sync_params(cn_mirrored *m);
+
 /* ---- models (layers lowered to an op graph) ---- */
 typedef enum cn_act { CN_ACT_NONE = 0, CN_ACT_RELU, CN_ACT_SIGMOID, CN_ACT_TANH, CN_ACT_SOFTMAX } cn_act;
 
@@ -391,6 +423,11 @@ typedef struct cn_trainer cn_trainer;
  * tanh/sigmoid output, He for ReLU). The trainer keeps its own reference to model data. */
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
+/* A trainer over several devices (mirrored, see above): one replica per device, the global
+ * batch cfg->batch split between them. cn_trainer_session gives replica 0. */
+cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                     cn_trainer **out);
+cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
 /* One optimizer step on n <= batch images (float NHWC in [0,1]) and int labels.
  * Asking for loss (mean) or correct (count) waits for the step to finish. With both NULL the
  * step is only enqueued and its metrics are collected on the device side of the queue, so the

@@ -507,6 +507,28 @@ def test_optimizer_settings():
 
 
 @test
+def test_devices_mirrored():
+    """--devices trains one replica per device; the epoch line shows the split; the checkpoint
+    is an ordinary one."""
+    need_data()
+    model = write("mirror.net", "input 28 28 1\nflatten\ndense 32 relu\ndense 10\n")
+    ck = path("mirror.ckpt")
+    r = run(["train", model, "--devices", "omp,cl:0", "--data", DATA, "--limit", "512", "--epochs", "1",
+             "--save", ck])
+    if r.rc != 0 and "cl:0" in r.err and "no device" in r.err:
+        raise Skip("no OpenCL device")
+    ok(r)
+    check("devices: omp" in r.out and "- split omp " in r.out and ", cl:0 " in r.out, "the devices and the split are shown", r)
+    rows = [int(x) for x in r.out.split("- split omp ")[1].split(", cl:0 ")]
+    check(sum(rows) == 64 and min(rows) >= 1, "the split covers the batch", r)
+    ok(run(["eval", ck, "--data", DATA, "--limit", "256", "--device", "omp"]))
+    fails(run(["train", model, "--devices", "omp,omp", "--data", DATA, "--limit", "64"]), 1, ["twice"])
+    fails(run(["train", model, "--devices", "omp,cl:0", "--device", "omp", "--data", DATA, "--limit", "64"]), 1,
+          ["--devices"])
+    fails(run(["train", model, "--devices", "omp,nosuch", "--data", DATA, "--limit", "64"]), 1, ["nosuch"])
+
+
+@test
 def test_steps_and_quiet():
     need_model()
     need_data()

@@ -58,6 +58,11 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap);
 /* Loads a checkpoint for inference: validates the file, builds its model and a trainer on dev
  * (with the optimizer the checkpoint was written with) and loads the weights. epoch and step
  * may be NULL. On failure everything is freed and the outputs are NULL. */
+/* Opens the devices of a --devices list (selectors or names, comma-separated, or "all"),
+ * at most max; prints the error and returns its exit status on failure. */
+#define CLI_MAX_DEVICES 16
+int cli_open_devices(const char *list, cn_device **devs, int max, int *n);
+void cli_release_devices(cn_device **devs, int n);
 cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **session,
                               const char *output, int *epoch, uint64_t *step);
 

@@ -42,6 +42,10 @@ void help_train(void) {
            "  --momentum X          SGD momentum (default 0.9)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else\n"
            "                        auto)\n"
+           "  --devices LIST        train on several devices at once (comma-separated selectors, or\n"
+           "                        'all'): one replica each, the batch split by measured speed, the\n"
+           "                        gradients summed every step; the line of each epoch ends with the\n"
+           "                        split (rows per device) in force\n"
            "  --seed N              seed of weight initialisation, shuffling and dropout (default %d)\n"
            "  --limit N             use only the first N training and N test images (0: all)\n"
            "  --steps N             stop after N optimizer steps in this run (for quick tests); a\n"
@@ -201,7 +205,7 @@ static int read_previous_report(const char *path, int upto, epoch_record *rec) {
 }
 
 typedef struct train_opts {
-    const char *model_path, *data, *device, *save, *resume, *report;
+    const char *model_path, *data, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
     double lr, weight_decay, eps, beta1, beta2, momentum;
     uint64_t seed;
@@ -265,6 +269,19 @@ static int load_model(train_opts *o, cn_model **out) {
     return EXIT_OK;
 }
 
+/* " - split omp 24, cl:0 40": the rows each replica took in the latest step. */
+static void split_note(cn_trainer *t, cn_device **devs, int n_dev, char *buf, size_t cap) {
+    cn_mirrored *m = cn_trainer_mirrored(t);
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; m && i < n_dev && o < cap; i++) {
+        int64_t rows = 0;
+        cn_mirrored_rows(m, i, &rows);
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s %lld", i ? ", " : " - split ", cn_device_selector(devs[i]),
+                              (long long)rows);
+    }
+}
+
 static void format_metrics(char *buf, size_t cap, double loss, double acc, const double *val) {
     if (val) snprintf(buf, cap, "loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f", loss, acc, val[0], val[1]);
     else snprintf(buf, cap, "loss: %.4f - accuracy: %.4f", loss, acc);
@@ -291,6 +308,7 @@ int cmd_train(int argc, char **argv) {
         {"--beta2", NULL, ARG_FLOAT, &o.beta2, 0, 0.999999999, NULL, "X", 0},
         {"--momentum", NULL, ARG_FLOAT, &o.momentum, 0, 0.999999, NULL, "X", 0},
         {"--device", NULL, ARG_STRING, &o.device, 0, 0, NULL, "SEL", 0},
+        {"--devices", NULL, ARG_STRING, &o.devices, 0, 0, NULL, "LIST", 0},
         {"--seed", NULL, ARG_U64, &o.seed, 0, 0, NULL, "N", 0},
         {"--limit", NULL, ARG_INT, &o.limit, 0, 2000000000, NULL, "N", 0},
         {"--steps", NULL, ARG_INT, &o.steps, 0, 1e15, NULL, "N", 0},
@@ -311,7 +329,8 @@ int cmd_train(int argc, char **argv) {
     int rc = EXIT_ERROR;
     cn_status st;
     cn_model *model = NULL;
-    cn_device *dev = NULL;
+    cn_device *dev = NULL, *devs[CLI_MAX_DEVICES];
+    int n_dev = 0;
     cn_trainer *t = NULL;
     cn_dataset train, test;
     memset(&train, 0, sizeof train);
@@ -330,10 +349,25 @@ int cmd_train(int argc, char **argv) {
     if (cli_load_dataset(o.data, "t10k", o.limit, model, &test) != EXIT_OK) goto done;
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
     if (o.batch > train.n) o.batch = train.n;
-    st = cli_open_device(o.device, &dev);
-    if (st != CN_OK) {
-        rc = cli_error(st);
+    if (o.devices && o.device) {
+        rc = cli_errorf("give --device or --devices, not both");
         goto done;
+    }
+    if (o.devices) {
+        if ((rc = cli_open_devices(o.devices, devs, CLI_MAX_DEVICES, &n_dev)) != EXIT_OK) goto done;
+        rc = EXIT_ERROR;
+        dev = devs[0];
+        if (o.batch < n_dev) {
+            rc = cli_errorf("--batch %lld is smaller than the %d devices of --devices", (long long)o.batch, n_dev);
+            goto done;
+        }
+    } else {
+        st = cli_open_device(o.device, &dev);
+        if (st != CN_OK) {
+            rc = cli_error(st);
+            goto done;
+        }
+        devs[n_dev++] = dev;
     }
 
     /* settings: the optimizer's defaults, or the checkpoint's when resuming; flags given win */
@@ -346,7 +380,7 @@ int cmd_train(int argc, char **argv) {
         if (args_given(opts, flag_name[k])) *cfg_val[k] = (float)*flag_val[k];
     cfg.batch = (int)o.batch;
     cfg.seed = o.seed;
-    st = cn_trainer_create(model, dev, &cfg, &t);
+    st = n_dev > 1 ? cn_trainer_create_mirrored(model, devs, n_dev, &cfg, &t) : cn_trainer_create(model, dev, &cfg, &t);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
@@ -367,9 +401,12 @@ int cmd_train(int argc, char **argv) {
     }
 
     char label[256];
-    cli_device_label(dev, label, sizeof label);
+    if (!o.quiet)
+        for (int i = 0; i < n_dev; i++) {
+            cli_device_label(devs[i], label, sizeof label);
+            printf("%s%s%s", i == 0 ? (n_dev > 1 ? "devices: " : "device: ") : ", ", label, i == n_dev - 1 ? "\n" : "");
+        }
     if (!o.quiet) {
-        printf("device: %s\n", label);
         printf("model: %s%s, %lld parameters\n", o.resume ? o.resume : o.model_path, o.resume ? " (resumed)" : "",
                (long long)cn_model_num_params(model));
         printf("data: %lld training, %lld test images from %s\n", (long long)train.n, (long long)test.n,
@@ -513,9 +550,13 @@ int cmd_train(int argc, char **argv) {
             strncat(metrics, tail, sizeof metrics - strlen(metrics) - 1);
             progress_finish(&bar, metrics, train_sec);
         }
+        char split[512];
+        split_note(t, devs, n_dev, split, sizeof split);
         if (!o.quiet && bar_out != stdout)
-            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s\n",
-                   epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, train_sec, ips);
+            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s%s\n",
+                   epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, train_sec, ips, split);
+        else if (!o.quiet && *split)
+            printf("%s\n", split + 3);
 
         if (o.report && write_report(o.report, recs, nrec) != EXIT_OK) goto done;
         if (o.save) {
@@ -544,6 +585,6 @@ done:
     if (test.images || test.labels) cn_dataset_free(&test);
     if (train.images || train.labels) cn_dataset_free(&train);
     if (model) cn_model_free(model);
-    if (dev) cn_device_release(dev);
+    cli_release_devices(devs, n_dev);
     return rc;
 }

@@ -81,6 +81,50 @@ cn_status cli_open_device(const char *sel, cn_device **dev) {
     return cn_device_open(sel, dev);
 }
 
+void cli_release_devices(cn_device **devs, int n) {
+    for (int i = 0; i < n; i++) cn_device_release(devs[i]);
+}
+
+int cli_open_devices(const char *list, cn_device **devs, int max, int *n) {
+    char buf[1024], *save = NULL;
+    cn_status st = CN_OK;
+    *n = 0;
+    if (strcmp(list, "all") == 0) {
+        int count = 0;
+        st = cn_device_count(&count);
+        for (int i = 0; i < count && i < max && st == CN_OK; i++) {
+            cn_device_info info;
+            st = cn_device_info_get(i, &info);
+            if (st == CN_OK) st = cn_device_open(info.selector, &devs[*n]);
+            if (st == CN_OK) (*n)++;
+        }
+    } else {
+        snprintf(buf, sizeof buf, "%s", list);
+        for (char *tok = strtok_r(buf, ",", &save); tok && st == CN_OK; tok = strtok_r(NULL, ",", &save)) {
+            if (*n == max) {
+                cli_release_devices(devs, *n);
+                return cli_errorf("--devices lists more than %d devices", max);
+            }
+            st = cn_device_open(tok, &devs[*n]);
+            if (st != CN_OK) break;
+            for (int k = 0; k < *n; k++)
+                if (devs[k] == devs[*n]) {
+                    cn_device_release(devs[*n]);
+                    cli_release_devices(devs, *n);
+                    return cli_errorf("--devices names %s twice; one replica per device", cn_device_selector(devs[k]));
+                }
+            (*n)++;
+        }
+    }
+    if (st != CN_OK) {
+        cli_release_devices(devs, *n);
+        *n = 0;
+        return cli_error(st);
+    }
+    if (*n == 0) return cli_errorf("--devices %s names no device", list);
+    return EXIT_OK;
+}
+
 void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
     const cn_device_info *info = cn_device_get_info(dev);
     if (!info) snprintf(buf, cap, "%s", cn_device_selector(dev));
