@@ -68,9 +68,18 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         cn_node *n = &p->nodes[i];
         cn_epilogue e = epilogue_for(n->op);
         if (!live[i] || e == CN_EPI_NONE) continue;
-        int a = n->in[0];
-        if (consumers[a] != 1 || is_out[a]) continue;
-        a = p->root[a]; /* an ADD already folded into its matmul hands the epilogue on */
+        /* Walk to the producer through reshapes and an ADD already folded into its matmul
+         * (which hands the epilogue on); every value on the way must have no other reader. */
+        int a = n->in[0], ok = 1;
+        for (;;) {
+            if (consumers[a] != 1 || is_out[a]) {
+                ok = 0;
+                break;
+            }
+            if (p->root[a] == a) break;
+            a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
+        }
+        if (!ok) continue;
         cn_node *prod = &p->nodes[a];
         if ((prod->op != CN_OP_ADD && prod->op != CN_OP_MATMUL) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
             p->root[a] != a)
