@@ -64,4 +64,9 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
  * (trainer_io.c); defaults where it predates them. */
 cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train_config *cfg);
 
+/* The MPI gradient all-reduce as s's hook; rows points at this rank's rows of each step.
+ * *state is freed with cn_mpi_hook_free. */
+cn_status cn_mpi_hook_install(cn_session *s, int64_t *rows, void **state);
+void cn_mpi_hook_free(void *state);
+
 #endif

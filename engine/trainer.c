@@ -22,6 +22,8 @@ struct cn_trainer {
     cn_program *prog;
     cn_session *train, *infer; /* infer shares train's parameters */
     cn_mirrored *mir;           /* several devices: train is its replica 0 */
+    int64_t local_rows;         /* rows of the step being taken, for the MPI all-reduce */
+    void *mpi_state;
     float *onehot;              /* MSE targets, built from the labels on the host */
     size_t onehot_cap;
     /* metrics of steps run without a sync: read asynchronously into the ring, folded into
@@ -96,9 +98,16 @@ cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, 
 
 cn_mirrored *cn_trainer_mirrored(cn_trainer *t) { return t ? t->mir : NULL; }
 
+cn_status cn_trainer_enable_mpi(cn_trainer *t) {
+    if (!t) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_enable_mpi: NULL trainer");
+    if (t->mpi_state) return CN_OK;
+    return cn_mpi_hook_install(t->train, &t->local_rows, &t->mpi_state);
+}
+
 void cn_trainer_free(cn_trainer *t) {
     if (!t) return;
     cn_session_free(t->infer);
+    cn_mpi_hook_free(t->mpi_state);
     if (t->mir) cn_mirrored_free(t->mir);
     else cn_session_free(t->train);
     cn_program_free(t->prog);
@@ -201,6 +210,7 @@ cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *lab
     if (!t || !images || !labels) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: NULL argument");
     if (n < 1 || n > t->cfg.batch) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: %d images (1..%d)", n, t->cfg.batch);
     CN_TRY(check_labels(t->classes, labels, n));
+    t->local_rows = n;
     if (t->mir) return mirrored_step(t, images, labels, n, loss, correct);
     CN_TRY(feed(t->train, t->classes, &t->onehot, &t->onehot_cap, images, labels, n));
     CN_TRY(cn_session_run(t->train));

@@ -375,6 +375,22 @@ cn_status cn_mirrored_rows(const cn_mirrored *m, int i, int64_t *rows);
 /* Copies replica 0's parameters (and step count) to the others, after loading into it. */
 cn_status cn_mirrored_sync_params(cn_mirrored *m);
 
+/* ---- several machines: MPI (when built with it) ----
+ *
+ * Every rank runs the same program on its own shard of each global batch; the gradient
+ * all-reduce is a training session's hook, after the in-process sum of mirrored replicas.
+ * Without MPI at build time cn_mpi_available() is 0 and the others fail with
+ * CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing).
+ */
+int cn_mpi_available(void);
+/* MPI_Init_thread unless MPI is already initialised; this process's rank and the world size. */
+cn_status cn_mpi_init(int *rank, int *size);
+cn_status cn_mpi_finalize(void);
+/* In-place sum over every rank (for metrics and start-up checks). */
+cn_status cn_mpi_allreduce_sum(double *buf, int64_t n);
+/* Ends every rank at once (after a failure that the others cannot see). */
+cn_status cn_mpi_abort(int code);
+
 /* ---- models (layers lowered to an op graph) ---- */
 typedef enum cn_act { CN_ACT_NONE = 0, CN_ACT_RELU, CN_ACT_SIGMOID, CN_ACT_TANH, CN_ACT_SOFTMAX } cn_act;
 
@@ -428,6 +444,9 @@ cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_co
 cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
                                      cn_trainer **out);
 cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
+/* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
+ * over this trainer's own replicas. cn_mpi_init first. */
+cn_status cn_trainer_enable_mpi(cn_trainer *t);
 /* One optimizer step on n <= batch images (float NHWC in [0,1]) and int labels.
  * Asking for loss (mean) or correct (count) waits for the step to finish. With both NULL the
  * step is only enqueued and its metrics are collected on the device side of the queue, so the

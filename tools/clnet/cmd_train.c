@@ -12,6 +12,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "dist.h"
 #include "data/checkpoint.h"
 #include "session.h"
 #include "data/data.h"
@@ -323,6 +324,9 @@ int cmd_train(int argc, char **argv) {
     int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
     o.model_path = pos[0];
+    dist D;
+    if ((r = dist_init(&D)) != EXIT_OK) return r;
+    if (D.rank > 0) o.quiet = 1, o.save = NULL, o.report = NULL; /* rank 0 speaks and writes */
     o.optimizer_given = args_given(opts, "--optimizer");
     o.seed_given = args_given(opts, "--seed");
 
@@ -384,6 +388,26 @@ int cmd_train(int argc, char **argv) {
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;
+    }
+    if (D.size > 1) {
+        /* the model, the data, the batch and the settings must be those of rank 0 */
+        uint64_t h = 1469598103934665603ull, lh = 1469598103934665603ull;
+        for (const char *c = cn_model_text(model); *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        for (int64_t i = 0; i < train.n; i++) lh = (lh ^ (uint32_t)train.labels[i]) * 1099511628211ull;
+        const char *names[] = {"model", "model (low bits)", "training set size", "training labels",
+                               "test set size", "batch", "seed", "learning rate"};
+        double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)train.n, (double)(lh >> 40),
+                         (double)test.n, (double)o.batch, (double)o.seed, (double)cfg.opt.lr};
+        if (dist_agree(&D, names, vals, 8) != EXIT_OK) goto done;
+        if (o.batch < D.size) {
+            rc = cli_errorf("--batch %lld is smaller than the %d ranks", (long long)o.batch, D.size);
+            goto done;
+        }
+        st = cn_trainer_enable_mpi(t);
+        if (st != CN_OK) {
+            rc = cli_error(st);
+            goto done;
+        }
     }
     int start_epoch = 0;
     if (o.resume) {
@@ -465,9 +489,12 @@ int cmd_train(int argc, char **argv) {
                 stopped_by_steps = 1;
                 break;
             }
-            int64_t start = b * o.batch;
+            int64_t start = b * o.batch, lo, mine;
             int count = (int)(train.n - start < o.batch ? train.n - start : o.batch);
-            cn_dataset_gather(&train, perm, start, count, imgs, labels);
+            if (count < D.size) break; /* a last batch with fewer rows than ranks is left out */
+            dist_slice(&D, count, &lo, &mine); /* our rows of the global batch */
+            count = (int)mine;
+            cn_dataset_gather(&train, perm, start + lo, count, imgs, labels);
             /* Metrics stay on the device until the bar needs them (about 10 times a second)
              * or the epoch ends, so the host gathers the next batch while the step runs. */
             st = cn_trainer_step(t, imgs, labels, count, NULL, NULL);
@@ -510,18 +537,28 @@ int cmd_train(int argc, char **argv) {
             progress_abort(&bar);
             break;
         }
-        double loss = sum_loss / (double)seen, acc = (double)sum_correct / (double)seen;
+        double global[3] = {sum_loss, (double)sum_correct, (double)seen};
+        if (dist_sum(&D, global, 3) != EXIT_OK) goto done;
+        double loss = global[0] / global[2], acc = global[1] / global[2];
 
         if (bar_out) progress_status(&bar, metrics, "validating...");
         double t1 = cli_now(), val_loss = 0.0;
         int64_t val_correct = 0;
-        st = cn_trainer_evaluate(t, test.images, test.labels, (int)test.n, &val_loss, &val_correct);
+        int64_t vlo, vn;
+        dist_slice(&D, test.n, &vlo, &vn); /* each rank validates its part of the test set */
+        size_t px = (size_t)test.h * (size_t)test.w * (size_t)test.c;
+        st = vn > 0 ? cn_trainer_evaluate(t, test.images + (size_t)vlo * px, test.labels + vlo, (int)vn, &val_loss,
+                                          &val_correct)
+                    : CN_OK;
         double eval_sec = cli_now() - t1;
         if (st != CN_OK) {
             progress_abort(&bar);
             rc = cli_error(st);
             goto done;
         }
+        double vglobal[3] = {val_loss * (double)vn, (double)val_correct, (double)vn};
+        if (dist_sum(&D, vglobal, 3) != EXIT_OK) goto done;
+        val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
         if (!isfinite(val_loss)) {
             progress_abort(&bar);
             rc = cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
@@ -529,7 +566,7 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
         double val_acc = (double)val_correct / (double)test.n;
-        double ips = train_sec > 0 ? (double)seen / train_sec : 0.0;
+        double ips = train_sec > 0 ? global[2] / train_sec : 0.0; /* every rank's images */
 
         epoch_record *rec = &recs[nrec++];
         rec->epoch = epoch + 1;
@@ -586,5 +623,7 @@ done:
     if (train.images || train.labels) cn_dataset_free(&train);
     if (model) cn_model_free(model);
     cli_release_devices(devs, n_dev);
+    if (rc != EXIT_OK) dist_fail(&D, rc);
+    dist_finish(&D);
     return rc;
 }
