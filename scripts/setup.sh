@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 PKGS=(build-essential meson ninja-build pkg-config python3
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
-      zlib1g-dev dataset-fashion-mnist openmpi-bin libopenmpi-dev)
+      zlib1g-dev dataset-fashion-mnist openmpi-bin libopenmpi-dev bible-kjv)
 # PyTorch is only needed for the benchmark comparison and golden fixtures.
 [ "${CLNET_WITH_TORCH:-0}" = 1 ] && PKGS+=(python3-torch python3-numpy)
 
@@ -21,6 +21,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The text corpus of the byte-level language model: the King James Bible as plain text,
+# written once (4.4 MB) where 'clnet train --text' examples and tests look for it.
+CORPUS_DIR=${CLNET_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/clnet}
+if [ ! -s "$CORPUS_DIR/kjv.txt" ] && command -v bible >/dev/null; then
+  mkdir -p "$CORPUS_DIR"
+  bible -f 'Gen1:1-Rev22:21' > "$CORPUS_DIR/kjv.txt.tmp" && mv "$CORPUS_DIR/kjv.txt.tmp" "$CORPUS_DIR/kjv.txt"
+  echo "setup: wrote $CORPUS_DIR/kjv.txt"
 fi
 
 BUILD=${CLNET_BUILD_DIR:-build}

@@ -78,4 +78,17 @@ void cn_image_free(cn_image *img);
  * CN_ERR_NOT_FOUND, other failures CN_ERR_IO, each message naming the path. */
 cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
 
+/* ---- text corpora (byte-level language models) ---- */
+#define CN_TEXT_MAX_BYTES ((size_t)1 << 30) /* 1 GiB: far above any corpus a CPU trains on */
+typedef struct cn_text {
+    uint8_t *bytes; /* the corpus; every byte is a token */
+    size_t len;
+} cn_text;
+/* Reads a text corpus. Refused, with the file named: an empty file; a binary one (a NUL byte,
+ * or more than 1% control bytes other than \t \n \v \f \r); one shorter than min_len bytes
+ * (one context window plus the byte it predicts); a file over CN_TEXT_MAX_BYTES. */
+cn_status cn_text_read(const char *path, size_t min_len, cn_text *out);
+cn_status cn_text_parse(const uint8_t *buf, size_t len, const char *origin, size_t min_len, cn_text *out);
+void cn_text_free(cn_text *t);
+
 #endif
