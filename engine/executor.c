@@ -14,7 +14,7 @@ static int profiling = -1;
 static double prof_seconds[CN_OP_COUNT];
 static uint64_t prof_calls[CN_OP_COUNT];
 
-static double now_seconds(void) {
+double cn_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
@@ -74,11 +74,11 @@ cn_status cn_plan_run(cn_plan *p, uint64_t step) {
     int prof = cn_profile_enabled();
     for (int k = 0; k < p->n_launch; k++) {
         p->launches[k].step = step;
-        double t0 = prof ? now_seconds() : 0;
+        double t0 = prof ? cn_now_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);
         if (prof && st == CN_OK) {
             st = be->sync(be->ctx);
-            prof_seconds[p->launches[k].op] += now_seconds() - t0;
+            prof_seconds[p->launches[k].op] += cn_now_seconds() - t0;
             prof_calls[p->launches[k].op]++;
         }
         if (st != CN_OK) {

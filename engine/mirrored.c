@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "session.h"
@@ -36,12 +35,6 @@ struct cn_mirrored {
     uint64_t steps;  /* steps run, for warm-up and re-splitting */
     float *host_sum;
 };
-
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 void cn_mirrored_free(cn_mirrored *m) {
     if (!m) return;
@@ -151,14 +144,14 @@ cn_status cn_mirrored_feed(cn_mirrored *m, const char *input, const void *data, 
 /* One replica's part of a step: its gradients, downloaded (which waits for them). */
 static void *replica_grads(void *arg) {
     replica *r = arg;
-    double t0 = now();
+    double t0 = cn_now_seconds();
     r->st = cn_session_compute_gradients(r->s);
     for (int i = 0, off = 0; i < r->s->prog->n_params && r->st == CN_OK; i++) {
         size_t bytes = cn_tensor_bytes(r->s->grad[i]);
         r->st = cn_tensor_read(r->s->grad[i], r->host_grad + off, bytes);
         off += (int)(bytes / sizeof(float));
     }
-    r->seconds = now() - t0;
+    r->seconds = cn_now_seconds() - t0;
     if (r->st != CN_OK) snprintf(r->err, sizeof r->err, "%s", cn_last_error());
     return NULL;
 }

@@ -4,7 +4,6 @@
  * otherwise every call says so and cn_mpi_available() is 0. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 #include "session.h"
@@ -92,15 +91,9 @@ typedef struct mpi_hook {
     uint64_t calls;
 } mpi_hook;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static cn_status allreduce_grads(cn_session *s, void *user) {
     mpi_hook *h = user;
-    double t0 = now();
+    double t0 = cn_now_seconds();
     float *tmp = malloc((size_t)(h->n ? h->n : 1) * sizeof *tmp);
     if (!tmp) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient all-reduce: %lld floats", (long long)h->n);
     cn_status st = CN_OK;
@@ -121,7 +114,7 @@ static cn_status allreduce_grads(cn_session *s, void *user) {
         off += (int64_t)(bytes / sizeof(float));
     }
     free(tmp);
-    h->seconds += now() - t0;
+    h->seconds += cn_now_seconds() - t0;
     h->calls++;
     return st;
 }

@@ -18,17 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                \
-    do {                                                \
-        if (!(cond)) {                                  \
-            failures++;                                 \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-            printf(__VA_ARGS__);                        \
-            printf(" [%s]\n", cn_last_error());         \
-        }                                               \
-    } while (0)
-#define OK(call) CHECK((call) == CN_OK, "%s", #call)
+#include "check.h"
 
 enum { B = 32, IN = 20, HID = 16, OUT = 5, STEPS = 20 };
 

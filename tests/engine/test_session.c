@@ -11,17 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            failures++;                                                    \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                    \
-            printf(__VA_ARGS__);                                           \
-            printf(" [%s]\n", cn_last_error());                            \
-        }                                                                  \
-    } while (0)
-#define OK(call) CHECK((call) == CN_OK, "%s", #call)
+#include "check.h"
 
 /* Relative agreement for values computed in double on the host and in f32 on a device: a
  * handful of f32 roundings of O(1) values, so 1e-5 relative (with a 1e-6 floor) is ample. */
