@@ -11,17 +11,6 @@
 
 #define CN_BACKEND_API_VERSION 1
 
-typedef struct cn_shape {
-    int ndim;
-    int64_t d[CN_MAX_DIMS];
-} cn_shape;
-
-static inline int64_t cn_shape_numel(const cn_shape *s) {
-    int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
-    return n;
-}
-
 /* One planned node, ready to run. Buffers are the backend's own handles (cl_mem for
  * OpenCL, host pointers for OpenMP); in-place ops (ADAM, SGD) get out == in[0]. */
 typedef struct cn_launch {

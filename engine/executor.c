@@ -70,6 +70,9 @@ cn_status cn_plan_feed(cn_plan *p, int node, const void *data, size_t bytes, int
 
 cn_status cn_plan_run(cn_plan *p, uint64_t step) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run: NULL plan");
+    if (step == 0 && p->needs_step)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run on %s: step must be >= 1 (Adam's bias correction divides "
+                         "by 1 - beta^step)", p->dev->info.selector);
     cn_backend *be = p->dev->be;
     int prof = cn_profile_enabled();
     for (int k = 0; k < p->n_launch; k++) {

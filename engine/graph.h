@@ -59,10 +59,4 @@ int cn_g_window(cn_graph *g, cn_op op, int x, int kh, int kw, int sh, int sw, in
  * leaf i that loss depends on, else -1. */
 cn_status cn_graph_backward(cn_graph *g, int loss, int *grads);
 
-cn_shape cn_shape_make(int ndim, const int64_t *d);
-cn_shape cn_shape_of(int ndim, ...); /* int64_t dims */
-int cn_shape_eq(const cn_shape *a, const cn_shape *b);
-/* "[64,28,28,1]" into buf */
-const char *cn_shape_str(const cn_shape *s, char *buf, size_t cap);
-
 #endif

@@ -1,24 +1,330 @@
-/* Names, arity and differentiability derived from the op table. */
+/* The op contract (see ops.h): the table's columns, shapes, broadcasting, window geometry,
+ * and one shape rule per CN_RULE_<rule>. graph.c calls cn_op_infer() as each node is added
+ * and the planner calls cn_op_check() on each launch it builds, so a backend never sees a
+ * launch these did not accept. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
 #include "ops.h"
 
-static const char *const names[] = {
-#define X(NAME, name, arity, diff) name,
-    CN_OP_TABLE(X)
-#undef X
-};
-static const signed char arities[] = {
-#define X(NAME, name, arity, diff) arity,
-    CN_OP_TABLE(X)
-#undef X
-};
-static const signed char diffs[] = {
-#define X(NAME, name, arity, diff) diff,
-    CN_OP_TABLE(X)
-#undef X
-};
+/* The shape rules named in the table's last column. */
+typedef enum cn_shape_rule {
+    CN_RULE_LEAF,         /* made by cn_g_leaf, never inferred */
+    CN_RULE_VIEW,         /* RESHAPE: the given shape, same element count, input's dtype */
+    CN_RULE_MATMUL,       /* see ops.h */
+    CN_RULE_BROADCAST,    /* b broadcasts onto a; out = a's shape */
+    CN_RULE_SAME,         /* out = input's shape */
+    CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
+    CN_RULE_MASK,         /* SAME, with the dropout rate in [0,1) */
+    CN_RULE_CLASSIFY,     /* logits [N,C], labels [N] -> [1] */
+    CN_RULE_XENT_GRAD,    /* dy [1], logits [N,C], labels [N] -> [N,C] */
+    CN_RULE_SCALAR,       /* -> [1] */
+    CN_RULE_REDUCE_TO,    /* SUM_ROWS: the given shape, which broadcasts onto the input's */
+    CN_RULE_BROADCAST_TO, /* EXPAND: the given shape, onto which the input broadcasts */
+    CN_RULE_PERMUTE,      /* TRANSPOSE by p->perm */
+    CN_RULE_PATCHES,      /* IM2COL: image -> patch matrix */
+    CN_RULE_UNPATCH,      /* COL2IM: patch matrix -> the given image shape */
+    CN_RULE_POOL,         /* image -> pooled image */
+    CN_RULE_POOL_GRAD,    /* (dy pooled, x image) -> x's shape */
+    CN_RULE_UNPOOL,       /* dy pooled -> the given image shape */
+    CN_RULE_ROWS,         /* last axis dropped ([1] for a 1-D input) */
+    CN_RULE_UPDATE        /* optimizer: every input has param's shape; out = param's */
+} cn_shape_rule;
+
+#define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule) name,
+#define ROW_ARITY(NAME, name, arity, diff, launches, dtypes, rule) arity,
+#define ROW_DIFF(NAME, name, arity, diff, launches, dtypes, rule) diff,
+#define ROW_LAUNCHES(NAME, name, arity, diff, launches, dtypes, rule) launches,
+#define ROW_DTYPES(NAME, name, arity, diff, launches, dtypes, rule) dtypes,
+#define ROW_RULE(NAME, name, arity, diff, launches, dtypes, rule) CN_RULE_##rule,
+static const char *const names[] = {CN_OP_TABLE(ROW_NAME)};
+static const signed char arities[] = {CN_OP_TABLE(ROW_ARITY)};
+static const signed char diffs[] = {CN_OP_TABLE(ROW_DIFF)};
+static const signed char launch_flags[] = {CN_OP_TABLE(ROW_LAUNCHES)};
+static const char *const dtype_sigs[] = {CN_OP_TABLE(ROW_DTYPES)};
+static const unsigned char rules[] = {CN_OP_TABLE(ROW_RULE)};
 _Static_assert(sizeof(names) / sizeof(names[0]) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(arities) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(diffs) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(launch_flags) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(dtype_sigs) / sizeof(dtype_sigs[0]) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(rules) == CN_OP_COUNT, "op table");
 
 const char *cn_op_name(cn_op op) { return (unsigned)op < CN_OP_COUNT ? names[op] : "?"; }
 int cn_op_arity(cn_op op) { return (unsigned)op < CN_OP_COUNT ? arities[op] : -1; }
 int cn_op_differentiable(cn_op op) { return (unsigned)op < CN_OP_COUNT ? diffs[op] : 0; }
+int cn_op_launches(cn_op op) { return (unsigned)op < CN_OP_COUNT ? launch_flags[op] : 0; }
+const char *cn_op_dtypes(cn_op op) { return (unsigned)op < CN_OP_COUNT ? dtype_sigs[op] : ""; }
+int cn_op_takes_epilogue(cn_op op) { return op == CN_OP_ADD || op == CN_OP_MATMUL; }
+int cn_op_fused_bias(cn_op op, int n_in) { return op == CN_OP_MATMUL && n_in == 3; }
+
+/* ---- shapes ---- */
+
+cn_shape cn_shape_make(int ndim, const int64_t *d) {
+    cn_shape s = {0};
+    s.ndim = ndim;
+    for (int i = 0; i < ndim && i < CN_MAX_DIMS; i++) s.d[i] = d[i];
+    return s;
+}
+
+cn_shape cn_shape_of(int ndim, ...) {
+    cn_shape s = {0};
+    va_list ap;
+    va_start(ap, ndim);
+    s.ndim = ndim;
+    for (int i = 0; i < ndim && i < CN_MAX_DIMS; i++) s.d[i] = va_arg(ap, int64_t);
+    va_end(ap);
+    return s;
+}
+
+int cn_shape_eq(const cn_shape *a, const cn_shape *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return 0;
+    return 1;
+}
+
+const char *cn_shape_str(const cn_shape *s, char *buf, size_t cap) {
+    size_t o = 0;
+    if (cap == 0) return buf;
+    o += (size_t)snprintf(buf + o, cap - o, "[");
+    for (int i = 0; i < s->ndim && i < CN_MAX_DIMS && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, i ? ",%lld" : "%lld", (long long)s->d[i]);
+    if (o < cap) snprintf(buf + o, cap - o, "]");
+    return buf;
+}
+
+int cn_shape_broadcasts(const cn_shape *small, const cn_shape *full) {
+    int first = 0;
+    while (first < small->ndim && small->d[first] == 1) first++;
+    const int len = small->ndim - first;
+    if (len > full->ndim) return 0;
+    for (int i = 0; i < len; i++)
+        if (small->d[first + i] != full->d[full->ndim - len + i]) return 0;
+    return 1;
+}
+
+/* ---- window geometry ---- */
+
+int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) {
+    if (k < 1 || s < 1 || p < 0 || in + 2 * p < k) return 0;
+    *out = (in + 2 * p - k) / s + 1;
+    return 1;
+}
+
+int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
+    if (img->ndim != 4) return 0;
+    memset(g, 0, sizeof *g);
+    g->n = img->d[0], g->h = img->d[1], g->w = img->d[2], g->c = img->d[3];
+    g->kh = p->kh, g->kw = p->kw, g->sh = p->sh, g->sw = p->sw, g->ph = p->ph, g->pw = p->pw;
+    return cn_window_extent(g->h, g->kh, g->sh, g->ph, &g->oh) && cn_window_extent(g->w, g->kw, g->sw, g->pw, &g->ow);
+}
+
+cn_shape cn_window_pooled(const cn_window *g) { return cn_shape_of(4, g->n, g->oh, g->ow, g->c); }
+cn_shape cn_window_patches(const cn_window *g) { return cn_shape_of(2, g->n * g->oh * g->ow, g->kh * g->kw * g->c); }
+
+/* ---- dtypes ---- */
+
+static int dtype_letter_ok(char letter, cn_dtype dt) {
+    return letter == '*' || (letter == 'f' && dt == CN_F32) || (letter == 'i' && dt == CN_I32);
+}
+
+static cn_dtype dtype_of_letter(char letter, const cn_dtype *in) {
+    return letter == 'i' ? CN_I32 : letter == '=' ? in[0] : CN_F32;
+}
+
+/* The output letters of a signature ("fi:f" -> "f"). */
+static const char *out_letters(cn_op op) {
+    const char *colon = strchr(dtype_sigs[op], ':');
+    return colon ? colon + 1 : "";
+}
+
+static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
+    const char *sig = dtype_sigs[op];
+    for (int i = 0; i < n_in; i++)
+        if (!dtype_letter_ok(sig[i], dt[i]))
+            return cn_errorf(CN_ERR_DTYPE, "%s: input %d has dtype %s, expected %s", names[op], i, cn_dtype_name(dt[i]),
+                             sig[i] == 'i' ? "i32" : "f32");
+    return CN_OK;
+}
+
+/* ---- shape rules ---- */
+
+#define SHAPE_FAIL(...) return cn_errorf(CN_ERR_SHAPE, __VA_ARGS__)
+
+static cn_status window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
+    char s1[96];
+    SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
+               p->sw, p->ph, p->pw, cn_shape_str(img, s1, sizeof s1));
+}
+
+static cn_status infer_matmul(const cn_op_params *p, const cn_shape *sa, const cn_shape *sb, cn_shape *out) {
+    char s1[96], s2[96];
+    int nd = sa->ndim;
+    if (nd != sb->ndim || (nd != 2 && nd != 3) || (nd == 3 && sa->d[0] != sb->d[0]))
+        SHAPE_FAIL("matmul: operands %s and %s must both be 2-D or 3-D with one batch", cn_shape_str(sa, s1, sizeof s1),
+                   cn_shape_str(sb, s2, sizeof s2));
+    int64_t m = p->trans_a ? sa->d[nd - 1] : sa->d[nd - 2];
+    int64_t k = p->trans_a ? sa->d[nd - 2] : sa->d[nd - 1];
+    int64_t k2 = p->trans_b ? sb->d[nd - 1] : sb->d[nd - 2];
+    int64_t n = p->trans_b ? sb->d[nd - 2] : sb->d[nd - 1];
+    if (k != k2)
+        SHAPE_FAIL("matmul: inner dimensions differ: %s%s x %s%s (K %lld vs %lld)", cn_shape_str(sa, s1, sizeof s1),
+                   p->trans_a ? "^T" : "", cn_shape_str(sb, s2, sizeof s2), p->trans_b ? "^T" : "", (long long)k,
+                   (long long)k2);
+    *out = nd == 3 ? cn_shape_of(3, sa->d[0], m, n) : cn_shape_of(2, m, n);
+    return CN_OK;
+}
+
+static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given, cn_shape *out) {
+    const char *name = names[op];
+    const cn_shape *a = &in[0], *b = &in[1];
+    char s1[96], s2[96], s3[96];
+    cn_window g;
+    switch ((cn_shape_rule)rules[op]) {
+    case CN_RULE_LEAF:
+        SHAPE_FAIL("leaf nodes are made with cn_g_leaf");
+    case CN_RULE_VIEW:
+        if (!given || cn_shape_numel(given) != cn_shape_numel(a))
+            SHAPE_FAIL("reshape: cannot view %s as %s", cn_shape_str(a, s1, sizeof s1),
+                       given ? cn_shape_str(given, s2, sizeof s2) : "(none)");
+        *out = *given;
+        return CN_OK;
+    case CN_RULE_MATMUL:
+        return infer_matmul(p, a, b, out);
+    case CN_RULE_BROADCAST:
+        if (!cn_shape_broadcasts(b, a))
+            SHAPE_FAIL("%s: %s does not broadcast onto %s (it must equal a trailing part, leading 1s aside)", name,
+                       cn_shape_str(b, s1, sizeof s1), cn_shape_str(a, s2, sizeof s2));
+        *out = *a;
+        return CN_OK;
+    case CN_RULE_MASK:
+        if (!(p->rate >= 0.0f && p->rate < 1.0f)) SHAPE_FAIL("%s: rate %g outside [0,1)", name, (double)p->rate);
+        *out = *a;
+        return CN_OK;
+    case CN_RULE_SAME:
+        *out = *a;
+        return CN_OK;
+    case CN_RULE_SAME_PAIR:
+        if (!cn_shape_eq(a, b))
+            SHAPE_FAIL("%s: dy %s and forward tensor %s differ", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_CLASSIFY:
+        if (a->ndim != 2 || b->ndim != 1 || b->d[0] != a->d[0])
+            SHAPE_FAIL("%s: logits %s and labels %s must be [N,C] and [N]", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2));
+        *out = cn_shape_of(1, (int64_t)1);
+        return CN_OK;
+    case CN_RULE_XENT_GRAD:
+        if (cn_shape_numel(a) != 1 || b->ndim != 2 || in[2].ndim != 1 || in[2].d[0] != b->d[0])
+            SHAPE_FAIL("%s: dy %s, logits %s, labels %s must be [1], [N,C], [N]", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_SCALAR:
+        *out = cn_shape_of(1, (int64_t)1);
+        return CN_OK;
+    case CN_RULE_REDUCE_TO:
+        if (!given || !cn_shape_broadcasts(given, a))
+            SHAPE_FAIL("%s: target %s does not broadcast onto %s", name,
+                       given ? cn_shape_str(given, s1, sizeof s1) : "(none)", cn_shape_str(a, s2, sizeof s2));
+        *out = *given;
+        return CN_OK;
+    case CN_RULE_BROADCAST_TO:
+        if (!given || !cn_shape_broadcasts(a, given))
+            SHAPE_FAIL("%s: %s does not broadcast onto %s", name, cn_shape_str(a, s1, sizeof s1),
+                       given ? cn_shape_str(given, s2, sizeof s2) : "(none)");
+        *out = *given;
+        return CN_OK;
+    case CN_RULE_PERMUTE: {
+        int seen[CN_MAX_DIMS] = {0};
+        out->ndim = a->ndim;
+        for (int i = 0; i < a->ndim; i++) {
+            int q = p->perm[i];
+            if (q < 0 || q >= a->ndim || seen[q]++)
+                SHAPE_FAIL("%s: perm is not a permutation of %d axes (perm[%d] = %d)", name, a->ndim, i, q);
+            out->d[i] = a->d[q];
+        }
+        return CN_OK;
+    }
+    case CN_RULE_PATCHES: case CN_RULE_POOL:
+        if (!cn_window_of(a, p, &g)) return window_fail(op, p, a);
+        *out = rules[op] == CN_RULE_PATCHES ? cn_window_patches(&g) : cn_window_pooled(&g);
+        return CN_OK;
+    case CN_RULE_POOL_GRAD:
+        if (!cn_window_of(b, p, &g)) return window_fail(op, p, b);
+        if (!cn_shape_eq(a, &(cn_shape){4, {g.n, g.oh, g.ow, g.c}}))
+            SHAPE_FAIL("%s: dy %s does not match the windows of input %s", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_UNPATCH: case CN_RULE_UNPOOL: {
+        if (!given) SHAPE_FAIL("%s: needs the image shape", name);
+        if (!cn_window_of(given, p, &g)) return window_fail(op, p, given);
+        cn_shape want = rules[op] == CN_RULE_UNPATCH ? cn_window_patches(&g) : cn_window_pooled(&g);
+        if (!cn_shape_eq(&want, a))
+            SHAPE_FAIL("%s: input %s, expected %s for image %s", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(&want, s2, sizeof s2), cn_shape_str(given, s3, sizeof s3));
+        *out = *given;
+        return CN_OK;
+    }
+    case CN_RULE_ROWS:
+        *out = a->ndim > 1 ? cn_shape_make(a->ndim - 1, a->d) : cn_shape_of(1, (int64_t)1);
+        return CN_OK;
+    case CN_RULE_UPDATE:
+        for (int i = 1; i < arities[op]; i++)
+            if (!cn_shape_eq(&in[i], a))
+                SHAPE_FAIL("%s: state %d shape %s differs from param %s", name, i, cn_shape_str(&in[i], s1, sizeof s1),
+                           cn_shape_str(a, s2, sizeof s2));
+        *out = *a;
+        return CN_OK;
+    }
+    SHAPE_FAIL("%s: no shape rule", name);
+}
+
+cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
+                      const cn_shape *given, cn_shape *out, cn_dtype *out_dt) {
+    static const cn_op_params none;
+    if ((unsigned)op >= CN_OP_COUNT || op == CN_OP_LEAF || n_in != arities[op])
+        return cn_errorf(CN_ERR_INVALID_ARG, "op %s takes %d inputs, got %d", cn_op_name(op), cn_op_arity(op), n_in);
+    CN_TRY(check_inputs(op, n_in, dt));
+    memset(out, 0, sizeof *out);
+    CN_TRY(infer_shape(op, p ? p : &none, in, given, out));
+    *out_dt = dtype_of_letter(out_letters(op)[0], dt);
+    return CN_OK;
+}
+
+cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
+                      const cn_shape *out, cn_dtype out_dt) {
+    static const cn_op_params none;
+    char s1[96], s2[96];
+    if (!p) p = &none;
+    if ((unsigned)op >= CN_OP_COUNT || !launch_flags[op])
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s is not a launch", cn_op_name(op));
+    if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue > CN_EPI_TANH))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, relu/sigmoid/tanh)",
+                         names[op], (int)p->epilogue);
+    int base = n_in;
+    if (cn_op_fused_bias(op, n_in)) {
+        base = 2;
+        if (dt[2] != CN_F32 || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
+            return cn_errorf(CN_ERR_SHAPE, "matmul: a fused bias %s %s needs a 2-D product, got output %s",
+                             cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]), cn_shape_str(out, s2, sizeof s2));
+    }
+    cn_shape want;
+    cn_dtype want_dt;
+    CN_TRY(cn_op_infer(op, p, base, in, dt, out, &want, &want_dt));
+    if (!cn_shape_eq(&want, out))
+        return cn_errorf(CN_ERR_SHAPE, "%s: output %s, the inputs give %s", names[op], cn_shape_str(out, s1, sizeof s1),
+                         cn_shape_str(&want, s2, sizeof s2));
+    int dt_ok = 0;
+    for (const char *l = out_letters(op); *l && !dt_ok; l++) dt_ok = dtype_of_letter(*l, dt) == out_dt;
+    if (!dt_ok)
+        return cn_errorf(CN_ERR_DTYPE, "%s: output dtype %s, expected %s", names[op], cn_dtype_name(out_dt),
+                         cn_dtype_name(want_dt));
+    return CN_OK;
+}

@@ -1,11 +1,16 @@
-/* The op table: every primitive op is listed once here; names, arity, differentiability and
- * the compile-time count checks in each backend are derived from it.
+/* The op contract: the op table (arity, dtypes, whether an op launches, its shape rule) and
+ * the rules every op shares (broadcasting, window geometry). The engine checks a node against
+ * it once, when the node is added to a graph (cn_op_infer) and again for the launches the
+ * planner fuses (cn_op_check); backends trust what reaches run() and their supports() only
+ * says whether a device can run a launch. This header is the core's: backends include it,
+ * it includes nothing of theirs.
  *
  * Layout conventions (every backend follows them):
  * - Tensors are dense, row-major, f32 unless stated. Images are NHWC.
- * - "Suffix broadcast": for ADD/SUB/MUL/DIV the second input's shape equals the whole first
- *   shape or a trailing part of it (a bias [C] on [N,H,W,C]); element i of a pairs with
- *   element i % numel(b) of b. Output has a's shape.
+ * - Broadcasting (ADD/SUB/MUL/DIV's second input, SUM_ROWS's output, EXPAND's input): the
+ *   small shape, without its leading 1-sized dims, equals a trailing part of the full shape
+ *   ([C], [1,C] and [1] all broadcast onto [N,H,W,C]); element i of the full tensor pairs
+ *   with element i % numel(small). See cn_shape_broadcasts().
  * - MATMUL: a and b are both 2-D or both 3-D (batched, same batch). trans_a/trans_b select
  *   op(a)=[M,K], op(b)=[K,N]; out = op(a) op(b), shape [(B,) M, N].
  * - IM2COL: x [N,H,W,C] -> [N*OH*OW, KH*KW*C]; row = (n, oh, ow), column = (ki, kj, c) with
@@ -18,9 +23,9 @@
  * - XENT: logits [N,C], labels i32 [N] -> [1] mean over N of -log_softmax(logits)[label].
  *   XENT_GRAD(dy[1], logits, labels) = dy * (softmax(logits) - onehot(label)) / N.
  * - ACCURACY(logits [N,C], labels i32 [N]) -> [1] count (as float) of argmax == label.
- * - SUM_ROWS: x -> shape = the node's output shape, which is a suffix of x's shape; sums
- *   over the leading axes. EXPAND is its adjoint: out[i] = alpha * x[i % numel(x)] with the
- *   output shape given by the node (x is [1] or a suffix of it).
+ * - SUM_ROWS: x -> the node's output shape, which broadcasts onto x's; out[j] sums the x[i]
+ *   with i % numel(out) == j. EXPAND is its adjoint: out[i] = alpha * x[i % numel(x)] with
+ *   the output shape given by the node (x broadcasts onto it).
  * - DROPOUT / DROPOUT_GRAD: keep element i iff cn_rng_uniform(seed, step, i) >= rate; kept
  *   elements are scaled by 1/(1-rate). "step" is the launch's step counter.
  * - ADAM(param, grad, m, v) and SGD(param, grad, velocity) update param and their state in
@@ -29,52 +34,61 @@
 #ifndef CN_OPS_H
 #define CN_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-/* X(NAME, "name", arity, differentiable) */
-#define CN_OP_TABLE(X)                                   \
-    X(LEAF, "leaf", 0, 1)                                \
-    X(RESHAPE, "reshape", 1, 1)                          \
-    X(MATMUL, "matmul", 2, 1)                            \
-    X(ADD, "add", 2, 1)                                  \
-    X(SUB, "sub", 2, 1)                                  \
-    X(MUL, "mul", 2, 1)                                  \
-    X(DIV, "div", 2, 1)                                  \
-    X(SCALE, "scale", 1, 1)                              \
-    X(RELU, "relu", 1, 1)                                \
-    X(SIGMOID, "sigmoid", 1, 1)                          \
-    X(TANH, "tanh", 1, 1)                                \
-    X(EXP, "exp", 1, 1)                                  \
-    X(LOG, "log", 1, 1)                                  \
-    X(RELU_GRAD, "relu_grad", 2, 0)                      \
-    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0)                \
-    X(TANH_GRAD, "tanh_grad", 2, 0)                      \
-    X(SOFTMAX, "softmax", 1, 1)                          \
-    X(LOG_SOFTMAX, "log_softmax", 1, 1)                  \
-    X(SOFTMAX_GRAD, "softmax_grad", 2, 0)                \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0)        \
-    X(XENT, "cross_entropy", 2, 1)                       \
-    X(XENT_GRAD, "cross_entropy_grad", 3, 0)             \
-    X(SUM_ALL, "sum", 1, 1)                              \
-    X(MEAN_ALL, "mean", 1, 1)                            \
-    X(SUM_ROWS, "sum_rows", 1, 1)                        \
-    X(EXPAND, "expand", 1, 1)                            \
-    X(TRANSPOSE, "transpose", 1, 1)                      \
-    X(IM2COL, "im2col", 1, 1)                            \
-    X(COL2IM, "col2im", 1, 1)                            \
-    X(MAXPOOL, "maxpool", 1, 1)                          \
-    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0)                \
-    X(AVGPOOL, "avgpool", 1, 1)                          \
-    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0)                \
-    X(DROPOUT, "dropout", 1, 1)                          \
-    X(DROPOUT_GRAD, "dropout_grad", 1, 0)                \
-    X(ARGMAX, "argmax", 1, 0)                            \
-    X(ACCURACY, "accuracy", 2, 0)                        \
-    X(ADAM, "adam", 4, 0)                                \
-    X(SGD, "sgd", 3, 0)
+#include "clnet.h"
+
+/* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule)
+ * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
+ * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; an output of
+ *   several letters allows each (the first is what the graph makes), "=" is input 0's dtype.
+ * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
+ *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
+ * Users of the table take (NAME, ...) so a new column does not touch them. */
+#define CN_OP_TABLE(X)                                                  \
+    X(LEAF, "leaf", 0, 1, 0, "", LEAF)                              \
+    X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW)                     \
+    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL)                    \
+    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST)                       \
+    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST)                       \
+    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST)                       \
+    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST)                       \
+    X(SCALE, "scale", 1, 1, 1, "f:f", SAME)                         \
+    X(RELU, "relu", 1, 1, 1, "f:f", SAME)                           \
+    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME)                     \
+    X(TANH, "tanh", 1, 1, 1, "f:f", SAME)                           \
+    X(EXP, "exp", 1, 1, 1, "f:f", SAME)                             \
+    X(LOG, "log", 1, 1, 1, "f:f", SAME)                             \
+    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
+    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
+    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
+    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME)                     \
+    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME)             \
+    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)\
+    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY)             \
+    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD) \
+    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR)                       \
+    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR)                     \
+    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO)              \
+    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO)               \
+    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE)              \
+    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES)                    \
+    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH)                    \
+    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL)                     \
+    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD)     \
+    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL)                     \
+    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL)         \
+    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK)                     \
+    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK)           \
+    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS)                      \
+    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
+    X(ADAM, "adam", 4, 0, 1, "ffff:f", UPDATE)                      \
+    X(SGD, "sgd", 3, 0, 1, "fff:f", UPDATE)
 
 typedef enum cn_op {
-#define CN_X_OP_ENUM(NAME, name, arity, diff) CN_OP_##NAME,
+#define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
     CN_OP_TABLE(CN_X_OP_ENUM)
 #undef CN_X_OP_ENUM
     CN_OP_COUNT
@@ -85,6 +99,10 @@ typedef enum cn_op {
 const char *cn_op_name(cn_op op);
 int cn_op_arity(cn_op op);
 int cn_op_differentiable(cn_op op);
+/* 0 for LEAF and RESHAPE: the executor binds leaves and makes reshapes views. */
+int cn_op_launches(cn_op op);
+/* The table's dtype signature ("ff:f"), for messages and tests. */
+const char *cn_op_dtypes(cn_op op);
 
 /* Epilogue activation fused into a producing op by the planner (ADD and MATMUL honour it
  * on every backend; the unfused graph never sets it).
@@ -94,6 +112,10 @@ int cn_op_differentiable(cn_op op);
 typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
 
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
+/* ADD and MATMUL take an epilogue; a fused bias is a 3-input MATMUL (see above). */
+int cn_op_takes_epilogue(cn_op op);
+int cn_op_fused_bias(cn_op op, int n_in);
+
 typedef struct cn_op_params {
     int32_t trans_a, trans_b;       /* MATMUL */
     int32_t kh, kw, sh, sw, ph, pw; /* IM2COL, COL2IM, MAXPOOL(_GRAD), AVGPOOL(_GRAD) */
@@ -108,6 +130,52 @@ typedef struct cn_op_params {
     int32_t decoupled;              /* ADAM: 1 = AdamW */
     int32_t nesterov;               /* SGD */
 } cn_op_params;
+
+typedef struct cn_shape {
+    int ndim;
+    int64_t d[CN_MAX_DIMS];
+} cn_shape;
+
+static inline int64_t cn_shape_numel(const cn_shape *s) {
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->d[i];
+    return n;
+}
+cn_shape cn_shape_make(int ndim, const int64_t *d);
+cn_shape cn_shape_of(int ndim, ...); /* int64_t dims */
+int cn_shape_eq(const cn_shape *a, const cn_shape *b);
+/* "[64,28,28,1]" into buf */
+const char *cn_shape_str(const cn_shape *s, char *buf, size_t cap);
+/* The broadcasting rule (see the top of this file): 1 if small broadcasts onto full. */
+int cn_shape_broadcasts(const cn_shape *small, const cn_shape *full);
+
+/* Geometry of a windowed op (IM2COL, COL2IM, pools) on an NHWC image:
+ * OH = (H + 2ph - kh)/sh + 1, likewise OW. */
+typedef struct cn_window {
+    int64_t n, h, w, c;
+    int64_t oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw;
+} cn_window;
+/* The one window rule, per axis: 1 and *out = (in + 2p - k)/s + 1 positions when k, s >= 1,
+ * p >= 0 and the window fits the padded extent; else 0. */
+int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out);
+/* 1 and g filled when img is 4-D, kernel and stride >= 1, padding >= 0 and the window fits
+ * the padded image; else 0. */
+int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g);
+cn_shape cn_window_pooled(const cn_window *g);  /* [N, OH, OW, C] */
+cn_shape cn_window_patches(const cn_window *g); /* [N*OH*OW, KH*KW*C] */
+
+/* The output shape and dtype of op on these inputs. given is the shape the caller asks for
+ * (required by RESHAPE, SUM_ROWS, EXPAND, COL2IM, AVGPOOL_GRAD; ignored by the others).
+ * CN_ERR_INVALID_ARG (arity), CN_ERR_DTYPE or CN_ERR_SHAPE with the op, shapes and
+ * parameters named. */
+cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
+                      const cn_shape *given, cn_shape *out, cn_dtype *out_dt);
+/* The whole contract of one launch as the planner builds it: cn_op_infer's rules with out as
+ * the given shape, the output's dtype among the allowed ones, plus the fused forms (an
+ * epilogue only where cn_op_takes_epilogue, a fused bias [N] only on a 2-D MATMUL). */
+cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
+                      const cn_shape *out, cn_dtype out_dt);
 
 /* Counter-based generator shared by every backend (also written in kernels_cl/rng.h):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */

@@ -36,6 +36,12 @@ static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
     l->out = p->buf[p->root[i]];
 }
 
+/* The op contract of a launch (ops.h), checked here once so that no backend checks it on
+ * every replay. */
+static cn_status contract(const cn_launch *l) {
+    return cn_op_check(l->op, l->p, l->n_in, l->in_shape, l->in_dtype, &l->out_shape, l->out_dtype);
+}
+
 /* Fold ADD(MATMUL(a,b), bias[N]) into the matmul as a third input: the bias is added while
  * the product is still in registers instead of in a second pass over the output. */
 static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
@@ -52,7 +58,7 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
         mm->n_in = 3;
         mm->in[2] = b;
         fill_launch(p, a, &l); /* buffers are not assigned yet; supports() looks at shapes */
-        if (!p->dev->be->supports(p->dev->be->ctx, &l)) {
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
             mm->n_in = 2;
             continue;
         }
@@ -87,7 +93,7 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         cn_launch l;
         prod->p.epilogue = e;
         fill_launch(p, a, &l);
-        if (!p->dev->be->supports(p->dev->be->ctx, &l)) {
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
             prod->p.epilogue = CN_EPI_NONE;
             continue;
         }
@@ -308,9 +314,15 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     for (int i = 0; i < n && st == CN_OK; i++) {
         const cn_node *nd = &p->nodes[i];
         int fused_away = p->root[i] != i && !is_inplace(nd) && !is_view(nd);
-        if (!live[i] || nd->op == CN_OP_LEAF || is_view(nd) || fused_away) continue;
+        if (!live[i] || !cn_op_launches(nd->op) || fused_away) continue;
         cn_launch *l = &p->launches[p->n_launch];
         fill_launch(p, i, l);
+        st = contract(l);
+        if (st != CN_OK) {
+            cn_error_context(st, "planning node %d for %s", i, dev->info.selector);
+            break;
+        }
+        if (nd->op == CN_OP_ADAM) p->needs_step = 1;
         if (!dev->be->supports(dev->be->ctx, l)) {
             char sb[96];
             st = cn_errorf(CN_ERR_UNSUPPORTED, "device %s (%s) cannot run %s with output %s", dev->info.selector,

@@ -249,7 +249,7 @@ void cn_cl_tuning_free(cn_cl_ctx *c);
 cn_status cn_cl_tune(void *ctx, int verbose);
 
 /* ---- per-op entry points: one per row of CN_OP_TABLE (a missing one fails the link) ---- */
-#define CN_X_OP_DECL(NAME, name, arity, diff) cn_status cn_cl_op_##NAME(cn_cl_ctx *c, const cn_launch *l);
+#define CN_X_OP_DECL(NAME, ...) cn_status cn_cl_op_##NAME(cn_cl_ctx *c, const cn_launch *l);
 CN_OP_TABLE(CN_X_OP_DECL)
 #undef CN_X_OP_DECL
 
@@ -258,23 +258,5 @@ int cn_cl_supports(void *ctx, const cn_launch *l);
 cn_status cn_cl_run(void *ctx, const cn_launch *l);
 
 static inline cl_mem cn_cl_mem(void *p) { return (cl_mem)p; }
-
-static inline int cn_cl_shape_eq(const cn_shape *a, const cn_shape *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->d[i] != b->d[i]) return 0;
-    return 1;
-}
-/* ops.h's suffix rule: `suffix`, without its leading 1-sized dims, equals the trailing dims
- * of `full` ([C], [1,C] and [1] are suffixes of [N,H,W,C]). */
-static inline int cn_cl_is_suffix(const cn_shape *suffix, const cn_shape *full) {
-    int first = 0;
-    while (first < suffix->ndim && suffix->d[first] == 1) first++;
-    int len = suffix->ndim - first;
-    if (len > full->ndim) return 0;
-    for (int i = 0; i < len; i++)
-        if (suffix->d[first + i] != full->d[full->ndim - len + i]) return 0;
-    return 1;
-}
 
 #endif

@@ -1,4 +1,4 @@
-/* supports() and run(): validation and dispatch from the op table, plus the launch helpers
+/* supports() and run(): capability and dispatch from the op table, plus the launch helpers
  * shared by every op family. */
 #include <limits.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 typedef cn_status (*op_fn)(cn_cl_ctx *c, const cn_launch *l);
 static const op_fn op_table[] = {
-#define CN_X_OP_FN(NAME, name, arity, diff) cn_cl_op_##NAME,
+#define CN_X_OP_FN(NAME, ...) cn_cl_op_##NAME,
     CN_OP_TABLE(CN_X_OP_FN)
 #undef CN_X_OP_FN
 };
@@ -110,127 +110,32 @@ cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
     return CN_OK;
 }
 
-/* ---- supports() ---- */
-static int is_label_input(cn_op op, int i) {
-    return (op == CN_OP_XENT && i == 1) || (op == CN_OP_XENT_GRAD && i == 2) || (op == CN_OP_ACCURACY && i == 1);
-}
-
+/* ---- supports() and run() ---- */
 /* Kernels index with 32-bit ints: fast on every GPU, and enough for one tensor. */
 static int fits_int(const cn_shape *s) {
-    if (s->ndim < 0 || s->ndim > CN_MAX_DIMS) return 0;
     int64_t n = 1;
     for (int d = 0; d < s->ndim; d++) {
-        if (s->d[d] < 0 || (s->d[d] > 0 && n > INT_MAX / s->d[d])) return 0;
+        if (s->d[d] > 0 && n > INT_MAX / s->d[d]) return 0;
         n *= s->d[d];
     }
     return 1;
 }
 
-/* ops.h's fused-bias MATMUL: a third input, the bias [N] of a 2-D product (its shape is
- * checked against the product in cn_cl_op_MATMUL and in supports()). */
-static int fused_bias(const cn_launch *l) { return l->op == CN_OP_MATMUL && l->n_in == 3; }
-
+/* Capability only: the planner has checked the launch against the op contract (ops.h). */
 int cn_cl_supports(void *ctx, const cn_launch *l) {
     (void)ctx;
-    if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
-    cn_op op = l->op;
-    if (op == CN_OP_LEAF || op == CN_OP_RESHAPE) return 0; /* the executor's business */
-    if (l->n_in != cn_op_arity(op) && !fused_bias(l)) return 0;
-    int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
-    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH) return 0;
-    if (epi != CN_EPI_NONE && op != CN_OP_ADD && op != CN_OP_MATMUL) return 0;
-    for (int i = 0; i < l->n_in; i++) {
-        cn_dtype want = is_label_input(op, i) ? CN_I32 : CN_F32;
-        if (l->in_dtype[i] != want) return 0;
+    if (!cn_op_launches(l->op)) return 0;
+    for (int i = 0; i < l->n_in; i++)
         if (!fits_int(&l->in_shape[i])) return 0;
-    }
-    if (!fits_int(&l->out_shape)) return 0;
-    if (op == CN_OP_ARGMAX) {
-        if (l->out_dtype != CN_F32 && l->out_dtype != CN_I32) return 0;
-    } else if (l->out_dtype != CN_F32) {
-        return 0;
-    }
-    switch (op) {
-    case CN_OP_MATMUL:
-        if (l->in_shape[0].ndim != l->in_shape[1].ndim || (l->in_shape[0].ndim != 2 && l->in_shape[0].ndim != 3))
-            return 0;
-        if (fused_bias(l) && (l->in_shape[0].ndim != 2 || l->out_shape.ndim != 2 ||
-                              cn_shape_numel(&l->in_shape[2]) != l->out_shape.d[1]))
-            return 0;
-        break;
-    case CN_OP_IM2COL: case CN_OP_MAXPOOL: case CN_OP_AVGPOOL:
-        if (l->in_shape[0].ndim != 4) return 0;
-        break;
-    case CN_OP_COL2IM: case CN_OP_AVGPOOL_GRAD:
-        if (l->out_shape.ndim != 4) return 0;
-        break;
-    case CN_OP_MAXPOOL_GRAD:
-        if (l->out_shape.ndim != 4 || l->in_shape[0].ndim != 4 || l->in_shape[1].ndim != 4) return 0;
-        break;
-    default:
-        break;
-    }
-    return 1;
-}
-
-/* ---- run() ---- */
-/* What every op shares; each op then checks its own shapes (CN_ERR_SHAPE). */
-static cn_status check_launch(cn_cl_ctx *c, const cn_launch *l) {
-    const char *op = cn_op_name(l->op);
-    if (l->n_in != cn_op_arity(l->op) && !fused_bias(l))
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': expects %d inputs, got %d", op, c->dev_name,
-                         cn_op_arity(l->op), l->n_in);
-    int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
-    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH)
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': unknown epilogue %d", op, c->dev_name, epi);
-    if (epi != CN_EPI_NONE && l->op != CN_OP_ADD && l->op != CN_OP_MATMUL)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "%s on OpenCL device '%s': epilogues are only fused into add and matmul",
-                         op, c->dev_name);
-    for (int i = 0; i <= l->n_in; i++) {
-        const cn_shape *s = i < l->n_in ? &l->in_shape[i] : &l->out_shape;
-        const void *buf = i < l->n_in ? l->in[i] : l->out;
-        cn_dtype dt = i < l->n_in ? l->in_dtype[i] : l->out_dtype;
-        int ok_dt = i < l->n_in ? dt == (is_label_input(l->op, i) ? CN_I32 : CN_F32)
-                                : (dt == CN_F32 || (l->op == CN_OP_ARGMAX && dt == CN_I32));
-        if (!ok_dt)
-            return cn_errorf(CN_ERR_DTYPE, "%s on OpenCL device '%s': %s %d has unsupported dtype %s", op, c->dev_name,
-                             i < l->n_in ? "input" : "output", i < l->n_in ? i : 0, cn_dtype_name(dt));
-        if (s->ndim < 0 || s->ndim > CN_MAX_DIMS)
-            return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': rank %d outside [0, %d]", op, c->dev_name, s->ndim,
-                             CN_MAX_DIMS);
-        int64_t n = 1;
-        for (int d = 0; d < s->ndim; d++) {
-            if (s->d[d] < 0)
-                return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': negative dimension", op, c->dev_name);
-            n = s->d[d] > 0 && n > INT_MAX / s->d[d] ? (int64_t)INT_MAX + 1 : n * s->d[d];
-        }
-        if (n > INT_MAX)
-            return cn_errorf(CN_ERR_UNSUPPORTED, "%s on OpenCL device '%s': tensors beyond 2^31-1 elements are not supported",
-                             op, c->dev_name);
-        if (n > 0 && !buf)
-            return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': %s %d has no buffer", op, c->dev_name,
-                             i < l->n_in ? "input" : "output", i < l->n_in ? i : 0);
-    }
-    return CN_OK;
+    return fits_int(&l->out_shape);
 }
 
 cn_status cn_cl_run(void *ctx, const cn_launch *l) {
     cn_cl_ctx *c = ctx;
-    if (!l || (unsigned)l->op >= CN_OP_COUNT)
-        return cn_errorf(CN_ERR_INVALID_ARG, "OpenCL run on '%s': bad launch", c->dev_name);
-    if (l->op != CN_OP_LEAF && l->op != CN_OP_RESHAPE) CN_TRY(check_launch(c, l));
-    static const cn_op_params zero_params;
-    cn_launch local;
-    if (!l->p) {
-        local = *l;
-        local.p = &zero_params;
-        l = &local;
-    }
     pthread_mutex_lock(&c->lock);
     cn_status s = CN_OK;
     /* Nothing to write: skip, so zero-sized tensors never reach a kernel. */
-    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE || cn_shape_numel(&l->out_shape) > 0)
-        s = op_table[l->op](c, l);
+    if (cn_shape_numel(&l->out_shape) > 0) s = op_table[l->op](c, l);
     pthread_mutex_unlock(&c->lock);
     return s;
 }

@@ -2,42 +2,10 @@
  * and TRANSPOSE (layout.cl). All NHWC. */
 #include "cl_internal.h"
 
-static cn_status shape_err(cn_cl_ctx *c, const cn_launch *l, const char *what) {
-    return cn_errorf(CN_ERR_SHAPE, "%s on OpenCL device '%s': %s", cn_op_name(l->op), c->dev_name, what);
-}
-
-typedef struct geom {
-    int64_t N, H, W, C, OH, OW;
-    int KH, KW, SH, SW, PH, PW;
-} geom;
-
-/* Window geometry of an [N,H,W,C] image; OH = (H + 2ph - kh)/sh + 1. */
-static cn_status geom_of(cn_cl_ctx *c, const cn_launch *l, const cn_shape *img, geom *g) {
-    const cn_op_params *p = l->p;
-    if (img->ndim != 4) return shape_err(c, l, "image must be [N,H,W,C]");
-    if (p->kh <= 0 || p->kw <= 0 || p->sh <= 0 || p->sw <= 0 || p->ph < 0 || p->pw < 0)
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s on OpenCL device '%s': bad window %dx%d stride %dx%d pad %dx%d",
-                         cn_op_name(l->op), c->dev_name, p->kh, p->kw, p->sh, p->sw, p->ph, p->pw);
-    g->N = img->d[0];
-    g->H = img->d[1];
-    g->W = img->d[2];
-    g->C = img->d[3];
-    g->KH = p->kh;
-    g->KW = p->kw;
-    g->SH = p->sh;
-    g->SW = p->sw;
-    g->PH = p->ph;
-    g->PW = p->pw;
-    if (g->H + 2 * g->PH < g->KH || g->W + 2 * g->PW < g->KW) return shape_err(c, l, "window larger than the padded image");
-    g->OH = (g->H + 2 * g->PH - g->KH) / g->SH + 1;
-    g->OW = (g->W + 2 * g->PW - g->KW) / g->SW + 1;
-    return CN_OK;
-}
-
 #define GEOM_ARGS(g)                                                                               \
-    CN_ARG_INT((g).N), CN_ARG_INT((g).H), CN_ARG_INT((g).W), CN_ARG_INT((g).C), CN_ARG_INT((g).OH),    \
-        CN_ARG_INT((g).OW), CN_ARG_INT((g).KH), CN_ARG_INT((g).KW), CN_ARG_INT((g).SH),                \
-        CN_ARG_INT((g).SW), CN_ARG_INT((g).PH), CN_ARG_INT((g).PW)
+    CN_ARG_INT((g).n), CN_ARG_INT((g).h), CN_ARG_INT((g).w), CN_ARG_INT((g).c), CN_ARG_INT((g).oh),    \
+        CN_ARG_INT((g).ow), CN_ARG_INT((g).kh), CN_ARG_INT((g).kw), CN_ARG_INT((g).sh),                \
+        CN_ARG_INT((g).sw), CN_ARG_INT((g).ph), CN_ARG_INT((g).pw)
 
 /* 3-D grids (channels fastest): see pool.cl / conv.cl. */
 #define GRID(c, id, g0, g1, g2, ...)                                                               \
@@ -79,52 +47,46 @@ static cn_status launch_rows(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nar
     launch_rows((c), (id), (size_t)(n), (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)), \
                 (cn_cl_arg[]){__VA_ARGS__})
 #define GEOM_ARGS_V(g, cv)                                                                         \
-    CN_ARG_INT((g).N), CN_ARG_INT((g).H), CN_ARG_INT((g).W), CN_ARG_INT((g).C / (cv)), CN_ARG_INT((g).OH), \
-        CN_ARG_INT((g).OW), CN_ARG_INT((g).KH), CN_ARG_INT((g).KW), CN_ARG_INT((g).SH),                \
-        CN_ARG_INT((g).SW), CN_ARG_INT((g).PH), CN_ARG_INT((g).PW)
+    CN_ARG_INT((g).n), CN_ARG_INT((g).h), CN_ARG_INT((g).w), CN_ARG_INT((g).c / (cv)), CN_ARG_INT((g).oh), \
+        CN_ARG_INT((g).ow), CN_ARG_INT((g).kh), CN_ARG_INT((g).kw), CN_ARG_INT((g).sh),                \
+        CN_ARG_INT((g).sw), CN_ARG_INT((g).ph), CN_ARG_INT((g).pw)
 
-static int64_t cols_numel(const geom *g) { return g->N * g->OH * g->OW * g->KH * g->KW * g->C; }
-static int64_t pooled_numel(const geom *g) { return g->N * g->OH * g->OW * g->C; }
+static int64_t pooled_numel(const cn_window *g) { return g->n * g->oh * g->ow * g->c; }
 
 cn_status cn_cl_op_IM2COL(cn_cl_ctx *c, const cn_launch *l) {
-    geom g;
-    CN_TRY(geom_of(c, l, &l->in_shape[0], &g));
-    int64_t total = cols_numel(&g);
-    if (cn_shape_numel(&l->out_shape) != total) return shape_err(c, l, "output is not [N*OH*OW, KH*KW*C]");
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
     if (c->is_cpu) {
         static const cn_cl_kernel_id k[3] = {CN_K_im2col_rows1, CN_K_im2col_rows4, CN_K_im2col_rowsv};
         int cv;
-        int v = channel_vec(c, g.C, &cv);
-        return ROWS(c, k[v], g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+        int v = channel_vec(c, g.c, &cv);
+        return ROWS(c, k[v], g.n * g.oh * g.ow, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
-    return GRID(c, CN_K_im2col, g.KW * g.C, g.KH, g.N * g.OH * g.OW, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
+    return GRID(c, CN_K_im2col, g.kw * g.c, g.kh, g.n * g.oh * g.ow, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
                 GEOM_ARGS(g));
 }
 
 cn_status cn_cl_op_COL2IM(cn_cl_ctx *c, const cn_launch *l) {
-    geom g;
-    CN_TRY(geom_of(c, l, &l->out_shape, &g));
-    if (cn_shape_numel(&l->in_shape[0]) != cols_numel(&g)) return shape_err(c, l, "input is not [N*OH*OW, KH*KW*C]");
+    cn_window g;
+    cn_window_of(&l->out_shape, l->p, &g);
     if (c->is_cpu) {
         static const cn_cl_kernel_id k[3] = {CN_K_col2im_pix1, CN_K_col2im_pix4, CN_K_col2im_pixv};
         int cv;
-        int v = channel_vec(c, g.C, &cv);
-        return ROWS(c, k[v], g.N * g.H * g.W, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+        int v = channel_vec(c, g.c, &cv);
+        return ROWS(c, k[v], g.n * g.h * g.w, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
-    return GRID(c, CN_K_col2im, g.C, g.W, g.N * g.H, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+    return GRID(c, CN_K_col2im, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
 static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
-    geom g;
-    CN_TRY(geom_of(c, l, &l->in_shape[0], &g));
-    int64_t total = pooled_numel(&g);
-    if (cn_shape_numel(&l->out_shape) != total) return shape_err(c, l, "output is not [N,OH,OW,C]");
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
     int cv;
-    int v = channel_vec(c, g.C, &cv);
+    int v = channel_vec(c, g.c, &cv);
     if (c->is_cpu && k == CN_K_maxpool && v > 0)
-        return ROWS(c, v == 2 ? CN_K_maxpool_rowsv : CN_K_maxpool_rows4, g.N * g.OH, CN_ARG_MEM(l->in[0]),
+        return ROWS(c, v == 2 ? CN_K_maxpool_rowsv : CN_K_maxpool_rows4, g.n * g.oh, CN_ARG_MEM(l->in[0]),
                     CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
-    return GRID(c, k, g.C, g.OW, g.N * g.OH, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+    return GRID(c, k, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
 cn_status cn_cl_op_MAXPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c, l, CN_K_maxpool); }
@@ -132,30 +94,27 @@ cn_status cn_cl_op_AVGPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c
 
 /* MAXPOOL_GRAD(dy, x): pass 1 records each window's winner, pass 2 gathers per pixel. */
 cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
-    geom g;
-    CN_TRY(geom_of(c, l, &l->in_shape[1], &g));
-    int64_t nout = pooled_numel(&g), total = cn_shape_numel(&l->out_shape);
-    if (cn_shape_numel(&l->in_shape[0]) != nout) return shape_err(c, l, "dy is not [N,OH,OW,C]");
-    if (total != cn_shape_numel(&l->in_shape[1])) return shape_err(c, l, "output must have x's shape");
+    cn_window g;
+    cn_window_of(&l->in_shape[1], l->p, &g);
+    int64_t nout = pooled_numel(&g);
     int cv;
-    int v = channel_vec(c, g.C, &cv);
-    if (c->is_cpu && v > 0 && g.SH >= g.KH && g.SW >= g.KW) {
+    int v = channel_vec(c, g.c, &cv);
+    if (c->is_cpu && v > 0 && g.sh >= g.kh && g.sw >= g.kw) {
         /* Windows never overlap: one pass, each window writing the pixels it owns. */
-        return ROWS(c, v == 2 ? CN_K_maxpool_grad_rowsv : CN_K_maxpool_grad_rows4, g.N * g.OH,
+        return ROWS(c, v == 2 ? CN_K_maxpool_grad_rowsv : CN_K_maxpool_grad_rows4, g.n * g.oh,
                     CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
     cl_mem idx;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)nout * sizeof(cl_int), &idx));
-    CN_TRY(GRID(c, CN_K_maxpool_index, g.C, g.OW, g.N * g.OH, CN_ARG_MEM(l->in[1]), CN_ARG_MEM(idx), GEOM_ARGS(g)));
-    return GRID(c, CN_K_maxpool_grad, g.C, g.W, g.N * g.H, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(idx), CN_ARG_MEM(l->out),
+    CN_TRY(GRID(c, CN_K_maxpool_index, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[1]), CN_ARG_MEM(idx), GEOM_ARGS(g)));
+    return GRID(c, CN_K_maxpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(idx), CN_ARG_MEM(l->out),
                 GEOM_ARGS(g));
 }
 
 cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
-    geom g;
-    CN_TRY(geom_of(c, l, &l->out_shape, &g));
-    if (cn_shape_numel(&l->in_shape[0]) != pooled_numel(&g)) return shape_err(c, l, "dy is not [N,OH,OW,C]");
-    return GRID(c, CN_K_avgpool_grad, g.C, g.W, g.N * g.H, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+    cn_window g;
+    cn_window_of(&l->out_shape, l->p, &g);
+    return GRID(c, CN_K_avgpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
 cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C) {
@@ -176,16 +135,8 @@ cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_
 cn_status cn_cl_op_TRANSPOSE(cn_cl_ctx *c, const cn_launch *l) {
     const cn_shape *in = &l->in_shape[0];
     int nd = in->ndim;
-    if (nd > 6 || l->out_shape.ndim != nd) return shape_err(c, l, "input and output ranks differ or exceed 6");
     const int32_t *perm = l->p->perm;
-    int seen[6] = {0};
     int64_t stride[6], dout[6], sout[6];
-    for (int i = 0; i < nd; i++) {
-        if (perm[i] < 0 || perm[i] >= nd || seen[perm[i]]++)
-            return cn_errorf(CN_ERR_INVALID_ARG, "transpose on OpenCL device '%s': perm is not a permutation of %d axes",
-                             c->dev_name, nd);
-        if (l->out_shape.d[i] != in->d[perm[i]]) return shape_err(c, l, "output dims do not follow perm");
-    }
     int64_t s = 1;
     for (int k = nd - 1; k >= 0; k--) {
         stride[k] = s;

@@ -1,5 +1,4 @@
-/* The OpenMP reference backend: vtable, host memory accounting, launch validation and
- * dispatch. Ops run synchronously on the calling thread's OpenMP team, so sync() has
+/* The OpenMP reference backend: vtable, host memory and dispatch. Ops run synchronously on the calling thread's OpenMP team, so sync() has
  * nothing to wait for and "non-blocking" uploads complete before they return.
  *
  * Buffers are host memory, 64-byte aligned (one cache line, one AVX-512 vector) and
@@ -40,41 +39,13 @@ _Static_assert(sizeof(omp_header) == 32, "header layout");
 typedef cn_status (*omp_op_fn)(const cn_launch *l);
 
 static const omp_op_fn op_fns[] = {
-#define OMP_X_FN(NAME, name, arity, diff) [CN_OP_##NAME] = omp_op_##NAME,
+#define OMP_X_FN(NAME, ...) [CN_OP_##NAME] = omp_op_##NAME,
     CN_OP_TABLE(OMP_X_FN)
 #undef OMP_X_FN
 };
 _Static_assert(sizeof(op_fns) / sizeof(op_fns[0]) == CN_OP_COUNT, "every op needs omp_op_<NAME>");
 
 /* ---- shared helpers (declared in omp_ops.h) ---- */
-
-const char *omp_shape_str(const cn_shape *s, char *buf, size_t cap) {
-    size_t used = 0;
-    if (cap == 0) return buf;
-    buf[0] = 0;
-    used += (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < s->ndim && i < CN_MAX_DIMS && used < cap; i++)
-        used += (size_t)snprintf(buf + used, cap - used, i ? ",%lld" : "%lld", (long long)s->d[i]);
-    if (used < cap) snprintf(buf + used, cap - used, "]");
-    return buf;
-}
-
-int omp_shape_eq(const cn_shape *a, const cn_shape *b) {
-    if (a->ndim != b->ndim) return 0;
-    for (int i = 0; i < a->ndim; i++)
-        if (a->d[i] != b->d[i]) return 0;
-    return 1;
-}
-
-int omp_is_suffix(const cn_shape *suffix, const cn_shape *full) {
-    int first = 0;
-    while (first < suffix->ndim && suffix->d[first] == 1) first++;
-    const int len = suffix->ndim - first;
-    if (len > full->ndim) return 0;
-    for (int i = 0; i < len; i++)
-        if (suffix->d[first + i] != full->d[full->ndim - len + i]) return 0;
-    return 1;
-}
 
 cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
     char detail[512], shapes[512], one[128];
@@ -86,18 +57,12 @@ cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
     shapes[0] = 0;
     for (int i = 0; i < l->n_in && i < CN_MAX_INPUTS && used < sizeof shapes; i++)
         used += (size_t)snprintf(shapes + used, sizeof shapes - used, "%s%s %s", i ? ", " : "",
-                                 omp_shape_str(&l->in_shape[i], one, sizeof one),
+                                 cn_shape_str(&l->in_shape[i], one, sizeof one),
                                  cn_dtype_name(l->in_dtype[i]));
     if (used < sizeof shapes)
         snprintf(shapes + used, sizeof shapes - used, " -> %s %s",
-                 omp_shape_str(&l->out_shape, one, sizeof one), cn_dtype_name(l->out_dtype));
+                 cn_shape_str(&l->out_shape, one, sizeof one), cn_dtype_name(l->out_dtype));
     return cn_errorf(s, "%s on " OMP_DEVICE ": %s (%s)", cn_op_name(l->op), detail, shapes);
-}
-
-cn_status omp_expect_out_like(const cn_launch *l, int idx) {
-    if (!omp_shape_eq(&l->out_shape, &l->in_shape[idx]))
-        return omp_fail(CN_ERR_SHAPE, l, "output shape must equal input %d's shape", idx);
-    return CN_OK;
 }
 
 void omp_apply_epilogue(float *x, int64_t n, int epilogue) {
@@ -234,79 +199,19 @@ static void be_set_memory_limit(void *vctx, uint64_t bytes) {
 
 /* ---- ops ---- */
 
-/* Where ops.h wants i32 instead of f32: labels, and ARGMAX's index output. */
-static int dtype_ok(const cn_launch *l) {
-    for (int i = 0; i < l->n_in; i++) {
-        const int label = (l->op == CN_OP_XENT && i == 1) || (l->op == CN_OP_XENT_GRAD && i == 2) ||
-                          (l->op == CN_OP_ACCURACY && i == 1);
-        if (l->in_dtype[i] != (label ? CN_I32 : CN_F32)) return 0;
-    }
-    if (l->op == CN_OP_ARGMAX) return l->out_dtype == CN_I32 || l->out_dtype == CN_F32;
-    return l->out_dtype == CN_F32;
-}
-
-/* ops.h's fused bias: MATMUL with a third input, bias [N], on a 2-D product. */
-static int is_fused_bias(const cn_launch *l) {
-    return l->op == CN_OP_MATMUL && l->n_in == 3;
-}
-
-static int arity_ok(const cn_launch *l) {
-    return l->n_in == cn_op_arity(l->op) || is_fused_bias(l);
-}
-
+/* Every op that launches, in every form the contract allows (fused bias, epilogues), except
+ * MAXPOOL_GRAD on images whose pixel index does not fit its int32 winners. */
 static int be_supports(void *vctx, const cn_launch *l) {
     (void)vctx;
-    if (!l || (unsigned)l->op >= CN_OP_COUNT) return 0;
-    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE) return 0;
-    if (!arity_ok(l) || !dtype_ok(l)) return 0;
-    if (is_fused_bias(l)) {
-        const cn_shape *sc = &l->in_shape[2], *so = &l->out_shape;
-        if (l->in_shape[0].ndim != 2 || so->ndim != 2 || sc->ndim != 1 || sc->d[0] != so->d[1])
-            return 0;
-    }
-    const int epi = l->p ? l->p->epilogue : CN_EPI_NONE;
-    if (epi != CN_EPI_NONE)
-        return (l->op == CN_OP_ADD || l->op == CN_OP_MATMUL) && epi >= CN_EPI_RELU && epi <= CN_EPI_TANH;
-    return 1;
+    if (l->op == CN_OP_MAXPOOL_GRAD && l->in_shape[1].ndim == 4 &&
+        l->in_shape[1].d[1] * l->in_shape[1].d[2] > INT32_MAX)
+        return 0;
+    return cn_op_launches(l->op);
 }
 
-/* Checks every op shares: arity, dtypes, epilogue, sane shapes, buffers present. */
-static cn_status check_launch(const cn_launch *l) {
-    if (!arity_ok(l))
-        return omp_fail(CN_ERR_INVALID_ARG, l, "expects %d inputs, got %d", cn_op_arity(l->op), l->n_in);
-    if (!l->p) return omp_fail(CN_ERR_INVALID_ARG, l, "missing parameter block");
-    if (!dtype_ok(l)) return omp_fail(CN_ERR_DTYPE, l, "unsupported dtypes");
-    const int epi = l->p->epilogue;
-    if (epi != CN_EPI_NONE && !(l->op == CN_OP_ADD || l->op == CN_OP_MATMUL))
-        return omp_fail(CN_ERR_UNSUPPORTED, l, "epilogue %d is only fused into add and matmul", epi);
-    if (epi < CN_EPI_NONE || epi > CN_EPI_TANH)
-        return omp_fail(CN_ERR_INVALID_ARG, l, "unknown epilogue %d", epi);
-    for (int i = 0; i <= l->n_in; i++) {
-        const cn_shape *s = i < l->n_in ? &l->in_shape[i] : &l->out_shape;
-        const void *buf = i < l->n_in ? l->in[i] : l->out;
-        if (s->ndim < 0 || s->ndim > CN_MAX_DIMS)
-            return omp_fail(CN_ERR_SHAPE, l, "rank %d outside [0, %d]", s->ndim, CN_MAX_DIMS);
-        int64_t numel = 1;
-        for (int d = 0; d < s->ndim; d++) {
-            if (s->d[d] < 0) return omp_fail(CN_ERR_SHAPE, l, "negative dimension");
-            if (s->d[d] > 0 && numel > INT64_MAX / 4 / s->d[d])
-                return omp_fail(CN_ERR_SHAPE, l, "element count overflows");
-            numel *= s->d[d];
-        }
-        if (numel > 0 && !buf)
-            return omp_fail(CN_ERR_INVALID_ARG, l, "%s %d has no buffer", i < l->n_in ? "input" : "output",
-                            i < l->n_in ? i : 0);
-    }
-    return CN_OK;
-}
-
+/* The launch is one the planner checked against the op contract (ops.h): no checks here. */
 static cn_status be_run(void *vctx, const cn_launch *l) {
     (void)vctx;
-    if (!l) return cn_errorf(CN_ERR_INVALID_ARG, "run on " OMP_DEVICE ": NULL launch");
-    if ((unsigned)l->op >= CN_OP_COUNT)
-        return cn_errorf(CN_ERR_INVALID_ARG, "run on " OMP_DEVICE ": unknown op %d", (int)l->op);
-    if (l->op == CN_OP_LEAF || l->op == CN_OP_RESHAPE) return op_fns[l->op](l);
-    CN_TRY(check_launch(l));
     return op_fns[l->op](l);
 }
 

@@ -11,37 +11,6 @@
  */
 #include "omp_ops.h"
 
-cn_status omp_window_geometry(const cn_launch *l, const cn_shape *img, omp_window *g) {
-    const cn_op_params *p = l->p;
-    if (img->ndim != 4) return omp_fail(CN_ERR_SHAPE, l, "image must be 4-D NHWC");
-    if (p->kh < 1 || p->kw < 1 || p->sh < 1 || p->sw < 1 || p->ph < 0 || p->pw < 0)
-        return omp_fail(CN_ERR_INVALID_ARG, l,
-                        "window %dx%d, stride %dx%d, padding %dx%d: kernel and stride must be >= 1, padding >= 0",
-                        p->kh, p->kw, p->sh, p->sw, p->ph, p->pw);
-    g->n = img->d[0];
-    g->h = img->d[1];
-    g->w = img->d[2];
-    g->c = img->d[3];
-    g->kh = p->kh;
-    g->kw = p->kw;
-    g->sh = p->sh;
-    g->sw = p->sw;
-    g->ph = p->ph;
-    g->pw = p->pw;
-    if (g->h + 2 * g->ph < g->kh || g->w + 2 * g->pw < g->kw)
-        return omp_fail(CN_ERR_SHAPE, l, "window %lldx%lld does not fit the padded %lldx%lld image",
-                        (long long)g->kh, (long long)g->kw, (long long)(g->h + 2 * g->ph),
-                        (long long)(g->w + 2 * g->pw));
-    g->oh = (g->h + 2 * g->ph - g->kh) / g->sh + 1;
-    g->ow = (g->w + 2 * g->pw - g->kw) / g->sw + 1;
-    return CN_OK;
-}
-
-/* The patch matrix of geometry g is [N*OH*OW, KH*KW*C]. */
-static int is_patch_shape(const cn_shape *s, const omp_window *g) {
-    return s->ndim == 2 && s->d[0] == g->n * g->oh * g->ow && s->d[1] == g->kh * g->kw * g->c;
-}
-
 /* dst[0..n) = src[0..n). im2col's runs can be a few floats (3 for a 3x3 kernel on a
  * one-channel image), where a loop's setup costs more than the copy itself, so the short
  * ones get straight-line code. */
@@ -61,7 +30,7 @@ static inline void copy_run(float *dst, const float *src, int64_t n) {
  * reads the same image row, and (kj, c) is contiguous in image and patch alike, so a window
  * lying inside the image is one run of kw*C floats. (Kept out of the parallel loop's body
  * so that gcc keeps the geometry in registers.) */
-static void im2col_row(const omp_window *g, const float *img, int64_t oh,
+static void im2col_row(const cn_window *g, const float *img, int64_t oh,
                        float *out) {
     const int64_t H = g->h, W = g->w, C = g->c, KW = g->kw, OW = g->ow;
     const int64_t run = KW * C, kk = g->kh * run;
@@ -90,11 +59,8 @@ static void im2col_row(const omp_window *g, const float *img, int64_t oh,
 }
 
 cn_status omp_op_IM2COL(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
-    if (!is_patch_shape(&l->out_shape, &g))
-        return omp_fail(CN_ERR_SHAPE, l, "output must be [%lld,%lld]", (long long)(g.n * g.oh * g.ow),
-                        (long long)(g.kh * g.kw * g.c));
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
     float *col = l->out;
     const int64_t kk = g.kh * g.kw * g.c;
@@ -106,11 +72,8 @@ cn_status omp_op_IM2COL(const cn_launch *l) {
 }
 
 cn_status omp_op_COL2IM(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->out_shape, &g));
-    if (!is_patch_shape(&l->in_shape[0], &g))
-        return omp_fail(CN_ERR_SHAPE, l, "input must be the [%lld,%lld] patch matrix of the output image",
-                        (long long)(g.n * g.oh * g.ow), (long long)(g.kh * g.kw * g.c));
+    cn_window g;
+    cn_window_of(&l->out_shape, l->p, &g);
     const float *col = l->in[0];
     float *x = l->out;
     const int64_t C = g.c, kk = g.kh * g.kw * C;

@@ -385,33 +385,13 @@ cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n
 }
 
 cn_status omp_op_MATMUL(const cn_launch *l) {
-    const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1], *so = &l->out_shape;
+    const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1];
     const int ta = l->p->trans_a != 0, tb = l->p->trans_b != 0;
-    if (sa->ndim != sb->ndim || (sa->ndim != 2 && sa->ndim != 3))
-        return omp_fail(CN_ERR_SHAPE, l, "a and b must both be 2-D or both 3-D");
     const int d = sa->ndim;
     const int64_t batch = d == 3 ? sa->d[0] : 1;
-    if (d == 3 && sb->d[0] != batch)
-        return omp_fail(CN_ERR_SHAPE, l, "batch sizes differ (%lld vs %lld)",
-                        (long long)batch, (long long)sb->d[0]);
     const int64_t m = ta ? sa->d[d - 1] : sa->d[d - 2];
-    const int64_t ka = ta ? sa->d[d - 2] : sa->d[d - 1];
-    const int64_t kb = tb ? sb->d[d - 1] : sb->d[d - 2];
+    const int64_t k = ta ? sa->d[d - 2] : sa->d[d - 1];
     const int64_t n = tb ? sb->d[d - 2] : sb->d[d - 1];
-    if (ka != kb)
-        return omp_fail(CN_ERR_SHAPE, l, "inner dimensions differ: op(a) is [%lld,%lld], op(b) is [%lld,%lld] (trans_a=%d trans_b=%d)",
-                        (long long)m, (long long)ka, (long long)kb, (long long)n, ta, tb);
-    if (so->ndim != d || so->d[d - 2] != m || so->d[d - 1] != n || (d == 3 && so->d[0] != batch))
-        return omp_fail(CN_ERR_SHAPE, l, "output must be [%s%lld,%lld]", d == 3 ? "B," : "",
-                        (long long)m, (long long)n);
-    /* ops.h's fused bias: a third input [N], 2-D products only. */
-    const float *bias = NULL;
-    if (l->n_in == 3) {
-        const cn_shape *sc = &l->in_shape[2];
-        if (d != 2) return omp_fail(CN_ERR_SHAPE, l, "a fused bias needs a 2-D product");
-        if (sc->ndim != 1 || sc->d[0] != n)
-            return omp_fail(CN_ERR_SHAPE, l, "the fused bias must be [%lld]", (long long)n);
-        bias = l->in[2];
-    }
-    return omp_gemm(ta, tb, batch, m, n, ka, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
+    const float *bias = cn_op_fused_bias(l->op, l->n_in) ? l->in[2] : NULL;
+    return omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
 }

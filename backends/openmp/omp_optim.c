@@ -9,14 +9,6 @@
 
 #include "omp_ops.h"
 
-/* All inputs share the parameter's shape, and so does the output. */
-static cn_status check_same_shapes(const cn_launch *l, const char *names) {
-    for (int i = 1; i < l->n_in; i++)
-        if (!omp_shape_eq(&l->in_shape[i], &l->in_shape[0]))
-            return omp_fail(CN_ERR_SHAPE, l, "%s must all have the same shape", names);
-    return omp_expect_out_like(l, 0);
-}
-
 static void copy_out(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     if (l->out != l->in[0] && n > 0) memcpy(l->out, l->in[0], (size_t)n * sizeof(float));
@@ -27,10 +19,7 @@ static void copy_out(const cn_launch *l) {
  * weight_decay: decoupled = 0 adds wd * p to g (Adam's L2); decoupled = 1 first shrinks p
  * by lr * wd * p (AdamW, in PyTorch's order). */
 cn_status omp_op_ADAM(const cn_launch *l) {
-    CN_TRY(check_same_shapes(l, "param, grad, m and v"));
     const cn_op_params *p = l->p;
-    if (l->step == 0)
-        return omp_fail(CN_ERR_INVALID_ARG, l, "step must be >= 1 (bias correction divides by 1 - beta^step)");
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
     const float *grad = l->in[1];
@@ -56,7 +45,6 @@ cn_status omp_op_ADAM(const cn_launch *l) {
 /* g = grad + wd * p;  v = momentum v + g;  p -= lr * (nesterov ? g + momentum v : v).
  * With momentum 0 the velocity is just g, so plain SGD needs no special case. */
 cn_status omp_op_SGD(const cn_launch *l) {
-    CN_TRY(check_same_shapes(l, "param, grad and velocity"));
     const cn_op_params *p = l->p;
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];

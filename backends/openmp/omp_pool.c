@@ -15,16 +15,6 @@
 /* MAXPOOL_GRAD keeps the running maximum of this many channels in registers/L1. */
 #define CH_BLOCK 64
 
-/* Output positions must match the geometry: [N, OH, OW, C]. */
-static int is_pooled_shape(const cn_shape *s, const omp_window *g) {
-    return s->ndim == 4 && s->d[0] == g->n && s->d[1] == g->oh && s->d[2] == g->ow && s->d[3] == g->c;
-}
-
-static cn_status pooled_shape_error(const cn_launch *l, const char *what, const omp_window *g) {
-    return omp_fail(CN_ERR_SHAPE, l, "%s must be [%lld,%lld,%lld,%lld]", what, (long long)g->n,
-                    (long long)g->oh, (long long)g->ow, (long long)g->c);
-}
-
 /* Rows [*k0, *k1) of a window starting at `start` that fall inside [0, size). */
 static void clip(int64_t start, int64_t k, int64_t size, int64_t *k0, int64_t *k1) {
     *k0 = start < 0 ? -start : 0;
@@ -33,9 +23,8 @@ static void clip(int64_t start, int64_t k, int64_t size, int64_t *k0, int64_t *k
 }
 
 cn_status omp_op_MAXPOOL(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
-    if (!is_pooled_shape(&l->out_shape, &g)) return pooled_shape_error(l, "output", &g);
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
     float *y = l->out;
     const int64_t C = g.c;
@@ -81,12 +70,8 @@ static int covered(int64_t i, int64_t pad, int64_t stride, int64_t k, int64_t nw
 
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape. */
 cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->in_shape[1], &g));
-    if (!is_pooled_shape(&l->in_shape[0], &g)) return pooled_shape_error(l, "dy", &g);
-    CN_TRY(omp_expect_out_like(l, 1));
-    if (g.h * g.w > INT32_MAX)
-        return omp_fail(CN_ERR_SHAPE, l, "an image of %lld pixels is too large", (long long)(g.h * g.w));
+    cn_window g;
+    cn_window_of(&l->in_shape[1], l->p, &g);
     const float *dy = l->in[0], *x = l->in[1];
     float *dx = l->out;
     const int64_t C = g.c, blocks = (C + CH_BLOCK - 1) / CH_BLOCK;
@@ -154,9 +139,8 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
 }
 
 cn_status omp_op_AVGPOOL(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->in_shape[0], &g));
-    if (!is_pooled_shape(&l->out_shape, &g)) return pooled_shape_error(l, "output", &g);
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
     float *y = l->out;
     const int64_t C = g.c;
@@ -189,9 +173,8 @@ cn_status omp_op_AVGPOOL(const cn_launch *l) {
 /* AVGPOOL_GRAD(dy) -> dx with the node's (image) shape: each pixel gathers dy/(kh*kw)
  * from every window that covers it. */
 cn_status omp_op_AVGPOOL_GRAD(const cn_launch *l) {
-    omp_window g;
-    CN_TRY(omp_window_geometry(l, &l->out_shape, &g));
-    if (!is_pooled_shape(&l->in_shape[0], &g)) return pooled_shape_error(l, "dy", &g);
+    cn_window g;
+    cn_window_of(&l->out_shape, l->p, &g);
     const float *dy = l->in[0];
     float *dx = l->out;
     const int64_t C = g.c;

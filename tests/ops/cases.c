@@ -676,7 +676,7 @@ int h_op_tested(cn_op op) { return op != CN_OP_LEAF && op != CN_OP_RESHAPE; }
  * a compile error. */
 typedef void (*case_fn)(h_caselist *);
 static const case_fn case_fns[] = {
-#define CN_X_CASES(NAME, name, arity, diff) [CN_OP_##NAME] = cases_##NAME,
+#define CN_X_CASES(NAME, ...) [CN_OP_##NAME] = cases_##NAME,
     CN_OP_TABLE(CN_X_CASES)
 #undef CN_X_CASES
 };
