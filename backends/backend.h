@@ -1,5 +1,6 @@
-/* The vtable every backend fills. The executor talks to a backend only through this struct:
- * it asks supports() and never switches on a backend's identity. */
+/* The vtable every backend fills, and the registration through which the engine finds a
+ * backend's devices. The engine talks to a backend only through these structs: it asks
+ * supports() and never switches on a backend's identity. */
 #ifndef CN_BACKEND_H
 #define CN_BACKEND_H
 
@@ -9,7 +10,7 @@
 #include "clnet.h"
 #include "ops.h"
 
-#define CN_BACKEND_API_VERSION 1
+#define CN_BACKEND_API_VERSION 2
 
 /* One planned node, ready to run. Buffers are the backend's own handles (cl_mem for
  * OpenCL, host pointers for OpenMP); in-place ops (ADAM, SGD) get out == in[0]. */
@@ -30,8 +31,7 @@ typedef struct cn_backend {
     int api_version;      /* CN_BACKEND_API_VERSION */
     const char *name;     /* "openmp", "opencl" */
     void *ctx;
-    /* Allocation honours the memory cap: past it, CN_ERR_OUT_OF_MEMORY naming the device,
-     * the request and the cap. Memory is zero-filled. */
+    /* Zero-filled memory. The engine counts it against the device's cap before calling. */
     cn_status (*alloc)(void *ctx, size_t bytes, void **buf);
     void (*free)(void *ctx, void *buf);
     /* blocking=0 may return before the copy ends; src must stay valid until sync(). */
@@ -44,8 +44,6 @@ typedef struct cn_backend {
     /* Enqueue or run one node. Must not wait for completion when the device is asynchronous. */
     cn_status (*run)(void *ctx, const cn_launch *l);
     cn_status (*sync)(void *ctx);
-    void (*memory_stats)(void *ctx, cn_memory_stats *out);
-    void (*set_memory_limit)(void *ctx, uint64_t bytes);
     void (*destroy)(void *ctx);
     /* Optional (may be NULL): start a copy to host memory without waiting; dst is filled once
      * sync() (or a blocking download) returns. The engine falls back to download. */
@@ -54,12 +52,33 @@ typedef struct cn_backend {
     cn_status (*tune)(void *ctx, int verbose);
 } cn_backend;
 
-/* Factories (each backend directory provides one). */
+/* A device's memory account, owned by the engine (engine/memory.c). A backend charges the
+ * buffers it allocates on its own (scratch) with reserve, which fails with
+ * CN_ERR_OUT_OF_MEMORY naming the device, the request and the cap, and refunds them with
+ * release. A NULL account (a backend made outside the engine, as the op harness does)
+ * counts nothing. */
+typedef struct cn_mem_account cn_mem_account;
+cn_status cn_mem_reserve(cn_mem_account *a, size_t bytes, const char *what);
+void cn_mem_release(cn_mem_account *a, size_t bytes);
+
+/* What a backend registers with the engine (engine/device.c lists them). */
+typedef struct cn_backend_reg {
+    const char *name; /* "openmp", "opencl": cn_device_info.backend */
+    /* 1: only chosen by its own selectors or as "auto"'s last resort, never as "cpu". */
+    int reference;
+    /* Fills up to max infos and *count (may exceed max). No device is not an error: CN_OK
+     * with *count = 0 and, if the user could fix that, a short hint (e.g. "no OpenCL
+     * platform found (...); install pocl-opencl-icd for a CPU device"). */
+    cn_status (*enumerate)(cn_device_info *infos, int max, int *count, char *hint, size_t hint_cap);
+    /* Opens one enumerated device; scratch is charged to mem. */
+    cn_status (*create)(const cn_device_info *info, cn_mem_account *mem, cn_backend **out);
+} cn_backend_reg;
+
+extern const cn_backend_reg cn_omp_backend_reg;
+extern const cn_backend_reg cn_cl_backend_reg;
+
+/* Direct factories for tests that drive a backend without the engine (no accounting). */
 cn_status cn_omp_backend_create(cn_backend **out);
-/* Enumerate OpenCL devices: fills up to max infos (selectors "cl:N" in order) and *count
- * (may exceed max). Returns CN_OK with *count = 0 when no ICD/platform exists; in that case
- * hint receives a short explanation (e.g. "no OpenCL platform found (clGetPlatformIDs:
- * CL_PLATFORM_NOT_FOUND_KHR); install pocl-opencl-icd for a CPU device"). */
 cn_status cn_cl_enumerate(cn_device_info *infos, int max, int *count, char *hint, size_t hint_cap);
 cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend **out);
 

@@ -1,52 +1,50 @@
-/* Device registry: the OpenMP reference plus every OpenCL device, selectors, visibility.
+/* Device registry: every registered backend's devices, selectors, names, visibility.
  * Devices are opened lazily and shared, so a backend (context, queue, program cache) is
  * created once per process and device. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "device.h"
 #include "internal.h"
 
 #define MAX_DEVICES 64
 
+/* The backends, in the order their devices are listed (the reference first). */
+static const cn_backend_reg *const backends[] = {&cn_omp_backend_reg, &cn_cl_backend_reg};
+#define N_BACKENDS ((int)(sizeof backends / sizeof backends[0]))
+
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static int reg_ready;
 static cn_device_info all_info[MAX_DEVICES];
+static const cn_backend_reg *all_backend[MAX_DEVICES];
 static int all_count;
-static char cl_hint[512];
+static char hints[512];
 static cn_device *opened[MAX_DEVICES];
 static char visible_spec[512];
 static int visible_set;
 
 static void registry_init(void) {
     if (reg_ready) return;
-    memset(&all_info[0], 0, sizeof all_info[0]);
-    cn_device_info *o = &all_info[0];
-    snprintf(o->selector, sizeof o->selector, "omp");
-    snprintf(o->backend, sizeof o->backend, "openmp");
-    o->type = CN_DEVICE_CPU;
-    snprintf(o->vendor, sizeof o->vendor, "clnet");
-    snprintf(o->name, sizeof o->name, "OpenMP reference (host CPU)");
-#ifdef _OPENMP
-    snprintf(o->version, sizeof o->version, "OpenMP %d", _OPENMP);
-#endif
-    snprintf(o->driver, sizeof o->driver, "%s", cn_version());
-    o->compute_units = cn_host_threads();
-    o->global_mem = cn_host_memory();
-    o->max_alloc = o->global_mem;
-    o->fp64 = 1;
-    o->platform_index = -1;
-    o->device_index = -1;
-    int n = 0;
-    cl_hint[0] = 0;
-    if (cn_cl_enumerate(all_info + 1, MAX_DEVICES - 1, &n, cl_hint, sizeof cl_hint) != CN_OK) {
-        snprintf(cl_hint, sizeof cl_hint, "OpenCL enumeration failed: %s", cn_last_error());
-        n = 0;
+    all_count = 0;
+    hints[0] = 0;
+    for (int b = 0; b < N_BACKENDS; b++) {
+        const cn_backend_reg *r = backends[b];
+        char hint[512] = "";
+        int n = 0;
+        if (r->enumerate(all_info + all_count, MAX_DEVICES - all_count, &n, hint, sizeof hint) != CN_OK) {
+            snprintf(hint, sizeof hint, "%s enumeration failed: %s", r->name, cn_last_error());
+            n = 0;
+        }
+        if (n > MAX_DEVICES - all_count) n = MAX_DEVICES - all_count;
+        for (int i = 0; i < n; i++) all_backend[all_count + i] = r;
+        all_count += n;
+        size_t used = strlen(hints);
+        if (hint[0] && used < sizeof hints)
+            snprintf(hints + used, sizeof hints - used, "%s%s", used ? "; " : "", hint);
     }
-    if (n > MAX_DEVICES - 1) n = MAX_DEVICES - 1;
-    all_count = 1 + n;
     if (!visible_set) {
         const char *e = getenv("CLNET_VISIBLE_DEVICES");
         if (e && *e) snprintf(visible_spec, sizeof visible_spec, "%s", e);
@@ -108,7 +106,7 @@ const char *cn_device_hint(void) {
     pthread_mutex_lock(&reg_lock);
     registry_init();
     pthread_mutex_unlock(&reg_lock);
-    return cl_hint;
+    return hints;
 }
 
 static void list_devices(char *buf, size_t cap) {
@@ -122,49 +120,79 @@ static void list_devices(char *buf, size_t cap) {
     if (o < cap && n == 0) snprintf(buf, cap, "none");
 }
 
-/* Registry index for a selector, or -1. */
-static int resolve(const char *sel) {
-    int idx[MAX_DEVICES];
-    int n = visible_list(idx);
-    char *end;
-    if (strcmp(sel, "omp") == 0) {
-        for (int i = 0; i < n; i++)
-            if (idx[i] == 0) return 0;
-        return -1;
-    }
-    if (strncmp(sel, "cl:", 3) == 0 || strncmp(sel, "gpu", 3) == 0) {
-        int gpu = sel[0] == 'g';
-        const char *num = sel + 3;
-        long want = 0;
-        if (gpu && *num == 0) want = 0;
-        else {
-            if (gpu && *num++ != ':') return -1;
-            want = strtol(num, &end, 10);
-            if (end == num || *end || want < 0) return -1;
-        }
-        long k = 0;
-        for (int i = 0; i < n; i++) {
-            const cn_device_info *d = &all_info[idx[i]];
-            if (idx[i] == 0) continue;
-            if (gpu && d->type != CN_DEVICE_GPU) continue;
-            /* cl:N is the enumeration index, stable whatever is hidden */
-            if (!gpu && strcmp(d->selector, sel) == 0) return idx[i];
-            if (gpu && k++ == want) return idx[i];
-        }
-        return -1;
-    }
-    if (strcmp(sel, "cpu") == 0) {
-        for (int i = 0; i < n; i++)
-            if (idx[i] != 0 && all_info[idx[i]].type == CN_DEVICE_CPU) return idx[i];
-        return -1;
-    }
-    if (strcmp(sel, "auto") == 0) {
-        int r = resolve("gpu");
-        if (r < 0) r = resolve("cpu");
-        if (r < 0) r = resolve("omp");
-        return r;
+/* The n-th visible non-reference device of a type (0 = any), or -1. */
+static int nth_of_type(const int *idx, int n, cn_device_type type, long want) {
+    long k = 0;
+    for (int i = 0; i < n; i++) {
+        if (all_backend[idx[i]]->reference || (type && all_info[idx[i]].type != type)) continue;
+        if (k++ == want) return idx[i];
     }
     return -1;
+}
+
+static int contains_nocase(const char *hay, const char *needle) {
+    size_t nl = strlen(needle);
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, nl) == 0) return 1;
+    return 0;
+}
+
+/* Registry index for a selector: an exact selector ("omp", "cl:N") first, then the keywords
+ * gpu, gpu:N, cpu and auto, then a case-insensitive part of one device's name. -1 when
+ * nothing matches; -2 when the name matches several devices (listed in amb). */
+static int resolve(const char *sel, char *amb, size_t amb_cap) {
+    int idx[MAX_DEVICES];
+    int n = visible_list(idx);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all_info[idx[i]].selector, sel) == 0) return idx[i];
+    if (strncmp(sel, "gpu", 3) == 0 && (sel[3] == 0 || sel[3] == ':')) {
+        char *end;
+        long want = sel[3] ? strtol(sel + 4, &end, 10) : 0;
+        if (sel[3] && (end == sel + 4 || *end || want < 0)) return -1;
+        return nth_of_type(idx, n, CN_DEVICE_GPU, want);
+    }
+    if (strcmp(sel, "cpu") == 0) return nth_of_type(idx, n, CN_DEVICE_CPU, 0);
+    if (strcmp(sel, "auto") == 0) {
+        int r = nth_of_type(idx, n, CN_DEVICE_GPU, 0);
+        if (r < 0) r = nth_of_type(idx, n, CN_DEVICE_CPU, 0);
+        for (int i = 0; r < 0 && i < n; i++)
+            if (all_backend[idx[i]]->reference) r = idx[i];
+        return r;
+    }
+    int found = -1, matches = 0;
+    size_t o = 0;
+    amb[0] = 0;
+    for (int i = 0; i < n; i++) {
+        const cn_device_info *d = &all_info[idx[i]];
+        if (!contains_nocase(d->name, sel)) continue;
+        found = idx[i];
+        if (o < amb_cap) o += (size_t)snprintf(amb + o, amb_cap - o, "%s%s (%s)", matches ? ", " : "", d->selector, d->name);
+        matches++;
+    }
+    return matches > 1 ? -2 : found;
+}
+
+static cn_status open_new(int i, uint64_t limit, cn_device **out) {
+    cn_device *d = calloc(1, sizeof *d);
+    if (!d) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "device %s", all_info[i].selector);
+    d->info = all_info[i];
+    d->refs = 1;
+    d->registry_index = i;
+    char label[sizeof d->mem.device];
+    snprintf(label, sizeof label, "%s (%s)", d->info.selector, d->info.name);
+    cn_mem_init(&d->mem, label);
+    d->mem.limit = limit;
+    cn_status st = all_backend[i]->create(&d->info, &d->mem, &d->be);
+    if (st != CN_OK) {
+        cn_error_context(st, "opening device %s (%s)", d->info.selector, d->info.name);
+        cn_mem_destroy(&d->mem);
+        free(d);
+        return st;
+    }
+    opened[i] = d;
+    *out = d;
+    cn_log(CN_LOG_INFO, "opened device %s: %s", d->info.selector, d->info.name);
+    return CN_OK;
 }
 
 cn_status cn_device_open(const char *selector, cn_device **out) {
@@ -172,38 +200,29 @@ cn_status cn_device_open(const char *selector, cn_device **out) {
     *out = NULL;
     if (!selector || !*selector) selector = getenv("CLNET_DEVICE");
     if (!selector || !*selector) selector = "auto";
+    /* The environment is read at every open, so a bad value fails where it is first used. */
+    uint64_t limit;
+    CN_TRY(cn_env_memory_limit(&limit));
     pthread_mutex_lock(&reg_lock);
     registry_init();
-    int i = resolve(selector);
+    char amb[1024];
+    int i = resolve(selector, amb, sizeof amb);
     cn_status st = CN_OK;
-    if (i < 0) {
+    if (i == -2) {
+        st = cn_errorf(CN_ERR_INVALID_ARG, "device name '%s' is ambiguous: it matches %s; use a selector or more of "
+                       "the name", selector, amb);
+    } else if (i < 0) {
         char list[2048];
         list_devices(list, sizeof list);
         st = cn_errorf(CN_ERR_NOT_FOUND,
-                       "no device matches selector '%s' (valid forms: omp, cl:N, gpu, gpu:N, cpu, auto); "
-                       "available: %s%s%s",
-                       selector, list, cl_hint[0] ? "; " : "", cl_hint);
+                       "no device matches '%s' (selectors: omp, cl:N, gpu, gpu:N, cpu, auto, or part of a device's "
+                       "name); available: %s%s%s",
+                       selector, list, hints[0] ? "; " : "", hints);
     } else if (opened[i]) {
         opened[i]->refs++;
         *out = opened[i];
     } else {
-        cn_device *d = calloc(1, sizeof *d);
-        if (!d) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "device '%s'", selector);
-        else {
-            d->info = all_info[i];
-            d->refs = 1;
-            d->registry_index = i;
-            st = i == 0 ? cn_omp_backend_create(&d->be)
-                        : cn_cl_backend_create(d->info.platform_index, d->info.device_index, &d->be);
-            if (st != CN_OK) {
-                cn_error_context(st, "opening device %s (%s)", d->info.selector, d->info.name);
-                free(d);
-            } else {
-                opened[i] = d;
-                *out = d;
-                cn_log(CN_LOG_INFO, "opened device %s: %s", d->info.selector, d->info.name);
-            }
-        }
+        st = open_new(i, limit, out);
     }
     pthread_mutex_unlock(&reg_lock);
     return st;
@@ -216,6 +235,7 @@ void cn_device_release(cn_device *dev) {
         opened[dev->registry_index] = NULL;
         dev->be->destroy(dev->be->ctx);
         free(dev->be);
+        cn_mem_destroy(&dev->mem);
         free(dev);
     }
     pthread_mutex_unlock(&reg_lock);
@@ -229,21 +249,6 @@ void cn_device_retain(cn_device *dev) {
 
 const cn_device_info *cn_device_get_info(const cn_device *dev) { return dev ? &dev->info : NULL; }
 const char *cn_device_selector(const cn_device *dev) { return dev ? dev->info.selector : "(null)"; }
-
-cn_status cn_device_memory_stats(cn_device *dev, cn_memory_stats *out) {
-    if (!dev || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_device_memory_stats: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (dev->be->memory_stats) dev->be->memory_stats(dev->be->ctx, out);
-    return CN_OK;
-}
-
-cn_status cn_device_set_memory_limit(cn_device *dev, uint64_t bytes) {
-    if (!dev) return cn_errorf(CN_ERR_INVALID_ARG, "cn_device_set_memory_limit: NULL device");
-    if (!dev->be->set_memory_limit)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "device %s has no memory cap", dev->info.selector);
-    dev->be->set_memory_limit(dev->be->ctx, bytes);
-    return CN_OK;
-}
 
 cn_status cn_device_sync(cn_device *dev) {
     if (!dev) return cn_errorf(CN_ERR_INVALID_ARG, "cn_device_sync: NULL device");

@@ -17,6 +17,7 @@ typedef struct cn_plan {
     int *launch_node;
     int n_launch;
     void **owned;     /* buffers this plan allocated */
+    size_t *owned_bytes;
     int n_owned;
     uint64_t pool_bytes;        /* bytes of intermediate buffers after reuse */
     uint64_t intermediate_bytes; /* what they would take without reuse */

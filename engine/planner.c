@@ -116,7 +116,9 @@ static cn_status alloc_owned(cn_plan *p, size_t bytes, void **out, uint64_t *dry
         *out = (void *)(uintptr_t)(0x1000 + 16 * (uintptr_t)p->n_owned++);
         return CN_OK;
     }
-    CN_TRY(p->dev->be->alloc(p->dev->be->ctx, bytes ? bytes : 4, out));
+    if (!bytes) bytes = 4;
+    CN_TRY(cn_device_alloc(p->dev, bytes, out));
+    p->owned_bytes[p->n_owned] = bytes;
     p->owned[p->n_owned++] = *out;
     return CN_OK;
 }
@@ -269,11 +271,12 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         p->buf = calloc((size_t)n + 1, sizeof *p->buf);
         p->bound = calloc((size_t)n + 1, sizeof *p->bound);
         p->owned = calloc((size_t)n + 1, sizeof *p->owned);
+        p->owned_bytes = calloc((size_t)n + 1, sizeof *p->owned_bytes);
         p->launches = calloc((size_t)n + 1, sizeof *p->launches);
         p->launch_node = calloc((size_t)n + 1, sizeof *p->launch_node);
     }
     if (!p || !live || !is_out || !consumers || !p->nodes || !p->root || !p->buf || !p->bound || !p->owned ||
-        !p->launches || !p->launch_node) {
+        !p->owned_bytes || !p->launches || !p->launch_node) {
         free(live), free(is_out), free(consumers);
         if (p) p->dev = NULL, cn_plan_free(p);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
@@ -350,11 +353,11 @@ void *cn_plan_buffer(const cn_plan *p, int node) {
 void cn_plan_free(cn_plan *p) {
     if (!p) return;
     if (p->dev) {
-        for (int i = 0; i < p->n_owned; i++) p->dev->be->free(p->dev->be->ctx, p->owned[i]);
+        for (int i = 0; i < p->n_owned; i++) cn_device_free(p->dev, p->owned[i], p->owned_bytes[i]);
         for (int i = 0; i < p->n; i++) cn_tensor_release(p->bound ? p->bound[i] : NULL);
         cn_device_release(p->dev);
     }
-    free(p->nodes), free(p->root), free(p->buf), free(p->bound), free(p->owned), free(p->launches);
+    free(p->nodes), free(p->root), free(p->buf), free(p->bound), free(p->owned), free(p->owned_bytes), free(p->launches);
     free(p->launch_node);
     free(p);
 }

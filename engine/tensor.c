@@ -1,19 +1,10 @@
 /* Tensors: a shape, a dtype and a refcounted buffer on one device. Moving between devices
  * is explicit (cn_tensor_to); nothing is ever copied behind the caller's back. */
-#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "device.h"
 #include "internal.h"
-
-int cn_host_threads(void) { return omp_get_max_threads(); }
-
-uint64_t cn_host_memory(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
-}
 
 size_t cn_tensor_bytes(const cn_tensor *t) { return t->bytes; }
 
@@ -37,7 +28,7 @@ cn_status cn_tensor_create(cn_device *dev, int ndim, const int64_t *shape, cn_dt
     CN_TRY(check_shape(ndim, shape, dt, &bytes));
     cn_tensor *t = calloc(1, sizeof *t);
     if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "tensor header");
-    cn_status st = dev->be->alloc(dev->be->ctx, bytes, &t->buf);
+    cn_status st = cn_device_alloc(dev, bytes, &t->buf);
     if (st != CN_OK) {
         free(t);
         return st;
@@ -99,7 +90,7 @@ void cn_tensor_retain(cn_tensor *t) {
 
 void cn_tensor_release(cn_tensor *t) {
     if (!t || --t->refs > 0) return;
-    t->dev->be->free(t->dev->be->ctx, t->buf);
+    cn_device_free(t->dev, t->buf, t->bytes);
     cn_device_release(t->dev);
     free(t);
 }

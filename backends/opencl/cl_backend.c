@@ -1,5 +1,6 @@
-/* The OpenCL backend's vtable: context and queue, memory (zero-filled, counted, capped),
- * transfers and synchronisation. Ops live in cl_ops_*.c and cl_blas.c. */
+/* The OpenCL backend's vtable and registration: context and queue, memory (zero-filled; the
+ * engine counts it, this file charges its scratch to the same account), transfers and
+ * synchronisation. Ops live in cl_ops_*.c and cl_blas.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,11 +8,8 @@
 #include "cl_internal.h"
 
 static cn_status oom(cn_cl_ctx *c, size_t bytes, const char *why) {
-    return cn_errorf(CN_ERR_OUT_OF_MEMORY,
-                     "out of memory on OpenCL device '%s': request %zu bytes, in use %llu bytes, "
-                     "cap %llu bytes (%s)",
-                     c->dev_name, bytes, (unsigned long long)c->mem_current,
-                     (unsigned long long)c->mem_limit, why);
+    return cn_errorf(CN_ERR_OUT_OF_MEMORY, "out of memory on OpenCL device '%s': request %zu bytes (%s)", c->dev_name,
+                     bytes, why);
 }
 
 cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes) {
@@ -46,13 +44,8 @@ static cn_status cl_alloc(void *ctx, size_t bytes, void **buf) {
     if (bytes > c->max_alloc) {
         s = cn_errorf(CN_ERR_OUT_OF_MEMORY,
                       "out of memory on OpenCL device '%s': request %zu bytes exceeds "
-                      "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes); in use %llu bytes, cap %llu bytes",
-                      c->dev_name, bytes, (unsigned long long)c->max_alloc,
-                      (unsigned long long)c->mem_current, (unsigned long long)c->mem_limit);
-        goto out;
-    }
-    if (c->mem_limit && (bytes > c->mem_limit || c->mem_current > c->mem_limit - bytes)) {
-        s = oom(c, bytes, "memory cap reached; raise CLNET_MEMORY_LIMIT or cn_device_set_memory_limit");
+                      "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
+                      c->dev_name, bytes, (unsigned long long)c->max_alloc);
         goto out;
     }
     cl_int err;
@@ -69,8 +62,6 @@ static cn_status cl_alloc(void *ctx, size_t bytes, void **buf) {
         clReleaseMemObject(m);
         goto out;
     }
-    c->mem_current += bytes;
-    if (c->mem_current > c->mem_peak) c->mem_peak = c->mem_current;
     *buf = m;
 out:
     pthread_mutex_unlock(&c->lock);
@@ -78,18 +69,9 @@ out:
 }
 
 static void cl_free(void *ctx, void *buf) {
-    cn_cl_ctx *c = ctx;
-    if (!buf) return;
-    cl_mem m = buf;
-    pthread_mutex_lock(&c->lock);
-    cl_mem_flags flags = 0;
-    size_t sz = 0;
-    if (clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) == CL_SUCCESS && !(flags & CL_MEM_READ_ONLY) &&
-        clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof sz, &sz, NULL) == CL_SUCCESS)
-        c->mem_current = c->mem_current >= sz ? c->mem_current - sz : 0;
+    (void)ctx;
     /* Deferred by OpenCL until queued commands that use it have finished. */
-    clReleaseMemObject(m);
-    pthread_mutex_unlock(&c->lock);
+    if (buf) clReleaseMemObject((cl_mem)buf);
 }
 
 /* OpenCL would only say CL_INVALID_VALUE; say which range missed which buffer. */
@@ -147,22 +129,6 @@ static cn_status cl_sync(void *ctx) {
     return CN_OK;
 }
 
-static void cl_memory_stats(void *ctx, cn_memory_stats *out) {
-    cn_cl_ctx *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    out->current = c->mem_current;
-    out->peak = c->mem_peak;
-    out->limit = c->mem_limit;
-    pthread_mutex_unlock(&c->lock);
-}
-
-static void cl_set_memory_limit(void *ctx, uint64_t bytes) {
-    cn_cl_ctx *c = ctx;
-    pthread_mutex_lock(&c->lock);
-    c->mem_limit = bytes;
-    pthread_mutex_unlock(&c->lock);
-}
-
 /* Releases the context; the engine then free()s the cn_backend itself (a separate
  * allocation, as for every backend). */
 static void cl_destroy(void *ctx) {
@@ -172,26 +138,14 @@ static void cl_destroy(void *ctx) {
     cn_cl_programs_release(c);
     cn_cl_tuning_free(c);
     for (int i = 0; i < CN_CL_SCRATCH_SLOTS; i++)
-        if (c->scratch[i]) clReleaseMemObject(c->scratch[i]);
+        if (c->scratch[i]) {
+            clReleaseMemObject(c->scratch[i]);
+            cn_mem_release(c->mem, c->scratch_bytes[i]);
+        }
     if (c->queue) clReleaseCommandQueue(c->queue);
     if (c->context) clReleaseContext(c->context);
     pthread_mutex_destroy(&c->lock);
     free(c);
-}
-
-/* "1073741824", "512M", "2G" -> bytes; 0 if absent or unparsable. */
-static uint64_t parse_bytes(const char *s) {
-    if (!s || !*s) return 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s) return 0;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; break;
-    case 'm': case 'M': v <<= 20; break;
-    case 'g': case 'G': v <<= 30; break;
-    default: break;
-    }
-    return v;
 }
 
 static void choose_gemm_tiles(cn_cl_ctx *c) {
@@ -205,7 +159,7 @@ static void choose_gemm_tiles(cn_cl_ctx *c) {
     if ((size_t)(ts / 4) * (size_t)(ts / 4) > c->max_wg) c->gemm_wptm = c->gemm_wptn = ts; /* 1 work-item */
 }
 
-cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend **out) {
+static cn_status cl_create(int platform_index, int device_index, cn_mem_account *mem, cn_backend **out) {
     if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_cl_backend_create: NULL output");
     *out = NULL;
     cl_platform_id plat;
@@ -214,6 +168,7 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     cn_cl_ctx *c = calloc(1, sizeof *c);
     if (!c) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "out of host memory creating an OpenCL context");
     pthread_mutex_init(&c->lock, NULL);
+    c->mem = mem;
     c->platform = plat;
     c->device = dev;
     c->platform_index = platform_index;
@@ -243,7 +198,6 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     c->gemm_vw = vwf >= 16 ? 16 : vwf >= 8 ? 8 : 4;
     if (!c->max_alloc) c->max_alloc = (uint64_t)128 << 20; /* the spec's minimum */
     if (!c->max_wg) c->max_wg = 1;
-    c->mem_limit = parse_bytes(getenv("CLNET_MEMORY_LIMIT"));
     choose_gemm_tiles(c);
     c->gemm_reg_default = c->is_cpu;
     c->wg_1d = c->is_cpu ? 1024 : 256;
@@ -286,8 +240,6 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     vt->supports = cn_cl_supports;
     vt->run = cn_cl_run;
     vt->sync = cl_sync;
-    vt->memory_stats = cl_memory_stats;
-    vt->set_memory_limit = cl_set_memory_limit;
     vt->destroy = cl_destroy;
     vt->tune = cn_cl_tune;
     cn_cl_tuning_load(c);
@@ -298,3 +250,13 @@ cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend 
     *out = vt;
     return CN_OK;
 }
+
+cn_status cn_cl_backend_create(int platform_index, int device_index, cn_backend **out) {
+    return cl_create(platform_index, device_index, NULL, out);
+}
+
+static cn_status cl_create_reg(const cn_device_info *info, cn_mem_account *mem, cn_backend **out) {
+    return cl_create(info->platform_index, info->device_index, mem, out);
+}
+
+const cn_backend_reg cn_cl_backend_reg = {"opencl", 0, cn_cl_enumerate, cl_create_reg};

@@ -101,8 +101,8 @@ typedef struct cn_cl_ctx {
     size_t max_wg;
     cl_uint compute_units;
 
-    pthread_mutex_t lock; /* guards kernels/args, memory counters and scratch */
-    uint64_t mem_current, mem_peak, mem_limit;
+    pthread_mutex_t lock; /* guards kernels/args and scratch */
+    cn_mem_account *mem;  /* the engine's account for this device (NULL: not counted) */
 
     cl_program programs[CN_CL_FAM_COUNT];
     cl_kernel kernels[CN_K_COUNT];
@@ -204,7 +204,8 @@ cn_status cn_cl_launch_span(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t n, int nar
 size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols);
 /* Work-group shape for a 3-D grid: up to wg_grid work-items, filling dimension 0 first. */
 void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_t lws[3]);
-/* A scratch buffer of at least bytes (grown, never shrunk; in-order queue keeps reuse safe). */
+/* A scratch buffer of at least bytes (grown, never shrunk; in-order queue keeps reuse safe),
+ * charged to the device's memory account, so it counts against the cap and in the peak. */
 cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out);
 cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
 

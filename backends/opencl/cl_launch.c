@@ -98,11 +98,19 @@ cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
         size_t want = c->scratch_bytes[slot] * 2;
         if (want < bytes) want = bytes;
         if (want < 4096) want = 4096;
+        /* Near the cap, the doubled size may not fit where the exact one does. */
+        cn_status r = cn_mem_reserve(c->mem, want, "scratch buffer");
+        if (r != CN_OK && want > bytes) r = cn_mem_reserve(c->mem, want = bytes, "scratch buffer");
+        if (r != CN_OK) return r;
         cl_int err;
         cl_mem m = clCreateBuffer(c->context, CL_MEM_READ_WRITE, want, NULL, &err);
-        if (err != CL_SUCCESS) return cn_cl_fail(c->dev_name, "clCreateBuffer (scratch)", err);
+        if (err != CL_SUCCESS) {
+            cn_mem_release(c->mem, want);
+            return cn_cl_fail(c->dev_name, "clCreateBuffer (scratch)", err);
+        }
         /* Commands already queued keep the old buffer alive until they finish. */
         if (c->scratch[slot]) clReleaseMemObject(c->scratch[slot]);
+        cn_mem_release(c->mem, c->scratch_bytes[slot]);
         c->scratch[slot] = m;
         c->scratch_bytes[slot] = want;
     }

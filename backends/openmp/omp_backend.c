@@ -1,11 +1,12 @@
-/* The OpenMP reference backend: vtable, host memory and dispatch. Ops run synchronously on the calling thread's OpenMP team, so sync() has
- * nothing to wait for and "non-blocking" uploads complete before they return.
+/* The OpenMP reference backend: vtable, host memory, dispatch and registration. Ops run
+ * synchronously on the calling thread's OpenMP team, so sync() has nothing to wait for and
+ * "non-blocking" uploads complete before they return.
  *
  * Buffers are host memory, 64-byte aligned (one cache line, one AVX-512 vector) and
- * zero-filled. Each buffer carries a small header in front of it with its size, so free()
- * can keep the accounting exact and upload/download/copy can refuse out-of-range offsets.
+ * zero-filled. Each buffer carries a small header in front of it with its size, so
+ * upload/download/copy can refuse out-of-range offsets and free() can ignore foreign
+ * pointers. The engine counts the memory (engine/memory.c).
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 
 #include <omp.h>
-#include <pthread.h>
+#include <unistd.h>
 
 #include "omp_ops.h"
 
@@ -21,8 +22,7 @@
 #define OMP_MAGIC 0x636e6f6d70627566ULL /* "cnompbuf" */
 
 typedef struct omp_ctx {
-    pthread_mutex_t lock; /* guards the counters: replicas may allocate from several threads */
-    uint64_t current, peak, limit;
+    int unused; /* host memory needs no device state; the engine does the accounting */
 } omp_ctx;
 
 /* Sits immediately before every buffer; its size keeps the buffer 64-byte aligned. */
@@ -90,59 +90,30 @@ static omp_header *header_of(void *buf) {
 }
 
 static cn_status be_alloc(void *vctx, size_t bytes, void **buf) {
-    omp_ctx *ctx = vctx;
-    if (!buf) return cn_errorf(CN_ERR_INVALID_ARG, "alloc on " OMP_DEVICE ": NULL result pointer");
+    (void)vctx;
     *buf = NULL;
     if (bytes > SIZE_MAX - sizeof(omp_header) - 2 * OMP_ALIGN)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " OMP_DEVICE ": %zu bytes is not addressable", bytes);
-
-    pthread_mutex_lock(&ctx->lock);
-    const uint64_t cur = ctx->current, cap = ctx->limit;
-    /* Zero-byte buffers count for nothing, so they succeed even at or over the cap. */
-    const int over = bytes && cap && (bytes > cap || cur > cap - bytes);
-    if (!over) ctx->current += bytes; /* reserve before the (slow) calloc */
-    pthread_mutex_unlock(&ctx->lock);
-    if (over)
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
-                         "alloc on " OMP_DEVICE ": %zu bytes requested, %" PRIu64
-                         " bytes in use, memory limit %" PRIu64 " bytes",
-                         bytes, cur, cap);
-
     /* calloc rather than aligned_alloc + memset: large requests come straight from mmap,
      * already zero, and pages are only touched when first used. A zero-byte request still
      * gets a distinct, freeable buffer. */
     void *raw = calloc(1, bytes + sizeof(omp_header) + OMP_ALIGN);
-    if (!raw) {
-        pthread_mutex_lock(&ctx->lock);
-        ctx->current -= bytes;
-        pthread_mutex_unlock(&ctx->lock);
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
-                         "alloc on " OMP_DEVICE ": host allocation of %zu bytes failed (%" PRIu64
-                         " bytes in use, memory limit %" PRIu64 " bytes%s)",
-                         bytes, cur, cap, cap ? "" : " = none");
-    }
+    if (!raw) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " OMP_DEVICE ": host allocation of %zu bytes failed", bytes);
     uintptr_t p = ((uintptr_t)raw + sizeof(omp_header) + OMP_ALIGN - 1) & ~(uintptr_t)(OMP_ALIGN - 1);
     omp_header *h = (omp_header *)p - 1;
     h->magic = OMP_MAGIC;
     h->bytes = bytes;
     h->raw = raw;
     h->pad = 0;
-
-    pthread_mutex_lock(&ctx->lock);
-    if (ctx->current > ctx->peak) ctx->peak = ctx->current;
-    pthread_mutex_unlock(&ctx->lock);
     *buf = (void *)p;
     return CN_OK;
 }
 
 static void be_free(void *vctx, void *buf) {
-    omp_ctx *ctx = vctx;
+    (void)vctx;
     omp_header *h = header_of(buf);
     if (!h) return; /* NULL, or not ours: freeing it would corrupt the heap */
-    pthread_mutex_lock(&ctx->lock);
-    ctx->current -= h->bytes <= ctx->current ? h->bytes : ctx->current;
-    pthread_mutex_unlock(&ctx->lock);
-    h->magic = 0; /* a double free finds no header and is ignored */
+    h->magic = 0;   /* a double free finds no header and is ignored */
     free(h->raw);
 }
 
@@ -179,22 +150,6 @@ static cn_status be_copy(void *vctx, void *dst, size_t dst_off, void *src, size_
     CN_TRY(check_range("copy (source)", src, src_off, bytes));
     if (bytes) memmove((char *)dst + dst_off, (const char *)src + src_off, bytes);
     return CN_OK;
-}
-
-static void be_memory_stats(void *vctx, cn_memory_stats *out) {
-    omp_ctx *ctx = vctx;
-    pthread_mutex_lock(&ctx->lock);
-    out->current = ctx->current;
-    out->peak = ctx->peak;
-    out->limit = ctx->limit;
-    pthread_mutex_unlock(&ctx->lock);
-}
-
-static void be_set_memory_limit(void *vctx, uint64_t bytes) {
-    omp_ctx *ctx = vctx;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->limit = bytes;
-    pthread_mutex_unlock(&ctx->lock);
 }
 
 /* ---- ops ---- */
@@ -234,32 +189,13 @@ cn_status omp_op_RESHAPE(const cn_launch *l) {
 
 /* ---- lifecycle ---- */
 
-static void be_destroy(void *vctx) {
-    omp_ctx *ctx = vctx;
-    if (!ctx) return;
-    pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
-}
-
-/* CLNET_MEMORY_LIMIT: a byte count; anything else is ignored with a warning. */
-static uint64_t env_memory_limit(void) {
-    const char *e = getenv("CLNET_MEMORY_LIMIT");
-    if (!e || !*e) return 0;
-    char *end = NULL;
-    errno = 0;
-    const unsigned long long v = strtoull(e, &end, 10);
-    if (errno || end == e || *end || e[0] == '-') {
-        cn_log(CN_LOG_WARN, "CLNET_MEMORY_LIMIT=\"%s\" is not a byte count; ignoring it on " OMP_DEVICE, e);
-        return 0;
-    }
-    return (uint64_t)v;
-}
+static void be_destroy(void *vctx) { free(vctx); }
 
 cn_status cn_omp_backend_create(cn_backend **out) {
     if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_omp_backend_create: NULL out");
     *out = NULL;
-    /* Two allocations, as engine/device.c expects: destroy(ctx) releases the context and
-     * the owner then free()s the cn_backend itself. */
+    /* Two allocations, as the engine expects: destroy(ctx) releases the context and the
+     * owner then free()s the cn_backend itself. */
     cn_backend *b = calloc(1, sizeof *b);
     omp_ctx *ctx = calloc(1, sizeof *ctx);
     if (!b || !ctx) {
@@ -267,12 +203,6 @@ cn_status cn_omp_backend_create(cn_backend **out) {
         free(ctx);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cannot create the " OMP_DEVICE " backend");
     }
-    if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
-        free(b);
-        free(ctx);
-        return cn_errorf(CN_ERR_INTERNAL, "cannot create the " OMP_DEVICE " backend: mutex init failed");
-    }
-    ctx->limit = env_memory_limit();
     b->api_version = CN_BACKEND_API_VERSION;
     b->name = "openmp";
     b->ctx = ctx;
@@ -284,10 +214,48 @@ cn_status cn_omp_backend_create(cn_backend **out) {
     b->supports = be_supports;
     b->run = be_run;
     b->sync = be_sync;
-    b->memory_stats = be_memory_stats;
-    b->set_memory_limit = be_set_memory_limit;
     b->destroy = be_destroy;
     b->tune = NULL;
     *out = b;
     return CN_OK;
 }
+
+/* ---- registration ---- */
+
+static uint64_t host_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
+/* One device: the host CPU. */
+static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char *hint, size_t hint_cap) {
+    (void)hint, (void)hint_cap;
+    *count = 1;
+    if (max < 1) return CN_OK;
+    cn_device_info *o = &infos[0];
+    memset(o, 0, sizeof *o);
+    snprintf(o->selector, sizeof o->selector, "omp");
+    snprintf(o->backend, sizeof o->backend, "openmp");
+    o->type = CN_DEVICE_CPU;
+    snprintf(o->vendor, sizeof o->vendor, "clnet");
+    snprintf(o->name, sizeof o->name, "OpenMP reference (host CPU)");
+#ifdef _OPENMP
+    snprintf(o->version, sizeof o->version, "OpenMP %d", _OPENMP);
+#endif
+    snprintf(o->driver, sizeof o->driver, "%s", cn_version());
+    o->compute_units = omp_get_max_threads();
+    o->global_mem = host_memory();
+    o->max_alloc = o->global_mem;
+    o->fp64 = 1;
+    o->platform_index = -1;
+    o->device_index = -1;
+    return CN_OK;
+}
+
+/* Host scratch (GEMM packing, partial sums) is short-lived host memory, not counted. */
+static cn_status omp_create(const cn_device_info *info, cn_mem_account *mem, cn_backend **out) {
+    (void)info, (void)mem;
+    return cn_omp_backend_create(out);
+}
+
+const cn_backend_reg cn_omp_backend_reg = {"openmp", 1, omp_enumerate, omp_create};
