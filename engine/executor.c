@@ -28,7 +28,6 @@ int cn_profile_enabled(void) {
     return profiling;
 }
 
-/* Per-op totals, slowest first, into buf. */
 void cn_profile_report(char *buf, size_t cap) {
     size_t o = 0;
     double total = 0;
@@ -39,13 +38,24 @@ void cn_profile_report(char *buf, size_t cap) {
             int t = order[j];
             order[j] = order[j - 1], order[j - 1] = t;
         }
+    if (!buf || !cap) return;
     buf[0] = 0;
+    if (total <= 0) total = 1e-300; /* every op took no measurable time: shares of 0% */
     for (int k = 0; k < CN_OP_COUNT && o < cap; k++) {
         int i = order[k];
         if (!prof_calls[i]) continue;
         o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %9.3f s %5.1f%%\n", cn_op_name((cn_op)i),
                               (unsigned long long)prof_calls[i], prof_seconds[i], 100.0 * prof_seconds[i] / total);
     }
+}
+
+void cn_profile_log(void) {
+    char report[CN_OP_COUNT * 80];
+    cn_profile_report(report, sizeof report);
+    if (!report[0]) return;
+    cn_log_requested("profile: wall time per op kind (CLNET_PROFILE=1 syncs after every op), slowest first");
+    for (char *save = NULL, *line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+        cn_log_requested("profile: %s", line);
 }
 
 static cn_status check_node(const cn_plan *p, int node, size_t bytes, const char *what) {

@@ -22,11 +22,13 @@ void cn_clear_error(void);
 
 void cn_log(cn_log_level level, const char *fmt, ...) CN_PRINTF(2, 3);
 int cn_log_enabled(cn_log_level level);
+/* A message the user asked for (placement, profile): delivered at INFO whatever the
+ * callback's minimum level. */
+void cn_log_requested(const char *fmt, ...) CN_PRINTF(1, 2);
 int cn_log_placement_enabled(void);
 int cn_profile_enabled(void);
 /* Monotonic clock in seconds (timings, throughput). */
 double cn_now_seconds(void);
-void cn_profile_report(char *buf, size_t cap);
 
 #define CN_TRY(expr)                          \
     do {                                      \

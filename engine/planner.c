@@ -333,7 +333,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
             break;
         }
         if (cn_log_placement_enabled())
-            cn_log(CN_LOG_INFO, "placement: node %d %s%s%s -> %s", i, cn_op_name(nd->op),
+            cn_log_requested("placement: node %d %s%s%s -> %s", i, cn_op_name(nd->op),
                    nd->p.epilogue ? "+" : "", nd->p.epilogue ? "activation" : "", dev->info.selector);
         p->launch_node[p->n_launch++] = i;
     }

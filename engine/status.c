@@ -6,15 +6,23 @@
 #include "internal.h"
 
 static const char *const status_msgs[] = {
-#define CN_X_MSG(name, msg) msg,
+#define CN_X_MSG(name, value, msg) [value] = msg,
     CN_STATUS_TABLE(CN_X_MSG)
 #undef CN_X_MSG
 };
 static const char *const status_names[] = {
-#define CN_X_NAME(name, msg) #name,
+#define CN_X_NAME(name, value, msg) [value] = #name,
     CN_STATUS_TABLE(CN_X_NAME)
 #undef CN_X_NAME
 };
+/* As many rows as codes, and the array no longer than the codes: the values are dense, so
+ * every code has a name and a message. */
+enum { status_rows = 0
+#define CN_X_ROW(name, value, msg) +1
+       CN_STATUS_TABLE(CN_X_ROW)
+#undef CN_X_ROW
+};
+_Static_assert((int)status_rows == (int)CN_STATUS_COUNT, "status codes must be 0..COUNT-1 without gaps");
 _Static_assert(sizeof(status_msgs) / sizeof(status_msgs[0]) == CN_STATUS_COUNT, "status table");
 
 const char *cn_status_str(cn_status s) {
@@ -73,6 +81,16 @@ void cn_set_log_callback(cn_log_fn fn, void *user, cn_log_level min_level) {
 }
 
 int cn_log_enabled(cn_log_level level) { return log_fn && level >= log_min; }
+
+void cn_log_requested(const char *fmt, ...) {
+    if (!log_fn) return;
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    log_fn(CN_LOG_INFO, msg, log_user);
+}
 
 void cn_log(cn_log_level level, const char *fmt, ...) {
     if (!cn_log_enabled(level)) return;

@@ -20,36 +20,43 @@
 extern "C" {
 #endif
 
+/* Everything declared in this header is exported from libclnet; the library is built with
+ * hidden visibility, so nothing else is (tests/api/check_exports.py checks both ways). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define CN_VERSION_MAJOR 0
 #define CN_VERSION_MINOR 1
 #define CN_VERSION_PATCH 0
 #define CN_MAX_DIMS 6
 
-/* ---- status codes: one table, names and messages derived from it ---- */
+/* ---- status codes: one table, names and messages derived from it ----
+ * The numbers are part of the ABI: never renumber a code, only append new ones. */
 #define CN_STATUS_TABLE(X)                                              \
-    X(CN_OK, "ok")                                                      \
-    X(CN_ERR_INVALID_ARG, "invalid argument")                           \
-    X(CN_ERR_OUT_OF_MEMORY, "out of memory")                            \
-    X(CN_ERR_SHAPE, "shape mismatch")                                   \
-    X(CN_ERR_DTYPE, "unsupported or mismatched dtype")                  \
-    X(CN_ERR_DEVICE, "device error")                                    \
-    X(CN_ERR_DEVICE_MISMATCH, "tensors live on different devices")      \
-    X(CN_ERR_NOT_FOUND, "not found")                                    \
-    X(CN_ERR_UNSUPPORTED, "unsupported")                                \
-    X(CN_ERR_OPENCL, "OpenCL error")                                    \
-    X(CN_ERR_BUILD, "kernel build failed")                              \
-    X(CN_ERR_BLAS, "CLBlast error")                                     \
-    X(CN_ERR_IO, "I/O error")                                           \
-    X(CN_ERR_FORMAT, "malformed file")                                  \
-    X(CN_ERR_PARSE, "parse error")                                      \
-    X(CN_ERR_NUMERIC, "non-finite value")                               \
-    X(CN_ERR_INTERNAL, "internal error")
+    X(CN_OK, 0, "ok")                                               \
+    X(CN_ERR_INVALID_ARG, 1, "invalid argument")                    \
+    X(CN_ERR_OUT_OF_MEMORY, 2, "out of memory")                     \
+    X(CN_ERR_SHAPE, 3, "shape mismatch")                            \
+    X(CN_ERR_DTYPE, 4, "unsupported or mismatched dtype")           \
+    X(CN_ERR_DEVICE, 5, "device error")                             \
+    X(CN_ERR_DEVICE_MISMATCH, 6, "tensors live on different devices")\
+    X(CN_ERR_NOT_FOUND, 7, "not found")                             \
+    X(CN_ERR_UNSUPPORTED, 8, "unsupported")                         \
+    X(CN_ERR_OPENCL, 9, "OpenCL error")                             \
+    X(CN_ERR_BUILD, 10, "kernel build failed")                      \
+    X(CN_ERR_BLAS, 11, "CLBlast error")                             \
+    X(CN_ERR_IO, 12, "I/O error")                                   \
+    X(CN_ERR_FORMAT, 13, "malformed file")                          \
+    X(CN_ERR_PARSE, 14, "parse error")                              \
+    X(CN_ERR_NUMERIC, 15, "non-finite value")                       \
+    X(CN_ERR_INTERNAL, 16, "internal error")
 
 typedef enum cn_status {
-#define CN_X_ENUM(name, msg) name,
+#define CN_X_ENUM(name, value, msg) name = value,
     CN_STATUS_TABLE(CN_X_ENUM)
 #undef CN_X_ENUM
-    CN_STATUS_COUNT
+    CN_STATUS_COUNT /* one past the highest code (the codes are 0..COUNT-1) */
 } cn_status;
 
 /* Short description of a status code ("shape mismatch"); never NULL. */
@@ -66,9 +73,16 @@ typedef enum cn_log_level { CN_LOG_DEBUG = 0, CN_LOG_INFO, CN_LOG_WARN, CN_LOG_E
 typedef void (*cn_log_fn)(cn_log_level level, const char *msg, void *user);
 /* Replace the log callback (NULL silences the library, the default). Process-wide. */
 void cn_set_log_callback(cn_log_fn fn, void *user, cn_log_level min_level);
-/* When on, every op executed logs "op <name> on <device selector>" at INFO
- * (like TensorFlow's log_device_placement). Also CLNET_LOG_PLACEMENT=1. */
+/* When on, planning a graph logs the device of every op ("placement: node 3 matmul -> cl:0",
+ * like TensorFlow's log_device_placement). Also CLNET_LOG_PLACEMENT=1. These messages were
+ * asked for, so they reach the callback at INFO whatever its min_level. */
 void cn_set_log_placement(int on);
+/* CLNET_PROFILE=1 syncs after every op and sums its wall time per op kind. cn_profile_report
+ * writes the totals so far, slowest first, one line per op ("" when nothing was profiled);
+ * cn_profile_log sends the same lines, prefixed "profile: ", to the log callback at INFO
+ * whatever its min_level. */
+void cn_profile_report(char *buf, size_t cap);
+void cn_profile_log(void);
 
 /* ---- dtypes ---- */
 typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2 /* reserved */ } cn_dtype;
@@ -495,6 +509,10 @@ cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, 
 cn_status cn_classifier_evaluate(cn_session *s, const float *images, const int32_t *labels, int n,
                                  double *loss, int64_t *correct);
 void cn_trainer_free(cn_trainer *t);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@ Runs the built binary and checks its exit statuses and messages: strict flag par
 data, model files with errors, corrupt checkpoints and images (an error, never a crash), the
 device listing without any OpenCL driver, the model summary, and a tiny training run on the
 OpenMP device (--report JSON, --save, eval, predict, --resume, --steps, the progress bar on a
-pseudo-terminal). Prints one line per check and a final "N passed, N failed" line; exits 1 if
+pseudo-terminal), the placement and profile logs, device names and the memory limit. Prints one line per check and a final "N passed, N failed" line; exits 1 if
 any check failed. Checks that need the Fashion-MNIST files are skipped (and counted as such)
 when CLNET_TEST_DATA (default /usr/share/datasets/fashion-mnist) does not hold them.
 """
@@ -547,6 +547,41 @@ def test_steps_and_quiet():
     bad = os.path.join(path("no-such-dir"), "c.ckpt")
     r = run(["train", MODEL, "--steps", "1", "--save", bad, "--data", DATA, "--limit", "64", "--device", DEVICE])
     fails(r, 1, ["no-such-dir"])
+
+
+@test
+def test_placement_and_profile_logs():
+    need_model()
+    need_data()
+    base = ["train", MODEL, "--steps", "1", "--quiet", "--data", DATA, "--limit", "64", "--epochs", "1",
+            "--device", DEVICE]
+    quiet = {"CLNET_LOG_LEVEL": "warn", "CLNET_LOG_PLACEMENT": "0", "CLNET_PROFILE": "0"}
+    r = run(base, env=dict(quiet, CLNET_LOG_PLACEMENT="1"))
+    ok(r)
+    check(re.search(r"placement: node \d+ matmul\S* -> %s$" % re.escape(DEVICE), r.err, re.M) is not None,
+          "CLNET_LOG_PLACEMENT=1 alone puts the placement on stderr", r)
+    check("opened device" not in r.err, "and no other INFO message", r)
+    r = run(base, env=dict(quiet, CLNET_PROFILE="1"))
+    ok(r)
+    check(re.search(r"profile: matmul +\d+ calls +[0-9.]+ s +[0-9.]+%", r.err) is not None,
+          "CLNET_PROFILE=1 prints the per-op table on stderr", r)
+    r = run(base, env=quiet)
+    ok(r)
+    check("placement:" not in r.err and "profile:" not in r.err, "neither without being asked for", r)
+
+
+@test
+def test_device_by_name_and_memory_limit():
+    need_model()
+    need_data()
+    base = ["train", MODEL, "--steps", "1", "--data", DATA, "--limit", "64", "--epochs", "1"]
+    r = run(base + ["--device", "OPENMP REF"])
+    ok(r)
+    check(re.search(r"^device: omp \(", r.out, re.M) is not None, "a part of the name selects the device", r)
+    r = run(base + ["--device", DEVICE], env={"CLNET_MEMORY_LIMIT": "12Q"})
+    fails(r, 1, ["CLNET_MEMORY_LIMIT", "12Q"])
+    r = run(base + ["--device", DEVICE], env={"CLNET_MEMORY_LIMIT": "64K"})
+    fails(r, 1, ["out of memory", "65536"])
 
 
 @test

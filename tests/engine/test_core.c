@@ -17,6 +17,28 @@ static void test_status_table(void) {
     CHECK(strcmp(cn_status_name(CN_ERR_SHAPE), "CN_ERR_SHAPE") == 0);
     CHECK(strcmp(cn_status_str((cn_status)999), "unknown status") == 0);
     tc_end();
+
+    tc_begin("status codes keep their numbers (ABI)");
+    /* Written out here, not derived from the header, so renumbering a code fails. */
+    static const struct {
+        cn_status s;
+        int v;
+        const char *name;
+    } pinned[] = {
+        {CN_OK, 0, "CN_OK"}, {CN_ERR_INVALID_ARG, 1, "CN_ERR_INVALID_ARG"}, {CN_ERR_OUT_OF_MEMORY, 2, "CN_ERR_OUT_OF_MEMORY"},
+        {CN_ERR_SHAPE, 3, "CN_ERR_SHAPE"}, {CN_ERR_DTYPE, 4, "CN_ERR_DTYPE"}, {CN_ERR_DEVICE, 5, "CN_ERR_DEVICE"},
+        {CN_ERR_DEVICE_MISMATCH, 6, "CN_ERR_DEVICE_MISMATCH"}, {CN_ERR_NOT_FOUND, 7, "CN_ERR_NOT_FOUND"},
+        {CN_ERR_UNSUPPORTED, 8, "CN_ERR_UNSUPPORTED"}, {CN_ERR_OPENCL, 9, "CN_ERR_OPENCL"}, {CN_ERR_BUILD, 10, "CN_ERR_BUILD"},
+        {CN_ERR_BLAS, 11, "CN_ERR_BLAS"}, {CN_ERR_IO, 12, "CN_ERR_IO"}, {CN_ERR_FORMAT, 13, "CN_ERR_FORMAT"},
+        {CN_ERR_PARSE, 14, "CN_ERR_PARSE"}, {CN_ERR_NUMERIC, 15, "CN_ERR_NUMERIC"}, {CN_ERR_INTERNAL, 16, "CN_ERR_INTERNAL"},
+    };
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        CHECK((int)pinned[i].s == pinned[i].v, "%s = %d, pinned at %d", pinned[i].name, (int)pinned[i].s, pinned[i].v);
+        CHECK(strcmp(cn_status_name((cn_status)pinned[i].v), pinned[i].name) == 0, "code %d is named %s", pinned[i].v,
+              cn_status_name((cn_status)pinned[i].v));
+    }
+    if (CN_STATUS_COUNT < (int)(sizeof pinned / sizeof pinned[0])) tc_failf(__FILE__, __LINE__, "a code was removed");
+    tc_end();
 }
 
 static void test_selectors(void) {

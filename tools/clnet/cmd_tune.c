@@ -14,7 +14,8 @@ void help_tune(void) {
            "machine and driver. Untuned devices use built-in defaults chosen by device type.\n"
            "\n"
            "Options:\n"
-           "  --device SEL   omp, cl:N, gpu, gpu:N, cpu or auto (default $CLNET_DEVICE, else auto)\n"
+           "  --device SEL   omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
+           "                 $CLNET_DEVICE, else auto)\n"
            "  -v, --verbose  show each candidate\n");
 }
 

@@ -40,16 +40,19 @@ static void print_help(void) {
            "  -V, --version              show the version and exit\n"
            "  -v, --verbose              log INFO messages to stderr (twice: DEBUG); also accepted\n"
            "                             after the command\n"
-           "  --log-placement            log the device each op runs on (INFO level; implies -v)\n"
+           "  --log-placement            log the device each op runs on\n"
            "  --visible-devices LIST     only use these devices (comma-separated selectors, e.g.\n"
            "                             omp,cl:0), like CLNET_VISIBLE_DEVICES\n"
            "\nDevice selectors: omp, cl:N, gpu, gpu:N, cpu, auto (first GPU, else an OpenCL CPU\n"
-           "device, else omp). Every command that runs a model takes --device SEL.\n"
+           "device, else omp), or part of a device's name (case-insensitive, e.g. \"RTX 4090\").\n"
+           "Every command that runs a model takes --device SEL.\n"
            "\nEnvironment:\n"
            "  CLNET_DEVICE               default device selector (else auto)\n"
            "  CLNET_LOG_LEVEL            debug, info, warn (default) or error\n"
            "  CLNET_VISIBLE_DEVICES      hide every device not in this comma-separated list\n"
            "  CLNET_LOG_PLACEMENT=1      log the device of every op\n"
+           "  CLNET_PROFILE=1            time every op (syncing after each) and print the totals at exit\n"
+           "  CLNET_MEMORY_LIMIT         cap on each device's memory: bytes, or with K, M or G (512M, 2G)\n"
            "\nExit status: 0 success, 1 error, 2 usage error, 130 interrupted.\n"
            "Run 'clnet COMMAND --help' for a command's options.\n");
 }
@@ -108,8 +111,6 @@ int main(int argc, char **argv) {
             cli_log_setup();
         } else if (strcmp(a, "--log-placement") == 0) {
             cn_set_log_placement(1);
-            if (g_verbose < 1) g_verbose = 1;
-            cli_log_setup();
         } else if (strcmp(a, "--visible-devices") == 0 || strncmp(a, "--visible-devices=", 18) == 0) {
             const char *v = a[17] == '=' ? a + 18 : (i + 1 < argc ? argv[++i] : NULL);
             if (!v || !*v || (a[17] != '=' && v[0] == '-'))
@@ -141,5 +142,6 @@ int main(int argc, char **argv) {
     }
     int rc = c->run(argc - i - 1, argv + i + 1);
     fflush(stdout);
+    cn_profile_log();
     return rc;
 }
