@@ -129,10 +129,13 @@ const char *cn_device_hint(void);
 cn_status cn_set_visible_devices(const char *selectors);
 
 /* Open a device by selector: "omp", "cl:N", "gpu", "gpu:N", "cpu", "auto" (first GPU,
- * else first OpenCL CPU device, else omp). NULL or "" means CLNET_DEVICE or "auto".
+ * else first OpenCL CPU device, else omp), or else by a case-insensitive part of its name
+ * ("pthread", "RTX 4090"). NULL or "" means CLNET_DEVICE or "auto".
  * An unknown or absent selector fails with CN_ERR_NOT_FOUND and a message listing the
- * devices that exist. Devices are shared: opening the same selector twice returns the
- * same handle with its reference count raised. */
+ * devices that exist; a name matching several devices fails with CN_ERR_INVALID_ARG listing
+ * them; a CLNET_MEMORY_LIMIT that is not a size (bytes, or K/M/G: "512M") fails with
+ * CN_ERR_INVALID_ARG naming it. Devices are shared: opening the same device twice returns
+ * the same handle with its reference count raised. */
 cn_status cn_device_open(const char *selector, cn_device **out);
 void cn_device_release(cn_device *dev);
 const cn_device_info *cn_device_get_info(const cn_device *dev);
@@ -142,6 +145,7 @@ typedef struct cn_memory_stats {
     uint64_t current; /* bytes allocated now */
     uint64_t peak;    /* high-water mark */
     uint64_t limit;   /* cap, 0 = none (CLNET_MEMORY_LIMIT / cn_device_set_memory_limit) */
+    /* current and peak count every buffer clnet holds on the device, backend scratch too. */
 } cn_memory_stats;
 cn_status cn_device_memory_stats(cn_device *dev, cn_memory_stats *out);
 cn_status cn_device_set_memory_limit(cn_device *dev, uint64_t bytes);
