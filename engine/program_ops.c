@@ -116,7 +116,9 @@ cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int 
     const cn_shape *cs = shape_of(p, cols);
     if (!xs || !cs || !ws) return y;
     /* rows of cols are (n, oh, ow): recover OH, OW from the batch-1 template */
-    int64_t oh = (xs->d[1] + 2 * pad - kh) / stride + 1, ow = cs->d[0] / xs->d[0] / oh;
+    int64_t oh = 1;
+    cn_window_extent(xs->d[1], kh, stride, pad, &oh); /* fits: IM2COL above accepted it */
+    int64_t ow = cs->d[0] / xs->d[0] / oh;
     return cn_prog_reshape(p, y, &(cn_shape){4, {-1, oh, ow, ws->d[3]}});
 }
 

@@ -18,9 +18,10 @@ def declared(header_text):
     text = re.sub(r"/\*.*?\*/", " ", header_text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = re.sub(r"^\s*#.*?(?<!\\)$", " ", text, flags=re.M | re.S)  # preprocessor lines
-    # A function declaration names the function right before its parameter list; a pointer
-    # typedef "(*cn_log_fn)(" has ")" between the two and is not matched.
-    return set(re.findall(r"\b(cn_\w+)\s*\(", text))
+    # A function declaration names the function right before its parameter list. In a pointer
+    # typedef, "cn_status (*cn_grad_hook)(", the return type is followed by "(*" and the
+    # typedef's name by ")": neither is matched.
+    return set(re.findall(r"\b(cn_\w+)\s*\((?!\s*\*)", text))
 
 
 def exported(nm, lib):
