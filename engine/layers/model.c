@@ -106,12 +106,6 @@ static cn_status push_layer(cn_model *m, cn_layer *l) {
     return st;
 }
 
-static int window(int64_t in, int k, int s, int p, int64_t *out) {
-    if (in + 2 * p < k) return 0;
-    *out = (in + 2 * p - k) / s + 1;
-    return 1;
-}
-
 cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
     int flat;
@@ -136,7 +130,7 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
     if (kernel < 1 || stride < 1 || pad < 0 || kernel > 1024 || stride > 1024 || pad > 1024)
         return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: kernel %d stride %d pad %d out of range", kernel, stride, pad);
     if (flat) return cn_errorf(CN_ERR_SHAPE, "conv2d: input is flat (%lld features); conv2d needs an image", (long long)c);
-    if (!window(h, kernel, stride, pad, &oh) || !window(w, kernel, stride, pad, &ow))
+    if (!cn_window_extent(h, kernel, stride, pad, &oh) || !cn_window_extent(w, kernel, stride, pad, &ow))
         return cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %d (pad %d) does not fit input %lldx%lldx%lld", kernel, pad,
                          (long long)h, (long long)w, (long long)c);
     cn_layer l = {.kind = CN_L_CONV2D, .units = filters, .kernel = kernel, .stride = stride, .pad = pad, .act = act};
@@ -155,7 +149,7 @@ static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride)
     if (stride <= 0) stride = size;
     if (size < 1 || size > 1024 || stride > 1024) return cn_errorf(CN_ERR_INVALID_ARG, "%s: size %d stride %d out of range", nm, size, stride);
     if (flat) return cn_errorf(CN_ERR_SHAPE, "%s: input is flat; pooling needs an image", nm);
-    if (!window(h, size, stride, 0, &oh) || !window(w, size, stride, 0, &ow))
+    if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
     cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .oh = oh, .ow = ow, .oc = c};
     l.flops = oh * ow * c * size * size;
