@@ -17,6 +17,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -526,6 +527,79 @@ def test_devices_mirrored():
     fails(run(["train", model, "--devices", "omp,cl:0", "--device", "omp", "--data", DATA, "--limit", "64"]), 1,
           ["--devices"])
     fails(run(["train", model, "--devices", "omp,nosuch", "--data", DATA, "--limit", "64"]), 1, ["nosuch"])
+
+
+@test
+def test_resume_is_exact():
+    """2 epochs straight and 1 + --resume 1 write byte-identical checkpoints, for every
+    optimizer, with and without dropout, with the default and another seed (--seed is given to
+    the first run only: the checkpoint's seed must carry the resumed epochs)."""
+    need_data()
+    models = {"plain": "input 28 28 1\nflatten\ndense 16 relu\ndense 10\n",
+              "dropout": "input 28 28 1\nflatten\ndense 16 relu\ndropout 0.3\ndense 10\n"}
+    common = ["--data", DATA, "--limit", "256", "--device", DEVICE, "--batch", "32", "-q"]
+    for mname, text in models.items():
+        model = write("exact-%s.net" % mname, text)
+        for opt in ("adam", "sgd", "adamw"):
+            for seed in ([], ["--seed", "7"]):
+                tag = "%s-%s-%s" % (mname, opt, "7" if seed else "default")
+                straight, split = path("exact-%s-2.ckpt" % tag), path("exact-%s-1.ckpt" % tag)
+                ok(run(["train", model, "--optimizer", opt, "--epochs", "2", "--save", straight, *seed, *common]))
+                ok(run(["train", model, "--optimizer", opt, "--epochs", "1", "--save", split, *seed, *common]))
+                r = run(["train", "-", "--resume", split, "--save", split, "--epochs", "2", *common])
+                ok(r)
+                check("--seed" not in r.err, "no seed warning when --seed is not given", r)
+                check(open(straight, "rb").read() == open(split, "rb").read(),
+                      "%s: 1 epoch + resume 1 differs from 2 epochs straight" % tag, r)
+    # --seed given again with another value: ignored, and the warning says so
+    r = run(["train", "-", "--resume", split, "--epochs", "3", "--seed", "99", *common])
+    ok(r)
+    check("--seed 99 ignored" in r.err, "a different --seed on resume is reported as ignored", r)
+
+
+@test
+def test_output_paths_checked_first():
+    """Bad --save and --report paths are refused before any training."""
+    model = write("paths.net", "input 28 28 1\nflatten\ndense 10\n")
+    for flag, bad, want in (("--save", "/nonexistent-dir/x.ckpt", "does not exist"), ("--save", TMP, "directory"),
+                            ("--report", "/nonexistent-dir/r.json", "does not exist")):
+        r = run(["train", model, flag, bad, "--data", DATA, "--limit", "64", "--device", "omp"])
+        fails(r, 1, [flag, want])
+        check("epoch" not in r.out, "%s %s refused before training" % (flag, bad), r)
+
+
+def _stop_with(sig, after_s, model, ck, extra=()):
+    env = dict(os.environ)
+    env.pop("CLNET_DEVICE", None)
+    p = subprocess.Popen([CLNET, "train", model, "--save", ck, "--data", DATA, "--device", "omp", *extra],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=TMP, stdin=subprocess.DEVNULL)
+    time.sleep(after_s)
+    p.send_signal(sig)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError("clnet did not stop within 120 s of signal %d" % sig)
+    return p.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+@test
+def test_signals():
+    """SIGINT, SIGTERM and SIGHUP while loading and while training: a message, the signal's
+    exit status (128 + N), no temporary file, and any earlier checkpoint intact."""
+    need_data()
+    model = write("sig.net", "input 28 28 1\nflatten\ndense 64 relu\ndense 10\n")
+    for sig, when in ((signal.SIGINT, 0.05), (signal.SIGHUP, 0.05), (signal.SIGTERM, 0.05), (signal.SIGINT, 3.0),
+                      (signal.SIGHUP, 3.0)):
+        ck = path("sig-%d-%g.ckpt" % (sig, when))
+        rc, out, err = _stop_with(sig, when, model, ck, ["--epochs", "50"])
+        check(rc == 128 + sig, "signal %d after %g s: exit status %s, expected %d\n%s" % (sig, when, rc, 128 + sig, err))
+        check(err.strip() != "", "signal %d after %g s: no message" % (sig, when))
+        left = [f for f in os.listdir(TMP) if ".tmp." in f]
+        check(not left, "temporary files left behind: %s" % left)
+        if os.path.exists(ck):
+            ok(run(["eval", ck, "--data", DATA, "--limit", "64", "--device", "omp"]))
 
 
 @test

@@ -60,6 +60,9 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap);
  * may be NULL. On failure everything is freed and the outputs are NULL. */
 /* Opens the devices of a --devices list (selectors or names, comma-separated, or "all"),
  * at most max; prints the error and returns its exit status on failure. */
+/* Checks before any work that path can be written as a file (not a directory; its directory
+ * exists and takes new files); prints the error naming flag and returns its exit status. */
+int cli_check_writable(const char *path, const char *flag);
 #define CLI_MAX_DEVICES 16
 int cli_open_devices(const char *list, cn_device **devs, int max, int *n);
 void cli_release_devices(cn_device **devs, int n);

@@ -93,12 +93,9 @@ typedef struct epoch_record {
     uint64_t steps;
 } epoch_record;
 
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that asked us to stop, or 0 */
 
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted = 1;
-}
+static void on_signal(int sig) { interrupted = sig; }
 
 static void install_signals(void) {
     struct sigaction sa;
@@ -108,6 +105,17 @@ static void install_signals(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal stops training like SIGTERM */
+}
+
+/* Exit status for a stop by signal: 128 + its number, as a shell reports a killed child. */
+static int stop_status(void) { return interrupted ? 128 + interrupted : EXIT_INTERRUPTED; }
+
+/* Loading and device set-up check for a stop between their phases: nothing is written yet. */
+static int stopped_while(const char *what) {
+    if (!interrupted) return 0;
+    fprintf(stderr, "clnet: %s while %s; nothing written\n", strsignal(interrupted), what);
+    return 1;
 }
 
 /* Makes doubles JSON-safe (non-finite values never reach here, but be safe). */
@@ -213,6 +221,7 @@ typedef struct train_opts {
     int optimizer, quiet;
     int seed_given, optimizer_given;
     cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
+    uint64_t ckpt_seed;       /* and its seed */
 } train_opts;
 
 /* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
@@ -242,6 +251,7 @@ static int load_model(train_opts *o, cn_model **out) {
                           optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
     }
     o->optimizer = idx;
+    o->ckpt_seed = meta->rng_state;
     st = cn_train_config_from_ckpt(ck, o->resume, &o->ckpt_cfg);
     if (st != CN_OK) {
         cn_ckpt_free(ck);
@@ -324,6 +334,8 @@ int cmd_train(int argc, char **argv) {
     int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
     o.model_path = pos[0];
+    /* before anything slow, so Ctrl-C while loading is reported and nothing is half-written */
+    install_signals();
     dist D;
     if ((r = dist_init(&D)) != EXIT_OK) return r;
     if (D.rank > 0) o.quiet = 1, o.save = NULL, o.report = NULL; /* rank 0 speaks and writes */
@@ -348,9 +360,14 @@ int cmd_train(int argc, char **argv) {
     memset(&bar, 0, sizeof bar);
 
     /* the cheap checks of the user's inputs first, then the device */
+    if ((o.save && cli_check_writable(o.save, "--save") != EXIT_OK) ||
+        (o.report && cli_check_writable(o.report, "--report") != EXIT_OK))
+        goto done;
     if (load_model(&o, &model) != EXIT_OK) goto done;
+    if (stopped_while("reading the model")) goto stopped;
     if (cli_load_dataset(o.data, "train", o.limit, model, &train) != EXIT_OK) goto done;
     if (cli_load_dataset(o.data, "t10k", o.limit, model, &test) != EXIT_OK) goto done;
+    if (stopped_while("loading the data")) goto stopped;
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
     if (o.batch > train.n) o.batch = train.n;
     if (o.devices && o.device) {
@@ -383,7 +400,16 @@ int cmd_train(int argc, char **argv) {
     for (int k = 0; k < 6; k++)
         if (args_given(opts, flag_name[k])) *cfg_val[k] = (float)*flag_val[k];
     cfg.batch = (int)o.batch;
+    if (o.resume) {
+        /* The checkpoint's seed must be in place before the trainer exists: it seeds the
+         * dropout masks of the program as well as the shuffling. */
+        if (o.seed_given && o.ckpt_seed != o.seed)
+            cli_warnf("--seed %llu ignored: the resumed epochs shuffle and drop out with the checkpoint's seed %llu",
+                      (unsigned long long)o.seed, (unsigned long long)o.ckpt_seed);
+        o.seed = o.ckpt_seed;
+    }
     cfg.seed = o.seed;
+    if (stopped_while("opening the device")) goto stopped;
     st = n_dev > 1 ? cn_trainer_create_mirrored(model, devs, n_dev, &cfg, &t) : cn_trainer_create(model, dev, &cfg, &t);
     if (st != CN_OK) {
         rc = cli_error(st);
@@ -409,6 +435,7 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
     }
+    if (stopped_while("building the model on the device")) goto stopped;
     int start_epoch = 0;
     if (o.resume) {
         uint64_t rng = 0;
@@ -418,10 +445,6 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
         if (start_epoch < 0) start_epoch = 0;
-        if (o.seed_given && rng != o.seed)
-            cli_warnf("--seed %llu ignored: resuming with the checkpoint's shuffling seed %llu",
-                      (unsigned long long)o.seed, (unsigned long long)rng);
-        o.seed = rng;
     }
 
     char label[256];
@@ -466,8 +489,6 @@ int cmd_train(int argc, char **argv) {
     int64_t nbatches = (train.n + o.batch - 1) / o.batch;
     uint64_t steps_run = 0;
     int stopped_by_steps = 0;
-    install_signals();
-
     for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
         st = cn_shuffle_indices(train.n, o.seed, (uint64_t)epoch, perm);
         if (st != CN_OK) {
@@ -530,7 +551,7 @@ int cmd_train(int argc, char **argv) {
             progress_abort(&bar);
             fprintf(stderr, "clnet: interrupted at epoch %d, step %lld; %s\n", epoch + 1, (long long)b,
                     o.save ? "no checkpoint written for this epoch (the previous one is intact)" : "nothing saved");
-            rc = EXIT_INTERRUPTED;
+            rc = stop_status();
             goto done;
         }
         if (seen == 0) { /* --steps ran out exactly at an epoch boundary */
@@ -611,7 +632,9 @@ int cmd_train(int argc, char **argv) {
     }
     if (stopped_by_steps && !o.quiet) printf("stopped after %llu steps (--steps)\n", (unsigned long long)steps_run);
     rc = EXIT_OK;
-
+    goto done;
+stopped:
+    rc = stop_status();
 done:
     progress_abort(&bar);
     free(recs);

@@ -1,10 +1,13 @@
 /* Helpers shared by the clnet commands: errors, logging, devices, checkpoints. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -79,6 +82,27 @@ cn_status cli_open_device(const char *sel, cn_device **dev) {
     if (!sel || !*sel) sel = getenv("CLNET_DEVICE");
     if (!sel || !*sel) sel = "auto";
     return cn_device_open(sel, dev);
+}
+
+int cli_check_writable(const char *path, const char *flag) {
+    struct stat sb;
+    if (!*path) return cli_errorf("%s: empty path", flag);
+    if (stat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) return cli_errorf("%s %s is a directory", flag, path);
+        if (!S_ISREG(sb.st_mode)) return cli_errorf("%s %s is not a regular file", flag, path);
+    }
+    /* the file is replaced by renaming a temporary one: its directory must take new files */
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &sb) != 0) return cli_errorf("%s %s: directory %s does not exist", flag, path, dir);
+    if (!S_ISDIR(sb.st_mode)) return cli_errorf("%s %s: %s is not a directory", flag, path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return cli_errorf("%s %s: cannot create files in %s: %s", flag, path, dir, strerror(errno));
+    return EXIT_OK;
 }
 
 void cli_release_devices(cn_device **devs, int n) {
