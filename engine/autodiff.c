@@ -129,6 +129,75 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
     case CN_OP_DROPOUT:
         if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_DROPOUT_GRAD, 1, &dy, &p, NULL));
         break;
+    case CN_OP_LAYERNORM: {
+        int c = n.in[2];
+        if (need_a) {
+            int in[3] = {dy, a, b};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &p, NULL));
+        }
+        if (r >= 0 && need_b) {
+            cn_op_params q = p;
+            q.variant = 1; /* dy * xhat */
+            int in[3] = {dy, a, b};
+            r = accumulate(g, grad, b, unbroadcast(g, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &q, NULL), &sb));
+        }
+        if (r >= 0 && g->nodes[c].requires_grad) r = accumulate(g, grad, c, unbroadcast(g, dy, &g->nodes[c].shape));
+        break;
+    }
+    case CN_OP_EMBEDDING:
+        if (need_a) {
+            int in[2] = {dy, b};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_EMBEDDING_GRAD, 2, in, NULL, &sa));
+        }
+        break;
+    case CN_OP_GELU:
+        if (need_a) {
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_GELU_GRAD, 2, in, &p, NULL));
+        }
+        break;
+    case CN_OP_SUM_LAST: case CN_OP_MEAN_LAST:
+        if (need_a) {
+            cn_op_params e = {0};
+            e.alpha = n.op == CN_OP_MEAN_LAST ? 1.0f / (float)sa.d[sa.ndim - 1] : 1.0f;
+            r = accumulate(g, grad, a, with_params(g, CN_OP_BCAST_LAST, 1, &dy, &e, &sa));
+        }
+        break;
+    case CN_OP_MAX_LAST:
+        if (need_a) {
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_MAX_LAST_GRAD, 2, in, NULL, NULL));
+        }
+        break;
+    case CN_OP_BCAST_LAST:
+        if (need_a) {
+            int s = cn_g_reshape(g, cn_g_unary(g, CN_OP_SUM_LAST, dy), &sa);
+            r = accumulate(g, grad, a, n.p.alpha == 1.0f ? s : cn_g_scale(g, s, n.p.alpha, 0.0f));
+        }
+        break;
+    case CN_OP_CAUSAL_MASK:
+        if (need_a) {
+            cn_op_params z = {0}; /* masked scores get no gradient */
+            r = accumulate(g, grad, a, with_params(g, CN_OP_CAUSAL_MASK, 1, &dy, &z, NULL));
+        }
+        break;
+    case CN_OP_ATTENTION: {
+        /* One LSE pass (the forward's row statistics, recomputed: a node has one output) and
+         * delta = rowsum(dO * O); then one GRAD launch per input that needs a gradient. */
+        int qkv[3] = {n.in[0], n.in[1], n.in[2]};
+        int need[3] = {need_a, need_b, g->nodes[qkv[2]].requires_grad};
+        if (!need[0] && !need[1] && !need[2]) break;
+        int lse = with_params(g, CN_OP_ATTENTION_LSE, 2, qkv, &p, NULL);
+        int delta = cn_g_unary(g, CN_OP_SUM_LAST, cn_g_binary(g, CN_OP_MUL, dy, id));
+        for (int k = 0; k < 3 && r >= 0; k++) {
+            if (!need[k]) continue;
+            cn_op_params q = p;
+            q.variant = k;
+            int in[6] = {dy, qkv[0], qkv[1], qkv[2], lse, delta};
+            r = accumulate(g, grad, qkv[k], with_params(g, CN_OP_ATTENTION_GRAD, 6, in, &q, NULL));
+        }
+        break;
+    }
     default:
         return cn_errorf(CN_ERR_UNSUPPORTED, "autodiff: op %s has no backward rule", cn_op_name(n.op));
     }

@@ -30,7 +30,18 @@ typedef enum cn_shape_rule {
     CN_RULE_POOL_GRAD,    /* (dy pooled, x image) -> x's shape */
     CN_RULE_UNPOOL,       /* dy pooled -> the given image shape */
     CN_RULE_ROWS,         /* last axis dropped ([1] for a 1-D input) */
-    CN_RULE_UPDATE        /* optimizer: every input has param's shape; out = param's */
+    CN_RULE_UPDATE,       /* optimizer: every input has param's shape; out = param's */
+    /* transformer ops, stated in ops_transformer.c (cn_op_infer_transformer) */
+    CN_RULE_NORM,         /* LAYERNORM: x [...,C], gamma [C], beta [C] -> x's shape */
+    CN_RULE_NORM_GRAD,    /* LAYERNORM_GRAD: dy, x of one shape, gamma [C] -> x's shape */
+    CN_RULE_GATHER,       /* EMBEDDING: table [V,D], ids [...] -> [..., D] */
+    CN_RULE_SCATTER,      /* EMBEDDING_GRAD: dy [..., D], ids [...] -> the given [V, D] */
+    CN_RULE_GELU,         /* SAME, variant 0 or 1 */
+    CN_RULE_GELU_GRAD,    /* SAME_PAIR, variant 0 or 1 */
+    CN_RULE_ROWS_GRAD,    /* MAX_LAST_GRAD: dy (x's rows), x -> x's shape */
+    CN_RULE_UNROWS,       /* BCAST_LAST: the given shape, whose rows are the input */
+    CN_RULE_CAUSAL,       /* CAUSAL_MASK: [..., T, S] -> same */
+    CN_RULE_ATTENTION     /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
 } cn_shape_rule;
 
 #define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule) name,
@@ -282,6 +293,9 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
                            cn_shape_str(a, s2, sizeof s2));
         *out = *a;
         return CN_OK;
+    case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
+    case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
+        return cn_op_infer_transformer(op, p, in, given, out);
     }
     SHAPE_FAIL("%s: no shape rule", name);
 }

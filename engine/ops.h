@@ -30,6 +30,37 @@
  *   elements are scaled by 1/(1-rate). "step" is the launch's step counter.
  * - ADAM(param, grad, m, v) and SGD(param, grad, velocity) update param and their state in
  *   place; the node's output is param itself. "step" (t, 1-based) drives bias correction.
+ *
+ * Transformer ops (gradient ops take the incoming gradient first, as above):
+ * - LAYERNORM(x [...,C], gamma [C], beta [C]) -> x's shape: per row of the last axis,
+ *   (x - mean) * rstd * gamma + beta with the biased variance and rstd = 1/sqrt(var + eps)
+ *   (p.eps; PyTorch's layer_norm). LAYERNORM_GRAD(dy, x, gamma) -> x's shape recomputes mean
+ *   and rstd: p.variant 0 gives dx, 1 gives dy * xhat (xhat = (x - mean) * rstd), whose
+ *   SUM_ROWS over the leading axes is dgamma; dbeta is SUM_ROWS(dy).
+ * - EMBEDDING(table [V,D], ids i32 [...]) -> [..., D]: row ids[i] of the table. An id outside
+ *   [0, V) gives a zero row (kernels never read outside the table; rejecting such ids is the
+ *   feeder's job). EMBEDDING_GRAD(dy [..., D], ids) -> [V, D] (shape given by the node):
+ *   out[v] = sum of dy rows whose id is v, added in increasing index order by a single
+ *   writer per element (no atomics), so it is bit-identical run to run and across backends;
+ *   out-of-range ids contribute nothing.
+ * - GELU(x), GELU_GRAD(dy, x): p.variant 0 = exact x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+ *   (PyTorch's nn.GELU() default), 1 = the tanh approximation
+ *   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (approximate='tanh').
+ * - SUM_LAST, MEAN_LAST, MAX_LAST: x [..., C] -> [...] (the last axis dropped; a 1-D x gives
+ *   [1]). MAX_LAST_GRAD(dy [...], x) routes dy to the first maximum of each row.
+ *   BCAST_LAST(x [...]) -> [..., C] (shape given by the node: x's dims plus one, or [C] for
+ *   x = [1]): out[r, j] = alpha * x[r]; the adjoint of SUM_LAST (alpha 1) and MEAN_LAST (1/C).
+ * - CAUSAL_MASK(x [..., T, S]) -> x's shape: x[..., i, j] for j <= i, p.fill for j > i
+ *   (-INFINITY before a SOFTMAX; its own adjoint with fill 0). A separate op rather than a
+ *   masked softmax: SOFTMAX stays one op with one rule, and the unfused attention reads as
+ *   matmul, scale, mask, softmax, matmul.
+ * - ATTENTION(q [BH,T,D], k [BH,S,D], v [BH,S,D]) -> [BH,T,D]: softmax(p.scale * q k^T
+ *   (+ causal mask when p.causal: key j > query i excluded)) v per leading index (batch x
+ *   heads flattened, row-major, [B,H,T,D] reshaped). Builders pass scale = 1/sqrt(D).
+ *   ATTENTION_LSE(q, k) -> [BH,T]: the per-row log-sum-exp of the (masked, scaled) scores.
+ *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
+ *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
+ *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -85,7 +116,22 @@
     X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS)                      \
     X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
     X(ADAM, "adam", 4, 0, 1, "ffff:f", UPDATE)                      \
-    X(SGD, "sgd", 3, 0, 1, "fff:f", UPDATE)
+    X(SGD, "sgd", 3, 0, 1, "fff:f", UPDATE)                         \
+    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM)              \
+    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD)\
+    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER)              \
+    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER)   \
+    X(GELU, "gelu", 1, 1, 1, "f:f", GELU)                           \
+    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD)           \
+    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS)                   \
+    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS)                 \
+    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS)                   \
+    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD)   \
+    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS)         \
+    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL)           \
+    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION)          \
+    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION)   \
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -94,7 +140,7 @@ typedef enum cn_op {
     CN_OP_COUNT
 } cn_op;
 
-#define CN_MAX_INPUTS 4
+#define CN_MAX_INPUTS 6 /* ATTENTION_GRAD */
 
 const char *cn_op_name(cn_op op);
 int cn_op_arity(cn_op op);
@@ -124,11 +170,15 @@ typedef struct cn_op_params {
     float alpha, beta;              /* SCALE: x*alpha+beta; EXPAND: alpha */
     float rate;                     /* DROPOUT(_GRAD) */
     uint32_t seed;                  /* DROPOUT(_GRAD) */
-    float lr, beta1, beta2, eps;    /* ADAM; SGD uses lr */
+    float lr, beta1, beta2, eps;    /* ADAM; SGD uses lr; LAYERNORM(_GRAD) uses eps */
     float weight_decay;             /* ADAM (L2 added to grad) / ADAMW (decoupled) / SGD */
     float momentum;                 /* SGD */
     int32_t decoupled;              /* ADAM: 1 = AdamW */
     int32_t nesterov;               /* SGD */
+    int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
+    int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
+    float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
+    float fill;                     /* CAUSAL_MASK */
 } cn_op_params;
 
 typedef struct cn_shape {
@@ -176,6 +226,11 @@ cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
  * epilogue only where cn_op_takes_epilogue, a fused bias [N] only on a 2-D MATMUL). */
 cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
                       const cn_shape *out, cn_dtype out_dt);
+
+/* The transformer ops' shape rules (ops_transformer.c): cn_op_infer's cases for the rules
+ * NORM .. ATTENTION; CN_ERR_SHAPE naming the op and the shapes. Engine-internal. */
+cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+                                  cn_shape *out);
 
 /* Counter-based generator shared by every backend (also written in kernels_cl/rng.h):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */

@@ -29,7 +29,11 @@
     X(POOL, "pool.cl")                \
     X(OPTIM, "optim.cl")              \
     X(LAYOUT, "layout.cl")            \
-    X(GEMM, "gemm.cl")
+    X(GEMM, "gemm.cl")                \
+    X(NORM, "norm.cl")                \
+    X(LASTAXIS, "lastaxis.cl")        \
+    X(GATHER, "gather.cl")            \
+    X(ATTENTION, "attention.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -69,7 +73,12 @@ typedef enum cn_cl_family {
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled)                                        \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)                \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4)  \
-    X(GEMM, gemm_splitk_sum)
+    X(GEMM, gemm_splitk_sum)                                                                  \
+    X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                    \
+    X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
+    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd)                                               \
+    X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                         \
+    X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq) X(ATTENTION, attn_bwd_dkv)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -253,6 +262,10 @@ cn_status cn_cl_tune(void *ctx, int verbose);
 #define CN_X_OP_DECL(NAME, ...) cn_status cn_cl_op_##NAME(cn_cl_ctx *c, const cn_launch *l);
 CN_OP_TABLE(CN_X_OP_DECL)
 #undef CN_X_OP_DECL
+
+/* Fused attention (cl_ops_attention.c): 1 if head size D fits the device's local memory at
+ * the smallest tile (supports() asks; the launch then picks the largest tile that fits). */
+int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
 
 /* The vtable entries (cl_launch.c) */
 int cn_cl_supports(void *ctx, const cn_launch *l);

@@ -131,10 +131,12 @@ static int fits_int(const cn_shape *s) {
 
 /* Capability only: the planner has checked the launch against the op contract (ops.h). */
 int cn_cl_supports(void *ctx, const cn_launch *l) {
-    (void)ctx;
     if (!cn_op_launches(l->op)) return 0;
     for (int i = 0; i < l->n_in; i++)
         if (!fits_int(&l->in_shape[i])) return 0;
+    /* fused attention: its head size must fit local memory at the smallest tile */
+    if (l->op == CN_OP_ATTENTION || l->op == CN_OP_ATTENTION_LSE || l->op == CN_OP_ATTENTION_GRAD)
+        if (!cn_cl_attention_fits(ctx, l->in_shape[l->op == CN_OP_ATTENTION_GRAD].d[2])) return 0;
     return fits_int(&l->out_shape);
 }
 

@@ -64,6 +64,19 @@ static const gcase cases[] = {
     {"maxpool overlapping", CN_OP_MAXPOOL, 1, {S4(1, 5, 5, 2)}, {GEN_DISTINCT}, -1, {.kh = 3, .kw = 3, .sh = 2, .sw = 2}, 0, {0}},
     {"avgpool", CN_OP_AVGPOOL, 1, {S4(2, 4, 4, 3)}, {0}, -1, {.kh = 2, .kw = 2, .sh = 1, .sw = 1}, 0, {0}},
     {"dropout", CN_OP_DROPOUT, 1, {S2(4, 6)}, {0}, -1, {.rate = 0.3f, .seed = 7}, 0, {0}},
+    {"layer_norm", CN_OP_LAYERNORM, 3, {S3(2, 3, 5), S1(5), S1(5)}, {0}, -1, {.eps = 1e-5f}, 0, {0}},
+    {"embedding (repeated ids)", CN_OP_EMBEDDING, 2, {S2(5, 4), S2(2, 3)}, {0}, 1, {0}, 0, {0}},
+    {"gelu erf", CN_OP_GELU, 1, {S2(3, 5)}, {0}, -1, {0}, 0, {0}},
+    {"gelu tanh", CN_OP_GELU, 1, {S2(3, 5)}, {0}, -1, {.variant = 1}, 0, {0}},
+    {"sum_last", CN_OP_SUM_LAST, 1, {S3(2, 3, 4)}, {0}, -1, {0}, 0, {0}},
+    {"mean_last", CN_OP_MEAN_LAST, 1, {S2(3, 4)}, {0}, -1, {0}, 0, {0}},
+    {"max_last", CN_OP_MAX_LAST, 1, {S2(3, 6)}, {GEN_DISTINCT}, -1, {0}, 0, {0}},
+    {"broadcast_last", CN_OP_BCAST_LAST, 1, {S2(2, 3)}, {0}, -1, {.alpha = 0.5f}, 1, S3(2, 3, 4)},
+    /* the fill does not enter the gradient; a finite one keeps the loss finite */
+    {"causal_mask", CN_OP_CAUSAL_MASK, 1, {S3(2, 4, 5)}, {0}, -1, {.fill = -3.0f}, 0, {0}},
+    {"attention causal", CN_OP_ATTENTION, 3, {S3(2, 5, 4), S3(2, 5, 4), S3(2, 5, 4)}, {0}, -1,
+     {.causal = 1, .scale = 0.5f}, 0, {0}},
+    {"attention S != T", CN_OP_ATTENTION, 3, {S3(1, 3, 4), S3(1, 6, 4), S3(1, 6, 4)}, {0}, -1, {.scale = 0.5f}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -103,7 +116,9 @@ static void check_case(const gcase *c, cn_device *dev) {
     for (int k = 0; k < c->n_in; k++) {
         int64_t n = cn_shape_numel(&c->in[k]);
         if (k == c->labels_input) {
-            for (int64_t i = 0; i < n; i++) labels[i] = (int32_t)(i * 3 % c->in[0].d[1]);
+            /* class labels in [0, C); embedding ids in [0, V) */
+            int64_t mod = c->op == CN_OP_EMBEDDING ? c->in[0].d[0] : c->in[0].d[1];
+            for (int64_t i = 0; i < n; i++) labels[i] = (int32_t)(i * 3 % mod);
             ids[k] = cn_g_leaf(&g, CN_LEAF_INPUT, "labels", &c->in[k], CN_I32);
             continue;
         }
@@ -135,7 +150,8 @@ static void check_case(const gcase *c, cn_device *dev) {
     CHECK_OK(cn_plan_create(&g, dev, outs, n_out, bind, 0, &plan));
     if (tc_bad) goto done_grads;
     if (c->labels_input >= 0)
-        CHECK_OK(cn_plan_feed(plan, ids[c->labels_input], labels, sizeof(int32_t) * (size_t)c->in[c->labels_input].d[0], 1));
+        CHECK_OK(cn_plan_feed(plan, ids[c->labels_input], labels,
+                              sizeof(int32_t) * (size_t)cn_shape_numel(&c->in[c->labels_input]), 1));
     float base;
     CHECK_OK(run_loss(plan, loss, &base));
     double worst = 0;

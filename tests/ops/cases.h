@@ -23,4 +23,21 @@ void h_in(h_case *c, cn_shape s, h_gen g, float lo, float hi);
 void h_in_i32(h_case *c, cn_shape s, h_gen g);
 int64_t h_pool_out(int64_t x, int k, int s, int p);
 
+/* Case builders of the transformer ops (cases_transformer.c). */
+void cases_LAYERNORM(h_caselist *L);
+void cases_LAYERNORM_GRAD(h_caselist *L);
+void cases_EMBEDDING(h_caselist *L);
+void cases_EMBEDDING_GRAD(h_caselist *L);
+void cases_GELU(h_caselist *L);
+void cases_GELU_GRAD(h_caselist *L);
+void cases_SUM_LAST(h_caselist *L);
+void cases_MEAN_LAST(h_caselist *L);
+void cases_MAX_LAST(h_caselist *L);
+void cases_MAX_LAST_GRAD(h_caselist *L);
+void cases_BCAST_LAST(h_caselist *L);
+void cases_CAUSAL_MASK(h_caselist *L);
+void cases_ATTENTION(h_caselist *L);
+void cases_ATTENTION_LSE(h_caselist *L);
+void cases_ATTENTION_GRAD(h_caselist *L);
+
 #endif

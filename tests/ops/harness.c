@@ -147,6 +147,10 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
         for (int64_t k = 0; k < n; k++)
             f[k] = (float)((int64_t)in->lo + (int64_t)(h_rng_u64(r) % (uint64_t)((int64_t)in->hi - (int64_t)in->lo + 1)));
         break;
+    case GEN_IDS:
+        for (int64_t k = 0; k < n; k++)
+            l[k] = (int32_t)((int64_t)in->lo + (int64_t)(h_rng_u64(r) % (uint64_t)((int64_t)in->hi - (int64_t)in->lo + 1)));
+        break;
     case GEN_ZERO:
         break;
     }
@@ -240,7 +244,7 @@ static int gbuf_check(cn_backend *b, gbuf *g, void *dst, char *err, size_t cap) 
 
 int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_data *d,
           char *err, size_t cap) {
-    static const char *in_names[CN_MAX_INPUTS] = {"input 0", "input 1", "input 2", "input 3"};
+    static const char *in_names[CN_MAX_INPUTS] = {"input 0", "input 1", "input 2", "input 3", "input 4", "input 5"};
     gbuf g[CN_MAX_INPUTS + 1];
     memset(g, 0, sizeof g);
     int nb = 0, rc = H_RUN_FAIL;

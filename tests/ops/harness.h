@@ -35,6 +35,7 @@ typedef enum h_gen {
     GEN_SOFTMAX_ROWS,  /* rows of softmax(uniform[lo,hi)) over the last dimension */
     GEN_LOGSOFTMAX_ROWS,
     GEN_INTS,          /* integers uniform in [lo, hi] (ties on purpose) */
+    GEN_IDS,           /* i32 uniform in [lo, hi] (embedding ids; outside [0, V) on purpose) */
     GEN_ZERO
 } h_gen;
 

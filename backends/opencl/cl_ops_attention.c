@@ -1,0 +1,80 @@
+/* Attention (attention.cl): CAUSAL_MASK, and the fused ATTENTION / ATTENTION_LSE /
+ * ATTENTION_GRAD, tiled in local memory (see the README's attention section).
+ *
+ * Tile size B: the largest of 16, 8, 4, 2, 1 such that B*B work-items fit the kernel's
+ * work-group limit (and 256, the portable cap) and the kernel's local tiles fit
+ * min(device local memory, 32 KiB) (the portable cap). The backward kernels hold five B x D
+ * tiles, the forward four; both a B x B score tile and 3 B row statistics. */
+#include "cl_internal.h"
+
+#define ATTN_LOCAL_CAP ((uint64_t)32 << 10)
+#define ATTN_WG_CAP 256
+
+static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < ATTN_LOCAL_CAP ? c->local_mem : ATTN_LOCAL_CAP; }
+
+static uint64_t local_bytes(int64_t B, int64_t D, int tiles) { return (uint64_t)(tiles * B * D + B * B + 3 * B) * 4u; }
+
+int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D) { return D >= 1 && local_bytes(1, D, 5) <= local_budget(c); }
+
+static int64_t tile(cn_cl_ctx *c, cn_cl_kernel_id k, int64_t D, int tiles) {
+    size_t wg = cn_cl_kernel_max_wg(c, k);
+    if (wg > ATTN_WG_CAP) wg = ATTN_WG_CAP;
+    int64_t B = 16;
+    while (B > 1 && ((size_t)(B * B) > wg || local_bytes(B, D, tiles) > local_budget(c))) B /= 2;
+    return B;
+}
+
+cn_status cn_cl_op_CAUSAL_MASK(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *s = &l->in_shape[0];
+    int64_t n = cn_shape_numel(s), T = s->d[s->ndim - 2], S = s->d[s->ndim - 1];
+    return CN_CL_LAUNCH_1D(c, CN_K_causal_mask, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                           CN_ARG_INT(T), CN_ARG_INT(S), CN_ARG_FLOAT(l->p->fill));
+}
+
+typedef struct adims {
+    int64_t BH, T, S, D;
+} adims;
+
+/* q at input qi, k after it; shapes checked by the plan (ops.h), D by supports(). */
+static adims dims_of(const cn_launch *l, int qi) {
+    const cn_shape *q = &l->in_shape[qi], *k = &l->in_shape[qi + 1];
+    return (adims){q->d[0], q->d[1], k->d[1], q->d[2]};
+}
+
+#define LOCAL_TILE(B, D) CN_ARG_LOCAL((size_t)((B) * (D)) * sizeof(float))
+
+static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
+    adims g = dims_of(l, 0);
+    int64_t B = tile(c, CN_K_attn_fwd, g.D, 4);
+    size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((g.T + B - 1) / B * B * B), (size_t)g.BH};
+    /* ATTENTION_LSE has no v: pass k in its place (never read). */
+    void *v = lse_only ? l->in[1] : l->in[2];
+    return CN_CL_LAUNCH(c, CN_K_attn_fwd, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(v),
+                        CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale),
+                        CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(lse_only), CN_ARG_INT(B), LOCAL_TILE(B, g.D),
+                        LOCAL_TILE(B, g.D), LOCAL_TILE(B, lse_only ? 1 : g.D), LOCAL_TILE(B, lse_only ? 1 : g.D),
+                        CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)), CN_ARG_LOCAL((size_t)(3 * B) * sizeof(float)));
+}
+
+cn_status cn_cl_op_ATTENTION(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 0); }
+cn_status cn_cl_op_ATTENTION_LSE(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 1); }
+
+cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
+    adims g = dims_of(l, 1);
+    int which = l->p->variant;
+    cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq : CN_K_attn_bwd_dkv;
+    int64_t B = tile(c, k, g.D, 5), rows = which == 0 ? g.T : g.S;
+    size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((rows + B - 1) / B * B * B), (size_t)g.BH};
+    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
+                        CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
+                        CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(B),
+                        CN_ARG_INT(which), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D),
+                        LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)),
+                        CN_ARG_LOCAL((size_t)(2 * B) * sizeof(float))};
+    int n = (int)(sizeof head / sizeof head[0]);
+    if (which == 0) { /* attn_bwd_dq has no `which` argument: drop it */
+        for (int i = 13; i + 1 < n; i++) head[i] = head[i + 1];
+        n--;
+    }
+    return cn_cl_launch(c, k, 2, gws, lws, n, head);
+}

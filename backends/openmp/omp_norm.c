@@ -1,0 +1,83 @@
+/* Layer normalisation over the last axis: LAYERNORM(x, gamma, beta) and LAYERNORM_GRAD(dy, x,
+ * gamma) (engine/ops.h). Rows are independent and split across threads.
+ *
+ * Mean and variance are two passes in double (the one-pass E[x^2] - E[x]^2 cancels badly for
+ * rows with a large mean); the backward recomputes them rather than reading saved statistics,
+ * since a node has one output, and the recomputation is one read of the row it reads anyway.
+ */
+#include "omp_ops.h"
+
+/* mean and 1/sqrt(var + eps) of one row, as the kernels compute them. */
+static void row_stats(const float *x, int64_t c, float eps, double *mean, double *rstd) {
+    double s = 0.0;
+    for (int64_t j = 0; j < c; j++) s += (double)x[j];
+    const double m = s / (double)c;
+    double v = 0.0;
+    for (int64_t j = 0; j < c; j++) {
+        const double d = (double)x[j] - m;
+        v += d * d;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt(v / (double)c + (double)eps);
+}
+
+/* x (input xi) viewed as [rows, c]; the plan checked the shapes (ops.h). */
+static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
+    const cn_shape *sx = &l->in_shape[xi];
+    *c = sx->d[sx->ndim - 1];
+    *rows = cn_shape_numel(sx) / *c;
+}
+
+cn_status omp_op_LAYERNORM(const cn_launch *l) {
+    int64_t rows, c;
+    rows_of(l, 0, &rows, &c);
+    const float *x = l->in[0], *gamma = l->in[1], *beta = l->in[2];
+    float *y = l->out;
+    const float eps = l->p->eps;
+#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * c;
+        float *yr = y + r * c;
+        double mean, rstd;
+        row_stats(xr, c, eps, &mean, &rstd);
+        for (int64_t j = 0; j < c; j++) {
+            const float xhat = (float)(((double)xr[j] - mean) * rstd);
+            yr[j] = xhat * gamma[j] + beta[j];
+        }
+    }
+    return CN_OK;
+}
+
+/* variant 0: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma;
+ * variant 1: dy * xhat (summed over rows by SUM_ROWS, that is dgamma). */
+cn_status omp_op_LAYERNORM_GRAD(const cn_launch *l) {
+    int64_t rows, c;
+    rows_of(l, 1, &rows, &c);
+    const int variant = l->p->variant;
+    const float *dy = l->in[0], *x = l->in[1], *gamma = l->in[2];
+    float *dx = l->out;
+    const float eps = l->p->eps;
+#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * c, *dyr = dy + r * c;
+        float *dxr = dx + r * c;
+        double mean, rstd;
+        row_stats(xr, c, eps, &mean, &rstd);
+        if (variant == 1) {
+            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * (float)(((double)xr[j] - mean) * rstd);
+            continue;
+        }
+        double sg = 0.0, sgx = 0.0;
+        for (int64_t j = 0; j < c; j++) {
+            const double g = (double)dyr[j] * (double)gamma[j];
+            sg += g;
+            sgx += g * (((double)xr[j] - mean) * rstd);
+        }
+        const double mg = sg / (double)c, mgx = sgx / (double)c;
+        for (int64_t j = 0; j < c; j++) {
+            const double xhat = ((double)xr[j] - mean) * rstd;
+            dxr[j] = (float)(rstd * ((double)dyr[j] * (double)gamma[j] - mg - xhat * mgx));
+        }
+    }
+    return CN_OK;
+}

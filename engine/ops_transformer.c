@@ -1,0 +1,106 @@
+/* Shape rules of the transformer ops (layouts in engine/ops.h): layer norm, embedding, GELU,
+ * the last-axis reductions' adjoints, the causal mask and fused attention. cn_op_infer calls
+ * this for the table rows whose rule is NORM .. ATTENTION; dtypes and arity are already
+ * checked there, so only shapes and parameters are stated here. */
+#include <stdio.h>
+
+#include "internal.h"
+#include "ops.h"
+
+#define FAIL(...) return cn_errorf(CN_ERR_SHAPE, __VA_ARGS__)
+
+/* x's shape without its last axis; [1] for a 1-D x (ARGMAX's ROWS rule). */
+static cn_shape drop_last(const cn_shape *x) {
+    return x->ndim > 1 ? cn_shape_make(x->ndim - 1, x->d) : cn_shape_of(1, (int64_t)1);
+}
+
+static int is_vec(const cn_shape *s, int64_t c) { return s->ndim == 1 && s->d[0] == c; }
+
+cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+                                  cn_shape *out) {
+    const char *name = cn_op_name(op);
+    char b1[96], b2[96], b3[96], b4[96];
+    switch (op) {
+    case CN_OP_LAYERNORM: case CN_OP_LAYERNORM_GRAD: {
+        const cn_shape *x = op == CN_OP_LAYERNORM ? &in[0] : &in[1];
+        const int64_t c = x->d[x->ndim - 1];
+        if (!(p->eps >= 0.0f)) FAIL("%s: eps %g must be >= 0", name, (double)p->eps);
+        if (op == CN_OP_LAYERNORM && (!is_vec(&in[1], c) || !is_vec(&in[2], c)))
+            FAIL("layer_norm: gamma %s and beta %s must be [%lld] for x %s", cn_shape_str(&in[1], b1, sizeof b1),
+                 cn_shape_str(&in[2], b2, sizeof b2), (long long)c, cn_shape_str(x, b3, sizeof b3));
+        if (op == CN_OP_LAYERNORM_GRAD && (!cn_shape_eq(&in[0], &in[1]) || !is_vec(&in[2], c)))
+            FAIL("layer_norm_grad: dy %s, x %s, gamma %s", cn_shape_str(&in[0], b1, sizeof b1),
+                 cn_shape_str(&in[1], b2, sizeof b2), cn_shape_str(&in[2], b3, sizeof b3));
+        if (op == CN_OP_LAYERNORM_GRAD && p->variant != 0 && p->variant != 1)
+            FAIL("layer_norm_grad: variant %d is neither 0 (dx) nor 1 (dy * xhat)", p->variant);
+        *out = *x;
+        return CN_OK;
+    }
+    case CN_OP_EMBEDDING:
+        if (in[0].ndim != 2 || in[1].ndim + 1 > CN_MAX_DIMS)
+            FAIL("embedding: table %s must be [V,D] and ids %s have at most %d dims", cn_shape_str(&in[0], b1, sizeof b1),
+                 cn_shape_str(&in[1], b2, sizeof b2), CN_MAX_DIMS - 1);
+        *out = in[1];
+        out->d[out->ndim++] = in[0].d[1];
+        return CN_OK;
+    case CN_OP_EMBEDDING_GRAD: {
+        cn_shape want = in[1];
+        if (given && given->ndim == 2 && want.ndim < CN_MAX_DIMS) want.d[want.ndim++] = given->d[1];
+        if (!given || given->ndim != 2 || !cn_shape_eq(&want, &in[0]))
+            FAIL("embedding_grad: dy %s does not match ids %s and table %s", cn_shape_str(&in[0], b1, sizeof b1),
+                 cn_shape_str(&in[1], b2, sizeof b2), given ? cn_shape_str(given, b3, sizeof b3) : "(none)");
+        *out = *given;
+        return CN_OK;
+    }
+    case CN_OP_GELU: case CN_OP_GELU_GRAD:
+        if (p->variant != 0 && p->variant != 1) FAIL("%s: variant %d is neither 0 (erf) nor 1 (tanh)", name, p->variant);
+        if (op == CN_OP_GELU_GRAD && !cn_shape_eq(&in[0], &in[1]))
+            FAIL("gelu_grad: dy %s vs x %s", cn_shape_str(&in[0], b1, sizeof b1), cn_shape_str(&in[1], b2, sizeof b2));
+        *out = in[op == CN_OP_GELU_GRAD];
+        return CN_OK;
+    case CN_OP_MAX_LAST_GRAD: {
+        cn_shape want = drop_last(&in[1]);
+        if (!cn_shape_eq(&in[0], &want))
+            FAIL("max_last_grad: dy %s, expected %s for x %s", cn_shape_str(&in[0], b1, sizeof b1),
+                 cn_shape_str(&want, b2, sizeof b2), cn_shape_str(&in[1], b3, sizeof b3));
+        *out = in[1];
+        return CN_OK;
+    }
+    case CN_OP_BCAST_LAST: {
+        cn_shape back = given ? drop_last(given) : (cn_shape){0};
+        if (!given || !cn_shape_eq(&back, &in[0]) || (given->ndim == 1 && !is_vec(&in[0], 1)))
+            FAIL("broadcast_last: %s is not %s without its last axis", given ? cn_shape_str(given, b1, sizeof b1) : "(none)",
+                 cn_shape_str(&in[0], b2, sizeof b2));
+        *out = *given;
+        return CN_OK;
+    }
+    case CN_OP_CAUSAL_MASK:
+        if (in[0].ndim < 2) FAIL("causal_mask: input %s needs [..., T, S]", cn_shape_str(&in[0], b1, sizeof b1));
+        *out = in[0];
+        return CN_OK;
+    case CN_OP_ATTENTION: case CN_OP_ATTENTION_LSE: case CN_OP_ATTENTION_GRAD: {
+        const int o = op == CN_OP_ATTENTION_GRAD; /* q, k, v start at input o */
+        const cn_shape *q = &in[o], *k = &in[o + 1], *v = op == CN_OP_ATTENTION_LSE ? &in[o + 1] : &in[o + 2];
+        if (q->ndim != 3 || k->ndim != 3 || k->d[0] != q->d[0] || k->d[2] != q->d[2] || !cn_shape_eq(k, v))
+            FAIL("%s: q %s, k %s, v %s must be [BH,T,D], [BH,S,D], [BH,S,D]", name, cn_shape_str(q, b1, sizeof b1),
+                 cn_shape_str(k, b2, sizeof b2), cn_shape_str(v, b3, sizeof b3));
+        if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        cn_shape rows = cn_shape_of(2, q->d[0], q->d[1]);
+        if (op == CN_OP_ATTENTION) *out = *q;
+        if (op == CN_OP_ATTENTION_LSE) *out = rows;
+        if (op == CN_OP_ATTENTION_GRAD) {
+            if (!cn_shape_eq(&in[0], q) || !cn_shape_eq(&in[4], &rows) || !cn_shape_eq(&in[5], &rows))
+                FAIL("attention_grad: dO %s, lse %s, delta %s for q %s", cn_shape_str(&in[0], b1, sizeof b1),
+                     cn_shape_str(&in[4], b2, sizeof b2), cn_shape_str(&in[5], b3, sizeof b3),
+                     cn_shape_str(q, b4, sizeof b4));
+            if (p->variant < 0 || p->variant > 2)
+                FAIL("attention_grad: variant %d is not 0 (dq), 1 (dk) or 2 (dv)", p->variant);
+            *out = p->variant == 0 ? *q : *k;
+        }
+        return CN_OK;
+    }
+    default:
+        break;
+    }
+    FAIL("%s: not a transformer op", name);
+}

@@ -1,0 +1,179 @@
+/* Attention (engine/ops.h): CAUSAL_MASK for the unfused composition, and the fused ATTENTION,
+ * ATTENTION_LSE and ATTENTION_GRAD, which never write a T x S score matrix to global memory.
+ *
+ * Tiling (backends/opencl/README.md): a work-group of B*B work-items owns one (bh, block of B
+ * rows) pair; work-item (r, c) = (lid / B, lid % B). Per step it stages a B x D tile of the
+ * other operand in __local memory, forms the B x B tile of scores (work-item (r, c) computes
+ * score (r, c)), and accumulates a B x D result tile in __local memory, where work-item
+ * (r, c) owns columns c, c + B, c + 2B, ... of row r (one writer per element, fixed order:
+ * deterministic). The host picks B (16, 8, 4, 2 or 1) so that B*B fits the kernel's work-group
+ * limit and the tiles fit min(local memory, 32 KiB): global memory beyond q, k, v and the
+ * output is O(BH * T) (the log-sum-exp and delta rows), linear in the sequence length.
+ *
+ * Masking: key j is excluded for query i when j >= S or (causal and j > i); excluded scores
+ * are -INFINITY in the forward and probability 0 in the backward. A causal query block stops
+ * at its last query's key, and a causal key block starts at its first key's query. */
+
+__kernel void causal_mask(__global const float *x, __global float *y, int n, int T, int S, float fill) {
+    int e = get_global_id(0);
+    if (e >= n) return;
+    int j = e % S, i = (e / S) % T;
+    y[e] = j > i ? fill : x[e];
+}
+
+/* Rows [r0, r0 + B) of a [rows, D] matrix into a B x D tile (zeros past the end). */
+void attn_load(__local float *dst, __global const float *src, int r0, int rows, int D, int B) {
+    for (int e = get_local_id(0); e < B * D; e += get_local_size(0)) {
+        int r = e / D;
+        dst[e] = r0 + r < rows ? src[(long)(r0 + r) * D + e % D] : 0.0f;
+    }
+}
+
+float attn_dot(__local const float *a, __local const float *b, int D) {
+    float s = 0.0f;
+    for (int d = 0; d < D; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: out [BH,T]), online softmax:
+ * per row a running maximum M, sum L and output accumulator O; each key block rescales them
+ * by exp(M_old - M_new). Grid: (ceil(T/B) groups, BH). */
+__kernel void attn_fwd(__global const float *q, __global const float *k, __global const float *v,
+                       __global float *out, int T, int S, int D, float scale, int causal, int lse_only, int B,
+                       __local float *Qs, __local float *Ks, __local float *Vs, __local float *Os,
+                       __local float *Ps, __local float *st) {
+    int lid = get_local_id(0), r = lid / B, c = lid % B;
+    int q0 = get_group_id(0) * B, bh = get_group_id(1);
+    __global const float *qb = q + (long)bh * T * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    __local float *M = st, *L = st + B, *A = st + 2 * B;
+    attn_load(Qs, qb, q0, T, D, B);
+    for (int e = lid; e < B * D; e += get_local_size(0)) Os[e] = 0.0f;
+    if (lid < B) M[lid] = -INFINITY, L[lid] = 0.0f;
+    int i = q0 + r, kend = causal ? min(S, q0 + B) : S;
+    for (int k0 = 0; k0 < kend; k0 += B) {
+        barrier(CLK_LOCAL_MEM_FENCE); /* the previous block's tiles are no longer read */
+        attn_load(Ks, kb, k0, S, D, B);
+        if (!lse_only) attn_load(Vs, vb, k0, S, D, B);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int j = k0 + c;
+        float s = scale * attn_dot(Qs + r * D, Ks + c * D, D);
+        Ps[r * B + c] = (j >= S || (causal && j > i)) ? -INFINITY : s;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (c == 0) { /* the row's leader folds the block into M, L */
+            float mo = M[r], mn = mo;
+            for (int cc = 0; cc < B; cc++) mn = fmax(mn, Ps[r * B + cc]);
+            float a = mn == -INFINITY ? 1.0f : exp(mo - mn), sum = 0.0f;
+            for (int cc = 0; cc < B; cc++) {
+                float p = mn == -INFINITY ? 0.0f : exp(Ps[r * B + cc] - mn);
+                Ps[r * B + cc] = p;
+                sum += p;
+            }
+            M[r] = mn;
+            L[r] = L[r] * a + sum;
+            A[r] = a;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (!lse_only)
+            for (int d = c; d < D; d += B) {
+                float acc = Os[r * D + d] * A[r];
+                for (int cc = 0; cc < B; cc++) acc += Ps[r * B + cc] * Vs[cc * D + d];
+                Os[r * D + d] = acc;
+            }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (i >= T) return;
+    if (lse_only) {
+        if (c == 0) out[(long)bh * T + i] = M[r] + log(L[r]);
+        return;
+    }
+    float inv = 1.0f / L[r];
+    for (int d = c; d < D; d += B) out[((long)bh * T + i) * D + d] = Os[r * D + d] * inv;
+}
+
+/* dq = scale * sum_j dS_ij k_j with dS = P * (dO v^T - delta), P = exp(scale q k^T - lse).
+ * Grid: (ceil(T/B) groups, BH). */
+__kernel void attn_bwd_dq(__global const float *dout, __global const float *q, __global const float *k,
+                          __global const float *v, __global const float *lse, __global const float *delta,
+                          __global float *dq, int T, int S, int D, float scale, int causal, int B,
+                          __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
+                          __local float *Acc, __local float *Ps, __local float *st) {
+    int lid = get_local_id(0), r = lid / B, c = lid % B;
+    int q0 = get_group_id(0) * B, bh = get_group_id(1);
+    __global const float *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    attn_load(Qs, q + (long)bh * T * D, q0, T, D, B);
+    attn_load(dOs, dout + (long)bh * T * D, q0, T, D, B);
+    for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
+    if (lid < B) {
+        int ii = q0 + lid;
+        st[lid] = ii < T ? lse[(long)bh * T + ii] : 0.0f;
+        st[B + lid] = ii < T ? delta[(long)bh * T + ii] : 0.0f;
+    }
+    int i = q0 + r, kend = causal ? min(S, q0 + B) : S;
+    for (int k0 = 0; k0 < kend; k0 += B) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        attn_load(Ks, kb, k0, S, D, B);
+        attn_load(Vs, vb, k0, S, D, B);
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int j = k0 + c;
+        float ds = 0.0f;
+        if (i < T && j < S && !(causal && j > i)) {
+            float p = exp(scale * attn_dot(Qs + r * D, Ks + c * D, D) - st[r]);
+            ds = p * (attn_dot(dOs + r * D, Vs + c * D, D) - st[B + r]);
+        }
+        Ps[r * B + c] = ds;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int d = c; d < D; d += B) {
+            float acc = Acc[r * D + d];
+            for (int cc = 0; cc < B; cc++) acc += Ps[r * B + cc] * Ks[cc * D + d];
+            Acc[r * D + d] = acc;
+        }
+    }
+    if (i >= T) return;
+    for (int d = c; d < D; d += B) dq[((long)bh * T + i) * D + d] = scale * Acc[r * D + d];
+}
+
+/* which 1: dk = scale * sum_i dS_ij q_i; which 2: dv = sum_i P_ij dO_i. The group owns a block
+ * of B keys and walks the query blocks; work-item (r, c) forms P / dS for (query r, key c),
+ * then, as (key lid / B, column lid % B), accumulates its key row. Grid: (ceil(S/B), BH). */
+__kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, __global const float *k,
+                           __global const float *v, __global const float *lse, __global const float *delta,
+                           __global float *res, int T, int S, int D, float scale, int causal, int B, int which,
+                           __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
+                           __local float *Acc, __local float *Ps, __local float *st) {
+    int lid = get_local_id(0), r = lid / B, c = lid % B;
+    int k0 = get_group_id(0) * B, bh = get_group_id(1);
+    __global const float *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    attn_load(Ks, k + (long)bh * S * D, k0, S, D, B);
+    if (which == 1) attn_load(Vs, v + (long)bh * S * D, k0, S, D, B);
+    for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
+    __local const float *Y = which == 1 ? Qs : dOs;
+    int j = k0 + c;
+    for (int q0 = causal ? k0 : 0; q0 < T; q0 += B) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        attn_load(Qs, qb, q0, T, D, B);
+        attn_load(dOs, ob, q0, T, D, B);
+        if (lid < B) {
+            int ii = q0 + lid;
+            st[lid] = ii < T ? lse[(long)bh * T + ii] : 0.0f;
+            st[B + lid] = ii < T ? delta[(long)bh * T + ii] : 0.0f;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        int i = q0 + r;
+        float val = 0.0f;
+        if (i < T && j < S && !(causal && j > i)) {
+            float p = exp(scale * attn_dot(Qs + r * D, Ks + c * D, D) - st[r]);
+            val = which == 2 ? p : p * (attn_dot(dOs + r * D, Vs + c * D, D) - st[B + r]);
+        }
+        Ps[r * B + c] = val;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (int d = c; d < D; d += B) { /* here r is the key row, c the column phase */
+            float acc = Acc[r * D + d];
+            for (int rr = 0; rr < B; rr++) acc += Ps[rr * B + r] * Y[rr * D + d];
+            Acc[r * D + d] = acc;
+        }
+    }
+    int jr = k0 + r;
+    if (jr >= S) return;
+    float f = which == 1 ? scale : 1.0f;
+    for (int d = c; d < D; d += B) res[((long)bh * S + jr) * D + d] = f * Acc[r * D + d];
+}

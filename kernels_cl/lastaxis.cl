@@ -1,0 +1,75 @@
+/* Last-axis reductions and their adjoints (SUM_LAST, MEAN_LAST, MAX_LAST, MAX_LAST_GRAD,
+ * BCAST_LAST) and GELU (engine/ops.h). Reductions: one work-group per row, power-of-two size,
+ * __local scratch of that many floats (and ints for the arg-max). */
+
+__kernel void reduce_last_rows(__global const float *x, __global float *y, int C, int mode, __local float *tmp) {
+    int row = get_group_id(0), lid = get_local_id(0), lsz = get_local_size(0);
+    __global const float *xr = x + (long)row * C;
+    float a = mode == 2 ? -INFINITY : 0.0f;
+    for (int j = lid; j < C; j += lsz) a = mode == 2 ? fmax(a, xr[j]) : a + xr[j];
+    tmp[lid] = a;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) tmp[lid] = mode == 2 ? fmax(tmp[lid], tmp[lid + s]) : tmp[lid] + tmp[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0) y[row] = mode == 1 ? tmp[0] / (float)C : tmp[0];
+}
+
+/* dy[row] goes to the first maximum of the row (lowest index among equal values). */
+__kernel void max_last_grad_rows(__global const float *dy, __global const float *x, __global float *dx, int C,
+                                 __local float *tv, __local int *ti) {
+    int row = get_group_id(0), lid = get_local_id(0), lsz = get_local_size(0);
+    __global const float *xr = x + (long)row * C;
+    __global float *dxr = dx + (long)row * C;
+    float best = -INFINITY;
+    int bi = C;
+    for (int j = lid; j < C; j += lsz)
+        if (bi == C || xr[j] > best) best = xr[j], bi = j;
+    tv[lid] = best;
+    ti[lid] = bi;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) {
+            float ov = tv[lid + s];
+            int oi = ti[lid + s];
+            if (oi < C && (ti[lid] == C || ov > tv[lid] || (ov == tv[lid] && oi < ti[lid]))) tv[lid] = ov, ti[lid] = oi;
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    int win = ti[0];
+    float g = dy[row];
+    for (int j = lid; j < C; j += lsz) dxr[j] = j == win ? g : 0.0f;
+}
+
+__kernel void bcast_last(__global const float *x, __global float *y, int n, int C, float alpha) {
+    int i = get_global_id(0);
+    if (i < n) y[i] = alpha * x[i / C];
+}
+
+/* sqrt(2/pi), the tanh form's cubic coefficient, 1/sqrt(2), 1/sqrt(2 pi). */
+#define GELU_K0 0.7978845608028654f
+#define GELU_K1 0.044715f
+#define GELU_RSQRT2 0.7071067811865476f
+#define GELU_RSQRT2PI 0.3989422804014327f
+
+__kernel void gelu_fwd(__global const float *x, __global float *y, int n, int tanh_form) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float v = x[i];
+    y[i] = tanh_form ? 0.5f * v * (1.0f + tanh(GELU_K0 * (v + GELU_K1 * v * v * v)))
+                     : 0.5f * v * (1.0f + erf(v * GELU_RSQRT2));
+}
+
+__kernel void gelu_bwd(__global const float *dy, __global const float *x, __global float *dx, int n, int tanh_form) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float v = x[i], d;
+    if (tanh_form) {
+        float t = tanh(GELU_K0 * (v + GELU_K1 * v * v * v));
+        d = 0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v);
+    } else {
+        d = 0.5f * (1.0f + erf(v * GELU_RSQRT2)) + v * GELU_RSQRT2PI * exp(-0.5f * v * v);
+    }
+    dx[i] = dy[i] * d;
+}
