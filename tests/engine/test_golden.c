@@ -1,0 +1,333 @@
+/* Golden values from PyTorch (tools/golden/make_fixtures.py, format in its docstring): each
+ * fixture in tests/fixtures is rebuilt as a clnet graph from primitives (cn_g_* calls), run on
+ * every device, and its output and the gradients of sum(out * R) w.r.t. every float input are
+ * compared with PyTorch's float64 results (stored rounded to f32). Attention fixtures and the
+ * pre-norm transformer block run twice: with the fused ATTENTION op and with the unfused
+ * composition (matmul, scale, causal mask, softmax, matmul).
+ *
+ *   test_golden FIXTURE_DIR
+ *
+ * Tolerance, per buffer: |got - want| <= rtol * max|want| + 1e-7, with the inputs exactly
+ * the fixture's f32 values on both sides, so the difference is clnet's f32 rounding alone:
+ * - single ops, rtol 2e-5 (~170 ulp of the largest value): reductions here are at most 9
+ *   terms (4 eps sqrt(k) ~ 1.5e-6 relative); erf/exp/tanh builtins are within 16 ulp;
+ * - the transformer block, also 2e-5: ~20 ops deep, GEMMs of 16-32 terms, two layer norms
+ *   whose 1/std amplifies absolute errors, softmax and GELU; observed errors are ~2.5e-7 of
+ *   the maximum on omp and POCL, so 2e-5 leaves ~80x for other summation orders (CLBlast,
+ *   GPU builtins), while a wrong rule (a missed residual, mask or 1/sqrt(dk), a transposed
+ *   weight) changes results by O(max).
+ * The 1e-7 absolute term is for gradients that vanish in exact arithmetic (the key bias of
+ * the block: softmax is shift-invariant per query), which come out as f32 rounding noise.
+ * A missing or malformed fixture is a failure, not a skip. */
+#include <math.h>
+
+#include "../data/tcheck.h"
+#include "graph.h"
+#include "internal.h"
+#include "plan.h"
+
+/* ---- fixture files ---- */
+typedef struct rec {
+    char name[64];
+    int dtype; /* 0 f32, 1 i32 */
+    cn_shape shape;
+    void *data;
+} rec;
+
+typedef struct fixture {
+    rec r[64];
+    int n;
+} fixture;
+
+static void fixture_free(fixture *f) {
+    for (int i = 0; i < f->n; i++) free(f->r[i].data);
+    f->n = 0;
+}
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+/* Returns NULL on success, else what is wrong. Every length is checked against the file. */
+static const char *fixture_load(const char *path, fixture *f) {
+    memset(f, 0, sizeof *f);
+    size_t len;
+    uint8_t *b = tc_read(path, &len);
+    if (!b) return "cannot read the file";
+    const char *err = NULL;
+    size_t o = 12;
+    if (len < 12 || memcmp(b, "CNFIXT01", 8)) err = "bad magic";
+    uint32_t count = err ? 0 : rd32(b + 8);
+    if (!err && count > 64) err = "more than 64 records";
+    for (uint32_t k = 0; !err && k < count; k++) {
+        rec *r = &f->r[f->n];
+        if (o + 2 > len) { err = "truncated record header"; break; }
+        size_t nl = (size_t)b[o] | (size_t)b[o + 1] << 8;
+        o += 2;
+        if (nl == 0 || nl >= sizeof r->name || o + nl + 2 > len) { err = "bad name"; break; }
+        memcpy(r->name, b + o, nl);
+        o += nl;
+        r->dtype = b[o];
+        r->shape.ndim = b[o + 1];
+        o += 2;
+        if (r->dtype > 1 || r->shape.ndim < 1 || r->shape.ndim > CN_MAX_DIMS || o + 4u * r->shape.ndim > len) {
+            err = "bad dtype or rank";
+            break;
+        }
+        uint64_t numel = 1;
+        for (int d = 0; d < r->shape.ndim; d++, o += 4) {
+            r->shape.d[d] = rd32(b + o);
+            numel *= (uint64_t)r->shape.d[d];
+            if (numel == 0 || numel > (1u << 24)) break;
+        }
+        if (numel == 0 || numel > (1u << 24) || o + numel * 4 > len) { err = "bad dims or truncated data"; break; }
+        r->data = malloc(numel * 4);
+        memcpy(r->data, b + o, numel * 4); /* little-endian f32 / i32: the host's layout on x86 and arm */
+        o += numel * 4;
+        f->n++;
+    }
+    if (!err && o != len) err = "trailing bytes";
+    free(b);
+    if (err) fixture_free(f);
+    return err;
+}
+
+static const rec *find(const fixture *f, const char *name) {
+    for (int i = 0; i < f->n; i++)
+        if (!strcmp(f->r[i].name, name)) return &f->r[i];
+    return NULL;
+}
+
+static float param(const fixture *f, const char *name) {
+    char key[80];
+    snprintf(key, sizeof key, "param:%s", name);
+    const rec *r = find(f, key);
+    return r ? ((const float *)r->data)[0] : NAN;
+}
+
+static int is_input(const rec *r) {
+    return strcmp(r->name, "out") && strcmp(r->name, "R") && strncmp(r->name, "grad:", 5) && strncmp(r->name, "param:", 6);
+}
+
+/* ---- graph builders: the ops a fixture names, from primitives ---- */
+typedef struct ctx {
+    cn_graph *g;
+    const fixture *f;
+    int node[64]; /* per record: its leaf, or -1 */
+    int fused;    /* attention: ATTENTION op (1) or the composition (0) */
+} ctx;
+
+static int in(ctx *c, const char *name) {
+    for (int i = 0; i < c->f->n; i++)
+        if (!strcmp(c->f->r[i].name, name)) return c->node[i];
+    return -1;
+}
+
+static int op1(ctx *c, cn_op op, int x, cn_op_params p) { return cn_g_op(c->g, op, 1, &x, &p, NULL); }
+
+static int attention(ctx *c, int q, int k, int v, int causal, float scale) {
+    cn_op_params p = {0};
+    if (c->fused) {
+        p.causal = causal;
+        p.scale = scale;
+        int qkv[3] = {q, k, v};
+        return cn_g_op(c->g, CN_OP_ATTENTION, 3, qkv, &p, NULL);
+    }
+    int s = cn_g_scale(c->g, cn_g_matmul(c->g, q, k, 0, 1), scale, 0.0f);
+    if (causal) {
+        p.fill = -INFINITY;
+        s = op1(c, CN_OP_CAUSAL_MASK, s, p);
+    }
+    return cn_g_matmul(c->g, cn_g_unary(c->g, CN_OP_SOFTMAX, s), v, 0, 0);
+}
+
+static int layer_norm(ctx *c, int x, const char *g, const char *b, float eps) {
+    cn_op_params p = {0};
+    p.eps = eps;
+    int xs[3] = {x, in(c, g), in(c, b)};
+    return cn_g_op(c->g, CN_OP_LAYERNORM, 3, xs, &p, NULL);
+}
+
+static int linear(ctx *c, int x, const char *w, const char *b) {
+    return cn_g_binary(c->g, CN_OP_ADD, cn_g_matmul(c->g, x, in(c, w), 0, 0), in(c, b));
+}
+
+/* [B*T, C] <-> [B*H, T, dk] through [B,T,H,dk] and [B,H,T,dk]. */
+static int split_heads(ctx *c, int x, int64_t B, int64_t T, int64_t H, int64_t dk) {
+    cn_shape s4 = cn_shape_of(4, B, T, H, dk), s3 = cn_shape_of(3, B * H, T, dk);
+    cn_op_params p = {.perm = {0, 2, 1, 3}};
+    return cn_g_reshape(c->g, op1(c, CN_OP_TRANSPOSE, cn_g_reshape(c->g, x, &s4), p), &s3);
+}
+static int merge_heads(ctx *c, int x, int64_t B, int64_t T, int64_t H, int64_t dk) {
+    cn_shape s4 = cn_shape_of(4, B, H, T, dk), s2 = cn_shape_of(2, B * T, H * dk);
+    cn_op_params p = {.perm = {0, 2, 1, 3}};
+    return cn_g_reshape(c->g, op1(c, CN_OP_TRANSPOSE, cn_g_reshape(c->g, x, &s4), p), &s2);
+}
+
+static int block(ctx *c) {
+    const rec *x = find(c->f, "x");
+    const int64_t B = x->shape.d[0], T = x->shape.d[1], C = x->shape.d[2], H = (int64_t)param(c->f, "heads");
+    const int64_t dk = H > 0 ? C / H : 0;
+    if (H <= 0 || dk * H != C) return -1;
+    const float eps = param(c->f, "eps");
+    cn_shape s2 = cn_shape_of(2, B * T, C), s3 = x->shape;
+    int x2 = cn_g_reshape(c->g, in(c, "x"), &s2);
+    int h = layer_norm(c, x2, "ln1_g", "ln1_b", eps);
+    int q = split_heads(c, linear(c, h, "wq", "bq"), B, T, H, dk);
+    int k = split_heads(c, linear(c, h, "wk", "bk"), B, T, H, dk);
+    int v = split_heads(c, linear(c, h, "wv", "bv"), B, T, H, dk);
+    int a = merge_heads(c, attention(c, q, k, v, 1, 1.0f / sqrtf((float)dk)), B, T, H, dk);
+    int x1 = cn_g_binary(c->g, CN_OP_ADD, x2, linear(c, a, "wo", "bo"));
+    int h2 = layer_norm(c, x1, "ln2_g", "ln2_b", eps);
+    int m = linear(c, op1(c, CN_OP_GELU, linear(c, h2, "w1", "b1"), (cn_op_params){0}), "w2", "b2");
+    return cn_g_reshape(c->g, cn_g_binary(c->g, CN_OP_ADD, x1, m), &s3);
+}
+
+static int build(ctx *c, const char *name) {
+    cn_op_params p = {0};
+    if (!strcmp(name, "layer_norm")) return layer_norm(c, in(c, "x"), "gamma", "beta", param(c->f, "eps"));
+    if (!strcmp(name, "embedding")) return cn_g_binary(c->g, CN_OP_EMBEDDING, in(c, "table"), in(c, "ids"));
+    if (!strcmp(name, "gelu_erf")) return op1(c, CN_OP_GELU, in(c, "x"), p);
+    if (!strcmp(name, "gelu_tanh")) return p.variant = 1, op1(c, CN_OP_GELU, in(c, "x"), p);
+    if (!strcmp(name, "sum_last")) return cn_g_unary(c->g, CN_OP_SUM_LAST, in(c, "x"));
+    if (!strcmp(name, "mean_last")) return cn_g_unary(c->g, CN_OP_MEAN_LAST, in(c, "x"));
+    if (!strcmp(name, "max_last")) return cn_g_unary(c->g, CN_OP_MAX_LAST, in(c, "x"));
+    if (!strcmp(name, "causal_softmax"))
+        return p.fill = -INFINITY, cn_g_unary(c->g, CN_OP_SOFTMAX, op1(c, CN_OP_CAUSAL_MASK, in(c, "x"), p));
+    if (!strncmp(name, "attention_", 10))
+        return attention(c, in(c, "q"), in(c, "k"), in(c, "v"), param(c->f, "causal") != 0.0f, param(c->f, "scale"));
+    if (!strcmp(name, "transformer_block")) return block(c);
+    cn_errorf(CN_ERR_INVALID_ARG, "no builder for fixture '%s'", name);
+    return -1;
+}
+
+static int uses_attention(const char *name) { return !strncmp(name, "attention_", 10) || !strcmp(name, "transformer_block"); }
+
+/* ---- replay ---- */
+static void replay(const char *dir, const char *name, cn_device *dev, int fused) {
+    char label[160], path[1024];
+    snprintf(label, sizeof label, "%s%s on %s", name, uses_attention(name) ? (fused ? " (fused)" : " (unfused)") : "",
+             cn_device_selector(dev));
+    snprintf(path, sizeof path, "%s/%s.bin", dir, name);
+    tc_begin(label);
+    fixture f;
+    const char *err = fixture_load(path, &f);
+    CHECK(!err, "%s: %s", path, err ? err : "");
+    if (err) {
+        tc_end();
+        return;
+    }
+    cn_graph g;
+    cn_graph_init(&g);
+    ctx c = {.g = &g, .f = &f, .fused = fused};
+    cn_tensor *t[64] = {0};
+    for (int i = 0; i < f.n; i++) {
+        c.node[i] = -1;
+        const rec *r = &f.r[i];
+        if (!is_input(r)) continue;
+        if (r->dtype == 1) {
+            c.node[i] = cn_g_leaf(&g, CN_LEAF_INPUT, r->name, &r->shape, CN_I32);
+        } else {
+            c.node[i] = cn_g_leaf(&g, CN_LEAF_PARAM, r->name, &r->shape, CN_F32);
+            CHECK_OK(cn_tensor_from_host(dev, r->shape.ndim, r->shape.d, CN_F32, r->data, &t[i]));
+        }
+    }
+    const rec *want = find(&f, "out"), *R = find(&f, "R");
+    int out = build(&c, name);
+    CHECK(out >= 0 && want && R, "building %s: %s", name, cn_last_error());
+    int *grads = NULL;
+    cn_tensor **bind = NULL;
+    cn_plan *plan = NULL;
+    if (tc_bad) goto done;
+    CHECK(cn_shape_eq(&g.nodes[out].shape, &want->shape), "output shape differs from the fixture's");
+    int loss = cn_g_unary(&g, CN_OP_SUM_ALL, cn_g_binary(&g, CN_OP_MUL, out, cn_g_const(&g, "R", &R->shape, R->data)));
+    CHECK(loss >= 0, "loss: %s", cn_last_error());
+    if (tc_bad) goto done;
+    grads = malloc(sizeof(int) * (size_t)g.n);
+    CHECK_OK(cn_graph_backward(&g, loss, grads));
+    int outs[66], n_out = 0;
+    outs[n_out++] = loss;
+    outs[n_out++] = out;
+    for (int i = 0; i < f.n; i++)
+        if (t[i]) {
+            CHECK(grads[c.node[i]] >= 0, "%s got no gradient", f.r[i].name);
+            if (grads[c.node[i]] >= 0) outs[n_out++] = grads[c.node[i]];
+        }
+    if (tc_bad) goto done;
+    bind = calloc((size_t)g.n, sizeof *bind);
+    for (int i = 0; i < f.n; i++)
+        if (t[i]) bind[c.node[i]] = t[i];
+    CHECK_OK(cn_plan_create(&g, dev, outs, n_out, bind, 0, &plan));
+    if (tc_bad) goto done;
+    for (int i = 0; i < f.n; i++)
+        if (c.node[i] >= 0 && f.r[i].dtype == 1)
+            CHECK_OK(cn_plan_feed(plan, c.node[i], f.r[i].data, 4 * (size_t)cn_shape_numel(&f.r[i].shape), 1));
+    CHECK_OK(cn_plan_run(plan, 1));
+    if (tc_bad) goto done;
+    const double rtol = 2e-5;
+    double worst_rel = 0;
+    for (int i = -1; i < f.n; i++) {
+        const rec *w = want;
+        int node = out;
+        char gname[80];
+        if (i >= 0) {
+            if (!t[i]) continue;
+            snprintf(gname, sizeof gname, "grad:%s", f.r[i].name);
+            w = find(&f, gname);
+            node = grads[c.node[i]];
+            CHECK(w != NULL, "fixture lacks %s", gname);
+            if (!w) continue;
+        }
+        int64_t n = cn_shape_numel(&w->shape);
+        float *got = malloc((size_t)n * sizeof *got);
+        CHECK_OK(cn_plan_read(plan, node, got, (size_t)n * sizeof *got));
+        const float *e = w->data;
+        double mx = 0, worst = 0;
+        int64_t wi = 0;
+        for (int64_t k = 0; k < n; k++) mx = fmax(mx, fabs(e[k]));
+        for (int64_t k = 0; k < n; k++) {
+            double d = fabs((double)got[k] - e[k]);
+            if (!(d <= worst)) worst = d, wi = k;
+        }
+        double bound = rtol * mx + 1e-7;
+        CHECK(worst <= bound, "%s: worst |d| %.3g at [%lld] (got %.9g, PyTorch %.9g), bound %.3g", w->name, worst,
+              (long long)wi, (double)got[wi], (double)e[wi], bound);
+        if (mx > 1e-6 && worst / mx > worst_rel) worst_rel = worst / mx; /* vanishing gradients aside */
+        free(got);
+    }
+    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol %.0e)\n", label, worst_rel, rtol);
+done:
+    cn_plan_free(plan);
+    free(bind);
+    free(grads);
+    for (int i = 0; i < 64; i++) cn_tensor_release(t[i]);
+    cn_graph_destroy(&g);
+    fixture_free(&f);
+    tc_end();
+}
+
+static const char *const fixtures[] = {
+    "layer_norm", "embedding", "gelu_erf", "gelu_tanh", "sum_last", "mean_last", "max_last", "causal_softmax",
+    "attention_causal", "attention_full", "transformer_block",
+};
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_golden FIXTURE_DIR\n");
+        return 2;
+    }
+    int n;
+    CHECK_OK(cn_device_count(&n));
+    for (int d = 0; d < n; d++) {
+        cn_device_info info;
+        cn_device *dev;
+        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
+            tc_skipped(info.selector, cn_last_error());
+            continue;
+        }
+        for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
+            replay(argv[1], fixtures[i], dev, 1);
+            if (uses_attention(fixtures[i])) replay(argv[1], fixtures[i], dev, 0);
+        }
+        cn_device_release(dev);
+    }
+    return tc_finish();
+}
