@@ -47,7 +47,8 @@ __kernel void attn_fwd(__global const float *q, __global const float *k, __globa
     __global const float *qb = q + (long)bh * T * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
     __local float *M = st, *L = st + B, *A = st + 2 * B;
     attn_load(Qs, qb, q0, T, D, B);
-    for (int e = lid; e < B * D; e += get_local_size(0)) Os[e] = 0.0f;
+    if (!lse_only) /* without V the host passes one-column V and O tiles */
+        for (int e = lid; e < B * D; e += get_local_size(0)) Os[e] = 0.0f;
     if (lid < B) M[lid] = -INFINITY, L[lid] = 0.0f;
     int i = q0 + r, kend = causal ? min(S, q0 + B) : S;
     for (int k0 = 0; k0 < kend; k0 += B) {
@@ -128,6 +129,7 @@ __kernel void attn_bwd_dq(__global const float *dout, __global const float *q, _
             Acc[r * D + d] = acc;
         }
     }
+    barrier(CLK_LOCAL_MEM_FENCE); /* as in attn_bwd_dkv: never rely on the loop's barriers */
     if (i >= T) return;
     for (int d = c; d < D; d += B) dq[((long)bh * T + i) * D + d] = scale * Acc[r * D + d];
 }
@@ -172,6 +174,9 @@ __kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, 
             Acc[r * D + d] = acc;
         }
     }
+    /* A causal key block past the last query runs no iteration: this barrier still orders
+     * the zeroing of Acc by other work-items before the reads below. */
+    barrier(CLK_LOCAL_MEM_FENCE);
     int jr = k0 + r;
     if (jr >= S) return;
     float f = which == 1 ? scale : 1.0f;
