@@ -133,9 +133,10 @@ int cli_open_devices(const char *list, cn_device **devs, int max, int *n) {
             if (st != CN_OK) break;
             for (int k = 0; k < *n; k++)
                 if (devs[k] == devs[*n]) {
-                    cn_device_release(devs[*n]);
-                    cli_release_devices(devs, *n);
-                    return cli_errorf("--devices names %s twice; one replica per device", cn_device_selector(devs[k]));
+                    /* the message names the device, so it is written before the last release */
+                    int rc = cli_errorf("--devices names %s twice; one replica per device", cn_device_selector(devs[k]));
+                    cli_release_devices(devs, *n + 1);
+                    return rc;
                 }
             (*n)++;
         }
