@@ -1,5 +1,6 @@
 /* The public op calls of the graph API: each lowers to primitives of the op table through the
  * program's builder (program.c), so shape rules stay those of graph.c. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -151,4 +152,85 @@ cn_value cn_op_mse(cn_program *p, cn_value a, cn_value b) {
 
 cn_value cn_op_accuracy(cn_program *p, cn_value logits, cn_value labels) {
     return binary(p, CN_OP_ACCURACY, logits, labels);
+}
+
+cn_value cn_op_layer_norm(cn_program *p, cn_value x, cn_value gamma, cn_value beta, float eps) {
+    cn_op_params prm = {0};
+    prm.eps = eps;
+    cn_value in[3] = {x, gamma, beta};
+    return cn_prog_op(p, CN_OP_LAYERNORM, 3, in, &prm);
+}
+
+cn_value cn_op_gelu(cn_program *p, cn_value x, int tanh_approx) {
+    cn_op_params prm = {0};
+    prm.variant = !!tanh_approx;
+    return cn_prog_op(p, CN_OP_GELU, 1, &x, &prm);
+}
+
+cn_value cn_op_embedding(cn_program *p, cn_value table, cn_value ids) { return binary(p, CN_OP_EMBEDDING, table, ids); }
+
+cn_value cn_op_causal_mask(cn_program *p, cn_value scores, float fill) {
+    cn_op_params prm = {0};
+    prm.fill = fill;
+    return cn_prog_op(p, CN_OP_CAUSAL_MASK, 1, &scores, &prm);
+}
+
+cn_value cn_op_attention(cn_program *p, cn_value q, cn_value k, cn_value v, float scale, int causal) {
+    cn_op_params prm = {0};
+    prm.scale = scale, prm.causal = !!causal;
+    cn_value in[3] = {q, k, v};
+    return cn_prog_op(p, CN_OP_ATTENTION, 3, in, &prm);
+}
+
+/* Matmul over the last axis through a [rows, in] view; the leading dims (batch included)
+ * come back from the element count. */
+cn_value cn_op_dense(cn_program *p, cn_value x, cn_value w, cn_value bias) {
+    const cn_shape *xs = shape_of(p, x), *ws = shape_of(p, w);
+    if (!xs || !ws || xs->ndim == 2) {
+        cn_value y = cn_op_matmul(p, x, w, 0, 0);
+        return bias == CN_INVALID_VALUE ? y : cn_op_add(p, y, bias);
+    }
+    cn_value y = cn_op_matmul(p, cn_prog_reshape(p, x, &(cn_shape){2, {-1, xs->d[xs->ndim - 1]}}), w, 0, 0);
+    if (bias != CN_INVALID_VALUE) y = cn_op_add(p, y, bias);
+    cn_shape back = *xs;
+    back.d[0] = -1;
+    back.d[back.ndim - 1] = ws->ndim == 2 ? ws->d[1] : 1;
+    return cn_prog_reshape(p, y, &back);
+}
+
+/* [B,T,D] <-> [B*H,T,D/H] through [B,T,H,dh] and [B,H,T,dh]. */
+static cn_value heads_split(cn_program *p, cn_value x, int64_t t, int64_t h, int64_t dh) {
+    cn_op_params prm = {.perm = {0, 2, 1, 3}};
+    cn_value y = cn_prog_reshape(p, x, &(cn_shape){4, {-1, t, h, dh}});
+    y = cn_prog_op(p, CN_OP_TRANSPOSE, 1, &y, &prm);
+    return cn_prog_reshape(p, y, &(cn_shape){3, {-1, t, dh}});
+}
+
+static cn_value heads_merge(cn_program *p, cn_value x, int64_t t, int64_t h, int64_t dh) {
+    cn_op_params prm = {.perm = {0, 2, 1, 3}};
+    cn_value y = cn_prog_reshape(p, x, &(cn_shape){4, {-1, h, t, dh}});
+    y = cn_prog_op(p, CN_OP_TRANSPOSE, 1, &y, &prm);
+    return cn_prog_reshape(p, y, &(cn_shape){3, {-1, t, h * dh}});
+}
+
+cn_value cn_op_multihead_attention(cn_program *p, cn_value x, cn_value wq, cn_value bq, cn_value wk, cn_value bk,
+                                   cn_value wv, cn_value bv, cn_value wo, cn_value bo, int heads, int causal) {
+    const cn_shape *xs = shape_of(p, x);
+    if (!xs) return cn_op_relu(p, x); /* reports the bad value */
+    if (xs->ndim != 3) {
+        char sb[96];
+        cn_errorf(CN_ERR_SHAPE, "multi-head attention: x %s must be [batch, tokens, width]", cn_shape_str(xs, sb, sizeof sb));
+        return cn_prog_fail(p, CN_ERR_SHAPE);
+    }
+    int64_t t = xs->d[1], d = xs->d[2];
+    if (heads < 1 || d % heads) {
+        cn_errorf(CN_ERR_SHAPE, "multi-head attention: %d heads do not divide the width %lld", heads, (long long)d);
+        return cn_prog_fail(p, CN_ERR_SHAPE);
+    }
+    int64_t dh = d / heads;
+    cn_value q = heads_split(p, cn_op_dense(p, x, wq, bq), t, heads, dh);
+    cn_value k = heads_split(p, cn_op_dense(p, x, wk, bk), t, heads, dh);
+    cn_value v = heads_split(p, cn_op_dense(p, x, wv, bv), t, heads, dh);
+    cn_value a = cn_op_attention(p, q, k, v, 1.0f / sqrtf((float)dh), causal);
+    return cn_op_dense(p, heads_merge(p, a, t, heads, dh), wo, bo);
 }

@@ -276,6 +276,27 @@ cn_value cn_op_mse(cn_program *p, cn_value a, cn_value b);
 /* Count (as float [1]) of rows whose argmax equals the label. */
 cn_value cn_op_accuracy(cn_program *p, cn_value logits, cn_value labels);
 
+/* Transformer ops. Layer norm over the last axis (gamma, beta [C]; PyTorch's biased
+ * variance). GELU: exact erf form (PyTorch's default), or the tanh approximation. Embedding:
+ * rows of table [V,D] picked by i32 ids of any shape -> [..., D] (an id outside [0,V) gives a
+ * zero row). */
+cn_value cn_op_layer_norm(cn_program *p, cn_value x, cn_value gamma, cn_value beta, float eps);
+cn_value cn_op_gelu(cn_program *p, cn_value x, int tanh_approx);
+cn_value cn_op_embedding(cn_program *p, cn_value table, cn_value ids);
+/* x [..., in] times w [in, out] plus bias [out] (or CN_INVALID_VALUE): a dense layer over the
+ * last axis of a value of any rank. */
+cn_value cn_op_dense(cn_program *p, cn_value x, cn_value w, cn_value bias);
+/* Scores [..., T, S]: entries with key j > query i set to fill (-INFINITY before a softmax). */
+cn_value cn_op_causal_mask(cn_program *p, cn_value scores, float fill);
+/* Scaled dot-product attention, one fused op: q [N,T,D], k and v [N,S,D] (N = batch x heads)
+ * -> softmax(scale q k^T, causal: key j > query i masked) v, [N,T,D]. Its kernels never store
+ * the T x S scores (online softmax), so memory grows linearly with T. */
+cn_value cn_op_attention(cn_program *p, cn_value q, cn_value k, cn_value v, float scale, int causal);
+/* Multi-head self-attention over x [B,T,D]: projections wq, wk, wv, wo [D,D] with biases
+ * [D] (each bias may be CN_INVALID_VALUE), heads dividing D, scale 1/sqrt(D/heads). */
+cn_value cn_op_multihead_attention(cn_program *p, cn_value x, cn_value wq, cn_value bq, cn_value wk, cn_value bk,
+                                   cn_value wv, cn_value bv, cn_value wo, cn_value bo, int heads, int causal);
+
 /* Shape and dtype of a value (with a batch of 1 where the batch appears). */
 cn_status cn_value_shape(const cn_program *p, cn_value v, int *ndim, int64_t *shape, cn_dtype *dt);
 int cn_program_num_params(const cn_program *p);
