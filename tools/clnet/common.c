@@ -127,6 +127,7 @@ int cli_open_devices(const char *list, cn_device **devs, int max, int *n) {
         for (char *tok = strtok_r(buf, ",", &save); tok && st == CN_OK; tok = strtok_r(NULL, ",", &save)) {
             if (*n == max) {
                 cli_release_devices(devs, *n);
+                *n = 0;
                 return cli_errorf("--devices lists more than %d devices", max);
             }
             st = cn_device_open(tok, &devs[*n]);
@@ -136,6 +137,7 @@ int cli_open_devices(const char *list, cn_device **devs, int max, int *n) {
                     /* the message names the device, so it is written before the last release */
                     int rc = cli_errorf("--devices names %s twice; one replica per device", cn_device_selector(devs[k]));
                     cli_release_devices(devs, *n + 1);
+                    *n = 0;
                     return rc;
                 }
             (*n)++;
