@@ -1,5 +1,5 @@
-/* Model structure: adding layers with shape checks, the canonical text form and the
- * Keras-like summary. Parsing lives in model_parse.c, graph lowering in layers.c. */
+/* Model structure: adding layers with shape checks, the canonical text form (built a line
+ * per layer as layers are added) and the Keras-like summary. Parsing lives in model_parse.c, graph lowering in layers.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,29 +18,44 @@ static const char *act_name(cn_act a) {
     return "";
 }
 
-static cn_status rebuild_text(cn_model *m) {
-    size_t cap = 64 + (size_t)m->n * 64, o = 0;
-    char *t = malloc(cap);
-    if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model text");
-    o += (size_t)snprintf(t + o, cap - o, "input %d %d %d\n", m->h, m->w, m->c);
-    for (int i = 0; i < m->n; i++) {
-        const cn_layer *l = &m->layers[i];
-        const char *an = act_name(l->act);
-        switch (l->kind) {
-        case CN_L_DENSE: o += (size_t)snprintf(t + o, cap - o, "dense %d%s%s\n", l->units, *an ? " " : "", an); break;
-        case CN_L_CONV2D:
-            o += (size_t)snprintf(t + o, cap - o, "conv2d %d %d%s%s stride=%d pad=%d\n", l->units, l->kernel,
-                                  *an ? " " : "", an, l->stride, l->pad);
-            break;
-        case CN_L_MAXPOOL2D: o += (size_t)snprintf(t + o, cap - o, "maxpool2d %d %d\n", l->kernel, l->stride); break;
-        case CN_L_AVGPOOL2D: o += (size_t)snprintf(t + o, cap - o, "avgpool2d %d %d\n", l->kernel, l->stride); break;
-        case CN_L_FLATTEN: o += (size_t)snprintf(t + o, cap - o, "flatten\n"); break;
-        case CN_L_ACTIVATION: o += (size_t)snprintf(t + o, cap - o, "%s\n", an); break;
-        case CN_L_DROPOUT: o += (size_t)snprintf(t + o, cap - o, "dropout %.9g\n", (double)l->rate); break;
-        }
+/* The canonical line of layer l, or of the input when l is NULL; its length. */
+static int format_line(const cn_model *m, const cn_layer *l, char *t, size_t cap) {
+    if (!l) return snprintf(t, cap, "input %d %d %d\n", m->h, m->w, m->c);
+    const char *an = act_name(l->act);
+    switch (l->kind) {
+    case CN_L_DENSE: return snprintf(t, cap, "dense %d%s%s\n", l->units, *an ? " " : "", an);
+    case CN_L_CONV2D:
+        return snprintf(t, cap, "conv2d %d %d%s%s stride=%d pad=%d\n", l->units, l->kernel, *an ? " " : "", an,
+                        l->stride, l->pad);
+    case CN_L_MAXPOOL2D: return snprintf(t, cap, "maxpool2d %d %d\n", l->kernel, l->stride);
+    case CN_L_AVGPOOL2D: return snprintf(t, cap, "avgpool2d %d %d\n", l->kernel, l->stride);
+    case CN_L_FLATTEN: return snprintf(t, cap, "flatten\n");
+    case CN_L_ACTIVATION: return snprintf(t, cap, "%s\n", an);
+    case CN_L_DROPOUT: return snprintf(t, cap, "dropout %.9g\n", (double)l->rate);
     }
-    free(m->text);
-    m->text = t;
+    return -1;
+}
+
+/* Appends one line to the canonical text (amortised constant time: the buffer doubles), so
+ * building a model of n layers formats n lines, never the whole text again. The text stays
+ * within CN_MODEL_MAX_TEXT, so whatever is built can be saved and parsed back. */
+static cn_status append_line(cn_model *m, const cn_layer *l) {
+    char line[256];
+    int n = format_line(m, l, line, sizeof line);
+    m->text_lines++;
+    if (n < 0 || (size_t)n >= sizeof line) return cn_errorf(CN_ERR_INTERNAL, "layer %d: canonical line too long", m->n + 1);
+    if (m->text_len + (size_t)n > CN_MODEL_MAX_TEXT)
+        return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: the model's description would exceed %zu bytes (CN_MODEL_MAX_TEXT)",
+                         m->n + 1, CN_MODEL_MAX_TEXT);
+    if (m->text_len + (size_t)n + 1 > m->text_cap) {
+        size_t cap = m->text_cap ? m->text_cap : 256;
+        while (cap < m->text_len + (size_t)n + 1) cap *= 2;
+        char *t = realloc(m->text, cap);
+        if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model text (%zu bytes)", cap);
+        m->text = t, m->text_cap = cap;
+    }
+    memcpy(m->text + m->text_len, line, (size_t)n + 1);
+    m->text_len += (size_t)n;
     return CN_OK;
 }
 
@@ -52,9 +67,9 @@ cn_status cn_model_create(int h, int w, int c, cn_model **out) {
     cn_model *m = calloc(1, sizeof *m);
     if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model");
     m->h = h, m->w = w, m->c = c;
-    cn_status st = rebuild_text(m);
+    cn_status st = append_line(m, NULL);
     if (st != CN_OK) {
-        free(m);
+        cn_model_free(m);
         return st;
     }
     *out = m;
@@ -73,12 +88,14 @@ cn_model *cn_model_clone(const cn_model *m) {
     if (!c) return NULL;
     *c = *m;
     c->layers = malloc((size_t)(m->n ? m->n : 1) * sizeof *c->layers);
-    c->text = strdup(m->text);
+    c->text = malloc(m->text_len + 1);
+    c->text_cap = m->text_len + 1;
     if (!c->layers || !c->text) {
         cn_model_free(c);
         return NULL;
     }
     memcpy(c->layers, m->layers, (size_t)m->n * sizeof *c->layers);
+    memcpy(c->text, m->text, m->text_len + 1);
     c->cap = m->n;
     return c;
 }
@@ -94,16 +111,18 @@ static void current(const cn_model *m, int *flat, int64_t *h, int64_t *w, int64_
 }
 
 static cn_status push_layer(cn_model *m, cn_layer *l) {
+    if (m->n >= CN_MODEL_MAX_LAYERS)
+        return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: a model holds at most %d layers (CN_MODEL_MAX_LAYERS)", m->n + 1,
+                         CN_MODEL_MAX_LAYERS);
     if (m->n == m->cap) {
         int cap = m->cap ? m->cap * 2 : 8;
         cn_layer *nl = realloc(m->layers, (size_t)cap * sizeof *nl);
         if (!nl) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model layers");
         m->layers = nl, m->cap = cap;
     }
+    CN_TRY(append_line(m, l));
     m->layers[m->n++] = *l;
-    cn_status st = rebuild_text(m);
-    if (st != CN_OK) m->n--;
-    return st;
+    return CN_OK;
 }
 
 cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {

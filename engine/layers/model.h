@@ -30,11 +30,20 @@ typedef struct cn_layer {
     int64_t flops;  /* forward FLOPs per image */
 } cn_layer;
 
+/* Limits of a model, named in the errors that enforce them (README, "Model files"). Every
+ * step of parsing and building is linear in the layers; the caps keep what follows (lowering,
+ * planning, a checkpoint's model text) bounded too. */
+#define CN_MODEL_MAX_TEXT ((size_t)1 << 20) /* bytes of description: a file, a checkpoint's, the canonical text */
+#define CN_MODEL_MAX_LAYERS 16384
+
 struct cn_model {
     int h, w, c;
     cn_layer *layers;
     int n, cap;
-    char *text; /* canonical description, rebuilt on change */
+    char *text; /* canonical description: the input line, then one line appended per layer */
+    size_t text_len, text_cap;
+    int64_t text_lines; /* lines ever formatted: one per layer and the input, so the tests can
+                           see that adding a layer never re-formats the others */
 };
 
 /* Per-trainable-tensor description, in a fixed order (layer order, weight then bias). */

@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data.h"
 #include "internal.h"
 #include "model.h"
 
 #define MAX_TOKENS 16
-#define MAX_MODEL_FILE (1 << 20)
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
@@ -114,6 +114,10 @@ cn_status cn_model_parse(const char *text, const char *origin, cn_model **out) {
     if (!text || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_parse: NULL argument");
     if (!origin) origin = "<model>";
     *out = NULL;
+    /* strnlen: a huge text is refused without being scanned to its end */
+    if (strnlen(text, CN_MODEL_MAX_TEXT + 1) > CN_MODEL_MAX_TEXT)
+        return cn_errorf(CN_ERR_FORMAT, "%s: the model description is larger than %zu bytes (CN_MODEL_MAX_TEXT)", origin,
+                         CN_MODEL_MAX_TEXT);
     cn_model *m = NULL;
     cn_status st = CN_OK;
     int lineno = 0;
@@ -155,23 +159,20 @@ cn_status cn_model_parse(const char *text, const char *origin, cn_model **out) {
 
 cn_status cn_model_load_file(const char *path, cn_model **out) {
     if (!path || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_load_file: NULL argument");
-    FILE *f = fopen(path, "rb");
-    if (!f) return cn_errorf(CN_ERR_IO, "cannot open model file %s: %s", path, strerror(errno));
-    char *buf = malloc(MAX_MODEL_FILE + 1);
-    if (!buf) {
-        fclose(f);
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model file buffer");
-    }
-    size_t n = fread(buf, 1, MAX_MODEL_FILE + 1, f);
-    int err = ferror(f);
-    fclose(f);
+    *out = NULL;
+    uint8_t *buf;
+    size_t n;
+    CN_TRY(cn_data_read_file(path, CN_MODEL_MAX_TEXT, &buf, &n));
     cn_status st;
-    if (err) st = cn_errorf(CN_ERR_IO, "cannot read model file %s", path);
-    else if (n > MAX_MODEL_FILE) st = cn_errorf(CN_ERR_FORMAT, "model file %s is larger than %d bytes", path, MAX_MODEL_FILE);
-    else if (memchr(buf, 0, n)) st = cn_errorf(CN_ERR_FORMAT, "model file %s contains NUL bytes (not a text file?)", path);
+    if (memchr(buf, 0, n)) st = cn_errorf(CN_ERR_FORMAT, "model file %s contains NUL bytes (not a text file?)", path);
     else {
-        buf[n] = 0;
-        st = cn_model_parse(buf, path, out);
+        char *text = realloc(buf, n + 1);
+        st = text ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "model file %s", path);
+        if (text) {
+            buf = (uint8_t *)text;
+            text[n] = 0;
+            st = cn_model_parse(text, path, out);
+        }
     }
     free(buf);
     return st;
