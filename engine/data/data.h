@@ -91,4 +91,25 @@ cn_status cn_text_read(const char *path, size_t min_len, cn_text *out);
 cn_status cn_text_parse(const uint8_t *buf, size_t len, const char *origin, size_t min_len, cn_text *out);
 void cn_text_free(cn_text *t);
 
+/* Windows of a corpus for a model of `context` tokens: the last tenth of the text (at least
+ * 2 x context bytes) validates, the rest trains. Window k of a part starts at part begin +
+ * offset + k * context and holds context + 1 bytes: the model reads the first context and
+ * predicts each byte from those before it. Any offset in [0, context) keeps every window
+ * inside its part. */
+typedef struct cn_text_windows {
+    int64_t context;
+    size_t train_begin, train_len, val_begin, val_len;
+    int64_t n_train, n_val; /* windows per part */
+} cn_text_windows;
+/* CN_ERR_FORMAT naming origin when the text is shorter than 4 x context bytes. */
+cn_status cn_text_split(const cn_text *t, const char *origin, int64_t context, cn_text_windows *out);
+/* The training windows' offset for an epoch: a seeded draw, so every epoch cuts the text at
+ * other places and every device cuts it at the same ones. */
+int64_t cn_text_offset(uint64_t seed, uint64_t epoch, int64_t context);
+/* Windows perm[start..start+count) (perm NULL: start..start+count) of the part beginning at
+ * begin: their ids into tokens and the bytes that follow into targets (count x context each;
+ * either may be NULL). The caller keeps window indices below the part's count. */
+void cn_text_gather(const cn_text *t, size_t begin, int64_t context, int64_t offset, const int64_t *perm,
+                    int64_t start, int count, int32_t *tokens, int32_t *targets);
+
 #endif

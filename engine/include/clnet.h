@@ -431,29 +431,63 @@ cn_status cn_mpi_allreduce_sum(double *buf, int64_t n);
 cn_status cn_mpi_abort(int code);
 
 /* ---- models (layers lowered to an op graph) ---- */
-typedef enum cn_act { CN_ACT_NONE = 0, CN_ACT_RELU, CN_ACT_SIGMOID, CN_ACT_TANH, CN_ACT_SOFTMAX } cn_act;
+typedef enum cn_act {
+    CN_ACT_NONE = 0,
+    CN_ACT_RELU,
+    CN_ACT_SIGMOID,
+    CN_ACT_TANH,
+    CN_ACT_SOFTMAX,
+    CN_ACT_GELU /* exact (erf) form */
+} cn_act;
 
 typedef struct cn_model cn_model;
 
-/* Input is H x W x C (NHWC layout throughout). */
+/* An image model: input H x W x C (NHWC layout throughout). */
 cn_status cn_model_create(int h, int w, int c, cn_model **out);
-cn_status cn_model_add_dense(cn_model *m, int units, cn_act act);
+/* A token model (a language model): input sequences of `context` token ids in [0, vocab); it
+ * must end in vocab logits per token, each predicting the token that follows its position. */
+cn_status cn_model_create_tokens(int context, int vocab, cn_model **out);
+cn_status cn_model_add_dense(cn_model *m, int units, cn_act act); /* on a sequence: per token */
 cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, int pad, cn_act act);
 cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride);
 cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride);
-cn_status cn_model_add_flatten(cn_model *m);
+cn_status cn_model_add_flatten(cn_model *m); /* an image or a sequence -> one vector */
 cn_status cn_model_add_activation(cn_model *m, cn_act act);
 cn_status cn_model_add_dropout(cn_model *m, float rate);
+/* Sequences. Patch embedding: the image cut into non-overlapping patch x patch squares (H and W
+ * divisible by patch), each projected to width features, plus a learned position per patch.
+ * Token embedding: a learned width-vector per token id plus one per position. */
+cn_status cn_model_add_patch_embed(cn_model *m, int patch, int width);
+cn_status cn_model_add_embed(cn_model *m, int width);
+/* Layer normalisation over the last axis (eps: 1e-5 is PyTorch's default). */
+cn_status cn_model_add_layer_norm(cn_model *m, float eps);
+/* Multi-head self-attention over a sequence: heads must divide its width; causal: a token
+ * attends only to itself and the tokens before it. */
+cn_status cn_model_add_attention(cn_model *m, int heads, int causal);
+/* A sequence -> the mean of its tokens. */
+cn_status cn_model_add_mean_tokens(cn_model *m);
+/* Residual blocks: the layers added between begin and end compute f(x), and the block's
+ * output is x + f(x), so they must leave the shape unchanged. Blocks nest. */
+cn_status cn_model_begin_residual(cn_model *m);
+cn_status cn_model_end_residual(cn_model *m);
+/* The pre-norm transformer block: x + attention(layer_norm(x)), then
+ * x + dense_width(gelu(dense_mlp_units(layer_norm(x)))), as the nine layers it is made of. */
+cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, int causal);
 /* Parse a model description (one layer per line; see README). Errors name the line. */
 cn_status cn_model_parse(const char *text, const char *origin, cn_model **out);
 cn_status cn_model_load_file(const char *path, cn_model **out);
 /* The model's description text (borrowed, valid until the model changes). */
 const char *cn_model_text(const cn_model *m);
 int cn_model_num_layers(const cn_model *m);
-/* Output shape of the final layer excluding batch (e.g. 10). */
+/* Output size of the final layer excluding batch (e.g. 10; context x vocab for a token model). */
 int64_t cn_model_output_size(const cn_model *m);
+/* Input values per sample: H x W x C, or the context of a token model. */
 int64_t cn_model_input_size(const cn_model *m);
+/* An image model's input shape (0s for a token model). */
 void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c);
+/* A token model's context and vocabulary (0 for an image model). */
+int64_t cn_model_context(const cn_model *m);
+int64_t cn_model_vocab(const cn_model *m);
 int64_t cn_model_num_params(const cn_model *m);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
@@ -475,7 +509,8 @@ typedef struct cn_trainer cn_trainer;
 
 /* Builds the training graph (forward, loss, backward, optimizer steps) for dev and the
  * inference graph; initialises weights from cfg->seed (Glorot for dense/conv with linear or
- * tanh/sigmoid output, He for ReLU). The trainer keeps its own reference to model data. */
+ * tanh/sigmoid/GELU output, He for ReLU; layer norms 1 and 0; embeddings and positions
+ * uniform with standard deviation 0.02). The trainer keeps its own reference to model data. */
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
 /* A trainer over several devices (mirrored, see above): one replica per device, the global
@@ -486,22 +521,27 @@ cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device traine
 /* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
  * over this trainer's own replicas. cn_mpi_init first. */
 cn_status cn_trainer_enable_mpi(cn_trainer *t);
-/* One optimizer step on n <= batch images (float NHWC in [0,1]) and int labels.
- * Asking for loss (mean) or correct (count) waits for the step to finish. With both NULL the
- * step is only enqueued and its metrics are collected on the device side of the queue, so the
- * host prepares the next batch while the device works; cn_trainer_metrics returns them. */
-cn_status cn_trainer_step(cn_trainer *t, const float *images, const int32_t *labels, int n,
+/* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
+ * label; a token model's is a window of context token ids (i32) with context labels, the
+ * token that follows each position. Predictions count labels: one per image, context per
+ * window; loss is the mean over predictions and correct a count of them. */
+/* One optimizer step on n <= batch samples (inputs: n images or n x context ids) and their
+ * labels. Asking for loss (mean) or correct (count) waits for the step to finish. With both
+ * NULL the step is only enqueued and its metrics are collected on the device side of the
+ * queue, so the host prepares the next batch while the device works; cn_trainer_metrics
+ * returns them. Labels (and token ids) outside the model's classes are refused. */
+cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labels, int n,
                           float *loss, int *correct);
 /* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
- * loss x images), images counted correct, images. Waits for those steps; a non-finite loss
- * among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
-cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *images);
+ * loss x predictions), predictions right, predictions. Waits for those steps; a non-finite
+ * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
+cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *predictions);
 /* Inference: class probabilities (softmax of the logits, whatever the last layer is), n x
- * outputs, for any n. For any other output use an inference session (cn_trainer_session,
- * cn_session_create_shared). */
-cn_status cn_trainer_predict(cn_trainer *t, const float *images, int n, float *probs);
-/* Mean loss and count correct over n images, in batches. */
-cn_status cn_trainer_evaluate(cn_trainer *t, const float *images, const int32_t *labels,
+ * outputs (n x context x vocab for a token model), for any n. For any other output use an
+ * inference session (cn_trainer_session, cn_session_create_shared). */
+cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs);
+/* Mean loss and count of right predictions over n samples, in batches. */
+cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
 uint64_t cn_trainer_steps(const cn_trainer *t);
 /* The trainer's training session (borrowed): parameters by name, gradients, hook. */
@@ -526,12 +566,15 @@ cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
 /* Peak device bytes of the planned training graph and the sum of all its intermediates. */
 cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_t *sum_intermediates);
 /* The classifier program of a model (what the trainer runs): inputs "images" [batch,H,W,C]
- * f32, "labels" [batch] i32 (and "target" [batch,classes] one-hot for MSE); outputs each layer
- * by name ("conv2d_1", "dense_2", ...), "logits", "output" (the last layer's own output),
- * "probabilities" (softmax of the logits), "correct" and "loss". */
+ * f32 or, for a token model, "tokens" [batch,context] i32; "labels" [batch] i32 ([batch,
+ * context] for a token model; and "target", the one-hot labels, for MSE); outputs each layer
+ * by name ("conv2d_1", "dense_2", "residual_1", ...), "logits" ([batch,classes], or [batch,
+ * context,vocab]), "output" (the last layer's own output), "probabilities" (softmax of the
+ * logits), "correct" and "loss" (mean over predictions). */
 cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
-/* Mean loss and count correct over n images, in batches, on a session of such a program. */
-cn_status cn_classifier_evaluate(cn_session *s, const float *images, const int32_t *labels, int n,
+/* Mean loss and count of right predictions over n samples, in batches, on a session of such a
+ * program (inputs and labels as for cn_trainer_step). */
+cn_status cn_classifier_evaluate(cn_session *s, const void *inputs, const int32_t *labels, int n,
                                  double *loss, int64_t *correct);
 void cn_trainer_free(cn_trainer *t);
 

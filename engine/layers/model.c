@@ -1,5 +1,7 @@
-/* Model structure: adding layers with shape checks, the canonical text form (built a line
- * per layer as layers are added) and the Keras-like summary. Parsing lives in model_parse.c, graph lowering in layers.c. */
+/* Model structure: creating models, appending layers with their canonical text, the layers
+ * of image models (conv, pools, dense, ...) with shape checks, and the Keras-like summary.
+ * Sequence layers (embeddings, attention, residual blocks) are in model_seq.c, parsing in
+ * model_parse.c, graph lowering in layers.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,55 +9,84 @@
 #include "internal.h"
 #include "model.h"
 
+#define MAX_INDENT 8 /* levels of residual nesting shown by indentation in the text */
+
+static const char *const kind_names[CN_L_KIND_COUNT] = {
+    "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
+    "attention", "patch_embed", "embed", "mean_tokens", "residual", "end"};
+
+const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
+
 static const char *act_name(cn_act a) {
     switch (a) {
     case CN_ACT_RELU: return "relu";
     case CN_ACT_SIGMOID: return "sigmoid";
     case CN_ACT_TANH: return "tanh";
     case CN_ACT_SOFTMAX: return "softmax";
+    case CN_ACT_GELU: return "gelu";
     case CN_ACT_NONE: break;
     }
     return "";
 }
 
-/* The canonical line of layer l, or of the input when l is NULL; its length. */
-static int format_line(const cn_model *m, const cn_layer *l, char *t, size_t cap) {
-    if (!l) return snprintf(t, cap, "input %d %d %d\n", m->h, m->w, m->c);
-    const char *an = act_name(l->act);
+/* One layer's line of the canonical text (what the parser reads back). */
+static void layer_line(const cn_layer *l, char *b, size_t cap) {
+    const char *an = act_name(l->act), *sp = *an ? " " : "";
     switch (l->kind) {
-    case CN_L_DENSE: return snprintf(t, cap, "dense %d%s%s\n", l->units, *an ? " " : "", an);
+    case CN_L_DENSE: snprintf(b, cap, "dense %d%s%s", l->units, sp, an); break;
     case CN_L_CONV2D:
-        return snprintf(t, cap, "conv2d %d %d%s%s stride=%d pad=%d\n", l->units, l->kernel, *an ? " " : "", an,
-                        l->stride, l->pad);
-    case CN_L_MAXPOOL2D: return snprintf(t, cap, "maxpool2d %d %d\n", l->kernel, l->stride);
-    case CN_L_AVGPOOL2D: return snprintf(t, cap, "avgpool2d %d %d\n", l->kernel, l->stride);
-    case CN_L_FLATTEN: return snprintf(t, cap, "flatten\n");
-    case CN_L_ACTIVATION: return snprintf(t, cap, "%s\n", an);
-    case CN_L_DROPOUT: return snprintf(t, cap, "dropout %.9g\n", (double)l->rate);
+        snprintf(b, cap, "conv2d %d %d%s%s stride=%d pad=%d", l->units, l->kernel, sp, an, l->stride, l->pad);
+        break;
+    case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
+        snprintf(b, cap, "%s %d %d", kind_names[l->kind], l->kernel, l->stride);
+        break;
+    case CN_L_ACTIVATION: snprintf(b, cap, "%s", an); break;
+    case CN_L_DROPOUT: snprintf(b, cap, "dropout %.9g", (double)l->rate); break;
+    case CN_L_LAYER_NORM:
+        if (l->eps == CN_LAYER_NORM_EPS) snprintf(b, cap, "layer_norm");
+        else snprintf(b, cap, "layer_norm eps=%.9g", (double)l->eps);
+        break;
+    case CN_L_ATTENTION: snprintf(b, cap, "attention %d%s", l->units, l->causal ? " causal" : ""); break;
+    case CN_L_PATCH_EMBED: snprintf(b, cap, "patch_embed %d %d", l->kernel, l->units); break;
+    case CN_L_EMBED: snprintf(b, cap, "embed %d", l->units); break;
+    case CN_L_FLATTEN: case CN_L_MEAN_TOKENS: case CN_L_RESIDUAL: case CN_L_END: case CN_L_KIND_COUNT:
+        snprintf(b, cap, "%s", cn_layer_kind_name(l->kind));
+        break;
     }
-    return -1;
 }
 
 /* Appends one line to the canonical text (amortised constant time: the buffer doubles), so
  * building a model of n layers formats n lines, never the whole text again. The text stays
  * within CN_MODEL_MAX_TEXT, so whatever is built can be saved and parsed back. */
-static cn_status append_line(cn_model *m, const cn_layer *l) {
-    char line[256];
-    int n = format_line(m, l, line, sizeof line);
+static cn_status text_append(cn_model *m, int depth, const char *line) {
+    int indent = 2 * (depth < MAX_INDENT ? depth : MAX_INDENT);
+    size_t n = (size_t)indent + strlen(line) + 1, need = m->text_len + n + 1;
     m->text_lines++;
-    if (n < 0 || (size_t)n >= sizeof line) return cn_errorf(CN_ERR_INTERNAL, "layer %d: canonical line too long", m->n + 1);
-    if (m->text_len + (size_t)n > CN_MODEL_MAX_TEXT)
+    if (m->text_len + n > CN_MODEL_MAX_TEXT)
         return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: the model's description would exceed %zu bytes (CN_MODEL_MAX_TEXT)",
                          m->n + 1, CN_MODEL_MAX_TEXT);
-    if (m->text_len + (size_t)n + 1 > m->text_cap) {
+    if (need > m->text_cap) {
         size_t cap = m->text_cap ? m->text_cap : 256;
-        while (cap < m->text_len + (size_t)n + 1) cap *= 2;
+        while (cap < need) cap *= 2;
         char *t = realloc(m->text, cap);
         if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model text (%zu bytes)", cap);
         m->text = t, m->text_cap = cap;
     }
-    memcpy(m->text + m->text_len, line, (size_t)n + 1);
-    m->text_len += (size_t)n;
+    m->text_len += (size_t)snprintf(m->text + m->text_len, m->text_cap - m->text_len, "%*s%s\n", indent, "", line);
+    return CN_OK;
+}
+
+static cn_status new_model(cn_form in, const char *input_line, cn_model **out) {
+    cn_model *m = calloc(1, sizeof *m);
+    if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model");
+    m->in_form = in;
+    m->open = -1;
+    cn_status st = text_append(m, 0, input_line);
+    if (st != CN_OK) {
+        cn_model_free(m);
+        return st;
+    }
+    *out = m;
     return CN_OK;
 }
 
@@ -64,15 +95,22 @@ cn_status cn_model_create(int h, int w, int c, cn_model **out) {
     *out = NULL;
     if (h < 1 || w < 1 || c < 1 || h > 65536 || w > 65536 || c > 65536)
         return cn_errorf(CN_ERR_SHAPE, "input %d x %d x %d: each dimension must be in 1..65536", h, w, c);
-    cn_model *m = calloc(1, sizeof *m);
-    if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model");
-    m->h = h, m->w = w, m->c = c;
-    cn_status st = append_line(m, NULL);
-    if (st != CN_OK) {
-        cn_model_free(m);
-        return st;
-    }
-    *out = m;
+    char line[64];
+    snprintf(line, sizeof line, "input %d %d %d", h, w, c);
+    CN_TRY(new_model(CN_FORM_IMAGE, line, out));
+    (*out)->h = h, (*out)->w = w, (*out)->c = c;
+    return CN_OK;
+}
+
+cn_status cn_model_create_tokens(int context, int vocab, cn_model **out) {
+    if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_create_tokens: out is NULL");
+    *out = NULL;
+    if (context < 1 || context > 65536 || vocab < 1 || vocab > (1 << 24))
+        return cn_errorf(CN_ERR_SHAPE, "input tokens: context %d (1..65536), vocabulary %d (1..16777216)", context, vocab);
+    char line[64];
+    snprintf(line, sizeof line, "input tokens %d %d", context, vocab);
+    CN_TRY(new_model(CN_FORM_IDS, line, out));
+    (*out)->context = context, (*out)->vocab = vocab;
     return CN_OK;
 }
 
@@ -89,28 +127,29 @@ cn_model *cn_model_clone(const cn_model *m) {
     *c = *m;
     c->layers = malloc((size_t)(m->n ? m->n : 1) * sizeof *c->layers);
     c->text = malloc(m->text_len + 1);
-    c->text_cap = m->text_len + 1;
     if (!c->layers || !c->text) {
         cn_model_free(c);
         return NULL;
     }
     memcpy(c->layers, m->layers, (size_t)m->n * sizeof *c->layers);
     memcpy(c->text, m->text, m->text_len + 1);
-    c->cap = m->n;
+    c->cap = m->n, c->text_cap = m->text_len + 1;
     return c;
 }
 
-/* Output of the last layer (or the input). */
-static void current(const cn_model *m, int *flat, int64_t *h, int64_t *w, int64_t *c) {
+void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, int64_t *c) {
     if (m->n == 0) {
-        *flat = 0, *h = m->h, *w = m->w, *c = m->c;
+        *form = m->in_form;
+        *h = m->in_form == CN_FORM_IDS ? m->context : m->h;
+        *w = m->in_form == CN_FORM_IDS ? 1 : m->w;
+        *c = m->in_form == CN_FORM_IDS ? 1 : m->c;
         return;
     }
     const cn_layer *l = &m->layers[m->n - 1];
-    *flat = l->flat, *h = l->oh, *w = l->ow, *c = l->oc;
+    *form = l->form, *h = l->oh, *w = l->ow, *c = l->oc;
 }
 
-static cn_status push_layer(cn_model *m, cn_layer *l) {
+cn_status cn_model_push(cn_model *m, const cn_layer *l) {
     if (m->n >= CN_MODEL_MAX_LAYERS)
         return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: a model holds at most %d layers (CN_MODEL_MAX_LAYERS)", m->n + 1,
                          CN_MODEL_MAX_LAYERS);
@@ -120,59 +159,103 @@ static cn_status push_layer(cn_model *m, cn_layer *l) {
         if (!nl) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model layers");
         m->layers = nl, m->cap = cap;
     }
-    CN_TRY(append_line(m, l));
-    m->layers[m->n++] = *l;
+    char line[256];
+    layer_line(l, line, sizeof line);
+    /* an END line sits at its block's depth, after the block is closed by the caller */
+    int depth = l->kind == CN_L_END ? m->depth - 1 : m->depth;
+    size_t at = m->text_len;
+    CN_TRY(text_append(m, depth, line));
+    cn_layer *nl = &m->layers[m->n++];
+    *nl = *l;
+    nl->text_at = at;
+    if (l->kind != CN_L_END) nl->index = ++m->count[l->kind];
+    m->depth += l->kind == CN_L_RESIDUAL ? 1 : l->kind == CN_L_END ? -1 : 0;
     return CN_OK;
+}
+
+void cn_model_truncate(cn_model *m, int n) {
+    if (n < 0 || n >= m->n) return;
+    m->text_len = m->layers[n].text_at;
+    m->text[m->text_len] = 0;
+    m->n = n;
+    m->open = -1, m->depth = 0;
+    memset(m->count, 0, sizeof m->count);
+    for (int i = 0; i < n; i++) {
+        const cn_layer *l = &m->layers[i];
+        if (l->kind != CN_L_END) m->count[l->kind] = l->index;
+        if (l->kind == CN_L_RESIDUAL) m->open = i, m->depth++;
+        else if (l->kind == CN_L_END) m->open = m->layers[l->partner].partner, m->depth--;
+    }
+}
+
+const char *cn_form_str(cn_form f, int64_t h, int64_t w, int64_t c, char *buf, size_t cap) {
+    switch (f) {
+    case CN_FORM_IMAGE: snprintf(buf, cap, "an image %lldx%lldx%lld", (long long)h, (long long)w, (long long)c); break;
+    case CN_FORM_FLAT: snprintf(buf, cap, "flat (%lld features)", (long long)c); break;
+    case CN_FORM_SEQ: snprintf(buf, cap, "a sequence of %lld tokens of width %lld", (long long)h, (long long)c); break;
+    case CN_FORM_IDS: snprintf(buf, cap, "%lld token ids (add 'embed WIDTH' first)", (long long)h); break;
+    }
+    return buf;
 }
 
 cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    int flat;
+    cn_form f;
     int64_t h, w, c;
-    current(m, &flat, &h, &w, &c);
+    char fb[96];
+    cn_model_current(m, &f, &h, &w, &c);
     if (units < 1 || units > (1 << 24)) return cn_errorf(CN_ERR_INVALID_ARG, "dense: %d units (must be 1..16777216)", units);
-    if (!flat)
-        return cn_errorf(CN_ERR_SHAPE, "dense: input is %lldx%lldx%lld (an image); add 'flatten' first", (long long)h,
-                         (long long)w, (long long)c);
-    cn_layer l = {.kind = CN_L_DENSE, .units = units, .act = act, .flat = 1, .oh = 1, .ow = 1, .oc = units};
+    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "dense: unknown activation %d", (int)act);
+    if (f == CN_FORM_IMAGE)
+        return cn_errorf(CN_ERR_SHAPE, "dense: input is %s; add 'flatten' first", cn_form_str(f, h, w, c, fb, sizeof fb));
+    if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "dense: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
+    int64_t tokens = f == CN_FORM_SEQ ? h : 1;
+    cn_layer l = {.kind = CN_L_DENSE, .units = units, .act = act, .form = f, .oh = tokens, .ow = 1, .oc = units};
     l.params = c * units + units;
-    l.flops = 2 * c * units;
-    return push_layer(m, &l);
+    l.flops = 2 * tokens * c * units;
+    return cn_model_push(m, &l);
+}
+
+static cn_status need_image(const char *what, cn_form f, int64_t h, int64_t w, int64_t c) {
+    char fb[96];
+    if (f == CN_FORM_IMAGE) return CN_OK;
+    return cn_errorf(CN_ERR_SHAPE, "%s: input is %s; it needs an image", what, cn_form_str(f, h, w, c, fb, sizeof fb));
 }
 
 cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, int pad, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    int flat;
+    cn_form f;
     int64_t h, w, c, oh, ow;
-    current(m, &flat, &h, &w, &c);
+    cn_model_current(m, &f, &h, &w, &c);
     if (filters < 1 || filters > 65536) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: %d filters (must be 1..65536)", filters);
     if (kernel < 1 || stride < 1 || pad < 0 || kernel > 1024 || stride > 1024 || pad > 1024)
         return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: kernel %d stride %d pad %d out of range", kernel, stride, pad);
-    if (flat) return cn_errorf(CN_ERR_SHAPE, "conv2d: input is flat (%lld features); conv2d needs an image", (long long)c);
+    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: unknown activation %d", (int)act);
+    CN_TRY(need_image("conv2d", f, h, w, c));
     if (!cn_window_extent(h, kernel, stride, pad, &oh) || !cn_window_extent(w, kernel, stride, pad, &ow))
         return cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %d (pad %d) does not fit input %lldx%lldx%lld", kernel, pad,
                          (long long)h, (long long)w, (long long)c);
     cn_layer l = {.kind = CN_L_CONV2D, .units = filters, .kernel = kernel, .stride = stride, .pad = pad, .act = act};
-    l.oh = oh, l.ow = ow, l.oc = filters;
+    l.form = CN_FORM_IMAGE, l.oh = oh, l.ow = ow, l.oc = filters;
     l.params = (int64_t)kernel * kernel * c * filters + filters;
     l.flops = 2 * oh * ow * (int64_t)kernel * kernel * c * filters;
-    return push_layer(m, &l);
+    return cn_model_push(m, &l);
 }
 
 static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    const char *nm = kind == CN_L_MAXPOOL2D ? "maxpool2d" : "avgpool2d";
-    int flat;
+    const char *nm = kind_names[kind];
+    cn_form f;
     int64_t h, w, c, oh, ow;
-    current(m, &flat, &h, &w, &c);
+    cn_model_current(m, &f, &h, &w, &c);
     if (stride <= 0) stride = size;
     if (size < 1 || size > 1024 || stride > 1024) return cn_errorf(CN_ERR_INVALID_ARG, "%s: size %d stride %d out of range", nm, size, stride);
-    if (flat) return cn_errorf(CN_ERR_SHAPE, "%s: input is flat; pooling needs an image", nm);
+    CN_TRY(need_image(nm, f, h, w, c));
     if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
-    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .oh = oh, .ow = ow, .oc = c};
+    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
     l.flops = oh * ow * c * size * size;
-    return push_layer(m, &l);
+    return cn_model_push(m, &l);
 }
 
 cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_MAXPOOL2D, size, stride); }
@@ -180,25 +263,32 @@ cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride) { return add
 
 cn_status cn_model_add_flatten(cn_model *m) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    int flat;
+    cn_form f;
     int64_t h, w, c;
-    current(m, &flat, &h, &w, &c);
-    cn_layer l = {.kind = CN_L_FLATTEN, .flat = 1, .oh = 1, .ow = 1, .oc = flat ? c : h * w * c};
-    return push_layer(m, &l);
+    char fb[96];
+    cn_model_current(m, &f, &h, &w, &c);
+    if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "flatten: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
+    cn_layer l = {.kind = CN_L_FLATTEN, .form = CN_FORM_FLAT, .oh = 1, .ow = 1, .oc = f == CN_FORM_FLAT ? c : h * w * c};
+    return cn_model_push(m, &l);
 }
 
+/* Elementwise layers keep their input's form and dims. */
 static cn_status add_same_shape(cn_model *m, cn_layer l) {
-    int flat;
+    cn_form f;
     int64_t h, w, c;
-    current(m, &flat, &h, &w, &c);
-    l.flat = flat, l.oh = h, l.ow = w, l.oc = c;
+    char fb[96];
+    cn_model_current(m, &f, &h, &w, &c);
+    if (f == CN_FORM_IDS)
+        return cn_errorf(CN_ERR_SHAPE, "%s: input is %s", l.kind == CN_L_DROPOUT ? "dropout" : act_name(l.act),
+                         cn_form_str(f, h, w, c, fb, sizeof fb));
+    l.form = f, l.oh = h, l.ow = w, l.oc = c;
     l.flops = h * w * c;
-    return push_layer(m, &l);
+    return cn_model_push(m, &l);
 }
 
 cn_status cn_model_add_activation(cn_model *m, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    if (act == CN_ACT_NONE || (unsigned)act > CN_ACT_SOFTMAX) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
+    if (act == CN_ACT_NONE || (unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
     return add_same_shape(m, (cn_layer){.kind = CN_L_ACTIVATION, .act = act});
 }
 
@@ -210,7 +300,12 @@ cn_status cn_model_add_dropout(cn_model *m, float rate) {
 
 const char *cn_model_text(const cn_model *m) { return m ? m->text : ""; }
 int cn_model_num_layers(const cn_model *m) { return m ? m->n : 0; }
-int64_t cn_model_input_size(const cn_model *m) { return m ? (int64_t)m->h * m->w * m->c : 0; }
+int64_t cn_model_input_size(const cn_model *m) {
+    if (!m) return 0;
+    return m->in_form == CN_FORM_IDS ? m->context : (int64_t)m->h * m->w * m->c;
+}
+int64_t cn_model_context(const cn_model *m) { return m && m->in_form == CN_FORM_IDS ? m->context : 0; }
+int64_t cn_model_vocab(const cn_model *m) { return m && m->in_form == CN_FORM_IDS ? m->vocab : 0; }
 
 void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c) {
     if (h) *h = m ? m->h : 0;
@@ -220,10 +315,17 @@ void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c) {
 
 int64_t cn_model_output_size(const cn_model *m) {
     if (!m) return 0;
-    int flat;
+    cn_form f;
     int64_t h, w, c;
-    current(m, &flat, &h, &w, &c);
-    return flat ? c : h * w * c;
+    cn_model_current(m, &f, &h, &w, &c);
+    return f == CN_FORM_FLAT ? c : h * w * c;
+}
+
+int64_t cn_model_classes(const cn_model *m) {
+    cn_form f;
+    int64_t h, w, c;
+    cn_model_current(m, &f, &h, &w, &c);
+    return f == CN_FORM_IDS ? 0 : c;
 }
 
 int64_t cn_model_num_params(const cn_model *m) {
@@ -234,57 +336,34 @@ int64_t cn_model_num_params(const cn_model *m) {
 
 int cn_model_ends_with_softmax(const cn_model *m) { return m && m->n > 0 && m->layers[m->n - 1].act == CN_ACT_SOFTMAX; }
 
-int cn_model_param_descs(const cn_model *m, cn_param_desc *d) {
-    int k = 0, nd = 0, nc = 0;
-    int64_t in_c = m->c, in_flat = (int64_t)m->h * m->w * m->c;
-    for (int i = 0; i < m->n; i++) {
-        const cn_layer *l = &m->layers[i];
-        if (l->kind == CN_L_DENSE || l->kind == CN_L_CONV2D) {
-            int conv = l->kind == CN_L_CONV2D;
-            int64_t fan_in = conv ? (int64_t)l->kernel * l->kernel * in_c : in_flat;
-            if (d) {
-                cn_param_desc *w = &d[k], *b = &d[k + 1];
-                memset(w, 0, 2 * sizeof *w);
-                snprintf(w->name, sizeof w->name, "%s_%d.weight", conv ? "conv2d" : "dense", conv ? ++nc : ++nd);
-                snprintf(b->name, sizeof b->name, "%s_%d.bias", conv ? "conv2d" : "dense", conv ? nc : nd);
-                w->shape = conv ? cn_shape_of(4, (int64_t)l->kernel, (int64_t)l->kernel, in_c, (int64_t)l->units)
-                                : cn_shape_of(2, in_flat, (int64_t)l->units);
-                b->shape = cn_shape_of(1, (int64_t)l->units);
-                w->layer = b->layer = i;
-                w->fan_in = b->fan_in = (int)fan_in;
-                w->fan_out = b->fan_out = conv ? l->kernel * l->kernel * l->units : l->units;
-                w->act = b->act = l->act;
-            }
-            k += 2;
-        }
-        in_c = l->oc;
-        in_flat = l->flat ? l->oc : l->oh * l->ow * l->oc;
-    }
-    return k;
-}
-
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     if (!m || !buf || cap == 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_summary: NULL argument");
-    static const char *kinds[] = {"Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout"};
+    static const char *const kinds[CN_L_KIND_COUNT] = {
+        "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
+        "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add"};
     size_t o = 0;
     int64_t tp = 0, tf = 0;
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)
-    OUT("%-24s %-20s %12s %16s\n", "Layer (type)", "Output Shape", "Param #", "FLOPs/image");
-    OUT("%.*s\n", 75, "===========================================================================");
-    OUT("%-24s (None, %d, %d, %d)%*s %12d %16d\n", "input (Input)", m->h, m->w, m->c, 5, "", 0, 0);
+    OUT("%-28s %-20s %12s %16s\n", "Layer (type)", "Output Shape", "Param #", "FLOPs/sample");
+    OUT("%.*s\n", 79, "===============================================================================");
+    char shape[48], name[64];
+    if (m->in_form == CN_FORM_IDS) snprintf(shape, sizeof shape, "(None, %d)", m->context);
+    else snprintf(shape, sizeof shape, "(None, %d, %d, %d)", m->h, m->w, m->c);
+    OUT("%-28s %-20s %12d %16d\n", m->in_form == CN_FORM_IDS ? "input (Tokens)" : "input (Input)", shape, 0, 0);
     for (int i = 0; i < m->n; i++) {
         const cn_layer *l = &m->layers[i];
-        char name[48], shape[48];
-        snprintf(name, sizeof name, "%s_%d (%s%s%s)", kinds[l->kind], i + 1, kinds[l->kind],
-                 l->act ? "+" : "", act_name(l->act));
-        if (l->flat) snprintf(shape, sizeof shape, "(None, %lld)", (long long)l->oc);
+        /* an END is the sum of its block, named after the RESIDUAL it closes */
+        snprintf(name, sizeof name, "%s_%d (%s%s%s)", l->kind == CN_L_END ? "residual" : kind_names[l->kind], l->index,
+                 kinds[l->kind], l->act ? "+" : "", act_name(l->act));
+        if (l->form == CN_FORM_FLAT) snprintf(shape, sizeof shape, "(None, %lld)", (long long)l->oc);
+        else if (l->form == CN_FORM_SEQ) snprintf(shape, sizeof shape, "(None, %lld, %lld)", (long long)l->oh, (long long)l->oc);
         else snprintf(shape, sizeof shape, "(None, %lld, %lld, %lld)", (long long)l->oh, (long long)l->ow, (long long)l->oc);
-        OUT("%-24s %-20s %12lld %16lld\n", name, shape, (long long)l->params, (long long)l->flops);
+        OUT("%-28s %-20s %12lld %16lld\n", name, shape, (long long)l->params, (long long)l->flops);
         tp += l->params, tf += l->flops;
     }
-    OUT("%.*s\n", 75, "===========================================================================");
+    OUT("%.*s\n", 79, "===============================================================================");
     OUT("Total params: %lld (%.1f KiB f32)\n", (long long)tp, (double)tp * 4.0 / 1024.0);
-    OUT("Forward FLOPs per image: %lld (training step ~3x)\n", (long long)tf);
+    OUT("Forward FLOPs per sample: %lld (training step ~3x)\n", (long long)tf);
 #undef OUT
     if (o >= cap) buf[cap - 1] = 0;
     return CN_OK;

@@ -1,5 +1,10 @@
 /* Models: an ordered list of layers with shapes checked as each is added; builders lower
- * them to graph ops (layers.c holds no math, only graph construction). */
+ * them to graph ops (layers.c holds no math, only graph construction).
+ *
+ * A model reads an image [h,w,c] or a sequence of token ids [context]. Residual blocks are
+ * two marker layers in the list, RESIDUAL and END: what lies between them is added to what
+ * entered the block. Repeats are the parser's business: it appends a repeated body again, so
+ * the list holds every layer that has weights of its own. */
 #ifndef CN_MODEL_H
 #define CN_MODEL_H
 
@@ -14,56 +19,90 @@ typedef enum cn_layer_kind {
     CN_L_AVGPOOL2D,
     CN_L_FLATTEN,
     CN_L_ACTIVATION,
-    CN_L_DROPOUT
+    CN_L_DROPOUT,
+    CN_L_LAYER_NORM,
+    CN_L_ATTENTION,
+    CN_L_PATCH_EMBED,
+    CN_L_EMBED,
+    CN_L_MEAN_TOKENS,
+    CN_L_RESIDUAL, /* opens a residual block */
+    CN_L_END,      /* closes the innermost one: output = input of the block + what it computed */
+    CN_L_KIND_COUNT
 } cn_layer_kind;
+
+/* A layer's output per sample (the batch is not counted). */
+typedef enum cn_form {
+    CN_FORM_IMAGE, /* [oh, ow, oc] */
+    CN_FORM_FLAT,  /* [oc] */
+    CN_FORM_SEQ,   /* [oh tokens, oc features] */
+    CN_FORM_IDS    /* [oh] token ids: what a token model reads, never a layer's output */
+} cn_form;
 
 typedef struct cn_layer {
     cn_layer_kind kind;
-    int units;   /* dense units / conv filters */
-    int kernel, stride, pad;
+    int units;               /* dense units, conv filters, embedding width, attention heads */
+    int kernel, stride, pad; /* conv and pools; kernel is the patch size of patch_embed */
     cn_act act;
-    float rate;  /* dropout */
-    /* output shape excluding batch: [h,w,c] (flat = 0 ) or [features] (flat = 1) */
-    int flat;
+    float rate;              /* dropout */
+    float eps;               /* layer norm */
+    int causal;              /* attention */
+    int partner;             /* RESIDUAL: the enclosing open residual or -1; END: its RESIDUAL */
+    int index;               /* 1-based count among the layers of its kind (END: its RESIDUAL's);
+                                names the layer: "dense_2", "residual_1" */
+    size_t text_at;          /* offset of its line in the model text */
+    cn_form form;            /* output */
     int64_t oh, ow, oc;
-    int64_t params; /* trainable scalars */
-    int64_t flops;  /* forward FLOPs per image */
+    int64_t params;          /* trainable scalars */
+    int64_t flops;           /* forward FLOPs per sample */
 } cn_layer;
 
-/* Limits of a model, named in the errors that enforce them (README, "Model files"). Every
- * step of parsing and building is linear in the layers; the caps keep what follows (lowering,
- * planning, a checkpoint's model text) bounded too. */
-#define CN_MODEL_MAX_TEXT ((size_t)1 << 20) /* bytes of description: a file, a checkpoint's, the canonical text */
-#define CN_MODEL_MAX_LAYERS 16384
-
 struct cn_model {
-    int h, w, c;
+    cn_form in_form;         /* CN_FORM_IMAGE or CN_FORM_IDS */
+    int h, w, c;             /* image input */
+    int context, vocab;      /* token input */
     cn_layer *layers;
     int n, cap;
-    char *text; /* canonical description: the input line, then one line appended per layer */
+    int open;                /* innermost residual without its END, or -1 */
+    int depth;               /* residuals open */
+    int count[CN_L_KIND_COUNT];
+    char *text;              /* canonical description: the input line, then one line appended per layer */
     size_t text_len, text_cap;
-    int64_t text_lines; /* lines ever formatted: one per layer and the input, so the tests can
-                           see that adding a layer never re-formats the others */
+    int64_t text_lines;      /* lines ever formatted: one per layer and the input, so the tests can
+                                see that adding a layer never re-formats the others */
 };
 
-/* Per-trainable-tensor description, in a fixed order (layer order, weight then bias). */
-typedef struct cn_param_desc {
-    char name[CN_NODE_NAME_MAX]; /* "conv2d_1.weight" */
-    cn_shape shape;
-    int layer;
-    int fan_in, fan_out;
-    cn_act act; /* of the layer, picks He (ReLU) or Glorot init */
-} cn_param_desc;
+#define CN_LAYER_NORM_EPS 1e-5f /* PyTorch's default */
 
-/* Number of trainable tensors and their descriptions (descs may be NULL to count). */
-int cn_model_param_descs(const cn_model *m, cn_param_desc *descs);
+/* Limits of a model, named in the errors that enforce them (README, "Model files"). Every
+ * step of parsing and building is linear in the layers (a repeat's body is parsed once per
+ * pass, so in the layers it makes); the caps keep what follows (lowering, planning, a
+ * checkpoint's model text) bounded too. */
+#define CN_MODEL_MAX_TEXT ((size_t)1 << 20) /* bytes of description: a file, a checkpoint's, the canonical text */
+#define CN_MODEL_MAX_LAYERS 16384           /* layers, a repeat's passes and a residual's two markers counted */
 
-/* The classifier program of a model: inputs "images" [batch,h,w,c] f32 and "labels" [batch]
- * i32 ("target" [batch,classes] f32 too for MSE); parameters in cn_model_param_descs order,
- * initialised from seed; outputs: every layer's output by layer name ("conv2d_1", ...),
- * "logits" (before a final softmax), "output" (what the last layer gives), "probabilities"
- * (softmax of the logits), "correct" (count of right answers) and the loss (cross-entropy of
- * the logits, or MSE between probabilities and the one-hot target). */
+/* Layer kind names as the model file writes them ("dense", "layer_norm", ...). */
+const char *cn_layer_kind_name(cn_layer_kind k);
+/* Output of the last layer (or the input) as a form and dims. */
+void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, int64_t *c);
+/* "an image 28x28x1", "a sequence of 49 tokens of width 64", ... for messages. */
+const char *cn_form_str(cn_form f, int64_t h, int64_t w, int64_t c, char *buf, size_t cap);
+/* Appends a checked layer (shape fields filled by the caller; its index is counted here,
+ * except an END's, which the caller copies from its RESIDUAL). */
+cn_status cn_model_push(cn_model *m, const cn_layer *l);
+/* Undoes the layers appended since the model had n layers (a composite that failed midway). */
+void cn_model_truncate(cn_model *m, int n);
+/* Classes the logits distinguish: the last dim of the output (the vocabulary of a token
+ * model). */
+int64_t cn_model_classes(const cn_model *m);
+
+/* The program of a model: inputs "images" [batch,h,w,c] f32, or "tokens" [batch,context] i32
+ * for a token model; "labels" [batch] i32 (token model: [batch,context], the next token at
+ * every position), plus "target" (the one-hot labels, f32) for MSE. Parameters in layer order,
+ * initialised from seed; outputs: every layer's output by layer name ("conv2d_1",
+ * "residual_2", ...), "logits" (before a final softmax), "output" (what the last layer gives),
+ * "probabilities" (softmax of the logits), "correct" (count of right answers, per position
+ * for a token model) and the loss (cross-entropy of the logits, mean over images or
+ * positions, or MSE between probabilities and the one-hot target). */
 cn_status cn_model_to_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
 /* 1 if the last layer applies softmax (as an activation or a dense/conv act). */
 int cn_model_ends_with_softmax(const cn_model *m);

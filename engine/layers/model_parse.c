@@ -1,13 +1,19 @@
-/* The model description format: one layer per line, '#' comments, errors that name the
- * line and the problem.
+/* The model description format: one layer per line, '#' comments, blocks closed by 'end',
+ * errors that name the line and the problem (README, "Model files").
  *
- *   input H W C
- *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|softmax] [stride=S] [pad=P|same|valid]
+ *   input H W C                  input tokens CONTEXT VOCAB
+ *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|gelu|softmax] [stride=S] [pad=P|same|valid]
  *   maxpool2d SIZE [STRIDE]      avgpool2d SIZE [STRIDE]
- *   flatten
- *   dense UNITS [activation]
- *   relu | sigmoid | tanh | softmax
- *   dropout RATE
+ *   flatten                      dense UNITS [activation]        dropout RATE
+ *   relu | sigmoid | tanh | gelu | softmax
+ *   patch_embed PATCH WIDTH      embed WIDTH                     mean_tokens
+ *   layer_norm [eps=X]           attention HEADS [causal]
+ *   transformer HEADS MLP_UNITS [causal]
+ *   residual ... end             repeat N ... end
+ *
+ * A repeat is parsed again from its first line for every pass, so the work is linear in the
+ * expanded model, which is capped (CN_MODEL_MAX_LAYERS layers, MAX_EXPANDED bytes read, passes
+ * included; the file itself at CN_MODEL_MAX_TEXT).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +25,8 @@
 #include "model.h"
 
 #define MAX_TOKENS 16
+#define MAX_EXPANDED (16 << 20) /* bytes of model text read, repeats counted every pass */
+#define MAX_REPEAT 100000
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
     char *end;
@@ -32,7 +40,7 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
 static int parse_act(const char *s, cn_act *a) {
     static const struct { const char *n; cn_act a; } acts[] = {
         {"relu", CN_ACT_RELU}, {"sigmoid", CN_ACT_SIGMOID}, {"tanh", CN_ACT_TANH}, {"softmax", CN_ACT_SOFTMAX},
-        {"linear", CN_ACT_NONE}, {"none", CN_ACT_NONE}};
+        {"gelu", CN_ACT_GELU}, {"linear", CN_ACT_NONE}, {"none", CN_ACT_NONE}};
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
         if (strcmp(s, acts[i].n) == 0) {
             *a = acts[i].a;
@@ -48,19 +56,35 @@ static int parse_act(const char *s, cn_act *a) {
         return cn_errorf(st, "%s:%d: %s", origin, lineno, msg_);                 \
     } while (0)
 
-static cn_status parse_line(cn_model **mp, char **tok, int nt, const char *origin, int lineno) {
-    cn_model *m = *mp;
-    const char *k = tok[0];
+static int parse_float(const char *s, float *out) {
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end) return 0;
+    *out = v;
+    return 1;
+}
+
+/* The input line: "input H W C" or "input tokens CONTEXT VOCAB". */
+static cn_status parse_input(cn_model **mp, char **tok, int nt, const char *origin, int lineno) {
     int a = 0, b = 0, c = 0;
-    if (strcmp(k, "input") == 0) {
-        if (m) LINE_ERR(CN_ERR_PARSE, "'input' given twice");
-        if (nt != 4 || !parse_int(tok[1], 1, 65536, &a) || !parse_int(tok[2], 1, 65536, &b) ||
-            !parse_int(tok[3], 1, 65536, &c))
-            LINE_ERR(CN_ERR_PARSE, "expected 'input H W C' with integers in 1..65536");
-        return cn_model_create(a, b, c, mp);
+    if (*mp) LINE_ERR(CN_ERR_PARSE, "'input' given twice");
+    if (nt >= 2 && strcmp(tok[1], "tokens") == 0) {
+        if (nt != 4 || !parse_int(tok[2], 1, 65536, &a) || !parse_int(tok[3], 1, 1 << 24, &b))
+            LINE_ERR(CN_ERR_PARSE, "expected 'input tokens CONTEXT VOCAB' with CONTEXT in 1..65536 and VOCAB in "
+                                   "1..16777216");
+        return cn_model_create_tokens(a, b, mp);
     }
-    if (!m) LINE_ERR(CN_ERR_PARSE, "the first layer must be 'input H W C', found '%s'", k);
-    cn_status st;
+    if (nt != 4 || !parse_int(tok[1], 1, 65536, &a) || !parse_int(tok[2], 1, 65536, &b) ||
+        !parse_int(tok[3], 1, 65536, &c))
+        LINE_ERR(CN_ERR_PARSE, "expected 'input H W C' with integers in 1..65536, or 'input tokens CONTEXT VOCAB'");
+    return cn_model_create(a, b, c, mp);
+}
+
+/* A layer line (blocks are handled by the caller). */
+static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin, int lineno) {
+    const char *k = tok[0];
+    int a = 0, b = 0;
     cn_act act = CN_ACT_NONE;
     if (strcmp(k, "conv2d") == 0) {
         int stride = 1, pad = 0, same = 0;
@@ -80,80 +104,172 @@ static cn_status parse_line(cn_model **mp, char **tok, int nt, const char *origi
             if (b % 2 == 0) LINE_ERR(CN_ERR_PARSE, "pad=same needs an odd kernel, got %d", b);
             pad = b / 2;
         }
-        st = cn_model_add_conv2d(m, a, b, stride, pad, act);
-    } else if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
+        return cn_model_add_conv2d(m, a, b, stride, pad, act);
+    }
+    if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
         if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 1024, &a) || (nt == 3 && !parse_int(tok[2], 1, 1024, &b)))
             LINE_ERR(CN_ERR_PARSE, "expected '%s SIZE [STRIDE]'", k);
-        st = k[0] == 'm' ? cn_model_add_maxpool2d(m, a, b) : cn_model_add_avgpool2d(m, a, b);
-    } else if (strcmp(k, "flatten") == 0) {
-        if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'flatten' takes no arguments");
-        st = cn_model_add_flatten(m);
-    } else if (strcmp(k, "dense") == 0) {
+        return k[0] == 'm' ? cn_model_add_maxpool2d(m, a, b) : cn_model_add_avgpool2d(m, a, b);
+    }
+    if (strcmp(k, "flatten") == 0 || strcmp(k, "mean_tokens") == 0) {
+        if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
+        return k[0] == 'f' ? cn_model_add_flatten(m) : cn_model_add_mean_tokens(m);
+    }
+    if (strcmp(k, "dense") == 0) {
         if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 1 << 24, &a))
             LINE_ERR(CN_ERR_PARSE, "expected 'dense UNITS [activation]' with UNITS in 1..16777216");
         if (nt == 3 && !parse_act(tok[2], &act)) LINE_ERR(CN_ERR_PARSE, "unknown activation '%s'", tok[2]);
-        st = cn_model_add_dense(m, a, act);
-    } else if (strcmp(k, "dropout") == 0) {
-        char *end;
-        float r = nt == 2 ? strtof(tok[1], &end) : -1.0f;
-        if (nt != 2 || *end || !(r >= 0.0f && r < 1.0f)) LINE_ERR(CN_ERR_PARSE, "expected 'dropout RATE' with RATE in [0,1)");
-        st = cn_model_add_dropout(m, r);
-    } else if (parse_act(k, &act) && act != CN_ACT_NONE) {
-        if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
-        st = cn_model_add_activation(m, act);
-    } else {
-        LINE_ERR(CN_ERR_PARSE,
-                 "unknown layer '%s' (known: input, conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, "
-                 "sigmoid, tanh, softmax)", k);
+        return cn_model_add_dense(m, a, act);
     }
-    if (st != CN_OK) return cn_error_context(st, "%s:%d", origin, lineno);
-    return CN_OK;
+    if (strcmp(k, "dropout") == 0) {
+        float r = -1.0f;
+        if (nt != 2 || !parse_float(tok[1], &r) || !(r >= 0.0f && r < 1.0f))
+            LINE_ERR(CN_ERR_PARSE, "expected 'dropout RATE' with RATE in [0,1)");
+        return cn_model_add_dropout(m, r);
+    }
+    if (strcmp(k, "layer_norm") == 0) {
+        float eps = CN_LAYER_NORM_EPS;
+        if (nt > 2 || (nt == 2 && (strncmp(tok[1], "eps=", 4) != 0 || !parse_float(tok[1] + 4, &eps))))
+            LINE_ERR(CN_ERR_PARSE, "expected 'layer_norm [eps=X]'");
+        return cn_model_add_layer_norm(m, eps);
+    }
+    if (strcmp(k, "attention") == 0 || strcmp(k, "transformer") == 0) {
+        int block = k[0] == 't', causal = 0, args = block ? 3 : 2;
+        if (nt == args + 1 && strcmp(tok[args], "causal") == 0) causal = 1, nt--;
+        if (nt != args || !parse_int(tok[1], 1, 65536, &a) || (block && !parse_int(tok[2], 1, 1 << 24, &b)))
+            LINE_ERR(CN_ERR_PARSE, "%s", block ? "expected 'transformer HEADS MLP_UNITS [causal]'" : "expected 'attention HEADS [causal]'");
+        return block ? cn_model_add_transformer_block(m, a, b, causal) : cn_model_add_attention(m, a, causal);
+    }
+    if (strcmp(k, "patch_embed") == 0) {
+        if (nt != 3 || !parse_int(tok[1], 1, 1024, &a) || !parse_int(tok[2], 1, 65536, &b))
+            LINE_ERR(CN_ERR_PARSE, "expected 'patch_embed PATCH WIDTH'");
+        return cn_model_add_patch_embed(m, a, b);
+    }
+    if (strcmp(k, "embed") == 0) {
+        if (nt != 2 || !parse_int(tok[1], 1, 65536, &a)) LINE_ERR(CN_ERR_PARSE, "expected 'embed WIDTH'");
+        return cn_model_add_embed(m, a);
+    }
+    if (parse_act(k, &act) && act != CN_ACT_NONE) {
+        if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
+        return cn_model_add_activation(m, act);
+    }
+    LINE_ERR(CN_ERR_PARSE,
+             "unknown layer '%s' (known: input, conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, sigmoid, "
+             "tanh, gelu, softmax, patch_embed, embed, layer_norm, attention, transformer, mean_tokens, residual, "
+             "repeat, end)", k);
 }
 
-cn_status cn_model_parse(const char *text, const char *origin, cn_model **out) {
-    if (!text || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_parse: NULL argument");
-    if (!origin) origin = "<model>";
-    *out = NULL;
-    /* strnlen: a huge text is refused without being scanned to its end */
-    if (strnlen(text, CN_MODEL_MAX_TEXT + 1) > CN_MODEL_MAX_TEXT)
-        return cn_errorf(CN_ERR_FORMAT, "%s: the model description is larger than %zu bytes (CN_MODEL_MAX_TEXT)", origin,
-                         CN_MODEL_MAX_TEXT);
-    cn_model *m = NULL;
-    cn_status st = CN_OK;
-    int lineno = 0;
-    const char *p = text;
-    while (*p && st == CN_OK) {
-        const char *e = strchr(p, '\n');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        lineno++;
-        char line[1024];
-        if (len >= sizeof line) {
-            st = cn_errorf(CN_ERR_PARSE, "%s:%d: line longer than %zu characters", origin, lineno, sizeof line - 1);
-            break;
+/* An open block: a residual, or a repeat whose body is parsed again until its passes are
+ * done. */
+typedef struct block {
+    int repeat;        /* 0: residual; else passes left, this one included */
+    int line;          /* where it opened */
+    const char *body;  /* repeat: the text after its line */
+    int layers;        /* repeat: layers in the model when its pass began */
+} block;
+
+typedef struct parser {
+    const char *origin;
+    cn_model *m;
+    block *stack;
+    int depth, cap;
+    const char *p;     /* next line */
+    int lineno;
+    size_t read;       /* bytes read, passes of repeats included */
+} parser;
+
+/* A block line (residual, repeat, end); 0 if the line is not one. */
+static int block_line(parser *ps, char **tok, int nt, cn_status *st) {
+    const char *k = tok[0], *origin = ps->origin;
+    int lineno = ps->lineno;
+    int residual = strcmp(k, "residual") == 0, repeat = strcmp(k, "repeat") == 0;
+    if (!residual && !repeat && strcmp(k, "end") != 0) return 0;
+    *st = CN_OK;
+    int n = 0;
+    if ((residual || !repeat) && nt != 1) *st = cn_errorf(CN_ERR_PARSE, "%s:%d: '%s' takes no arguments", origin, lineno, k);
+    else if (repeat && (nt != 2 || !parse_int(tok[1], 1, MAX_REPEAT, &n)))
+        *st = cn_errorf(CN_ERR_PARSE, "%s:%d: expected 'repeat N' with N in 1..%d", origin, lineno, MAX_REPEAT);
+    if (*st != CN_OK) return 1;
+    if (residual || repeat) {
+        if (ps->depth == ps->cap) {
+            int cap = ps->cap ? 2 * ps->cap : 16;
+            block *b = realloc(ps->stack, (size_t)cap * sizeof *b);
+            if (!b) return *st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "%d nested blocks", cap), 1;
+            ps->stack = b, ps->cap = cap;
         }
-        memcpy(line, p, len);
+        if (residual && (*st = cn_model_begin_residual(ps->m)) != CN_OK) return 1;
+        ps->stack[ps->depth++] = (block){repeat ? n : 0, lineno, ps->p, ps->m->n};
+        return 1;
+    }
+    if (ps->depth == 0) return *st = cn_errorf(CN_ERR_PARSE, "%s:%d: 'end' without 'residual' or 'repeat'", origin, lineno), 1;
+    block *b = &ps->stack[ps->depth - 1];
+    if (!b->repeat) {
+        *st = cn_model_end_residual(ps->m);
+        ps->depth--;
+    } else if (ps->m->n == b->layers) {
+        *st = cn_errorf(CN_ERR_PARSE, "%s:%d: the repeat opened at line %d holds no layer", origin, lineno, b->line);
+    } else if (--b->repeat > 0) {
+        ps->p = b->body, ps->lineno = b->line, b->layers = ps->m->n; /* the next pass */
+    } else
+        ps->depth--;
+    return 1;
+}
+
+static cn_status parse_text(parser *ps) {
+    const char *origin = ps->origin;
+    while (*ps->p) {
+        const char *e = strchr(ps->p, '\n');
+        size_t len = e ? (size_t)(e - ps->p) : strlen(ps->p);
+        int lineno = ++ps->lineno;
+        char line[1024];
+        if (len >= sizeof line) LINE_ERR(CN_ERR_PARSE, "line longer than %zu characters", sizeof line - 1);
+        if ((ps->read += len + 1) > MAX_EXPANDED)
+            LINE_ERR(CN_ERR_PARSE, "repeats expand the model past %d MiB of text", MAX_EXPANDED >> 20);
+        memcpy(line, ps->p, len);
         line[len] = 0;
-        p = e ? e + 1 : p + len;
+        ps->p = e ? e + 1 : ps->p + len;
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         char *tok[MAX_TOKENS];
         int nt = 0;
         for (char *save = NULL, *t = strtok_r(line, " \t\r", &save); t; t = strtok_r(NULL, " \t\r", &save)) {
-            if (nt == MAX_TOKENS) {
-                st = cn_errorf(CN_ERR_PARSE, "%s:%d: too many words", origin, lineno);
-                break;
-            }
+            if (nt == MAX_TOKENS) LINE_ERR(CN_ERR_PARSE, "too many words");
             tok[nt++] = t;
         }
-        if (st == CN_OK && nt > 0) st = parse_line(&m, tok, nt, origin, lineno);
+        if (nt == 0) continue;
+        cn_status st = CN_OK;
+        if (strcmp(tok[0], "input") == 0) st = parse_input(&ps->m, tok, nt, origin, lineno);
+        else if (!ps->m) LINE_ERR(CN_ERR_PARSE, "the first layer must be 'input H W C' or 'input tokens CONTEXT VOCAB', "
+                                                "found '%s'", tok[0]);
+        else if (!block_line(ps, tok, nt, &st)) st = parse_layer(ps->m, tok, nt, origin, lineno);
+        /* parse errors name the line already; a layer's own checks do not */
+        if (st != CN_OK) return st == CN_ERR_PARSE ? st : cn_error_context(st, "%s:%d", origin, lineno);
     }
-    if (st == CN_OK && !m) st = cn_errorf(CN_ERR_PARSE, "%s: no 'input H W C' line: the model is empty", origin);
-    if (st == CN_OK && m->n == 0) st = cn_errorf(CN_ERR_PARSE, "%s: the model has no layers after 'input'", origin);
+    if (!ps->m) return cn_errorf(CN_ERR_PARSE, "%s: no 'input' line: the model is empty", origin);
+    if (ps->depth > 0) {
+        const block *b = &ps->stack[ps->depth - 1];
+        return cn_errorf(CN_ERR_PARSE, "%s:%d: '%s' has no matching 'end'", origin, b->line, b->repeat ? "repeat" : "residual");
+    }
+    if (ps->m->n == 0) return cn_errorf(CN_ERR_PARSE, "%s: the model has no layers after 'input'", origin);
+    return CN_OK;
+}
+
+cn_status cn_model_parse(const char *text, const char *origin, cn_model **out) {
+    if (!text || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_parse: NULL argument");
+    *out = NULL;
+    if (!origin) origin = "<model>";
+    /* strnlen: a huge text is refused without being scanned to its end */
+    if (strnlen(text, CN_MODEL_MAX_TEXT + 1) > CN_MODEL_MAX_TEXT)
+        return cn_errorf(CN_ERR_FORMAT, "%s: the model description is larger than %zu bytes (CN_MODEL_MAX_TEXT)", origin,
+                         CN_MODEL_MAX_TEXT);
+    parser ps = {.origin = origin, .p = text};
+    cn_status st = parse_text(&ps);
+    free(ps.stack);
     if (st != CN_OK) {
-        cn_model_free(m);
+        cn_model_free(ps.m);
         return st;
     }
-    *out = m;
+    *out = ps.m;
     return CN_OK;
 }
 
