@@ -25,6 +25,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 /* --help texts (printed to stdout), also used by `clnet help COMMAND`. */
 void help_devices(void);
@@ -34,6 +35,7 @@ void help_predict(void);
 void help_summary(void);
 void help_bench(void);
 void help_tune(void);
+void help_generate(void);
 
 /* "clnet: error: <cn_last_error()>" (or the status text when the library left no message) on
  * stderr; returns EXIT_ERROR. */

@@ -70,6 +70,10 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_error(st);
         goto done;
     }
+    if (cn_model_vocab(model) > 0) {
+        rc = cli_errorf("%s holds a language model (input tokens); predict classifies images: use 'clnet generate'", ckpt);
+        goto done;
+    }
     int mh, mw, mc;
     cn_model_input_shape(model, &mh, &mw, &mc);
     if (img.w != mw || img.h != mh || mc != 1) {

@@ -1,8 +1,6 @@
-/* clnet train MODEL: trains a model on an IDX dataset, with a progress bar on a terminal, one
- * line per epoch otherwise, an optional JSON report and checkpoints after every epoch. */
-#include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
+/* clnet train MODEL: trains a model on an IDX dataset (or a token model on a text file), with
+ * a progress bar on a terminal, one line per epoch otherwise, an optional JSON report and
+ * checkpoints after every epoch. */
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +15,8 @@
 #include "session.h"
 #include "data/data.h"
 #include "progress.h"
+#include "report.h"
+#include "train_data.h"
 
 #define DEFAULT_EPOCHS 5
 #define DEFAULT_SEED 42
@@ -28,12 +28,18 @@ void help_train(void) {
            "<dir>/train-images-idx3-ubyte[.gz] and train-labels-idx1-ubyte[.gz] for training,\n"
            "the t10k-* files for validation after every epoch. The batches of each epoch are a\n"
            "seeded shuffle, identical on every device; the last, partial batch is used too.\n"
+           "A token model ('input tokens CONTEXT VOCAB') trains on a text file instead (--text):\n"
+           "its bytes are the tokens; the last tenth validates, the rest is cut into windows of\n"
+           "CONTEXT + 1 bytes (at a seeded offset per epoch) and the model predicts every byte\n"
+           "of a window from those before it.\n"
            "\n"
            "Options:\n"
            "  --data DIR            dataset directory (default " CN_DATASET_DEFAULT_DIR ")\n"
+           "  --text FILE           text corpus of a token model (UTF-8 or any ASCII-compatible\n"
+           "                        text; empty, binary or too-short files are refused)\n"
            "  --epochs N            train until N epochs are done (default %d; with --resume the\n"
            "                        epochs already in the checkpoint count)\n"
-           "  --batch N             images per optimizer step (default 64)\n"
+           "  --batch N             images (or text windows) per optimizer step (default 64)\n"
            "  --lr X                learning rate (default 0.001 for Adam/AdamW, 0.01 for SGD)\n"
            "  --optimizer NAME      adam (default), sgd or adamw\n"
            "  --weight-decay X      Adam: L2 added to the gradient; AdamW: decoupled decay (p -= lr*X*p);\n"
@@ -48,7 +54,8 @@ void help_train(void) {
            "                        gradients summed every step; the line of each epoch ends with the\n"
            "                        split (rows per device) in force\n"
            "  --seed N              seed of weight initialisation, shuffling and dropout (default %d)\n"
-           "  --limit N             use only the first N training and N test images (0: all)\n"
+           "  --limit N             use only the first N training and N test images, or text\n"
+           "                        windows (0: all)\n"
            "  --steps N             stop after N optimizer steps in this run (for quick tests); a\n"
            "                        cut-short epoch is validated and reported but not counted as\n"
            "                        done in the checkpoint\n"
@@ -60,7 +67,9 @@ void help_train(void) {
            "                        a warning says if it differs from the checkpoint's model\n"
            "  --report FILE.json    write a JSON array with one object per epoch (epoch, loss,\n"
            "                        accuracy, val_loss, val_accuracy, seconds, images_per_second,\n"
-           "                        eval_seconds, steps), rewritten atomically after every epoch;\n"
+           "                        eval_seconds, steps; for text also tokens_per_second and\n"
+           "                        val_bits_per_byte, and images_per_second counts windows),\n"
+           "                        rewritten atomically after every epoch;\n"
            "                        with --resume the earlier epochs in FILE.json are kept\n"
            "  -q, --quiet           no progress bar and no per-epoch lines\n"
            "  -v, --verbose         log INFO messages to stderr\n"
@@ -69,6 +78,10 @@ void help_train(void) {
            "Output: on a terminal a progress bar per epoch; otherwise exactly one line per epoch:\n"
            "  epoch 1/5 - loss 0.5123 - accuracy 0.8121 - val_loss 0.4012 - val_accuracy 0.8533 -\n"
            "  23.1s - 2597 img/s\n"
+           "and for a token model, with the validation loss in bits per byte (val_loss / ln 2):\n"
+           "  epoch 1/5 - loss 1.3021 - accuracy 0.6012 - val_loss 1.2877 - val_accuracy 0.6090 -\n"
+           "  val_bpb 1.8577 - 412.3s - 9150 tok/s\n"
+           "accuracy then counts the bytes predicted right.\n"
            "loss and accuracy are running means over the epoch's training batches; val_* are\n"
            "measured on the test set after the epoch. Seconds and img/s count training only\n"
            "(the validation pass is excluded; the report gives it as eval_seconds).\n"
@@ -78,7 +91,8 @@ void help_train(void) {
            "Examples:\n"
            "  clnet train models/seed_cnn.net --epochs 5 --save cnn.ckpt\n"
            "  clnet train models/seed_cnn.net --limit 256 --epochs 1 --device omp --report r.json\n"
-           "  clnet train - --resume cnn.ckpt --save cnn.ckpt --epochs 10\n",
+           "  clnet train - --resume cnn.ckpt --save cnn.ckpt --epochs 10\n"
+           "  clnet train models/char_gpt.net --text ~/.local/share/clnet/kjv.txt --save gpt.ckpt\n",
            DEFAULT_EPOCHS, DEFAULT_SEED);
 }
 
@@ -86,12 +100,6 @@ static const arg_cmd train_cmd = {"train", "clnet train MODEL [options]", help_t
 
 static const char *const optimizer_names[] = {"adam", "sgd", "adamw", NULL};
 static const cn_optimizer_kind optimizer_kinds[] = {CN_OPT_ADAM, CN_OPT_SGD, CN_OPT_ADAMW};
-
-typedef struct epoch_record {
-    int epoch;
-    double loss, accuracy, val_loss, val_accuracy, seconds, images_per_second, eval_seconds;
-    uint64_t steps;
-} epoch_record;
 
 static volatile sig_atomic_t interrupted; /* the signal that asked us to stop, or 0 */
 
@@ -118,103 +126,8 @@ static int stopped_while(const char *what) {
     return 1;
 }
 
-/* Makes doubles JSON-safe (non-finite values never reach here, but be safe). */
-static double js(double v) { return isfinite(v) ? v : 0.0; }
-
-/* Writes the report to path atomically (temporary file in the same directory, fsync, rename). */
-static int write_report(const char *path, const epoch_record *rec, int n) {
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 32);
-    if (!tmp) return cli_errorf("out of memory");
-    snprintf(tmp, len + 32, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        int e = errno;
-        free(tmp);
-        return cli_errorf("cannot write report %s: %s", path, strerror(e));
-    }
-    fputs("[", f);
-    for (int i = 0; i < n; i++) {
-        const epoch_record *r = &rec[i];
-        fprintf(f,
-                "%s\n  {\"epoch\": %d, \"loss\": %.6g, \"accuracy\": %.6g, \"val_loss\": %.6g, "
-                "\"val_accuracy\": %.6g, \"seconds\": %.4f, \"images_per_second\": %.2f, "
-                "\"eval_seconds\": %.4f, \"steps\": %llu}",
-                i ? "," : "", r->epoch, js(r->loss), js(r->accuracy), js(r->val_loss), js(r->val_accuracy),
-                js(r->seconds), js(r->images_per_second), js(r->eval_seconds), (unsigned long long)r->steps);
-    }
-    fputs(n ? "\n]\n" : "]\n", f);
-    int bad = fflush(f) != 0 || ferror(f);
-    int e = errno;
-    if (!bad && fsync(fileno(f)) != 0) {
-        bad = 1;
-        e = errno;
-    }
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        free(tmp);
-        return cli_errorf("cannot write report %s: %s", path, strerror(e));
-    }
-    /* make the rename itself durable */
-    char *dir = strdup(path);
-    if (dir) {
-        int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY);
-        if (fd >= 0) {
-            (void)fsync(fd);
-            close(fd);
-        }
-        free(dir);
-    }
-    free(tmp);
-    return EXIT_OK;
-}
-
-/* When resuming, keeps the records of epochs 1..upto from an existing report written by this
- * tool (its own one-object-per-line format), so that the report covers the whole run. Anything
- * it does not recognise is dropped with a warning. Returns the number of records kept (at most
- * upto) in rec. */
-static int read_previous_report(const char *path, int upto, epoch_record *rec) {
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[1024];
-    int n = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "  {\"epoch\":", 11) != 0) continue;
-        epoch_record r;
-        unsigned long long steps = 0;
-        memset(&r, 0, sizeof r);
-        int k = sscanf(line,
-                       "  {\"epoch\": %d, \"loss\": %lf, \"accuracy\": %lf, \"val_loss\": %lf, \"val_accuracy\": %lf, "
-                       "\"seconds\": %lf, \"images_per_second\": %lf, \"eval_seconds\": %lf, \"steps\": %llu",
-                       &r.epoch, &r.loss, &r.accuracy, &r.val_loss, &r.val_accuracy, &r.seconds,
-                       &r.images_per_second, &r.eval_seconds, &steps);
-        r.steps = steps;
-        if (k != 9 || r.epoch != n + 1) {
-            bad = 1;
-            break;
-        }
-        if (r.epoch > upto) break;
-        rec[n++] = r;
-    }
-    fclose(f);
-    if (bad) {
-        cli_warnf("%s: earlier epochs not kept (not a report of this tool, or out of order)", path);
-        return 0;
-    }
-    if (n < upto) cli_warnf("%s holds %d of the %d earlier epochs; the report starts there", path, n, upto);
-    return n;
-}
-
 typedef struct train_opts {
-    const char *model_path, *data, *device, *devices, *save, *resume, *report;
+    const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
     double lr, weight_decay, eps, beta1, beta2, momentum;
     uint64_t seed;
@@ -309,6 +222,7 @@ int cmd_train(int argc, char **argv) {
     o.lr = cfg.opt.lr > 0 ? cfg.opt.lr : 1e-3;
     arg_opt opts[] = {
         {"--data", NULL, ARG_STRING, &o.data, 0, 0, NULL, "DIR", 0},
+        {"--text", NULL, ARG_STRING, &o.text, 0, 0, NULL, "FILE", 0},
         {"--epochs", NULL, ARG_INT, &o.epochs, 1, 1000000, NULL, "N", 0},
         {"--batch", NULL, ARG_INT, &o.batch, 1, 65536, NULL, "N", 0},
         {"--lr", NULL, ARG_FLOAT, &o.lr, 1e-12, 100, NULL, "X", 0},
@@ -348,10 +262,9 @@ int cmd_train(int argc, char **argv) {
     cn_device *dev = NULL, *devs[CLI_MAX_DEVICES];
     int n_dev = 0;
     cn_trainer *t = NULL;
-    cn_dataset train, test;
-    memset(&train, 0, sizeof train);
-    memset(&test, 0, sizeof test);
-    float *imgs = NULL;
+    train_data data;
+    memset(&data, 0, sizeof data);
+    void *inputs = NULL;
     int32_t *labels = NULL;
     int64_t *perm = NULL;
     epoch_record *recs = NULL;
@@ -365,11 +278,10 @@ int cmd_train(int argc, char **argv) {
         goto done;
     if (load_model(&o, &model) != EXIT_OK) goto done;
     if (stopped_while("reading the model")) goto stopped;
-    if (cli_load_dataset(o.data, "train", o.limit, model, &train) != EXIT_OK) goto done;
-    if (cli_load_dataset(o.data, "t10k", o.limit, model, &test) != EXIT_OK) goto done;
+    if (train_data_load(&data, model, o.data, o.text, o.limit) != EXIT_OK) goto done;
     if (stopped_while("loading the data")) goto stopped;
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
-    if (o.batch > train.n) o.batch = train.n;
+    if (o.batch > data.n_train) o.batch = data.n_train;
     if (o.devices && o.device) {
         rc = cli_errorf("give --device or --devices, not both");
         goto done;
@@ -417,13 +329,12 @@ int cmd_train(int argc, char **argv) {
     }
     if (D.size > 1) {
         /* the model, the data, the batch and the settings must be those of rank 0 */
-        uint64_t h = 1469598103934665603ull, lh = 1469598103934665603ull;
+        uint64_t h = 1469598103934665603ull, lh = train_data_hash(&data);
         for (const char *c = cn_model_text(model); *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-        for (int64_t i = 0; i < train.n; i++) lh = (lh ^ (uint32_t)train.labels[i]) * 1099511628211ull;
         const char *names[] = {"model", "model (low bits)", "training set size", "training labels",
                                "test set size", "batch", "seed", "learning rate"};
-        double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)train.n, (double)(lh >> 40),
-                         (double)test.n, (double)o.batch, (double)o.seed, (double)cfg.opt.lr};
+        double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)data.n_train, (double)(lh >> 40),
+                         (double)data.n_test, (double)o.batch, (double)o.seed, (double)cfg.opt.lr};
         if (dist_agree(&D, names, vals, 8) != EXIT_OK) goto done;
         if (o.batch < D.size) {
             rc = cli_errorf("--batch %lld is smaller than the %d ranks", (long long)o.batch, D.size);
@@ -456,8 +367,9 @@ int cmd_train(int argc, char **argv) {
     if (!o.quiet) {
         printf("model: %s%s, %lld parameters\n", o.resume ? o.resume : o.model_path, o.resume ? " (resumed)" : "",
                (long long)cn_model_num_params(model));
-        printf("data: %lld training, %lld test images from %s\n", (long long)train.n, (long long)test.n,
-               o.data ? o.data : CN_DATASET_DEFAULT_DIR);
+        char what[512];
+        train_data_describe(&data, o.text ? o.text : o.data ? o.data : CN_DATASET_DEFAULT_DIR, what, sizeof what);
+        printf("data: %s\n", what);
         if (o.resume)
             printf("resumed: %d epochs done, step %llu\n", start_epoch,
                    (unsigned long long)cn_trainer_steps(t));
@@ -469,28 +381,27 @@ int cmd_train(int argc, char **argv) {
         goto done;
     }
 
-    int64_t in_size = (int64_t)train.h * train.w * train.c;
-    imgs = malloc((size_t)o.batch * (size_t)in_size * sizeof *imgs);
-    labels = malloc((size_t)o.batch * sizeof *labels);
-    perm = malloc((size_t)train.n * sizeof *perm);
+    inputs = malloc((size_t)o.batch * (size_t)data.in_elems * 4); /* f32 pixels or i32 ids */
+    labels = malloc((size_t)o.batch * (size_t)data.per * sizeof *labels);
+    perm = malloc((size_t)data.n_train * sizeof *perm);
     recs = calloc((size_t)o.epochs, sizeof *recs);
-    if (!imgs || !labels || !perm || !recs) {
+    if (!inputs || !labels || !perm || !recs) {
         rc = cli_errorf("out of memory for the batch buffers (batch %lld, %lld images)", (long long)o.batch,
-                        (long long)train.n);
+                        (long long)data.n_train);
         goto done;
     }
 
-    if (o.report && start_epoch > 0) nrec = read_previous_report(o.report, start_epoch, recs);
+    if (o.report && start_epoch > 0) nrec = report_read(o.report, start_epoch, recs);
 
     /* A bar in place on stdout when it is a terminal; else on stderr when that is one (the
      * per-epoch lines then go to stdout); else no bar at all. */
     int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
     FILE *bar_out = o.quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
-    int64_t nbatches = (train.n + o.batch - 1) / o.batch;
+    int64_t nbatches = (data.n_train + o.batch - 1) / o.batch;
     uint64_t steps_run = 0;
     int stopped_by_steps = 0;
     for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
-        st = cn_shuffle_indices(train.n, o.seed, (uint64_t)epoch, perm);
+        st = cn_shuffle_indices(data.n_train, o.seed, (uint64_t)epoch, perm);
         if (st != CN_OK) {
             rc = cli_error(st);
             goto done;
@@ -511,14 +422,14 @@ int cmd_train(int argc, char **argv) {
                 break;
             }
             int64_t start = b * o.batch, lo, mine;
-            int count = (int)(train.n - start < o.batch ? train.n - start : o.batch);
+            int count = (int)(data.n_train - start < o.batch ? data.n_train - start : o.batch);
             if (count < D.size) break; /* a last batch with fewer rows than ranks is left out */
             dist_slice(&D, count, &lo, &mine); /* our rows of the global batch */
             count = (int)mine;
-            cn_dataset_gather(&train, perm, start + lo, count, imgs, labels);
+            train_data_gather(&data, o.seed, epoch, perm, start + lo, count, inputs, labels);
             /* Metrics stay on the device until the bar needs them (about 10 times a second)
              * or the epoch ends, so the host gathers the next batch while the step runs. */
-            st = cn_trainer_step(t, imgs, labels, count, NULL, NULL);
+            st = cn_trainer_step(t, inputs, labels, count, NULL, NULL);
             steps_run++;
             int last = b + 1 == nbatches || (o.steps > 0 && steps_run >= (uint64_t)o.steps);
             if (st == CN_OK && (last || (bar_out && cli_now() - last_bar >= 0.1))) {
@@ -566,10 +477,9 @@ int cmd_train(int argc, char **argv) {
         double t1 = cli_now(), val_loss = 0.0;
         int64_t val_correct = 0;
         int64_t vlo, vn;
-        dist_slice(&D, test.n, &vlo, &vn); /* each rank validates its part of the test set */
-        size_t px = (size_t)test.h * (size_t)test.w * (size_t)test.c;
-        st = vn > 0 ? cn_trainer_evaluate(t, test.images + (size_t)vlo * px, test.labels + vlo, (int)vn, &val_loss,
-                                          &val_correct)
+        dist_slice(&D, data.n_test, &vlo, &vn); /* each rank validates its part of the test set */
+        st = vn > 0 ? cn_trainer_evaluate(t, train_data_test_inputs(&data, vlo), train_data_test_labels(&data, vlo),
+                                          (int)vn, &val_loss, &val_correct)
                     : CN_OK;
         double eval_sec = cli_now() - t1;
         if (st != CN_OK) {
@@ -586,8 +496,10 @@ int cmd_train(int argc, char **argv) {
                             isnan(val_loss) ? "NaN" : "infinite", epoch + 1, o.lr);
             goto done;
         }
-        double val_acc = (double)val_correct / (double)test.n;
-        double ips = train_sec > 0 ? global[2] / train_sec : 0.0; /* every rank's images */
+        double val_acc = (double)val_correct / ((double)data.n_test * (double)data.per);
+        double pps = train_sec > 0 ? global[2] / train_sec : 0.0; /* every rank's predictions */
+        double ips = pps / (double)data.per;                        /* samples */
+        double bpb = val_loss / log(2.0);                           /* nats per byte -> bits */
 
         epoch_record *rec = &recs[nrec++];
         rec->epoch = epoch + 1;
@@ -599,24 +511,32 @@ int cmd_train(int argc, char **argv) {
         rec->images_per_second = ips;
         rec->eval_seconds = eval_sec;
         rec->steps = cn_trainer_steps(t);
+        rec->text = data.text;
+        rec->tokens_per_second = data.text ? pps : 0.0;
+        rec->val_bits_per_byte = data.text ? bpb : 0.0;
 
         if (bar_out) {
             double val[2] = {val_loss, val_acc};
             char tail[64];
             format_metrics(metrics, sizeof metrics, loss, acc, val);
-            snprintf(tail, sizeof tail, " - %.0f img/s", ips);
+            if (data.text) snprintf(tail, sizeof tail, " - val_bpb: %.4f - %.0f tok/s", bpb, pps);
+            else snprintf(tail, sizeof tail, " - %.0f img/s", ips);
             strncat(metrics, tail, sizeof metrics - strlen(metrics) - 1);
             progress_finish(&bar, metrics, train_sec);
         }
         char split[512];
         split_note(t, devs, n_dev, split, sizeof split);
-        if (!o.quiet && bar_out != stdout)
+        if (!o.quiet && bar_out != stdout && data.text)
+            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - val_bpb %.4f - "
+                   "%.1fs - %.0f tok/s%s\n", epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, bpb, train_sec,
+                   pps, split);
+        else if (!o.quiet && bar_out != stdout)
             printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s%s\n",
                    epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, train_sec, ips, split);
         else if (!o.quiet && *split)
             printf("%s\n", split + 3);
 
-        if (o.report && write_report(o.report, recs, nrec) != EXIT_OK) goto done;
+        if (o.report && report_write(o.report, recs, nrec) != EXIT_OK) goto done;
         if (o.save) {
             int done_epochs = stopped_by_steps ? epoch : epoch + 1;
             st = cn_trainer_save(t, o.save, done_epochs, o.seed);
@@ -640,10 +560,9 @@ done:
     free(recs);
     free(perm);
     free(labels);
-    free(imgs);
+    free(inputs);
     if (t) cn_trainer_free(t);
-    if (test.images || test.labels) cn_dataset_free(&test);
-    if (train.images || train.labels) cn_dataset_free(&train);
+    train_data_free(&data);
     if (model) cn_model_free(model);
     cli_release_devices(devs, n_dev);
     if (rc != EXIT_OK) dist_fail(&D, rc);

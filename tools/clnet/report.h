@@ -1,0 +1,25 @@
+/* The JSON report of clnet train (--report FILE.json): one object per epoch, rewritten
+ * atomically after every epoch, and read back when resuming so the report covers the run. */
+#ifndef CLNET_REPORT_H
+#define CLNET_REPORT_H
+
+#include <stdint.h>
+
+typedef struct epoch_record {
+    int epoch;
+    double loss, accuracy, val_loss, val_accuracy, seconds, images_per_second, eval_seconds;
+    uint64_t steps;
+    /* token models: predictions (tokens) per second and the validation loss in bits per byte */
+    int text;
+    double tokens_per_second, val_bits_per_byte;
+} epoch_record;
+
+/* Writes the records to path atomically (temporary file in the same directory, fsync,
+ * rename). Prints the error and returns its exit status on failure. */
+int report_write(const char *path, const epoch_record *rec, int n);
+/* When resuming, keeps the records of epochs 1..upto from an existing report written by this
+ * tool (its own one-object-per-line format). Anything it does not recognise is dropped with a
+ * warning. Returns the number of records kept (at most upto) in rec. */
+int report_read(const char *path, int upto, epoch_record *rec);
+
+#endif

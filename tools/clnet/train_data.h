@@ -1,0 +1,42 @@
+/* What clnet train (and eval) feed a model: an IDX image dataset for an image model, or a text
+ * corpus cut into windows for a token model. Either way a sample is fixed-size input values
+ * (f32 pixels or i32 ids) and labels (one per image, one per position of a window), so the
+ * training loop, the batch split and the validation pass do not care which. */
+#ifndef CLNET_TRAIN_DATA_H
+#define CLNET_TRAIN_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clnet.h"
+#include "data/data.h"
+
+typedef struct train_data {
+    int text;                          /* 1: windows of a corpus */
+    cn_dataset train, test;            /* images */
+    cn_text corpus;                    /* text */
+    cn_text_windows win;
+    int32_t *val_tokens, *val_labels;  /* text: the validation windows, cut once */
+    int64_t n_train, n_test;           /* samples */
+    int64_t in_elems, per;             /* input values and labels per sample */
+} train_data;
+
+/* Loads what model m trains on: for a token model the text file `text` (required; --data is
+ * refused), else the IDX dataset in dir (--text is refused). limit > 0 keeps the first limit
+ * samples of each part. Prints the error (naming the file or directory) and returns its exit
+ * status on failure, with *d freed. */
+int train_data_load(train_data *d, const cn_model *m, const char *dir, const char *text, int64_t limit);
+/* Samples perm[start..start+count) of the training part into inputs (count x in_elems values)
+ * and labels (count x per); text windows are cut at the epoch's offset. */
+void train_data_gather(const train_data *d, uint64_t seed, int epoch, const int64_t *perm, int64_t start, int count,
+                       void *inputs, int32_t *labels);
+/* The validation samples from `first` on. */
+const void *train_data_test_inputs(const train_data *d, int64_t first);
+const int32_t *train_data_test_labels(const train_data *d, int64_t first);
+/* A hash of the training labels or text, which every MPI rank must share. */
+uint64_t train_data_hash(const train_data *d);
+/* "60000 training, 10000 test images from DIR" / "... windows of 128 bytes from FILE". */
+void train_data_describe(const train_data *d, const char *where, char *buf, size_t cap);
+void train_data_free(train_data *d);
+
+#endif
