@@ -3,7 +3,8 @@
  * every device, and its output and the gradients of sum(out * R) w.r.t. every float input are
  * compared with PyTorch's float64 results (stored rounded to f32). Attention fixtures and the
  * pre-norm transformer block run twice: with the fused ATTENTION op and with the unfused
- * composition (matmul, scale, causal mask, softmax, matmul).
+ * composition (matmul, scale, causal mask, softmax, matmul). The block runs a third time through
+ * the public builders (cn_op_multihead_attention, cn_op_dense, ...) in a training session.
  *
  *   test_golden FIXTURE_DIR
  *
@@ -202,6 +203,22 @@ static int build(ctx *c, const char *name) {
 static int uses_attention(const char *name) { return !strncmp(name, "attention_", 10) || !strcmp(name, "transformer_block"); }
 
 /* ---- replay ---- */
+/* got against the fixture's w: |got - want| <= rtol * max|want| + 1e-7 (see the top). */
+static void compare(const rec *w, const float *got, double rtol, double *worst_rel) {
+    int64_t n = cn_shape_numel(&w->shape), wi = 0;
+    const float *e = w->data;
+    double mx = 0, worst = 0;
+    for (int64_t k = 0; k < n; k++) mx = fmax(mx, fabs(e[k]));
+    for (int64_t k = 0; k < n; k++) {
+        double d = fabs((double)got[k] - e[k]);
+        if (!(d <= worst)) worst = d, wi = k;
+    }
+    double bound = rtol * mx + 1e-7;
+    CHECK(worst <= bound, "%s: worst |d| %.3g at [%lld] (got %.9g, PyTorch %.9g), bound %.3g", w->name, worst,
+          (long long)wi, (double)got[wi], (double)e[wi], bound);
+    if (mx > 1e-6 && worst / mx > *worst_rel) *worst_rel = worst / mx; /* vanishing gradients aside */
+}
+
 static void replay(const char *dir, const char *name, cn_device *dev, int fused) {
     char label[160], path[1024];
     snprintf(label, sizeof label, "%s%s on %s", name, uses_attention(name) ? (fused ? " (fused)" : " (unfused)") : "",
@@ -279,18 +296,7 @@ static void replay(const char *dir, const char *name, cn_device *dev, int fused)
         int64_t n = cn_shape_numel(&w->shape);
         float *got = malloc((size_t)n * sizeof *got);
         CHECK_OK(cn_plan_read(plan, node, got, (size_t)n * sizeof *got));
-        const float *e = w->data;
-        double mx = 0, worst = 0;
-        int64_t wi = 0;
-        for (int64_t k = 0; k < n; k++) mx = fmax(mx, fabs(e[k]));
-        for (int64_t k = 0; k < n; k++) {
-            double d = fabs((double)got[k] - e[k]);
-            if (!(d <= worst)) worst = d, wi = k;
-        }
-        double bound = rtol * mx + 1e-7;
-        CHECK(worst <= bound, "%s: worst |d| %.3g at [%lld] (got %.9g, PyTorch %.9g), bound %.3g", w->name, worst,
-              (long long)wi, (double)got[wi], (double)e[wi], bound);
-        if (mx > 1e-6 && worst / mx > worst_rel) worst_rel = worst / mx; /* vanishing gradients aside */
+        compare(w, got, rtol, &worst_rel);
         free(got);
     }
     if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol %.0e)\n", label, worst_rel, rtol);
@@ -300,6 +306,83 @@ done:
     free(grads);
     for (int i = 0; i < 64; i++) cn_tensor_release(t[i]);
     cn_graph_destroy(&g);
+    fixture_free(&f);
+    tc_end();
+}
+
+/* The transformer block again, through the public builders only: cn_op_layer_norm,
+ * cn_op_multihead_attention (causal), cn_op_dense on [B,T,C] values, cn_op_gelu, cn_op_add;
+ * every input a parameter so a training session's gradients can be read by name. Then the
+ * builders' refusals: heads that do not divide the width, a value that is not [B,T,C]. */
+static void replay_public(const char *dir, cn_device *dev) {
+    char label[160], path[1024];
+    snprintf(label, sizeof label, "transformer_block through the public builders on %s", cn_device_selector(dev));
+    snprintf(path, sizeof path, "%s/transformer_block.bin", dir);
+    tc_begin(label);
+    fixture f;
+    const char *err = fixture_load(path, &f);
+    CHECK(!err, "%s: %s", path, err ? err : "");
+    if (err) {
+        tc_end();
+        return;
+    }
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    CHECK_OK(cn_program_create(&p));
+    cn_value v[64];
+    for (int i = 0; i < f.n; i++)
+        v[i] = is_input(&f.r[i]) ? cn_param_data(p, f.r[i].name, f.r[i].shape.ndim, f.r[i].shape.d, f.r[i].data) : -1;
+#define V(name) v[find(&f, name) - f.r]
+    const float eps = param(&f, "eps");
+    const int heads = (int)param(&f, "heads");
+    const rec *R = find(&f, "R"), *want = find(&f, "out");
+    cn_value x = V("x");
+    cn_value a = cn_op_multihead_attention(p, cn_op_layer_norm(p, x, V("ln1_g"), V("ln1_b"), eps), V("wq"), V("bq"),
+                                           V("wk"), V("bk"), V("wv"), V("bv"), V("wo"), V("bo"), heads, 1);
+    cn_value x1 = cn_op_add(p, x, a);
+    cn_value h = cn_op_gelu(p, cn_op_dense(p, cn_op_layer_norm(p, x1, V("ln2_g"), V("ln2_b"), eps), V("w1"), V("b1")), 0);
+    cn_value y = cn_op_add(p, x1, cn_op_dense(p, h, V("w2"), V("b2")));
+    cn_value r = cn_constant(p, "R", R->shape.ndim, R->shape.d, R->data);
+    CHECK_OK(cn_output(p, "y", y));
+    CHECK_OK(cn_set_loss(p, cn_op_sum(p, cn_op_mul(p, y, r), CN_ALL_AXES, 0)));
+    CHECK_OK(cn_program_status(p));
+    if (!tc_bad) CHECK_OK(cn_session_create_training(p, dev, NULL, &s));
+    if (!tc_bad) CHECK_OK(cn_session_compute_gradients(s));
+    double worst_rel = 0;
+    for (int i = -1; i < f.n && !tc_bad; i++) {
+        char gname[80];
+        const rec *w = want;
+        cn_tensor *g = NULL;
+        if (i >= 0) {
+            if (v[i] < 0) continue;
+            snprintf(gname, sizeof gname, "grad:%s", f.r[i].name);
+            w = find(&f, gname);
+            CHECK_OK(cn_session_gradient(s, f.r[i].name, &g));
+        }
+        int64_t n = cn_shape_numel(&w->shape);
+        float *got = malloc((size_t)n * sizeof *got);
+        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
+        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
+        free(got);
+    }
+    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+    cn_session_free(s);
+    /* heads must divide the width (16): 3 do not; the value must be [batch, tokens, width] */
+    cn_value bad = cn_op_multihead_attention(p, x, V("wq"), V("bq"), V("wk"), V("bk"), V("wv"), V("bv"), V("wo"),
+                                             V("bo"), 3, 0);
+    CHECK(bad == CN_INVALID_VALUE && cn_program_status(p) == CN_ERR_SHAPE &&
+              strstr(cn_program_error(p), "3 heads do not divide the width 16"),
+          "3 heads on width 16: %s", cn_program_error(p));
+    cn_program_free(p);
+    CHECK_OK(cn_program_create(&p));
+    cn_value flat = cn_input(p, "flat", 2, (int64_t[]){CN_BATCH, 16}, CN_F32);
+    cn_value w16 = cn_param(p, "w", 2, (int64_t[]){16, 16}, CN_INIT_GLOROT_UNIFORM, 0);
+    bad = cn_op_multihead_attention(p, flat, w16, CN_INVALID_VALUE, w16, CN_INVALID_VALUE, w16, CN_INVALID_VALUE, w16,
+                                    CN_INVALID_VALUE, 2, 0);
+    CHECK(bad == CN_INVALID_VALUE && strstr(cn_program_error(p), "must be [batch, tokens, width]"), "2-D x: %s",
+          cn_program_error(p));
+#undef V
+    cn_program_free(p);
     fixture_free(&f);
     tc_end();
 }
@@ -327,6 +410,7 @@ int main(int argc, char **argv) {
             replay(argv[1], fixtures[i], dev, 1);
             if (uses_attention(fixtures[i])) replay(argv[1], fixtures[i], dev, 0);
         }
+        replay_public(argv[1], dev);
         cn_device_release(dev);
     }
     return tc_finish();
