@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""PyTorch side of tools/bench/compare_transformers: trains the architectures of
+models/vit_fashion.net and models/char_gpt.net (tools/golden/torch_models.py) with clnet's
+defaults (Adam 1e-3, eps 1e-7) and prints their training throughput as one JSON line.
+
+usage: torch_transformers.py vit|gpt STEPS THREADS BATCH [TEXT]
+
+vit trains on Fashion-MNIST's first STEPS*BATCH training images in order; gpt on windows of 129
+bytes cut from TEXT in order. Two untimed steps come first (allocation, first-call costs), then
+STEPS timed ones: {"model": ..., "steps": ..., "seconds": ..., "images_per_second" or
+"tokens_per_second": ...}.
+"""
+import gzip
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden"))
+import torch_models  # noqa: E402
+
+DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
+WARMUP = 2
+
+
+def idx(name):
+    for p, opener in ((os.path.join(DATA, name + ".gz"), gzip.open), (os.path.join(DATA, name), open)):
+        if os.path.exists(p):
+            with opener(p, "rb") as f:
+                return f.read()
+    sys.exit("torch_transformers.py: %s not found in %s" % (name, DATA))
+
+
+def main():
+    if len(sys.argv) < 5 or sys.argv[1] not in ("vit", "gpt") or (sys.argv[1] == "gpt" and len(sys.argv) < 6):
+        sys.exit(__doc__)
+    which, steps, threads, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+    n = (steps + WARMUP) * batch
+    if which == "vit":
+        model = torch_models.ViT()
+        x = torch.tensor(list(idx("train-images-idx3-ubyte")[16:16 + n * 784]), dtype=torch.float32)
+        x = x.reshape(n, 28, 28, 1) / 255.0
+        y = torch.tensor(list(idx("train-labels-idx1-ubyte")[8:8 + n]), dtype=torch.int64)
+    else:
+        model = torch_models.CharGPT()
+        data = open(sys.argv[5], "rb").read()
+        t = 128
+        if len(data) < n * t + 1:
+            sys.exit("torch_transformers.py: %s is too short for %d windows" % (sys.argv[5], n))
+        w = torch.tensor(list(data[:n * t + 1]), dtype=torch.int64)
+        x = w[:-1].reshape(n, t)
+        y = w[1:].reshape(n, t)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    t0 = None
+    for s in range(steps + WARMUP):
+        if s == WARMUP:
+            t0 = time.perf_counter()
+        xb, yb = x[s * batch:(s + 1) * batch], y[s * batch:(s + 1) * batch]
+        opt.zero_grad()
+        out = model(xb)
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), yb.reshape(-1))
+        loss.backward()
+        opt.step()
+    sec = time.perf_counter() - t0
+    res = {"model": which, "steps": steps, "batch": batch, "threads": threads, "seconds": sec, "torch": torch.__version__}
+    if which == "vit":
+        res["images_per_second"] = steps * batch / sec
+    else:
+        res["tokens_per_second"] = steps * batch * 128 / sec
+    print(json.dumps(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
