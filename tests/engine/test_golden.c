@@ -219,19 +219,24 @@ static void compare(const rec *w, const float *got, double rtol, double *worst_r
     if (mx > 1e-6 && worst / mx > *worst_rel) *worst_rel = worst / mx; /* vanishing gradients aside */
 }
 
-static void replay(const char *dir, const char *name, cn_device *dev, int fused) {
-    char label[160], path[1024];
-    snprintf(label, sizeof label, "%s%s on %s", name, uses_attention(name) ? (fused ? " (fused)" : " (unfused)") : "",
-             cn_device_selector(dev));
+/* Begins the case `label` with fixture dir/name.bin loaded into f; 0 (the case ended, failed)
+ * when the file is missing or malformed. */
+static int begin_case(const char *label, const char *dir, const char *name, fixture *f) {
+    char path[1024];
     snprintf(path, sizeof path, "%s/%s.bin", dir, name);
     tc_begin(label);
-    fixture f;
-    const char *err = fixture_load(path, &f);
+    const char *err = fixture_load(path, f);
     CHECK(!err, "%s: %s", path, err ? err : "");
-    if (err) {
-        tc_end();
-        return;
-    }
+    if (err) tc_end();
+    return !err;
+}
+
+static void replay(const char *dir, const char *name, cn_device *dev, int fused) {
+    char label[160];
+    snprintf(label, sizeof label, "%s%s on %s", name, uses_attention(name) ? (fused ? " (fused)" : " (unfused)") : "",
+             cn_device_selector(dev));
+    fixture f;
+    if (!begin_case(label, dir, name, &f)) return;
     cn_graph g;
     cn_graph_init(&g);
     ctx c = {.g = &g, .f = &f, .fused = fused};
@@ -315,17 +320,10 @@ done:
  * every input a parameter so a training session's gradients can be read by name. Then the
  * builders' refusals: heads that do not divide the width, a value that is not [B,T,C]. */
 static void replay_public(const char *dir, cn_device *dev) {
-    char label[160], path[1024];
+    char label[160];
     snprintf(label, sizeof label, "transformer_block through the public builders on %s", cn_device_selector(dev));
-    snprintf(path, sizeof path, "%s/transformer_block.bin", dir);
-    tc_begin(label);
     fixture f;
-    const char *err = fixture_load(path, &f);
-    CHECK(!err, "%s: %s", path, err ? err : "");
-    if (err) {
-        tc_end();
-        return;
-    }
+    if (!begin_case(label, dir, "transformer_block", &f)) return;
     cn_program *p = NULL;
     cn_session *s = NULL;
     CHECK_OK(cn_program_create(&p));

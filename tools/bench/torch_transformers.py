@@ -10,7 +10,6 @@ bytes cut from TEXT in order. Two untimed steps come first (allocation, first-ca
 STEPS timed ones: {"model": ..., "steps": ..., "seconds": ..., "images_per_second" or
 "tokens_per_second": ...}.
 """
-import gzip
 import json
 import os
 import sys
@@ -22,16 +21,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "golden"))
 import torch_models  # noqa: E402
 
-DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
 WARMUP = 2
-
-
-def idx(name):
-    for p, opener in ((os.path.join(DATA, name + ".gz"), gzip.open), (os.path.join(DATA, name), open)):
-        if os.path.exists(p):
-            with opener(p, "rb") as f:
-                return f.read()
-    sys.exit("torch_transformers.py: %s not found in %s" % (name, DATA))
 
 
 def main():
@@ -43,9 +33,10 @@ def main():
     n = (steps + WARMUP) * batch
     if which == "vit":
         model = torch_models.ViT()
-        x = torch.tensor(list(idx("train-images-idx3-ubyte")[16:16 + n * 784]), dtype=torch.float32)
+        images = torch_models.fashion_mnist("train-images-idx3-ubyte")
+        x = torch.tensor(list(images[16:16 + n * 784]), dtype=torch.float32)
         x = x.reshape(n, 28, 28, 1) / 255.0
-        y = torch.tensor(list(idx("train-labels-idx1-ubyte")[8:8 + n]), dtype=torch.int64)
+        y = torch.tensor(list(torch_models.fashion_mnist("train-labels-idx1-ubyte")[8:8 + n]), dtype=torch.int64)
     else:
         model = torch_models.CharGPT()
         data = open(sys.argv[5], "rb").read()

@@ -16,11 +16,26 @@ clnet stores a dense weight as [in, out] (y = x W) and a conv kernel as [KH, KW,
 nn.Linear holds [out, in] and nn.Conv2d [Cout, Cin, KH, KW]: `clnet_params` says how each
 tensor maps.
 """
+import gzip
 import math
+import os
+import sys
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
+
+
+def fashion_mnist(name):
+    """The bytes of one Fashion-MNIST IDX file (gzip or raw), as clnet's reader finds it."""
+    for path, opener in ((os.path.join(DATA, name + ".gz"), gzip.open), (os.path.join(DATA, name), open)):
+        if os.path.exists(path):
+            with opener(path, "rb") as f:
+                return f.read()
+    sys.exit("%s not found in %s (set CLNET_TEST_DATA)" % (name, DATA))
 
 
 class Attention(nn.Module):

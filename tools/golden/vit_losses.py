@@ -18,7 +18,6 @@ tests/engine/test_vit_torch.c replays the fixture on every device without Python
 - Precision: PyTorch runs in float64 from those float32 weights and pixels, so the fixture is
   the (nearly) exact trajectory; clnet's float32 run differs by its own rounding only.
 """
-import gzip
 import os
 import sys
 
@@ -30,7 +29,6 @@ import torch_models  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "tests", "fixtures", "vit_fashion_losses.txt")
-DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
 SEED, BATCH, STEPS, LR, EPS = 20261124, 32, 20, 1e-3, 1e-7
 
 M64 = (1 << 64) - 1
@@ -72,14 +70,6 @@ def recipe(name, shape):
     return 0.0, (6.0 / (fan_in + fan_out)) ** 0.5
 
 
-def idx(name):
-    for path, opener in ((os.path.join(DATA, name + ".gz"), gzip.open), (os.path.join(DATA, name), open)):
-        if os.path.exists(path):
-            with opener(path, "rb") as f:
-                return f.read()
-    sys.exit("vit_losses.py: %s not found in %s (set CLNET_TEST_DATA)" % (name, DATA))
-
-
 def main():
     torch.manual_seed(0)
     model = torch_models.ViT(image=28, channels=1, patch=4, width=64, heads=4, blocks=2, mlp=128, classes=10)
@@ -97,7 +87,8 @@ def main():
             param.copy_(torch_models.to_torch(value, how))
             lines.append("param %s %s center %r half %r sum %r" % (name, " ".join(map(str, shape)), center, half,
                                                                    value.double().sum().item()))
-    images, labels = idx("train-images-idx3-ubyte"), idx("train-labels-idx1-ubyte")
+    images = torch_models.fashion_mnist("train-images-idx3-ubyte")
+    labels = torch_models.fashion_mnist("train-labels-idx1-ubyte")
     n = BATCH * STEPS
     x = torch.tensor(list(images[16:16 + n * 784]), dtype=torch.float32).reshape(n, 28, 28, 1) / 255.0
     y = torch.tensor(list(labels[8:8 + n]), dtype=torch.int64)
