@@ -39,11 +39,7 @@ static int format_line(const cn_model *m, const cn_layer *l, char *t, size_t cap
 /* Appends one line to the canonical text (amortised constant time: the buffer doubles), so
  * building a model of n layers formats n lines, never the whole text again. The text stays
  * within CN_MODEL_MAX_TEXT, so whatever is built can be saved and parsed back. */
-static cn_status append_line(cn_model *m, const cn_layer *l) {
-    char line[256];
-    int n = format_line(m, l, line, sizeof line);
-    m->text_lines++;
-    if (n < 0 || (size_t)n >= sizeof line) return cn_errorf(CN_ERR_INTERNAL, "layer %d: canonical line too long", m->n + 1);
+static cn_status append_line(cn_model *m, const char *line, int n) {
     if (m->text_len + (size_t)n > CN_MODEL_MAX_TEXT)
         return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: the model's description would exceed %zu bytes (CN_MODEL_MAX_TEXT)",
                          m->n + 1, CN_MODEL_MAX_TEXT);
@@ -67,7 +63,10 @@ cn_status cn_model_create(int h, int w, int c, cn_model **out) {
     cn_model *m = calloc(1, sizeof *m);
     if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model");
     m->h = h, m->w = w, m->c = c;
-    cn_status st = append_line(m, NULL);
+    char line[64];
+    int n = format_line(m, NULL, line, sizeof line);
+    m->text_lines++;
+    cn_status st = append_line(m, line, n);
     if (st != CN_OK) {
         cn_model_free(m);
         return st;
@@ -110,7 +109,38 @@ static void current(const cn_model *m, int *flat, int64_t *h, int64_t *w, int64_
     *flat = l->flat, *h = l->oh, *w = l->ow, *c = l->oc;
 }
 
+/* The product of n sizes (each >= 0), or -1 when it does not fit in int64. Every size
+ * product of a layer goes through here, so no count wraps (signed overflow is undefined,
+ * and a wrapped count printed 2^72 parameters as 16777216). */
+static int64_t product(int n, const int64_t *f) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++)
+        if (f[i] < 0 || __builtin_mul_overflow(p, f[i], &p)) return -1;
+    return p;
+}
+#define PRODUCT(...) product((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+
+static int64_t sum(int64_t a, int64_t b) {
+    int64_t s;
+    return a < 0 || b < 0 || __builtin_add_overflow(a, b, &s) ? -1 : s;
+}
+
+/* Appends l after the checks every layer shares: its sizes and the model's totals fit in 64
+ * bits, the layer and text caps. Errors name the layer by its position and canonical line. */
 static cn_status push_layer(cn_model *m, cn_layer *l) {
+    char line[256];
+    int n = format_line(m, l, line, sizeof line);
+    m->text_lines++;
+    if (n < 1 || (size_t)n >= sizeof line) return cn_errorf(CN_ERR_INTERNAL, "layer %d: canonical line too long", m->n + 1);
+    int64_t h, w, c;
+    int flat;
+    current(m, &flat, &h, &w, &c);
+    const char *bad = l->oc < 0 ? "output size" : l->params < 0 ? "parameter count" : l->flops < 0 ? "FLOP count"
+                      : sum(m->params, l->params) < 0 ? "model's parameter count" : sum(m->flops, l->flops) < 0 ? "model's FLOP count"
+                      : NULL;
+    if (bad)
+        return cn_errorf(CN_ERR_SHAPE, "layer %d (%.*s) on input %lldx%lldx%lld: the %s does not fit in 64 bits", m->n + 1,
+                         n - 1, line, (long long)h, (long long)w, (long long)c, bad);
     if (m->n >= CN_MODEL_MAX_LAYERS)
         return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: a model holds at most %d layers (CN_MODEL_MAX_LAYERS)", m->n + 1,
                          CN_MODEL_MAX_LAYERS);
@@ -120,8 +150,9 @@ static cn_status push_layer(cn_model *m, cn_layer *l) {
         if (!nl) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model layers");
         m->layers = nl, m->cap = cap;
     }
-    CN_TRY(append_line(m, l));
+    CN_TRY(append_line(m, line, n));
     m->layers[m->n++] = *l;
+    m->params += l->params, m->flops += l->flops;
     return CN_OK;
 }
 
@@ -135,8 +166,8 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
         return cn_errorf(CN_ERR_SHAPE, "dense: input is %lldx%lldx%lld (an image); add 'flatten' first", (long long)h,
                          (long long)w, (long long)c);
     cn_layer l = {.kind = CN_L_DENSE, .units = units, .act = act, .flat = 1, .oh = 1, .ow = 1, .oc = units};
-    l.params = c * units + units;
-    l.flops = 2 * c * units;
+    l.params = sum(PRODUCT(c, units), units);
+    l.flops = PRODUCT(2, c, units);
     return push_layer(m, &l);
 }
 
@@ -154,8 +185,8 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
                          (long long)h, (long long)w, (long long)c);
     cn_layer l = {.kind = CN_L_CONV2D, .units = filters, .kernel = kernel, .stride = stride, .pad = pad, .act = act};
     l.oh = oh, l.ow = ow, l.oc = filters;
-    l.params = (int64_t)kernel * kernel * c * filters + filters;
-    l.flops = 2 * oh * ow * (int64_t)kernel * kernel * c * filters;
+    l.params = sum(PRODUCT(kernel, kernel, c, filters), filters);
+    l.flops = PRODUCT(2, oh, ow, kernel, kernel, c, filters);
     return push_layer(m, &l);
 }
 
@@ -171,7 +202,7 @@ static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride)
     if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
     cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .oh = oh, .ow = ow, .oc = c};
-    l.flops = oh * ow * c * size * size;
+    l.flops = PRODUCT(oh, ow, c, size, size);
     return push_layer(m, &l);
 }
 
@@ -183,7 +214,7 @@ cn_status cn_model_add_flatten(cn_model *m) {
     int flat;
     int64_t h, w, c;
     current(m, &flat, &h, &w, &c);
-    cn_layer l = {.kind = CN_L_FLATTEN, .flat = 1, .oh = 1, .ow = 1, .oc = flat ? c : h * w * c};
+    cn_layer l = {.kind = CN_L_FLATTEN, .flat = 1, .oh = 1, .ow = 1, .oc = flat ? c : PRODUCT(h, w, c)};
     return push_layer(m, &l);
 }
 
@@ -192,7 +223,7 @@ static cn_status add_same_shape(cn_model *m, cn_layer l) {
     int64_t h, w, c;
     current(m, &flat, &h, &w, &c);
     l.flat = flat, l.oh = h, l.ow = w, l.oc = c;
-    l.flops = h * w * c;
+    l.flops = PRODUCT(h, w, c);
     return push_layer(m, &l);
 }
 
@@ -226,11 +257,7 @@ int64_t cn_model_output_size(const cn_model *m) {
     return flat ? c : h * w * c;
 }
 
-int64_t cn_model_num_params(const cn_model *m) {
-    int64_t s = 0;
-    for (int i = 0; m && i < m->n; i++) s += m->layers[i].params;
-    return s;
-}
+int64_t cn_model_num_params(const cn_model *m) { return m ? m->params : 0; }
 
 int cn_model_ends_with_softmax(const cn_model *m) { return m && m->n > 0 && m->layers[m->n - 1].act == CN_ACT_SOFTMAX; }
 
@@ -251,8 +278,8 @@ int cn_model_param_descs(const cn_model *m, cn_param_desc *d) {
                                 : cn_shape_of(2, in_flat, (int64_t)l->units);
                 b->shape = cn_shape_of(1, (int64_t)l->units);
                 w->layer = b->layer = i;
-                w->fan_in = b->fan_in = (int)fan_in;
-                w->fan_out = b->fan_out = conv ? l->kernel * l->kernel * l->units : l->units;
+                w->fan_in = b->fan_in = fan_in;
+                w->fan_out = b->fan_out = conv ? (int64_t)l->kernel * l->kernel * l->units : l->units;
                 w->act = b->act = l->act;
             }
             k += 2;
@@ -267,7 +294,6 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     if (!m || !buf || cap == 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_summary: NULL argument");
     static const char *kinds[] = {"Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout"};
     size_t o = 0;
-    int64_t tp = 0, tf = 0;
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)
     OUT("%-24s %-20s %12s %16s\n", "Layer (type)", "Output Shape", "Param #", "FLOPs/image");
     OUT("%.*s\n", 75, "===========================================================================");
@@ -280,11 +306,10 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
         if (l->flat) snprintf(shape, sizeof shape, "(None, %lld)", (long long)l->oc);
         else snprintf(shape, sizeof shape, "(None, %lld, %lld, %lld)", (long long)l->oh, (long long)l->ow, (long long)l->oc);
         OUT("%-24s %-20s %12lld %16lld\n", name, shape, (long long)l->params, (long long)l->flops);
-        tp += l->params, tf += l->flops;
     }
     OUT("%.*s\n", 75, "===========================================================================");
-    OUT("Total params: %lld (%.1f KiB f32)\n", (long long)tp, (double)tp * 4.0 / 1024.0);
-    OUT("Forward FLOPs per image: %lld (training step ~3x)\n", (long long)tf);
+    OUT("Total params: %lld (%.1f KiB f32)\n", (long long)m->params, (double)m->params * 4.0 / 1024.0);
+    OUT("Forward FLOPs per image: %lld (training step ~3x)\n", (long long)m->flops);
 #undef OUT
     if (o >= cap) buf[cap - 1] = 0;
     return CN_OK;

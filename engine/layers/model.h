@@ -44,6 +44,7 @@ struct cn_model {
     size_t text_len, text_cap;
     int64_t text_lines; /* lines ever formatted: one per layer and the input, so the tests can
                            see that adding a layer never re-formats the others */
+    int64_t params, flops; /* totals over the layers, each checked to fit when a layer is added */
 };
 
 /* Per-trainable-tensor description, in a fixed order (layer order, weight then bias). */
@@ -51,7 +52,7 @@ typedef struct cn_param_desc {
     char name[CN_NODE_NAME_MAX]; /* "conv2d_1.weight" */
     cn_shape shape;
     int layer;
-    int fan_in, fan_out;
+    int64_t fan_in, fan_out;
     cn_act act; /* of the layer, picks He (ReLU) or Glorot init */
 } cn_param_desc;
 

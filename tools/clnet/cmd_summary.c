@@ -45,7 +45,7 @@ int cmd_summary(int argc, char **argv) {
     cn_model *m = NULL;
     cn_status st = is_checkpoint(pos[0]) ? cn_checkpoint_read_model(pos[0], &m) : cn_model_load_file(pos[0], &m);
     if (st != CN_OK) return cli_error(st);
-    size_t cap = 1 << 20;
+    size_t cap = ((size_t)cn_model_num_layers(m) + 8) * 160; /* a table row per layer */
     char *buf = malloc(cap);
     if (!buf) {
         if (m) cn_model_free(m);
