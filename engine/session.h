@@ -50,6 +50,9 @@ cn_status cn_session__forward(cn_session *s);
 cn_status cn_session__prepare(cn_session *s, int64_t batch);
 /* Starts reading an output of the latest run without waiting; dst is valid after a sync. */
 cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, size_t bytes);
+/* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
+ * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
+cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
 /* Loads parameters (and, when restore_state and the optimizer kinds agree, optimizer state and
  * step) from a parsed checkpoint; path names it in messages. */
 cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state);
@@ -63,6 +66,10 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
 /* The classifier front-end's settings (optimizer and loss) stored in a parsed checkpoint
  * (trainer_io.c); defaults where it predates them. */
 cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train_config *cfg);
+/* cn_session__match_ckpt for the classifier program of m with cfg's seed and loss: called
+ * before a trainer is built from a checkpoint, so nothing is allocated for parameters the
+ * checkpoint does not hold (trainer_io.c). */
+cn_status cn_trainer__match_ckpt(const cn_ckpt *c, const char *path, const cn_model *m, const cn_train_config *cfg);
 
 /* The MPI gradient all-reduce as s's hook; rows points at this rank's rows of each step.
  * *state is freed with cn_mpi_hook_free. */

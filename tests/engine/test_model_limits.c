@@ -2,6 +2,7 @@
  * is formatted once, counted, never timed), the text and layer caps are enforced and named,
  * in a file, a string and the builder API alike. */
 #include "../data/tcheck.h"
+#include "data/checkpoint.h"
 #include "layers/model.h"
 
 /* "input 4 4 1\n" then n lines of "relu\n" (NUL-terminated, malloc'd). */
@@ -170,10 +171,38 @@ static void test_size_overflow(void) {
     tc_end();
 }
 
+/* A 100-byte checkpoint whose model text asks for 12.5 GB of weights it does not hold: the
+ * weights are looked for before anything is allocated, so the device's peak stays put. */
+static void test_small_checkpoint_big_model(void) {
+    tc_begin("a small checkpoint cannot demand a large allocation before its weights are checked");
+    cn_device *dev = NULL;
+    CHECK_OK(cn_device_open("omp", &dev));
+    const char *path = tc_path("small.ckpt");
+    cn_ckpt_meta meta = {"input 28 28 1\nflatten\ndense 4000000\n", 0, 1, 10, 42};
+    float b[2] = {1.0f, -2.0f};
+    cn_ckpt_tensor t = {"b", CN_F32, 1, {2}, b};
+    CHECK_OK(cn_ckpt_save(path, &meta, &t, 1));
+    cn_memory_stats before, after;
+    CHECK_OK(cn_device_memory_stats(dev, &before));
+    cn_model *m = NULL;
+    cn_session *s = NULL;
+    cn_trainer *tr = NULL;
+    CHECK_ERR(cn_inference_from_checkpoint(path, dev, &m, &s, NULL, NULL), CN_ERR_SHAPE, "dense_1.weight");
+    CHECK(m == NULL && s == NULL, "nothing returned on failure");
+    CHECK_ERR(cn_trainer_from_checkpoint(path, dev, &m, &tr, NULL, NULL), CN_ERR_SHAPE, "dense_1.weight");
+    CHECK(m == NULL && tr == NULL, "nothing returned on failure");
+    CHECK_OK(cn_device_memory_stats(dev, &after));
+    CHECK(after.peak == before.peak, "device peak %llu -> %llu bytes: something was allocated first",
+          (unsigned long long)before.peak, (unsigned long long)after.peak);
+    cn_device_release(dev);
+    tc_end();
+}
+
 int main(void) {
     test_parse_is_linear();
     test_text_cap();
     test_builder_caps();
     test_size_overflow();
+    test_small_checkpoint_big_model();
     return tc_finish();
 }

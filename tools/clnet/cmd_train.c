@@ -261,6 +261,8 @@ static int load_model(train_opts *o, cn_model **out) {
     char origin[1024];
     snprintf(origin, sizeof origin, "%s (model)", o->resume);
     st = cn_model_parse(meta->model_text, origin, out);
+    /* the weights must be in the checkpoint before the trainer allocates room for them */
+    if (st == CN_OK) st = cn_trainer__match_ckpt(ck, o->resume, *out, &o->ckpt_cfg);
     cn_ckpt_free(ck);
     if (st != CN_OK) return cli_error(st);
     if (strcmp(o->model_path, "-") != 0) {
