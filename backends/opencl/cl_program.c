@@ -94,6 +94,7 @@ static const cn_cl_source *find_source(const char *name) {
     return NULL;
 }
 
+/* The build options of a family: ours, then CLNET_CL_OPTIONS (checked at open to fit). */
 static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size_t cap) {
     int n = snprintf(buf, cap, "%s", c->cl_c_12 ? "-cl-std=CL1.2" : "");
     if (fam == CN_CL_FAM_GEMM)
@@ -103,8 +104,7 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
      * enters the cache key like every other option. */
-    const char *extra = getenv("CLNET_CL_OPTIONS");
-    if (extra && *extra && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", extra);
+    if (c->cl_options[0] && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", c->cl_options);
 }
 
 /* ---- disk cache ----
@@ -317,7 +317,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     const cn_cl_source *common = find_source("common.h.cl"), *src = find_source(file);
     if (!common || !src)
         return cn_errorf(CN_ERR_INTERNAL, "OpenCL kernel source %s is not embedded in this build", file);
-    char options[1024];
+    char options[CN_CL_OPTIONS_MAX + 256]; /* ours take < 128 bytes */
     family_options(c, fam, options, sizeof options);
 
     uint64_t key = FNV_OFFSET;
