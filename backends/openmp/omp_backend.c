@@ -242,7 +242,8 @@ static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char 
 #ifdef _OPENMP
     snprintf(o->version, sizeof o->version, "OpenMP %d", _OPENMP);
 #endif
-    snprintf(o->driver, sizeof o->driver, "%s", cn_version());
+    /* the GEMM build chosen for this CPU is what decides omp's speed: say which it is */
+    snprintf(o->driver, sizeof o->driver, "%s gemm-%s", cn_version(), omp_gemm_isa());
     o->compute_units = omp_get_max_threads();
     o->global_mem = host_memory();
     o->max_alloc = o->global_mem;
@@ -255,6 +256,7 @@ static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char 
 /* Host scratch (GEMM packing, partial sums) is short-lived host memory, not counted. */
 static cn_status omp_create(const cn_device_info *info, cn_mem_account *mem, cn_backend **out) {
     (void)info, (void)mem;
+    CN_TRY(omp_gemm_init());
     return cn_omp_backend_create(out);
 }
 

@@ -22,6 +22,14 @@
 
 #include "omp_ops.h"
 
+/* This file is compiled once per instruction set (see meson.build and omp_gemm_dispatch.c):
+ * the register tile below is fixed at compile time, so each build names its entry point. */
+#ifndef OMP_GEMM_NAME
+#define OMP_GEMM_NAME omp_gemm_generic
+#endif
+cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c, const float *bias, int epilogue);
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 /* gcc's default tuning may prefer 256-bit vectors on AVX-512 parts; the micro-kernel is the
  * one place where the full width pays (it doubles the accumulators per register file). */
@@ -329,8 +337,8 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     return CN_OK;
 }
 
-cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, const float *b, float *c, const float *bias, int epilogue) {
+cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+                        const float *a, const float *b, float *c, const float *bias, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int max_nt = omp_get_max_threads();
@@ -382,16 +390,4 @@ cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n
     }
     free(scratch);
     return CN_OK;
-}
-
-cn_status omp_op_MATMUL(const cn_launch *l) {
-    const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1];
-    const int ta = l->p->trans_a != 0, tb = l->p->trans_b != 0;
-    const int d = sa->ndim;
-    const int64_t batch = d == 3 ? sa->d[0] : 1;
-    const int64_t m = ta ? sa->d[d - 1] : sa->d[d - 2];
-    const int64_t k = ta ? sa->d[d - 2] : sa->d[d - 1];
-    const int64_t n = tb ? sb->d[d - 2] : sb->d[d - 1];
-    const float *bias = cn_op_fused_bias(l->op, l->n_in) ? l->in[2] : NULL;
-    return omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
 }

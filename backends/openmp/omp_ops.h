@@ -61,6 +61,11 @@ static inline float omp_sigmoid(float x) {
 cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                    const float *a, const float *b, float *c, const float *bias, int epilogue);
 
+/* Which build of omp_gemm.c runs: "avx512", "avx2" or "generic" (the best this CPU runs, or
+ * CLNET_OMP_GEMM). omp_gemm_init fails when CLNET_OMP_GEMM names a build this CPU cannot run. */
+const char *omp_gemm_isa(void);
+cn_status omp_gemm_init(void);
+
 #define OMP_X_DECL(NAME, ...) cn_status omp_op_##NAME(const cn_launch *l);
 CN_OP_TABLE(OMP_X_DECL)
 #undef OMP_X_DECL

@@ -10,6 +10,8 @@
  * visited in a fixed order, so the sums are the same for any thread count. AVGPOOL_GRAD
  * gathers instead, like COL2IM.
  */
+#include <string.h>
+
 #include "omp_ops.h"
 
 /* MAXPOOL_GRAD keeps the running maximum of this many channels in registers/L1. */
@@ -112,11 +114,12 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
                         const int32_t pix = (int32_t)((oh * g.sh - g.ph + ki) * g.w + ow * g.sw - g.pw + kj);
                         const float *src = img + pix * C;
                         /* Strict >: a later equal value does not displace the first. Written
-                         * as selects so the channel loop vectorises. */
+                         * as a float select and an integer mask so the channel loop vectorises
+                         * even for baseline x86-64 (SSE2 has no blend). */
                         for (int64_t c = 0; c < cw; c++) {
-                            const int take = src[c] > best[c];
-                            best[c] = take ? src[c] : best[c];
-                            arg[c] = take ? pix : arg[c];
+                            const int32_t take = -(int32_t)(src[c] > best[c]);
+                            best[c] = src[c] > best[c] ? src[c] : best[c];
+                            arg[c] ^= (arg[c] ^ pix) & take;
                         }
                     }
                 }
@@ -126,7 +129,14 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
                         for (int64_t kj = kj0; kj < kj1; kj++) {
                             const int32_t pix = (int32_t)((oh * g.sh - g.ph + ki) * g.w + ow * g.sw - g.pw + kj);
                             float *d = dimg + pix * C;
-                            for (int64_t c = 0; c < cw; c++) d[c] = arg[c] == pix ? g_row[c] : 0.0f;
+                            /* dy where this pixel is the window's maximum, else +0: selected by
+                             * masking the bits, which vectorises on any x86-64 */
+                            for (int64_t c = 0; c < cw; c++) {
+                                uint32_t bits;
+                                memcpy(&bits, &g_row[c], sizeof bits);
+                                bits &= -(uint32_t)(arg[c] == pix);
+                                memcpy(&d[c], &bits, sizeof bits);
+                            }
                         }
                     }
                 } else {
