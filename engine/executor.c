@@ -78,14 +78,18 @@ cn_status cn_plan_feed(cn_plan *p, int node, const void *data, size_t bytes, int
     return p->dev->be->upload(p->dev->be->ctx, p->buf[node], 0, data, bytes, blocking);
 }
 
-cn_status cn_plan_run(cn_plan *p, uint64_t step) {
+cn_status cn_plan_run(cn_plan *p, uint64_t step) { return cn_plan_run_range(p, step, 0, p ? p->n_launch : 0); }
+
+cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run: NULL plan");
+    if (from < 0 || to > p->n_launch || from > to)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run_range: launches [%d, %d) of %d", from, to, p->n_launch);
     if (step == 0 && p->needs_step)
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_plan_run on %s: step must be >= 1 (Adam's bias correction divides "
                          "by 1 - beta^step)", p->dev->info.selector);
     cn_backend *be = p->dev->be;
     int prof = cn_profile_enabled();
-    for (int k = 0; k < p->n_launch; k++) {
+    for (int k = from; k < to; k++) {
         p->launches[k].step = step;
         double t0 = prof ? cn_now_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);

@@ -34,10 +34,7 @@ static int push(cn_graph *g, const cn_node *n) {
 }
 
 static int valid_shape(const cn_shape *s) {
-    if (s->ndim < 1 || s->ndim > CN_MAX_DIMS) return 0;
-    for (int i = 0; i < s->ndim; i++)
-        if (s->d[i] < 1 || s->d[i] > ((int64_t)1 << 40)) return 0;
-    return 1;
+    return s->ndim >= 1 && cn_shape_fits(s, NULL);
 }
 
 int cn_g_leaf(cn_graph *g, cn_leaf_kind kind, const char *name, const cn_shape *shape, cn_dtype dt) {

@@ -36,6 +36,12 @@ double cn_now_seconds(void);
         if (cn_try_s_ != CN_OK) return cn_try_s_; \
     } while (0)
 
+/* Opens path for reading only if it is a regular file, without blocking on a FIFO; the fd
+ * (blocking again) and *st (may be NULL), or -1 with errno: EISDIR for a directory, EINVAL
+ * for a FIFO, socket or device, else open's or fstat's. */
+struct stat;
+int cn_open_regular(const char *path, struct stat *st);
+
 /* Overflow-checked size arithmetic for readers of untrusted files. */
 static inline int cn_mul_overflows(size_t a, size_t b, size_t *out) {
     return __builtin_mul_overflow(a, b, out);

@@ -117,6 +117,15 @@ int cn_shape_broadcasts(const cn_shape *small, const cn_shape *full) {
     return 1;
 }
 
+int cn_shape_fits(const cn_shape *s, int64_t *numel) {
+    int64_t n = 1;
+    if (s->ndim < 0 || s->ndim > CN_MAX_DIMS) return 0;
+    for (int i = 0; i < s->ndim; i++)
+        if (s->d[i] < 1 || __builtin_mul_overflow(n, s->d[i], &n) || n > CN_MAX_NUMEL) return 0;
+    if (numel) *numel = n;
+    return 1;
+}
+
 /* ---- window geometry ---- */
 
 int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) {
@@ -130,7 +139,11 @@ int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
     memset(g, 0, sizeof *g);
     g->n = img->d[0], g->h = img->d[1], g->w = img->d[2], g->c = img->d[3];
     g->kh = p->kh, g->kw = p->kw, g->sh = p->sh, g->sw = p->sw, g->ph = p->ph, g->pw = p->pw;
-    return cn_window_extent(g->h, g->kh, g->sh, g->ph, &g->oh) && cn_window_extent(g->w, g->kw, g->sw, g->pw, &g->ow);
+    if (!cn_window_extent(g->h, g->kh, g->sh, g->ph, &g->oh) || !cn_window_extent(g->w, g->kw, g->sw, g->pw, &g->ow))
+        return 0;
+    /* the patch matrix multiplies sizes: it must fit as a shape, or the window does not */
+    cn_shape pooled = cn_window_pooled(g), patch = cn_shape_of(3, g->kh, g->kw, g->c);
+    return cn_shape_fits(&pooled, NULL) && cn_shape_fits(&patch, NULL);
 }
 
 cn_shape cn_window_pooled(const cn_window *g) { return cn_shape_of(4, g->n, g->oh, g->ow, g->c); }
@@ -198,7 +211,7 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_LEAF:
         SHAPE_FAIL("leaf nodes are made with cn_g_leaf");
     case CN_RULE_VIEW:
-        if (!given || cn_shape_numel(given) != cn_shape_numel(a))
+        if (!given || !cn_shape_fits(given, NULL) || cn_shape_numel(given) != cn_shape_numel(a))
             SHAPE_FAIL("reshape: cannot view %s as %s", cn_shape_str(a, s1, sizeof s1),
                        given ? cn_shape_str(given, s2, sizeof s2) : "(none)");
         *out = *given;

@@ -191,6 +191,13 @@ static inline int64_t cn_shape_numel(const cn_shape *s) {
     for (int i = 0; i < s->ndim; i++) n *= s->d[i];
     return n;
 }
+/* The most elements a tensor may have, 2^48: its bytes in any dtype, and sums of a few such
+ * counts, fit in int64 and size_t with room to spare, so size arithmetic on a valid shape
+ * cannot overflow. */
+#define CN_MAX_NUMEL ((int64_t)1 << 48)
+/* 1 and *numel when every dim is >= 1 and their product is at most CN_MAX_NUMEL (checked
+ * without overflowing); else 0. The one test of "a shape that fits". */
+int cn_shape_fits(const cn_shape *s, int64_t *numel);
 cn_shape cn_shape_make(int ndim, const int64_t *d);
 cn_shape cn_shape_of(int ndim, ...); /* int64_t dims */
 int cn_shape_eq(const cn_shape *a, const cn_shape *b);

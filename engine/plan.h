@@ -37,6 +37,11 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
 cn_status cn_plan_feed(cn_plan *p, int node, const void *data, size_t bytes, int blocking);
 /* Enqueue every launch; step is the optimizer step counter (1-based) seen by ADAM/DROPOUT. */
 cn_status cn_plan_run(cn_plan *p, uint64_t step);
+/* Enqueue launches [from, to) only: a plan run in pieces, with the caller's work between them
+ * (the gradient buckets of data parallelism), enqueues exactly what cn_plan_run does. */
+cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to);
+/* Index of the launch that writes node's value (its buffer's owner), or -1 if none does. */
+int cn_plan_launch_of(const cn_plan *p, int node);
 /* Blocking read of a node's value (syncs the queue up to it). */
 cn_status cn_plan_read(cn_plan *p, int node, void *dst, size_t bytes);
 /* Start reading a node's value without waiting (falls back to a blocking read when the

@@ -346,6 +346,13 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     return CN_OK;
 }
 
+int cn_plan_launch_of(const cn_plan *p, int node) {
+    if (!p || node < 0 || node >= p->n) return -1;
+    for (int k = p->n_launch - 1; k >= 0; k--)
+        if (p->launch_node[k] == p->root[node]) return k;
+    return -1;
+}
+
 void *cn_plan_buffer(const cn_plan *p, int node) {
     return p && node >= 0 && node < p->n ? p->buf[p->root[node]] : NULL;
 }

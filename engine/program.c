@@ -148,8 +148,8 @@ static int resolve_reshape(const cn_shape *spec, int64_t numel, cn_shape *out) {
         if (spec->d[i] == -1) {
             if (free_dim >= 0) return 0;
             free_dim = i;
-        } else
-            known *= spec->d[i];
+        } else if (spec->d[i] < 1 || __builtin_mul_overflow(known, spec->d[i], &known))
+            return 0;
     }
     if (free_dim >= 0) {
         if (known <= 0 || numel % known) return 0;

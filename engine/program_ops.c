@@ -39,6 +39,8 @@ cn_value cn_op_log(cn_program *p, cn_value x) { return unary(p, CN_OP_LOG, x); }
 cn_value cn_op_softmax(cn_program *p, cn_value x) { return unary(p, CN_OP_SOFTMAX, x); }
 cn_value cn_op_log_softmax(cn_program *p, cn_value x) { return unary(p, CN_OP_LOG_SOFTMAX, x); }
 
+/* Valid only until the next node is added: the node array may move when it grows, so copy
+ * what is needed after building more ops (found by tests/fuzz/fuzz_model.c). */
 static const cn_shape *shape_of(cn_program *p, cn_value v) {
     return p && v >= 0 && v < p->g.n ? &p->g.nodes[v].shape : NULL;
 }
@@ -70,7 +72,7 @@ static cn_value reduce_axis(cn_program *p, cn_value x, int axis, int keepdims, i
     y = cn_prog_sum_leading(p, y, nd - 1);
     if (mean) {
         cn_value sum = y;
-        y = cn_op_scale(p, sum, 1.0f / (float)s->d[a], 0.0f);
+        y = cn_op_scale(p, sum, 1.0f / (float)kept.d[a], 0.0f);
         cn_prog_mark_mean(p, y, x);
     }
     if (!keepdims) return y;
@@ -100,27 +102,28 @@ cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm) {
 }
 
 cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int stride, int pad) {
-    const cn_shape *ws = shape_of(p, w);
-    if (ws && ws->ndim != 4) {
+    const cn_shape *wsp = shape_of(p, w);
+    const cn_shape ws = wsp ? *wsp : (cn_shape){0}; /* a copy: ops are added below */
+    if (wsp && ws.ndim != 4) {
         char sb[96];
-        cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %s must be [KH,KW,Cin,Cout]", cn_shape_str(ws, sb, sizeof sb));
+        cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %s must be [KH,KW,Cin,Cout]", cn_shape_str(&ws, sb, sizeof sb));
         return cn_prog_fail(p, CN_ERR_SHAPE);
     }
-    int kh = ws ? (int)ws->d[0] : 1, kw = ws ? (int)ws->d[1] : 1;
+    int kh = wsp ? (int)ws.d[0] : 1, kw = wsp ? (int)ws.d[1] : 1;
     cn_op_params wp = {0};
     wp.kh = kh, wp.kw = kw, wp.sh = wp.sw = stride, wp.ph = wp.pw = pad;
     cn_value cols = cn_prog_op(p, CN_OP_IM2COL, 1, &x, &wp);
-    cn_value w2 = ws ? cn_prog_reshape(p, w, &(cn_shape){2, {ws->d[0] * ws->d[1] * ws->d[2], ws->d[3]}}) : w;
+    cn_value w2 = wsp ? cn_prog_reshape(p, w, &(cn_shape){2, {ws.d[0] * ws.d[1] * ws.d[2], ws.d[3]}}) : w;
     cn_value y = cn_op_matmul(p, cols, w2, 0, 0);
     if (bias != CN_INVALID_VALUE) y = cn_op_add(p, y, bias);
     const cn_shape *xs = shape_of(p, x);
     const cn_shape *cs = shape_of(p, cols);
-    if (!xs || !cs || !ws) return y;
+    if (!xs || !cs || !wsp) return y;
     /* rows of cols are (n, oh, ow): recover OH, OW from the batch-1 template */
     int64_t oh = 1;
     cn_window_extent(xs->d[1], kh, stride, pad, &oh); /* fits: IM2COL above accepted it */
     int64_t ow = cs->d[0] / xs->d[0] / oh;
-    return cn_prog_reshape(p, y, &(cn_shape){4, {-1, oh, ow, ws->d[3]}});
+    return cn_prog_reshape(p, y, &(cn_shape){4, {-1, oh, ow, ws.d[3]}});
 }
 
 static cn_value pool(cn_program *p, cn_op op, cn_value x, int size, int stride) {
@@ -185,16 +188,17 @@ cn_value cn_op_attention(cn_program *p, cn_value q, cn_value k, cn_value v, floa
 /* Matmul over the last axis through a [rows, in] view; the leading dims (batch included)
  * come back from the element count. */
 cn_value cn_op_dense(cn_program *p, cn_value x, cn_value w, cn_value bias) {
-    const cn_shape *xs = shape_of(p, x), *ws = shape_of(p, w);
-    if (!xs || !ws || xs->ndim == 2) {
+    const cn_shape *xp = shape_of(p, x), *wp = shape_of(p, w);
+    if (!xp || !wp || xp->ndim == 2) {
         cn_value y = cn_op_matmul(p, x, w, 0, 0);
         return bias == CN_INVALID_VALUE ? y : cn_op_add(p, y, bias);
     }
-    cn_value y = cn_op_matmul(p, cn_prog_reshape(p, x, &(cn_shape){2, {-1, xs->d[xs->ndim - 1]}}), w, 0, 0);
+    cn_shape back = *xp;
+    int64_t out = wp->ndim == 2 ? wp->d[1] : 1;
+    cn_value y = cn_op_matmul(p, cn_prog_reshape(p, x, &(cn_shape){2, {-1, back.d[back.ndim - 1]}}), w, 0, 0);
     if (bias != CN_INVALID_VALUE) y = cn_op_add(p, y, bias);
-    cn_shape back = *xs;
     back.d[0] = -1;
-    back.d[back.ndim - 1] = ws->ndim == 2 ? ws->d[1] : 1;
+    back.d[back.ndim - 1] = out;
     return cn_prog_reshape(p, y, &back);
 }
 

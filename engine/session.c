@@ -146,11 +146,14 @@ cn_status cn_session_create_shared(cn_session *src, cn_session **out) {
     return CN_OK;
 }
 
+static void drop_plan(cn_sess_plan *sp) {
+    cn_plan_free(sp->plan);
+    cn_prog_inst_destroy(&sp->inst);
+    free(sp->grad_launch);
+}
+
 static void free_plans(cn_session *s) {
-    for (int i = 0; i < s->n_plans; i++) {
-        cn_plan_free(s->plans[i].plan);
-        cn_prog_inst_destroy(&s->plans[i].inst);
-    }
+    for (int i = 0; i < s->n_plans; i++) drop_plan(&s->plans[i]);
     s->n_plans = 0;
     s->last = NULL;
 }
@@ -158,6 +161,7 @@ static void free_plans(cn_session *s) {
 void cn_session_free(cn_session *s) {
     if (!s) return;
     free_plans(s);
+    cn_session__free_buckets(s);
     cn_plan_free(s->apply);
     cn_graph_destroy(&s->apply_g);
     int np = s->prog ? s->prog->n_params : 0;
@@ -244,10 +248,12 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
+    if (st == CN_OK && s->training) st = cn_session__note_grads(s, sp, gnode);
     if (st != CN_OK) {
         cn_error_context(st, "planning the %s graph for a batch of %lld on %s", s->training ? "training" : "inference",
                          (long long)batch, s->dev->info.selector);
-        cn_prog_inst_destroy(&sp->inst);
+        drop_plan(sp);
+        memset(sp, 0, sizeof *sp);
     }
     free(bind), free(grads), free(outs), free(used), free(gnode);
     return st;
@@ -259,8 +265,7 @@ static cn_status get_plan(cn_session *s, int64_t batch, cn_sess_plan **out) {
     if (s->n_plans == CN_SESSION_MAX_PLANS) { /* evict the newest: the odd sizes (partial batches) */
         cn_sess_plan *v = &s->plans[CN_SESSION_MAX_PLANS - 1];
         if (s->last == v) s->last = NULL;
-        cn_plan_free(v->plan);
-        cn_prog_inst_destroy(&v->inst);
+        drop_plan(v);
         s->n_plans--;
     }
     CN_TRY(build_plan(s, batch, &s->plans[s->n_plans]));
@@ -336,7 +341,7 @@ cn_status cn_session__forward(cn_session *s) {
         in->pending[in->latest] = 1;
     }
     s->last = sp;
-    return cn_plan_run(sp->plan, s->step + 1);
+    return s->gb.fn ? cn_session__run_buckets(s, sp) : cn_plan_run(sp->plan, s->step + 1);
 }
 
 cn_status cn_session_compute_gradients(cn_session *s) {

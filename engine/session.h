@@ -12,8 +12,29 @@
 typedef struct cn_sess_plan {
     int64_t batch;
     cn_prog_inst inst;
-    cn_plan *plan; /* inference: forward; training: forward, loss, gradients */
+    cn_plan *plan;    /* inference: forward; training: forward, loss, gradients */
+    int *grad_launch; /* training: per parameter, the launch after which its gradient is final (-1: none) */
 } cn_sess_plan;
+
+/* Called while the gradient plan runs in pieces (session_buckets.c): bucket >= 0 once every
+ * gradient of that bucket is final (a blocking read of them returns their final values; the
+ * buckets come in order), -1 after each later launch while buckets remain (a chance to make
+ * progress on what the earlier buckets started). */
+typedef cn_status (*cn_bucket_fn)(cn_session *s, int bucket, void *user);
+
+/* The parameters that have a gradient, in the order the backward pass finishes them, cut into
+ * buckets of about `bytes`. The order comes from the program's graph, which is the same for
+ * every batch size, so every plan (and every MPI rank) has the same buckets. */
+typedef struct cn_grad_buckets {
+    int *order; /* parameter indices, earliest final first */
+    int n_order;
+    int *end;   /* bucket b holds order[b ? end[b - 1] : 0 .. end[b]) */
+    int n;      /* buckets (0 until first formed) */
+    size_t bytes;
+    int *ready; /* scratch: per bucket, the launch of the current plan after which it is final */
+    cn_bucket_fn fn;
+    void *user;
+} cn_grad_buckets;
 
 typedef struct cn_sess_input {
     void *buf[2]; /* two host copies, so a non-blocking upload never reads memory being refilled */
@@ -41,6 +62,7 @@ struct cn_session {
     uint64_t step;
     cn_grad_hook hook;
     void *hook_user;
+    cn_grad_buckets gb;
 };
 
 /* Uploads the fed inputs and runs the forward (inference) or gradient (training) plan for
@@ -50,6 +72,9 @@ cn_status cn_session__forward(cn_session *s);
 cn_status cn_session__prepare(cn_session *s, int64_t batch);
 /* Starts reading an output of the latest run without waiting; dst is valid after a sync. */
 cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, size_t bytes);
+/* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
+ * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
+cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
 /* Loads parameters (and, when restore_state and the optimizer kinds agree, optimizer state and
  * step) from a parsed checkpoint; path names it in messages. */
 cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state);
@@ -60,13 +85,31 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
  * has none (written before they were stored). */
 cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_optimizer_config *out);
 
+/* Records, for a new training plan, where each gradient (node gnode[i]) becomes final, and on
+ * the first plan the order of the gradients. */
+cn_status cn_session__note_grads(cn_session *s, cn_sess_plan *sp, const int *gnode);
+/* From now on the gradient plan runs in pieces with fn called between them (fn NULL: in one
+ * piece again). bytes: bucket size; 0 picks one from the model's size (see the .c file). */
+cn_status cn_session__set_buckets(cn_session *s, size_t bytes, cn_bucket_fn fn, void *user);
+/* The buckets (formed on first use); CN_ERR_INVALID_ARG before any gradients were planned. */
+cn_status cn_session__grad_buckets(cn_session *s, const cn_grad_buckets **out);
+/* Runs a training plan's launches with the bucket callback between them. */
+cn_status cn_session__run_buckets(cn_session *s, cn_sess_plan *sp);
+void cn_session__free_buckets(cn_session *s);
+
 /* The classifier front-end's settings (optimizer and loss) stored in a parsed checkpoint
  * (trainer_io.c); defaults where it predates them. */
 cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train_config *cfg);
+/* cn_session__match_ckpt for the classifier program of m with cfg's seed and loss: called
+ * before a trainer is built from a checkpoint, so nothing is allocated for parameters the
+ * checkpoint does not hold (trainer_io.c). */
+cn_status cn_trainer__match_ckpt(const cn_ckpt *c, const char *path, const cn_model *m, const cn_train_config *cfg);
 
 /* The MPI gradient all-reduce as s's hook; rows points at this rank's rows of each step.
- * *state is freed with cn_mpi_hook_free. */
-cn_status cn_mpi_hook_install(cn_session *s, int64_t *rows, void **state);
+ * overlap: start each bucket's all-reduce as soon as the backward pass has finished it
+ * (CLNET_MPI_OVERLAP=0 turns that off); else all of them after the backward pass. Both give
+ * bit-identical results. *state is freed with cn_mpi_hook_free. */
+cn_status cn_mpi_hook_install(cn_session *s, int64_t *rows, int overlap, void **state);
 void cn_mpi_hook_free(void *state);
 
 #endif

@@ -99,13 +99,15 @@ static int is_state_name(const char *name) {
     return 0;
 }
 
-/* The first parameter that differs between the program and the checkpoint, named. */
-static cn_status match_params(const cn_session *s, const cn_ckpt *c, const char *path) {
+/* The first parameter that differs between the program and the checkpoint, named. Needs
+ * only the program, so it runs before a session allocates anything: a small checkpoint whose
+ * model text asks for gigabytes of parameters fails here, for lack of them. */
+cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path) {
     char s1[96], s2[96];
-    for (int i = 0; i < s->prog->n_params; i++) {
-        const char *name = s->prog->params[i].name;
+    for (int i = 0; i < p->n_params; i++) {
+        const char *name = p->params[i].name;
         const cn_ckpt_tensor *e = cn_ckpt_find(c, name);
-        const cn_shape *want = &s->param[i]->shape;
+        const cn_shape *want = &p->g.nodes[p->params[i].node].shape;
         if (!e) return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has no parameter '%s' %s", path, name, cn_shape_str(want, s1, sizeof s1));
         cn_shape got = cn_shape_make(e->ndim, e->shape);
         if (e->dtype != CN_F32 || !cn_shape_eq(&got, want))
@@ -114,14 +116,14 @@ static cn_status match_params(const cn_session *s, const cn_ckpt *c, const char 
     }
     for (int k = 0; k < cn_ckpt_count(c); k++) {
         const cn_ckpt_tensor *e = cn_ckpt_get(c, k);
-        if (!is_state_name(e->name) && cn_program_find_param(s->prog, e->name) < 0)
+        if (!is_state_name(e->name) && cn_program_find_param(p, e->name) < 0)
             return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has a parameter '%s' that the model lacks", path, e->name);
     }
     return CN_OK;
 }
 
 cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state) {
-    CN_TRY(match_params(s, c, path));
+    CN_TRY(cn_session__match_ckpt(s->prog, c, path));
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
     int same_opt = s->training && restore_state && meta->optimizer == (uint32_t)s->opt.kind;
     if (s->training && restore_state && !same_opt)

@@ -127,7 +127,9 @@ cn_mirrored *cn_trainer_mirrored(cn_trainer *t) { return t ? t->mir : NULL; }
 cn_status cn_trainer_enable_mpi(cn_trainer *t) {
     if (!t) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_enable_mpi: NULL trainer");
     if (t->mpi_state) return CN_OK;
-    return cn_mpi_hook_install(t->train, &t->local_rows, &t->mpi_state);
+    /* with several devices the rank's gradient exists only after the in-process sum, so its
+     * all-reduce cannot start during the backward pass */
+    return cn_mpi_hook_install(t->train, &t->local_rows, !t->mir, &t->mpi_state);
 }
 
 void cn_trainer_free(cn_trainer *t) {

@@ -61,6 +61,14 @@ static cn_status parse_model(const cn_ckpt *c, const char *path, cn_model **mode
     return cn_model_parse(cn_ckpt_get_meta(c)->model_text, origin, model);
 }
 
+cn_status cn_trainer__match_ckpt(const cn_ckpt *c, const char *path, const cn_model *m, const cn_train_config *cfg) {
+    cn_program *p;
+    CN_TRY(cn_model_to_program(m, cfg->seed, cfg->loss, &p));
+    cn_status st = cn_session__match_ckpt(p, c, path);
+    cn_program_free(p);
+    return st;
+}
+
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg) {
     if (!path || !cfg) return cn_errorf(CN_ERR_INVALID_ARG, "cn_checkpoint_read_config: NULL argument");
     cn_ckpt *c;
@@ -79,6 +87,7 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
     cn_train_config cfg;
     cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
+    if (st == CN_OK) st = cn_trainer__match_ckpt(c, path, *model, &cfg);
     if (st == CN_OK) st = cn_trainer_create(*model, dev, &cfg, out);
     if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1);
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
@@ -102,6 +111,7 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
     cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
+    if (st == CN_OK) st = cn_session__match_ckpt(prog, c, path); /* before allocating */
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
     if (st == CN_OK) st = cn_session__load(*out, c, path, 0);
     if (st == CN_OK) st = load_meta(c, epoch, NULL);

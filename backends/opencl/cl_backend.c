@@ -159,9 +159,31 @@ static void choose_gemm_tiles(cn_cl_ctx *c) {
     if ((size_t)(ts / 4) * (size_t)(ts / 4) > c->max_wg) c->gemm_wptm = c->gemm_wptn = ts; /* 1 work-item */
 }
 
+/* The backend's environment, read once when a device opens and refused there when wrong,
+ * so no work starts under a setting that would be ignored or cut. */
+static cn_status read_env(cn_cl_gemm_mode *gemm, char *options) {
+    const char *gm = getenv("CLNET_GEMM");
+    if (!gm || !*gm) *gemm = CN_GEMM_AUTO;
+    else if (strcmp(gm, "native") == 0) *gemm = CN_GEMM_NATIVE;
+    else if (strcmp(gm, "clblast") == 0) *gemm = CN_GEMM_CLBLAST;
+    else
+        return cn_errorf(CN_ERR_INVALID_ARG, "CLNET_GEMM=\"%.100s\" is not a GEMM choice: give native (clnet's kernel) "
+                         "or clblast, or leave it unset", gm);
+    const char *o = getenv("CLNET_CL_OPTIONS");
+    size_t n = o ? strlen(o) : 0;
+    if (n > CN_CL_OPTIONS_MAX)
+        return cn_errorf(CN_ERR_INVALID_ARG, "CLNET_CL_OPTIONS is %zu bytes long; at most %d are accepted", n,
+                         CN_CL_OPTIONS_MAX);
+    memcpy(options, o ? o : "", n + 1);
+    return CN_OK;
+}
+
 static cn_status cl_create(int platform_index, int device_index, cn_mem_account *mem, cn_backend **out) {
     if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_cl_backend_create: NULL output");
     *out = NULL;
+    cn_cl_gemm_mode gemm_mode = CN_GEMM_AUTO;
+    char cl_options[CN_CL_OPTIONS_MAX + 1];
+    CN_TRY(read_env(&gemm_mode, cl_options));
     cl_platform_id plat;
     cl_device_id dev;
     CN_TRY(cn_cl_find_device(platform_index, device_index, &plat, &dev));
@@ -204,10 +226,8 @@ static cn_status cl_create(int platform_index, int device_index, cn_mem_account 
     c->wg_grid = c->is_cpu ? 1024 : 128;
     c->transpose_tile = 16;
     while (c->transpose_tile > 1 && (size_t)(c->transpose_tile * c->transpose_tile) > c->max_wg) c->transpose_tile /= 2;
-    const char *gm = getenv("CLNET_GEMM");
-    c->gemm_mode = gm && strcmp(gm, "native") == 0 ? CN_GEMM_NATIVE
-                   : gm && strcmp(gm, "clblast") == 0 ? CN_GEMM_CLBLAST
-                                                       : CN_GEMM_AUTO;
+    c->gemm_mode = gemm_mode;
+    memcpy(c->cl_options, cl_options, sizeof c->cl_options);
 
     cl_int err;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)plat, 0};

@@ -91,6 +91,9 @@ typedef enum cn_cl_kernel_id {
 enum { CN_CL_SCRATCH_A = 0, CN_CL_SCRATCH_B, CN_CL_SCRATCH_SLOTS };
 
 typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST } cn_cl_gemm_mode;
+/* The longest CLNET_CL_OPTIONS accepted; a longer value fails the device's open (it was once
+ * cut silently, even mid-option). */
+#define CN_CL_OPTIONS_MAX 1024
 
 typedef struct cn_cl_ctx {
     cl_platform_id platform;
@@ -120,7 +123,8 @@ typedef struct cn_cl_ctx {
     cl_mem scratch[CN_CL_SCRATCH_SLOTS];
     size_t scratch_bytes[CN_CL_SCRATCH_SLOTS];
 
-    cn_cl_gemm_mode gemm_mode;
+    cn_cl_gemm_mode gemm_mode;   /* CLNET_GEMM, read and checked at open */
+    char cl_options[CN_CL_OPTIONS_MAX + 1]; /* CLNET_CL_OPTIONS, read and checked at open */
     int clblast_failed; /* sticky: CLBlast errored on this device, use gemm.cl */
     int gemm_tsm, gemm_tsn, gemm_tsk, gemm_wptm, gemm_wptn;
     /* Register-blocked gemm.cl kernels (gemm_rMxN): vector width, and whether they are the

@@ -1,6 +1,7 @@
 /* Programs: built lazily, one per kernel family, with common.h.cl prepended; kept in memory
  * per context and on disk as program binaries keyed by everything that affects the code. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "cl_sources.h"
 
 /* Bump when the file layout or the key's ingredients change: old entries then miss. */
-#define CN_CL_CACHE_FORMAT 1u
+#define CN_CL_CACHE_FORMAT 2u
 #define CN_CL_CACHE_MAGIC "CLNETPB\x01"
 /* Binaries beyond this are not plausible for our kernels; treat such a file as corrupt
  * rather than allocate whatever a damaged header claims. */
@@ -93,6 +94,7 @@ static const cn_cl_source *find_source(const char *name) {
     return NULL;
 }
 
+/* The build options of a family: ours, then CLNET_CL_OPTIONS (checked at open to fit). */
 static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size_t cap) {
     int n = snprintf(buf, cap, "%s", c->cl_c_12 ? "-cl-std=CL1.2" : "");
     if (fam == CN_CL_FAM_GEMM)
@@ -102,20 +104,28 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
      * enters the cache key like every other option. */
-    const char *extra = getenv("CLNET_CL_OPTIONS");
-    if (extra && *extra && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", extra);
+    if (c->cl_options[0] && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", c->cl_options);
 }
 
-/* ---- disk cache ---- */
+/* ---- disk cache ----
+ * An entry is a header and a payload. The payload binds the binary to what it was built
+ * from, the key (everything that affects the code) and the hash of the sources, and the
+ * checksum covers the whole payload: a header rewritten to another key, or another entry's
+ * binary under this one's header, fails a check and is rebuilt. Entries are opened only when
+ * they are regular files, without blocking (a FIFO in their place would hang every run). */
 typedef struct cache_header {
     char magic[8];
     uint32_t format;
     uint32_t header_bytes;
-    uint64_t key;
-    uint64_t length;
-    uint64_t checksum;
+    uint64_t key;      /* repeated in the payload; here to reject a wrong file unread */
+    uint64_t length;   /* of the payload */
+    uint64_t checksum; /* FNV-1a of the payload */
 } cache_header;
 _Static_assert(sizeof(cache_header) == 40, "cache header layout");
+typedef struct cache_binding {
+    uint64_t key, source_hash;
+} cache_binding; /* the payload's start; the binary follows */
+_Static_assert(sizeof(cache_binding) == 16, "cache binding layout");
 
 int cn_cl_cache_dir(char *buf, size_t cap) {
     const char *on = getenv("CLNET_CACHE");
@@ -144,24 +154,38 @@ int cn_cl_mkdir_p(const char *path) {
     return 0;
 }
 
-/* The cached binary for key, or NULL on any miss or inconsistency (never an error). */
-static unsigned char *cache_load(const char *path, uint64_t key, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+/* The cached binary for (key, source_hash), or NULL on any miss or inconsistency (never an
+ * error). */
+static unsigned char *cache_load(const char *path, uint64_t key, uint64_t source_hash, size_t *len) {
+    struct stat st;
+    int fd = cn_open_regular(path, &st);
+    if (fd < 0) {
+        if (errno != ENOENT)
+            cn_log(CN_LOG_DEBUG, "OpenCL cache: ignoring %s: %s", path,
+                   errno == EINVAL ? "not a regular file" : strerror(errno));
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return NULL;
+    }
     unsigned char *data = NULL;
     cache_header h;
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || st.st_size < (off_t)sizeof h) goto bad;
-    if (fread(&h, sizeof h, 1, f) != 1) goto bad;
+    cache_binding b;
+    if (st.st_size < (off_t)(sizeof h + sizeof b) || fread(&h, sizeof h, 1, f) != 1) goto bad;
     if (memcmp(h.magic, CN_CL_CACHE_MAGIC, 8) != 0 || h.format != CN_CL_CACHE_FORMAT ||
-        h.header_bytes != sizeof h || h.key != key || h.length == 0 ||
+        h.header_bytes != sizeof h || h.key != key || h.length <= sizeof b ||
         h.length > CN_CL_CACHE_MAX_BYTES || h.length != (uint64_t)st.st_size - sizeof h)
         goto bad;
     data = malloc(h.length);
     if (!data || fread(data, 1, h.length, f) != h.length) goto bad;
     if (cn_cl_fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
+    memcpy(&b, data, sizeof b);
+    if (b.key != key || b.source_hash != source_hash) goto bad;
     fclose(f);
-    *len = h.length;
+    *len = h.length - sizeof b;
+    memmove(data, data + sizeof b, *len);
     return data;
 bad:
     cn_log(CN_LOG_DEBUG, "OpenCL cache: ignoring unusable entry %s", path);
@@ -171,7 +195,8 @@ bad:
 }
 
 /* Temp file + rename, so a concurrent reader sees the old entry or the whole new one. */
-static void cache_store(const char *dir, const char *path, uint64_t key, const unsigned char *bin, size_t len) {
+static void cache_store(const char *dir, const char *path, uint64_t key, uint64_t source_hash, const unsigned char *bin,
+                        size_t len) {
     if (cn_cl_mkdir_p(dir) != 0) {
         cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot create %s: %s", dir, strerror(errno));
         return;
@@ -181,20 +206,27 @@ static void cache_store(const char *dir, const char *path, uint64_t key, const u
     int tn = snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(),
                       __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
     if (tn < 0 || (size_t)tn >= sizeof tmp) return;
-    FILE *f = fopen(tmp, "wb");
+    /* O_EXCL: a new file of our own, never something already there under that name */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot write %s: %s", tmp, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            remove(tmp);
+        }
         return;
     }
+    cache_binding b = {key, source_hash};
     cache_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, CN_CL_CACHE_MAGIC, 8);
     h.format = CN_CL_CACHE_FORMAT;
     h.header_bytes = sizeof h;
     h.key = key;
-    h.length = len;
-    h.checksum = cn_cl_fnv1a(FNV_OFFSET, bin, len);
-    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
+    h.length = sizeof b + len;
+    h.checksum = cn_cl_fnv1a(cn_cl_fnv1a(FNV_OFFSET, &b, sizeof b), bin, len);
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&b, sizeof b, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
         cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot store %s", path);
@@ -266,12 +298,26 @@ static cl_program build_from_binary(cn_cl_ctx *c, const unsigned char *bin, size
     return prog;
 }
 
+/* 1 when every kernel of family fam can be created from prog. A binary that passed every
+ * check of the cache may still lack one (a driver that built something else from it); the
+ * run would then fail with CL_INVALID_KERNEL_NAME instead of rebuilding. */
+static int has_kernels(cl_program prog, cn_cl_family fam) {
+    for (int id = 0; id < CN_K_COUNT; id++) {
+        if (kernel_family[id] != fam) continue;
+        cl_int err;
+        cl_kernel k = clCreateKernel(prog, kernel_names[id], &err);
+        if (err != CL_SUCCESS) return 0;
+        clReleaseKernel(k);
+    }
+    return 1;
+}
+
 static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     const char *file = family_files[fam];
     const cn_cl_source *common = find_source("common.h.cl"), *src = find_source(file);
     if (!common || !src)
         return cn_errorf(CN_ERR_INTERNAL, "OpenCL kernel source %s is not embedded in this build", file);
-    char options[1024];
+    char options[CN_CL_OPTIONS_MAX + 256]; /* ours take < 128 bytes */
     family_options(c, fam, options, sizeof options);
 
     uint64_t key = FNV_OFFSET;
@@ -286,6 +332,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     key = fnv1a_field(key, common->text, common->length);
     key = fnv1a_field(key, src->text, src->length);
     key = fnv1a_field(key, options, strlen(options));
+    uint64_t source_hash = fnv1a_field(fnv1a_field(FNV_OFFSET, common->text, common->length), src->text, src->length);
 
     char dir[4096], path[4200];
     int disk = cn_cl_cache_dir(dir, sizeof dir);
@@ -295,11 +342,16 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     cl_program prog = NULL;
     if (disk) {
         size_t len = 0;
-        unsigned char *bin = cache_load(path, key, &len);
+        unsigned char *bin = cache_load(path, key, source_hash, &len);
         if (bin) {
             prog = build_from_binary(c, bin, len, options);
             free(bin);
             if (!prog) cn_log(CN_LOG_DEBUG, "OpenCL cache: %s rejected by the driver, rebuilding", path);
+            else if (!has_kernels(prog, fam)) {
+                cn_log(CN_LOG_DEBUG, "OpenCL cache: %s lacks kernels of %s, rebuilding", path, file);
+                clReleaseProgram(prog);
+                prog = NULL;
+            }
         }
     }
     if (prog) {
@@ -315,7 +367,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
             double t1 = now_seconds();
             size_t len = 0;
             unsigned char *bin = program_binary(prog, &len);
-            if (bin) cache_store(dir, path, key, bin, len);
+            if (bin) cache_store(dir, path, key, source_hash, bin, len);
             free(bin);
             ds = now_seconds() - t1;
         }

@@ -124,8 +124,12 @@ void cn_cl_tuning_free(cn_cl_ctx *c) {
 void cn_cl_tuning_load(cn_cl_ctx *c) {
     char dir[4096], path[4300];
     if (!tune_path(c, path, sizeof path, dir, sizeof dir)) return;
-    FILE *f = fopen(path, "r");
-    if (!f) return;
+    int fd = cn_open_regular(path, NULL); /* like the program cache: a FIFO there must not hang */
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     cn_cl_tuning *t = calloc(1, sizeof *t);
     char line[1024];
     int ok = t && fgets(line, sizeof line, f) && strncmp(line, "clnet-gemm-tune ", 16) == 0 &&

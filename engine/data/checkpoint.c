@@ -507,7 +507,8 @@ cn_status cn_ckpt_load(const char *path, cn_ckpt **out) {
     *out = NULL;
     uint8_t *buf = NULL;
     size_t len = 0;
-    cn_status s = cn_data_read_file(path, SIZE_MAX / 2, &buf, &len);
+    size_t max = CN_CKPT_MAX_BYTES < SIZE_MAX / 2 ? (size_t)CN_CKPT_MAX_BYTES : SIZE_MAX / 2;
+    cn_status s = cn_data_read_regular_file(path, max, &buf, &len);
     if (s != CN_OK) return cn_error_context(s, "loading checkpoint");
     s = cn_ckpt_parse(buf, len, path, out);
     free(buf);

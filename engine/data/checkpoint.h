@@ -11,6 +11,9 @@
 #include "clnet.h"
 
 #define CN_CKPT_NAME_MAX 64
+/* The largest checkpoint file read: 16 GiB (a billion parameters with Adam's two moments
+ * need 12 GB). Only regular files are read, and never beyond their size. */
+#define CN_CKPT_MAX_BYTES ((uint64_t)1 << 34)
 
 typedef struct cn_ckpt_tensor {
     char name[CN_CKPT_NAME_MAX]; /* NUL-terminated, e.g. "conv2d_1.weight", "adam.m.3" */
@@ -44,7 +47,8 @@ cn_status cn_ckpt_encode(const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors
 
 typedef struct cn_ckpt cn_ckpt;
 /* Reads and fully validates (magic, version, bounds of every field against the file size,
- * checksum) before returning; on failure *out is NULL and the message names the file. */
+ * checksum) before returning; on failure *out is NULL and the message names the file. Only
+ * a regular file of at most CN_CKPT_MAX_BYTES is read. */
 cn_status cn_ckpt_load(const char *path, cn_ckpt **out);
 cn_status cn_ckpt_parse(const uint8_t *buf, size_t len, const char *origin, cn_ckpt **out);
 const cn_ckpt_meta *cn_ckpt_get_meta(const cn_ckpt *c); /* strings owned by c */

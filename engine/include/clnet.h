@@ -519,7 +519,9 @@ cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, 
                                      cn_trainer **out);
 cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
 /* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
- * over this trainer's own replicas. cn_mpi_init first. */
+ * over this trainer's own replicas, in buckets; with one device per rank each bucket's
+ * all-reduce starts as soon as the backward pass has finished it (CLNET_MPI_OVERLAP=0: after
+ * the backward pass; the results are bit-identical). cn_mpi_init first. */
 cn_status cn_trainer_enable_mpi(cn_trainer *t);
 /* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
  * label; a token model's is a window of context token ids (i32) with context labels, the

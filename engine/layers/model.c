@@ -150,6 +150,17 @@ void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, 
 }
 
 cn_status cn_model_push(cn_model *m, const cn_layer *l) {
+    char line[256], fb[96];
+    layer_line(l, line, sizeof line);
+    cn_form f;
+    int64_t h, w, c;
+    cn_model_current(m, &f, &h, &w, &c);
+    const char *bad = l->oh < 0 || l->oc < 0 ? "output size" : l->params < 0 ? "parameter count"
+                      : l->flops < 0 ? "FLOP count" : cn_size_sum(m->params, l->params) < 0 ? "model's parameter count"
+                      : cn_size_sum(m->flops, l->flops) < 0 ? "model's FLOP count" : NULL;
+    if (bad)
+        return cn_errorf(CN_ERR_SHAPE, "layer %d (%s) on %s: the %s does not fit in 64 bits", m->n + 1, line,
+                         cn_form_str(f, h, w, c, fb, sizeof fb), bad);
     if (m->n >= CN_MODEL_MAX_LAYERS)
         return cn_errorf(CN_ERR_INVALID_ARG, "layer %d: a model holds at most %d layers (CN_MODEL_MAX_LAYERS)", m->n + 1,
                          CN_MODEL_MAX_LAYERS);
@@ -159,8 +170,6 @@ cn_status cn_model_push(cn_model *m, const cn_layer *l) {
         if (!nl) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model layers");
         m->layers = nl, m->cap = cap;
     }
-    char line[256];
-    layer_line(l, line, sizeof line);
     /* an END line sits at its block's depth, after the block is closed by the caller */
     int depth = l->kind == CN_L_END ? m->depth - 1 : m->depth;
     size_t at = m->text_len;
@@ -170,6 +179,7 @@ cn_status cn_model_push(cn_model *m, const cn_layer *l) {
     nl->text_at = at;
     if (l->kind != CN_L_END) nl->index = ++m->count[l->kind];
     m->depth += l->kind == CN_L_RESIDUAL ? 1 : l->kind == CN_L_END ? -1 : 0;
+    m->params += l->params, m->flops += l->flops;
     return CN_OK;
 }
 
@@ -178,10 +188,11 @@ void cn_model_truncate(cn_model *m, int n) {
     m->text_len = m->layers[n].text_at;
     m->text[m->text_len] = 0;
     m->n = n;
-    m->open = -1, m->depth = 0;
+    m->open = -1, m->depth = 0, m->params = 0, m->flops = 0;
     memset(m->count, 0, sizeof m->count);
     for (int i = 0; i < n; i++) {
         const cn_layer *l = &m->layers[i];
+        m->params += l->params, m->flops += l->flops; /* each partial sum was checked when added */
         if (l->kind != CN_L_END) m->count[l->kind] = l->index;
         if (l->kind == CN_L_RESIDUAL) m->open = i, m->depth++;
         else if (l->kind == CN_L_END) m->open = m->layers[l->partner].partner, m->depth--;
@@ -211,8 +222,8 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
     if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "dense: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
     int64_t tokens = f == CN_FORM_SEQ ? h : 1;
     cn_layer l = {.kind = CN_L_DENSE, .units = units, .act = act, .form = f, .oh = tokens, .ow = 1, .oc = units};
-    l.params = c * units + units;
-    l.flops = 2 * tokens * c * units;
+    l.params = cn_size_sum(CN_PRODUCT(c, units), units);
+    l.flops = CN_PRODUCT(2, tokens, c, units);
     return cn_model_push(m, &l);
 }
 
@@ -237,8 +248,8 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
                          (long long)h, (long long)w, (long long)c);
     cn_layer l = {.kind = CN_L_CONV2D, .units = filters, .kernel = kernel, .stride = stride, .pad = pad, .act = act};
     l.form = CN_FORM_IMAGE, l.oh = oh, l.ow = ow, l.oc = filters;
-    l.params = (int64_t)kernel * kernel * c * filters + filters;
-    l.flops = 2 * oh * ow * (int64_t)kernel * kernel * c * filters;
+    l.params = cn_size_sum(CN_PRODUCT(kernel, kernel, c, filters), filters);
+    l.flops = CN_PRODUCT(2, oh, ow, kernel, kernel, c, filters);
     return cn_model_push(m, &l);
 }
 
@@ -254,7 +265,7 @@ static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride)
     if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
     cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
-    l.flops = oh * ow * c * size * size;
+    l.flops = CN_PRODUCT(oh, ow, c, size, size);
     return cn_model_push(m, &l);
 }
 
@@ -268,7 +279,7 @@ cn_status cn_model_add_flatten(cn_model *m) {
     char fb[96];
     cn_model_current(m, &f, &h, &w, &c);
     if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "flatten: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
-    cn_layer l = {.kind = CN_L_FLATTEN, .form = CN_FORM_FLAT, .oh = 1, .ow = 1, .oc = f == CN_FORM_FLAT ? c : h * w * c};
+    cn_layer l = {.kind = CN_L_FLATTEN, .form = CN_FORM_FLAT, .oh = 1, .ow = 1, .oc = f == CN_FORM_FLAT ? c : CN_PRODUCT(h, w, c)};
     return cn_model_push(m, &l);
 }
 
@@ -282,7 +293,7 @@ static cn_status add_same_shape(cn_model *m, cn_layer l) {
         return cn_errorf(CN_ERR_SHAPE, "%s: input is %s", l.kind == CN_L_DROPOUT ? "dropout" : act_name(l.act),
                          cn_form_str(f, h, w, c, fb, sizeof fb));
     l.form = f, l.oh = h, l.ow = w, l.oc = c;
-    l.flops = h * w * c;
+    l.flops = CN_PRODUCT(h, w, c);
     return cn_model_push(m, &l);
 }
 
@@ -318,7 +329,7 @@ int64_t cn_model_output_size(const cn_model *m) {
     cn_form f;
     int64_t h, w, c;
     cn_model_current(m, &f, &h, &w, &c);
-    return f == CN_FORM_FLAT ? c : h * w * c;
+    return f == CN_FORM_FLAT ? c : CN_PRODUCT(h, w, c);
 }
 
 int64_t cn_model_classes(const cn_model *m) {
@@ -328,11 +339,7 @@ int64_t cn_model_classes(const cn_model *m) {
     return f == CN_FORM_IDS ? 0 : c;
 }
 
-int64_t cn_model_num_params(const cn_model *m) {
-    int64_t s = 0;
-    for (int i = 0; m && i < m->n; i++) s += m->layers[i].params;
-    return s;
-}
+int64_t cn_model_num_params(const cn_model *m) { return m ? m->params : 0; }
 
 int cn_model_ends_with_softmax(const cn_model *m) { return m && m->n > 0 && m->layers[m->n - 1].act == CN_ACT_SOFTMAX; }
 
@@ -342,9 +349,11 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
         "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
         "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add"};
     size_t o = 0;
-    int64_t tp = 0, tf = 0;
+    const char *sample = m->in_form == CN_FORM_IDS ? "window" : "image";
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)
-    OUT("%-28s %-20s %12s %16s\n", "Layer (type)", "Output Shape", "Param #", "FLOPs/sample");
+    char fl[32];
+    snprintf(fl, sizeof fl, "FLOPs/%s", sample);
+    OUT("%-28s %-20s %12s %16s\n", "Layer (type)", "Output Shape", "Param #", fl);
     OUT("%.*s\n", 79, "===============================================================================");
     char shape[48], name[64];
     if (m->in_form == CN_FORM_IDS) snprintf(shape, sizeof shape, "(None, %d)", m->context);
@@ -359,11 +368,10 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
         else if (l->form == CN_FORM_SEQ) snprintf(shape, sizeof shape, "(None, %lld, %lld)", (long long)l->oh, (long long)l->oc);
         else snprintf(shape, sizeof shape, "(None, %lld, %lld, %lld)", (long long)l->oh, (long long)l->ow, (long long)l->oc);
         OUT("%-28s %-20s %12lld %16lld\n", name, shape, (long long)l->params, (long long)l->flops);
-        tp += l->params, tf += l->flops;
     }
     OUT("%.*s\n", 79, "===============================================================================");
-    OUT("Total params: %lld (%.1f KiB f32)\n", (long long)tp, (double)tp * 4.0 / 1024.0);
-    OUT("Forward FLOPs per sample: %lld (training step ~3x)\n", (long long)tf);
+    OUT("Total params: %lld (%.1f KiB f32)\n", (long long)m->params, (double)m->params * 4.0 / 1024.0);
+    OUT("Forward FLOPs per %s: %lld (training step ~3x)\n", sample, (long long)m->flops);
 #undef OUT
     if (o >= cap) buf[cap - 1] = 0;
     return CN_OK;

@@ -69,6 +69,7 @@ struct cn_model {
     size_t text_len, text_cap;
     int64_t text_lines;      /* lines ever formatted: one per layer and the input, so the tests can
                                 see that adding a layer never re-formats the others */
+    int64_t params, flops;   /* totals over the layers, each checked to fit when a layer is added */
 };
 
 #define CN_LAYER_NORM_EPS 1e-5f /* PyTorch's default */
@@ -80,6 +81,22 @@ struct cn_model {
 #define CN_MODEL_MAX_TEXT ((size_t)1 << 20) /* bytes of description: a file, a checkpoint's, the canonical text */
 #define CN_MODEL_MAX_LAYERS 16384           /* layers, a repeat's passes and a residual's two markers counted */
 
+/* The product of n sizes (each >= 0), or -1 when it does not fit in int64. Every size product
+ * of a layer goes through here, so no count wraps (signed overflow is undefined, and a wrapped
+ * count printed 2^72 parameters as 16777216); cn_model_push refuses a layer with a -1. */
+static inline int64_t cn_size_product(int n, const int64_t *f) {
+    int64_t p = 1;
+    for (int i = 0; i < n; i++)
+        if (f[i] < 0 || __builtin_mul_overflow(p, f[i], &p)) return -1;
+    return p;
+}
+#define CN_PRODUCT(...) \
+    cn_size_product((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)), (int64_t[]){__VA_ARGS__})
+static inline int64_t cn_size_sum(int64_t a, int64_t b) {
+    int64_t s;
+    return a < 0 || b < 0 || __builtin_add_overflow(a, b, &s) ? -1 : s;
+}
+
 /* Layer kind names as the model file writes them ("dense", "layer_norm", ...). */
 const char *cn_layer_kind_name(cn_layer_kind k);
 /* Output of the last layer (or the input) as a form and dims. */
@@ -87,7 +104,9 @@ void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, 
 /* "an image 28x28x1", "a sequence of 49 tokens of width 64", ... for messages. */
 const char *cn_form_str(cn_form f, int64_t h, int64_t w, int64_t c, char *buf, size_t cap);
 /* Appends a checked layer (shape fields filled by the caller; its index is counted here,
- * except an END's, which the caller copies from its RESIDUAL). */
+ * except an END's, which the caller copies from its RESIDUAL) after the checks every layer
+ * shares: its sizes and the model's totals fit in 64 bits, the layer and text caps. Errors
+ * name the layer by its position and canonical line. */
 cn_status cn_model_push(cn_model *m, const cn_layer *l);
 /* Undoes the layers appended since the model had n layers (a composite that failed midway). */
 void cn_model_truncate(cn_model *m, int n);

@@ -29,8 +29,8 @@ cn_status cn_model_add_layer_norm(cn_model *m, float eps) {
     cn_model_current(m, &f, &h, &w, &c);
     CN_TRY(refuse_ids("layer_norm", f, h, w, c));
     cn_layer l = {.kind = CN_L_LAYER_NORM, .eps = eps, .form = f, .oh = h, .ow = w, .oc = c};
-    l.params = 2 * c;
-    l.flops = 8 * h * w * c; /* mean, variance, normalise, scale and shift */
+    l.params = CN_PRODUCT(2, c);
+    l.flops = CN_PRODUCT(8, h, w, c); /* mean, variance, normalise, scale and shift */
     return cn_model_push(m, &l);
 }
 
@@ -44,8 +44,9 @@ cn_status cn_model_add_attention(cn_model *m, int heads, int causal) {
         return cn_errorf(CN_ERR_SHAPE, "attention: %d heads do not divide the width %lld (each head takes width/heads "
                          "features)", heads, (long long)d);
     cn_layer l = {.kind = CN_L_ATTENTION, .units = heads, .causal = !!causal, .form = CN_FORM_SEQ, .oh = t, .ow = 1, .oc = d};
-    l.params = 4 * (d * d + d);
-    l.flops = 8 * t * d * d + 4 * t * t * d; /* q, k, v, out projections; scores and their sum of values */
+    l.params = CN_PRODUCT(4, cn_size_sum(CN_PRODUCT(d, d), d));
+    /* q, k, v, out projections; the scores and their weighted sum of values */
+    l.flops = cn_size_sum(CN_PRODUCT(8, t, d, d), CN_PRODUCT(4, t, t, d));
     return cn_model_push(m, &l);
 }
 
@@ -62,11 +63,11 @@ cn_status cn_model_add_patch_embed(cn_model *m, int patch, int width) {
     if (h % patch || w % patch)
         return cn_errorf(CN_ERR_SHAPE, "patch_embed: a %lldx%lld image does not divide into %dx%d patches", (long long)h,
                          (long long)w, patch, patch);
-    int64_t n = (h / patch) * (w / patch), pp = (int64_t)patch * patch;
+    int64_t n = CN_PRODUCT(h / patch, w / patch), pp = (int64_t)patch * patch;
     cn_layer l = {.kind = CN_L_PATCH_EMBED, .kernel = patch, .stride = patch, .units = width};
     l.form = CN_FORM_SEQ, l.oh = n, l.ow = 1, l.oc = width;
-    l.params = pp * c * width + width + n * width;
-    l.flops = 2 * n * pp * c * width + n * width;
+    l.params = cn_size_sum(cn_size_sum(CN_PRODUCT(pp, c, width), width), CN_PRODUCT(n, width));
+    l.flops = cn_size_sum(CN_PRODUCT(2, n, pp, c, width), CN_PRODUCT(n, width));
     return cn_model_push(m, &l);
 }
 
@@ -81,8 +82,8 @@ cn_status cn_model_add_embed(cn_model *m, int width) {
         return cn_errorf(CN_ERR_SHAPE, "embed: input is %s; embed reads token ids ('input tokens CONTEXT VOCAB')",
                          cn_form_str(f, h, w, c, fb, sizeof fb));
     cn_layer l = {.kind = CN_L_EMBED, .units = width, .form = CN_FORM_SEQ, .oh = h, .ow = 1, .oc = width};
-    l.params = ((int64_t)m->vocab + h) * width;
-    l.flops = h * width;
+    l.params = CN_PRODUCT((int64_t)m->vocab + h, width);
+    l.flops = CN_PRODUCT(h, width);
     return cn_model_push(m, &l);
 }
 
@@ -93,7 +94,7 @@ cn_status cn_model_add_mean_tokens(cn_model *m) {
     cn_model_current(m, &f, &t, &w, &d);
     CN_TRY(need_seq("mean_tokens", f, t, w, d));
     cn_layer l = {.kind = CN_L_MEAN_TOKENS, .form = CN_FORM_FLAT, .oh = 1, .ow = 1, .oc = d};
-    l.flops = t * d;
+    l.flops = CN_PRODUCT(t, d);
     return cn_model_push(m, &l);
 }
 
@@ -123,7 +124,7 @@ cn_status cn_model_end_residual(cn_model *m) {
                          cn_form_str(f, h, w, c, b, sizeof b));
     }
     cn_layer l = {.kind = CN_L_END, .partner = m->open, .index = r->index, .form = f, .oh = h, .ow = w, .oc = c};
-    l.flops = h * w * c;
+    l.flops = CN_PRODUCT(h, w, c);
     int enclosing = r->partner;
     CN_TRY(cn_model_push(m, &l));
     m->open = enclosing;

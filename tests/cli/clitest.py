@@ -130,6 +130,13 @@ def write(name, data):
     return p
 
 
+def pgm(name, w, h, pixels=None):
+    if pixels is None:  # a bright blob on black, like a Fashion-MNIST item
+        pixels = bytes(255 if (abs(x - w / 2) < w / 4 and abs(y - h / 2) < h / 3) else 0
+                       for y in range(h) for x in range(w))
+    return write(name, b"P5\n%d %d\n255\n" % (w, h) + pixels)
+
+
 def main():
     if not CLNET or not os.access(CLNET, os.X_OK):
         print("usage: %s PATH/TO/clnet [SOURCE_ROOT]" % os.path.basename(sys.argv[0]))

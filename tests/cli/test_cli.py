@@ -23,7 +23,7 @@ import sys
 import time
 
 from clitest import (CLNET, DATA, DEVICE, ROOT, TMP, Result, Skip, check, fails, main, need_data, no_crash, ok, path,
-                     run, test, write)
+                     pgm, run, test, write)
 
 MODEL = os.path.join(ROOT, "models", "seed_cnn.net")
 TINY = ["--limit", "256", "--epochs", "1", "--device", DEVICE]
@@ -36,13 +36,6 @@ REPORT_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy", "seconds
 def need_model():
     if not os.path.exists(MODEL):
         raise Skip("%s is missing" % MODEL)
-
-
-def pgm(name, w, h, pixels=None):
-    if pixels is None:  # a bright blob on black, like a Fashion-MNIST item
-        pixels = bytes(255 if (abs(x - w / 2) < w / 4 and abs(y - h / 2) < h / 3) else 0
-                       for y in range(h) for x in range(w))
-    return write(name, b"P5\n%d %d\n255\n" % (w, h) + pixels)
 
 
 # State shared by the training checks.

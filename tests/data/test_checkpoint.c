@@ -433,7 +433,38 @@ static void test_failed_saves(void) {
     free(prev);
 }
 
+/* Only regular files are read: a device, a pipe or a FIFO fails at once (no endless read of
+ * /dev/zero, no wait for a FIFO's writer), naming the file. */
+static void test_only_regular_files(void) {
+    tc_begin("checkpoints are read only from regular files");
+    alarm(30); /* a regression that blocks fails here instead of stalling the suite */
+    cn_ckpt *c = NULL;
+    CHECK_ERR(cn_ckpt_load("/dev/zero", &c), CN_ERR_IO, "/dev/zero");
+    CHECK(strstr(cn_last_error(), "not a regular file") != NULL, "%s", cn_last_error());
+    CHECK(c == NULL, "no checkpoint");
+    const char *fifo = tc_path("ckpt.fifo");
+    if (mkfifo(fifo, 0600) == 0) {
+        CHECK_ERR(cn_ckpt_load(fifo, &c), CN_ERR_IO, "not a regular file");
+        CHECK(c == NULL, "no checkpoint");
+    } else
+        tc_failf(__FILE__, __LINE__, "mkfifo %s: %s", fifo, strerror(errno));
+    int fds[2];
+    if (pipe(fds) == 0) {
+        char dev[64];
+        snprintf(dev, sizeof dev, "/dev/fd/%d", fds[0]);
+        if (write(fds[1], "CLNETCKP", 8) != 8) tc_failf(__FILE__, __LINE__, "write to a pipe");
+        CHECK_ERR(cn_ckpt_load(dev, &c), CN_ERR_IO, "not a regular file");
+        close(fds[0]);
+        close(fds[1]);
+    }
+    CHECK_ERR(cn_ckpt_load(tc_tmpdir(), &c), CN_ERR_IO, "directory");
+    CHECK_ERR(cn_ckpt_load(tc_path("missing.ckpt"), &c), CN_ERR_NOT_FOUND, "missing.ckpt");
+    alarm(0);
+    tc_end();
+}
+
 int main(void) {
+    test_only_regular_files();
     test_round_trip();
     test_corruption();
     test_structure();

@@ -1,6 +1,6 @@
 /* Mirrored data parallelism: N replicas with global batch B follow the loss trajectory of one
  * device with batch B, the replicas' weights stay bit-identical (checksums), the hook sees the
- * summed gradient, and a replica that fails names its device.
+ * summed gradient, and a replica that fails mid-run names its device.
  *
  *   test_mirrored DEV0,DEV1[,...]   e.g. omp,cl:0  or (POCL_DEVICES="pthread pthread") cl:0,cl:1
  *
@@ -126,15 +126,21 @@ int main(int argc, char **argv) {
     printf("%d replicas on %s: %d steps, worst loss difference to one device %.2g relative\n", n, argv[1], STEPS, worst);
     cn_mirrored_free(m);
 
-    /* a replica that fails stops the step and names its device */
+    /* a replica that fails mid-run stops the step and names its device: after two good steps
+     * its memory is capped below what it holds, and a smaller batch needs new plans */
     OK(cn_mirrored_create(p, devs, n, NULL, &m));
-    OK(cn_device_set_memory_limit(devs[1], 4096)); /* less than its parameters hold already */
     if (m) {
-        OK(cn_mirrored_feed(m, "x", X[0], B));
-        OK(cn_mirrored_feed(m, "y", Y[0], B));
+        for (int k = 0; k < 2; k++) {
+            OK(cn_mirrored_feed(m, "x", X[k], B));
+            OK(cn_mirrored_feed(m, "y", Y[k], B));
+            OK(cn_mirrored_run(m));
+        }
+        OK(cn_device_set_memory_limit(devs[1], 4096));
+        OK(cn_mirrored_feed(m, "x", X[2], B / 2));
+        OK(cn_mirrored_feed(m, "y", Y[2], B / 2));
         cn_status st = cn_mirrored_run(m);
         CHECK(st != CN_OK && strstr(cn_last_error(), cn_device_selector(devs[1])),
-              "a failing replica did not stop the step naming %s", cn_device_selector(devs[1]));
+              "a replica failing at step 3 did not stop the step naming %s", cn_device_selector(devs[1]));
         cn_mirrored_free(m);
     }
     OK(cn_device_set_memory_limit(devs[1], 0));

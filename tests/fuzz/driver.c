@@ -1,24 +1,24 @@
-/* A plain C stand-in for libFuzzer, so CI exercises the fuzz targets with gcc alone.
+/* A plain C stand-in for libFuzzer, so every build (gcc, sanitizers) runs the fuzz targets
+ * without clang, and replays their corpus: the committed seeds and every crash input added
+ * as a regression case.
  *
- *   fuzz_driver_<kind> <idx|pgm|ckpt> [seconds] [--write-seeds DIR] [FILE...]
+ *   fuzz_driver_<target> SECONDS CORPUS_DIR_OR_FILE...
  *
- * It is linked with one fuzz_<kind>.c target. Starting from a few valid seed inputs built
- * here, it runs every truncation, every single-bit flip, every byte set to a set of
- * "interesting" values, then stacked random mutations and random buffers, all from a fixed
- * PRNG seed: the same inputs every run, stopping early only at the time budget (default 2 s).
+ * It is linked with one fuzz_<target>.c. Every file given (a directory: every file in it) is
+ * run first, then used as a seed: every truncation, every single-bit flip, every byte set to
+ * a set of "interesting" values, then stacked random mutations and random buffers, all from a
+ * fixed PRNG seed, so the same inputs every run, stopping early only at the time budget.
  * Each input is passed in a malloc'd block of exactly its size so ASan builds catch overreads.
  * A bug shows as a crash or a __builtin_trap() in the target; the driver itself only counts.
- * FILE arguments are replayed first (e.g. a crash input libFuzzer saved).
- * --write-seeds writes the seeds into DIR as a starting corpus for a real libFuzzer run. */
+ * scripts/fuzz.sh runs the same targets under libFuzzer. */
 #define _GNU_SOURCE 1
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <zlib.h>
-
-#include "data/checkpoint.h"
+#include <dirent.h>
+#include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,7 +27,7 @@ typedef struct seed {
     size_t n;
 } seed;
 
-static seed seeds[16];
+static seed seeds[64];
 static int nseeds;
 static long inputs;
 static double budget = 2.0;
@@ -56,7 +56,7 @@ static void run(const uint8_t *p, size_t n) {
 }
 
 static void add_seed(const void *p, size_t n) {
-    if (nseeds == 16) return;
+    if (nseeds == 64) return;
     seeds[nseeds].b = malloc(n ? n : 1);
     memcpy(seeds[nseeds].b, p, n);
     seeds[nseeds++].n = n;
@@ -68,67 +68,6 @@ static uint64_t rnd(void) { /* splitmix64 */
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
-}
-
-/* ---- seeds ---- */
-
-static size_t idx_bytes(uint8_t *b, int ndim, const uint32_t *dims) {
-    size_t at = 0, n = 1;
-    b[at++] = 0, b[at++] = 0, b[at++] = 8, b[at++] = (uint8_t)ndim;
-    for (int i = 0; i < ndim; i++) {
-        for (int k = 3; k >= 0; k--) b[at++] = (uint8_t)(dims[i] >> (8 * k));
-        n *= dims[i];
-    }
-    for (size_t i = 0; i < n; i++) b[at++] = (uint8_t)(i * 13);
-    return at;
-}
-
-static void seeds_idx(void) {
-    uint8_t b[256];
-    uint32_t d3[3] = {2, 3, 4}, d1[1] = {6}, d4[4] = {2, 1, 2, 3}, d2[2] = {3, 5};
-    size_t n = idx_bytes(b, 3, d3);
-    add_seed(b, n);
-    /* the same, gzip-compressed, so mutations reach the inflate path */
-    uint8_t z[512];
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    deflateInit2(&zs, 9, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
-    zs.next_in = b, zs.avail_in = (uInt)n, zs.next_out = z, zs.avail_out = sizeof z;
-    deflate(&zs, Z_FINISH);
-    add_seed(z, sizeof z - zs.avail_out);
-    deflateEnd(&zs);
-    add_seed(b, idx_bytes(b, 1, d1));
-    add_seed(b, idx_bytes(b, 4, d4));
-    add_seed(b, idx_bytes(b, 2, d2));
-}
-
-static void seeds_pgm(void) {
-    static const char p5[] = "P5\n# comment\n3 2\n255\n\x01\x02\x03\xfd\xfe\xff";
-    static const char p16[] = "P5 2 2 1000\n\x03\xe8\x01\xf4\x00\x00\x00\x01";
-    static const char p2[] = "P2\n# ascii\n3 2 # dims\n15\n0 1 2\n13 14 15\n";
-    add_seed(p5, sizeof p5 - 1);
-    add_seed(p16, sizeof p16 - 1);
-    add_seed(p2, sizeof p2 - 1);
-}
-
-static void seeds_ckpt(void) {
-    static float w[6] = {1, 2, 3, 4, 5, 6};
-    static int32_t s[2] = {7, -7};
-    static uint16_t h[3] = {0x3c00, 0, 0xffff};
-    cn_ckpt_tensor t[3];
-    memset(t, 0, sizeof t);
-    strcpy(t[0].name, "dense.weight"), t[0].dtype = CN_F32, t[0].ndim = 2, t[0].shape[0] = 2, t[0].shape[1] = 3;
-    t[0].data = w;
-    strcpy(t[1].name, "step"), t[1].dtype = CN_I32, t[1].ndim = 1, t[1].shape[0] = 2, t[1].data = s;
-    strcpy(t[2].name, "h"), t[2].dtype = CN_F16, t[2].ndim = 0, t[2].data = h;
-    cn_ckpt_meta m = {"input 2 3 1\ndense 3\n", 0, 3, 99, 12345};
-    uint8_t *b = NULL;
-    size_t n = 0;
-    if (cn_ckpt_encode(&m, t, 3, &b, &n) == CN_OK) add_seed(b, n);
-    free(b);
-    cn_ckpt_meta e = {"", 1, 0, 0, 0};
-    if (cn_ckpt_encode(&e, NULL, 0, &b, &n) == CN_OK) add_seed(b, n);
-    free(b);
 }
 
 /* ---- mutations ---- */
@@ -222,64 +161,71 @@ static int fuzz_random(void) {
     return 1;
 }
 
-static int write_seeds(const char *dir, const char *kind) {
-    for (int i = 0; i < nseeds; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s-seed-%d", dir, kind, i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(seeds[i].b, 1, seeds[i].n, f) != seeds[i].n || fclose(f) != 0) {
-            fprintf(stderr, "cannot write %s\n", path);
-            return 1;
-        }
+/* Runs a file and keeps it as a seed (the first 64). */
+static int replay(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return 0;
     }
-    printf("wrote %d seeds to %s\n", nseeds, dir);
-    return 0;
+    size_t n = 0, cap = 1 << 16;
+    uint8_t *b = malloc(cap);
+    for (size_t got; (got = fread(b + n, 1, cap - n, f)) > 0;) {
+        n += got;
+        if (n == cap) b = realloc(b, cap *= 2);
+    }
+    fclose(f);
+    run(b, n);
+    add_seed(b, n);
+    free(b);
+    return 1;
+}
+
+static int replay_all(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "cannot find %s\n", path);
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) return replay(path) ? 1 : -1;
+    struct dirent **names;
+    int n = scandir(path, &names, NULL, alphasort), done = 0; /* sorted: the same order every run */
+    for (int i = 0; i < n; i++) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", path, names[i]->d_name);
+        if (names[i]->d_name[0] != '.' && stat(p, &st) == 0 && S_ISREG(st.st_mode)) done += replay(p);
+        free(names[i]);
+    }
+    free(names);
+    return n < 0 ? -1 : done;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s idx|pgm|ckpt [seconds] [--write-seeds DIR] [FILE...]\n", argv[0]);
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s SECONDS CORPUS_DIR_OR_FILE...\n", argv[0]);
         return 2;
     }
-    const char *kind = argv[1];
-    if (strcmp(kind, "idx") == 0) seeds_idx();
-    else if (strcmp(kind, "pgm") == 0) seeds_pgm();
-    else if (strcmp(kind, "ckpt") == 0) seeds_ckpt();
-    else {
-        fprintf(stderr, "unknown target kind %s\n", kind);
-        return 2;
+    budget = atof(argv[1]);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int replayed = 0;
+    for (int a = 2; a < argc; a++) {
+        int n = replay_all(argv[a]);
+        if (n < 0) {
+            printf("0 passed, 1 failed\n");
+            return 1;
+        }
+        replayed += n;
     }
     if (nseeds == 0) {
-        fprintf(stderr, "no seeds built for %s\n", kind);
+        fprintf(stderr, "no seeds: the corpus is empty\n");
         printf("0 passed, 1 failed\n");
         return 1;
     }
-    int passed = 0, a = 2;
-    if (a < argc && argv[a][0] >= '0' && argv[a][0] <= '9') budget = atof(argv[a++]);
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (; a < argc; a++) {
-        if (strcmp(argv[a], "--write-seeds") == 0 && a + 1 < argc) return write_seeds(argv[a + 1], kind);
-        size_t n = 0, cap = 1 << 16;
-        uint8_t *b = malloc(cap);
-        FILE *f = fopen(argv[a], "rb");
-        if (!f) {
-            fprintf(stderr, "cannot open %s\n", argv[a]);
-            free(b);
-            return 2;
-        }
-        for (size_t got; (got = fread(b + n, 1, cap - n, f)) > 0;) {
-            n += got;
-            if (n == cap) b = realloc(b, cap *= 2);
-        }
-        fclose(f);
-        run(b, n);
-        free(b);
-        printf("replayed %s (%zu bytes)\n", argv[a], n);
-        passed++;
-    }
+    printf("replayed %d corpus files\n", replayed);
+    int passed = 1;
     for (int i = 0; i < nseeds; i++) passed += fuzz_seed(&seeds[i]);
     passed += fuzz_random();
-    printf("fuzz %s: %ld inputs from %d seeds in %.2f s (budget %.1f s)\n", kind, inputs, nseeds, elapsed(), budget);
+    printf("%ld inputs from %d seeds in %.2f s (budget %.1f s)\n", inputs, nseeds, elapsed(), budget);
     printf("%d passed, 0 failed\n", passed);
     for (int i = 0; i < nseeds; i++) free(seeds[i].b);
     return 0;

@@ -4,12 +4,7 @@
  * the raw bytes and the same bytes gzip-compressed must give the same verdict and the same
  * data, since both paths share the header validation but read the payload differently.
  *
- * With libFuzzer (from the repository root; clang and libclang-rt-dev are Debian packages):
- *   clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -I engine/include -I engine \
- *     tests/fuzz/fuzz_idx.c engine/data/[a-z]*.c engine/status.c -lz -o /tmp/fuzz_idx
- *   mkdir -p /tmp/corpus-idx && build/tests/data/fuzz_driver_idx idx --write-seeds /tmp/corpus-idx
- *   /tmp/fuzz_idx -max_total_time=300 /tmp/corpus-idx
- * Without clang, meson builds tests/fuzz/driver.c around this file (test "fuzz_idx"). */
+ * Built by scripts/fuzz.sh (libFuzzer) and, around tests/fuzz/driver.c, by every build. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

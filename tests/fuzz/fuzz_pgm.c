@@ -1,11 +1,6 @@
 /* Fuzz target for the PGM reader (cn_pgm_parse).
  *
- * With libFuzzer (from the repository root):
- *   clang -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -I engine/include -I engine \
- *     tests/fuzz/fuzz_pgm.c engine/data/[a-z]*.c engine/status.c -lz -o /tmp/fuzz_pgm
- *   mkdir -p /tmp/corpus-pgm && build/tests/data/fuzz_driver_pgm pgm --write-seeds /tmp/corpus-pgm
- *   /tmp/fuzz_pgm -max_total_time=300 /tmp/corpus-pgm
- * Without clang, meson builds tests/fuzz/driver.c around this file (test "fuzz_pgm"). */
+ * Built by scripts/fuzz.sh (libFuzzer) and, around tests/fuzz/driver.c, by every build. */
 #include <stdint.h>
 #include <stdlib.h>
 

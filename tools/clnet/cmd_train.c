@@ -174,6 +174,8 @@ static int load_model(train_opts *o, cn_model **out) {
     char origin[1024];
     snprintf(origin, sizeof origin, "%s (model)", o->resume);
     st = cn_model_parse(meta->model_text, origin, out);
+    /* the weights must be in the checkpoint before the trainer allocates room for them */
+    if (st == CN_OK) st = cn_trainer__match_ckpt(ck, o->resume, *out, &o->ckpt_cfg);
     cn_ckpt_free(ck);
     if (st != CN_OK) return cli_error(st);
     if (strcmp(o->model_path, "-") != 0) {
@@ -278,10 +280,8 @@ int cmd_train(int argc, char **argv) {
         goto done;
     if (load_model(&o, &model) != EXIT_OK) goto done;
     if (stopped_while("reading the model")) goto stopped;
-    if (train_data_load(&data, model, o.data, o.text, o.limit) != EXIT_OK) goto done;
-    if (stopped_while("loading the data")) goto stopped;
-    /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
-    if (o.batch > data.n_train) o.batch = data.n_train;
+    /* the devices before the data: opening one checks its settings (CLNET_MEMORY_LIMIT,
+     * CLNET_GEMM, CLNET_CL_OPTIONS), and a wrong one must not cost the data's loading */
     if (o.devices && o.device) {
         rc = cli_errorf("give --device or --devices, not both");
         goto done;
@@ -290,10 +290,6 @@ int cmd_train(int argc, char **argv) {
         if ((rc = cli_open_devices(o.devices, devs, CLI_MAX_DEVICES, &n_dev)) != EXIT_OK) goto done;
         rc = EXIT_ERROR;
         dev = devs[0];
-        if (o.batch < n_dev) {
-            rc = cli_errorf("--batch %lld is smaller than the %d devices of --devices", (long long)o.batch, n_dev);
-            goto done;
-        }
     } else {
         st = cli_open_device(o.device, &dev);
         if (st != CN_OK) {
@@ -301,6 +297,15 @@ int cmd_train(int argc, char **argv) {
             goto done;
         }
         devs[n_dev++] = dev;
+    }
+    if (stopped_while("opening the device")) goto stopped;
+    if (train_data_load(&data, model, o.data, o.text, o.limit) != EXIT_OK) goto done;
+    if (stopped_while("loading the data")) goto stopped;
+    /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
+    if (o.batch > data.n_train) o.batch = data.n_train;
+    if (o.batch < n_dev) {
+        rc = cli_errorf("--batch %lld is smaller than the %d devices of --devices", (long long)o.batch, n_dev);
+        goto done;
     }
 
     /* settings: the optimizer's defaults, or the checkpoint's when resuming; flags given win */
@@ -321,7 +326,6 @@ int cmd_train(int argc, char **argv) {
         o.seed = o.ckpt_seed;
     }
     cfg.seed = o.seed;
-    if (stopped_while("opening the device")) goto stopped;
     st = n_dev > 1 ? cn_trainer_create_mirrored(model, devs, n_dev, &cfg, &t) : cn_trainer_create(model, dev, &cfg, &t);
     if (st != CN_OK) {
         rc = cli_error(st);
