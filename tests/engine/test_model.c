@@ -157,6 +157,9 @@ static void test_refusals(void) {
     refused("input 4 4 1\nflatten\nrepeat 0\nrelu\nend\n", "t.net:3", "repeat N");
     refused("input 4 4 1\nflatten\nresidual 2\nrelu\nend\n", "t.net:3", "takes no arguments");
     refused("input 4 4 1\nflatten\nrepeat 1000\n repeat 1000\n  relu\n end\nend\n", "t.net", "CN_MODEL_MAX_LAYERS");
+    /* 2^32 patches of width 2^16: attention's FLOPs (8 t d^2) pass 2^63 */
+    refused("input 65536 65536 1\npatch_embed 1 65536\nattention 1\n", "t.net:3",
+            "layer 2 (attention 1) on a sequence of 4294967296 tokens of width 65536: the FLOP count does not fit");
     refused("input tokens 0 256\n", "t.net:1", "input tokens CONTEXT VOCAB");
     refused("input tokens 8 256\nembed 8\nlayer_norm eps=x\n", "t.net:3", "layer_norm [eps=X]");
     refused("input tokens 8 256\nembed 8\nattention 2 sideways\n", "t.net:3", "attention HEADS [causal]");
