@@ -13,8 +13,8 @@
  * rounding (~6e-8 per operation, GEMMs of 16-784 terms, two layer norms per block, softmax
  * over 49 keys) gives forward losses within ~1e-6 relative, and Adam then carries weight
  * differences of that order from step to step: measured on the 2-core development VM
- * (2026-11-24), the largest deviation over the 20 steps is 2.3e-7 on omp and 3.0e-7 on POCL,
- * so the bound leaves over 300x for other summation orders (CLBlast, GPU builtins), while a
+ * (2026-11-24; batches of 16), the largest deviation over the 20 steps is 4.0e-7 on omp and on
+ * POCL, so the bound leaves 250x for other summation orders (CLBlast, GPU builtins), while a
  * wrong rule (a transposed weight, a missed residual, 1/sqrt(d) vs 1/d, another eps) moves
  * the first loss by 1e-3 or more. The key bias is the one parameter whose gradient is zero in exact
  * arithmetic (softmax is shift-invariant per query); Adam turns its float32 noise into
