@@ -125,9 +125,10 @@ void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_
 }
 
 /* The whole buffer, written from the host rather than with clEnqueueFillBuffer: Oclgrind
- * (21.10) loses track of which bytes of a buffer are initialised after a fill or a partial
- * write, and hands that state on to the next buffer created in its place, so kernels reading
- * what other kernels wrote there were reported as reading uninitialised memory. */
+ * (21.10) keeps a released buffer's record of initialised bytes, at the old size, for the next
+ * buffer created in its place, and misses kernel writes after a fill; a whole-buffer host
+ * write resets the record, so kernels reading what other kernels wrote to scratch are not
+ * reported as reading uninitialised memory (docs/DESIGN.md). */
 static cn_status write_pattern(cn_cl_ctx *c, cl_mem m, size_t bytes, uint32_t bits) {
     unsigned char *h = malloc(bytes);
     if (!h) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "out of host memory filling a %zu-byte scratch buffer", bytes);
