@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 PKGS=(build-essential meson ninja-build pkg-config python3
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       zlib1g-dev dataset-fashion-mnist openmpi-bin libopenmpi-dev bible-kjv
-      clang libclang-rt-14-dev) # clang: scripts/fuzz.sh (libFuzzer)
+      clang libclang-rt-14-dev
+      oclgrind) # clang: scripts/fuzz.sh (libFuzzer); oclgrind: tests/ops/oclgrind.sh
 # PyTorch is only needed for the benchmark comparison and golden fixtures.
 [ "${CLNET_WITH_TORCH:-0}" = 1 ] && PKGS+=(python3-torch python3-numpy)
 

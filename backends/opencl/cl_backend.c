@@ -178,6 +178,16 @@ static cn_status read_env(cn_cl_gemm_mode *gemm, char *options) {
     return CN_OK;
 }
 
+/* CLNET_EMULATE_GPU: unset, empty or 0 = off, 1 = on; anything else is an error rather than
+ * a guess, since a typo would silently test the CPU paths instead of the GPU's. */
+static cn_status emulate_gpu_setting(int *on) {
+    const char *e = getenv("CLNET_EMULATE_GPU");
+    *on = e && strcmp(e, "1") == 0;
+    if (e && *e && strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
+        return cn_errorf(CN_ERR_INVALID_ARG, "CLNET_EMULATE_GPU=\"%s\" is not 0 or 1", e);
+    return CN_OK;
+}
+
 static cn_status cl_create(int platform_index, int device_index, cn_mem_account *mem, cn_backend **out) {
     if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_cl_backend_create: NULL output");
     *out = NULL;
@@ -220,6 +230,19 @@ static cn_status cl_create(int platform_index, int device_index, cn_mem_account 
     c->gemm_vw = vwf >= 16 ? 16 : vwf >= 8 ? 8 : 4;
     if (!c->max_alloc) c->max_alloc = (uint64_t)128 << 20; /* the spec's minimum */
     if (!c->max_wg) c->max_wg = 1;
+    if (!c->local_mem) c->local_mem = (uint64_t)32 << 10; /* the spec's minimum */
+    cn_status es = emulate_gpu_setting(&c->emulate_gpu);
+    if (es != CN_OK) {
+        cl_destroy(c);
+        return es;
+    }
+    if (c->emulate_gpu) {
+        /* A CPU driver runs what a GPU refuses; with the GPU's limits and decisions, every
+         * GPU code path runs (and is held to those limits) on this device too. */
+        c->is_cpu = 0;
+        if (c->max_wg > CN_CL_PORTABLE_WG) c->max_wg = CN_CL_PORTABLE_WG;
+        if (c->local_mem > CN_CL_PORTABLE_LOCAL) c->local_mem = CN_CL_PORTABLE_LOCAL;
+    }
     choose_gemm_tiles(c);
     c->gemm_reg_default = c->is_cpu;
     c->wg_1d = c->is_cpu ? 1024 : 256;
@@ -263,10 +286,11 @@ static cn_status cl_create(int platform_index, int device_index, cn_mem_account 
     vt->destroy = cl_destroy;
     vt->tune = cn_cl_tune;
     cn_cl_tuning_load(c);
-    cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s%s",
+    cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s%s%s; work-groups <= %zu, local memory %llu KiB",
            c->dev_name, c->dev_version, c->driver, platform_index, device_index,
            c->gemm_mode == CN_GEMM_NATIVE || (c->gemm_mode == CN_GEMM_AUTO && c->gemm_reg_default) ? "gemm.cl" : "CLBlast",
-           c->tuning ? " (tuned)" : "");
+           c->tuning ? " (tuned)" : "", c->emulate_gpu ? ", GPU decisions (CLNET_EMULATE_GPU=1)" : "", c->max_wg,
+           (unsigned long long)(c->local_mem >> 10));
     *out = vt;
     return CN_OK;
 }

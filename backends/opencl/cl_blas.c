@@ -117,6 +117,7 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
     size_t nr = (size_t)(v->nv * c->gemm_vw);
     size_t tm = (size_t)((g->M + v->mr - 1) / v->mr), tn = ((size_t)g->N + nr - 1) / nr;
     if (!wg) wg = cn_cl_gemm_default_wg(c, tm, tn, (size_t)(g->batch * S));
+    while (wg > 1 && wg > cn_cl_kernel_max_wg(c, v->kernel)) wg /= 2;
     size_t gws[3] = {tm, tn, (size_t)(g->batch * S)}, lws[3] = {wg, 1, 1};
     int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
     CN_TRY(CN_CL_LAUNCH(c, v->kernel, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG(b), CN_ARG(out), CN_ARG_INT(g->M),
@@ -125,6 +126,7 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
                         CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(S > 1 ? 0 : has_bias(l))));
     if (S == 1) return CN_OK;
     size_t rg[2] = {(size_t)mn, (size_t)g->batch}, rl[2] = {64, 1};
+    while (rl[0] > 1 && rl[0] > cn_cl_kernel_max_wg(c, CN_K_gemm_splitk_sum)) rl[0] /= 2;
     return CN_CL_LAUNCH(c, CN_K_gemm_splitk_sum, 2, rg, rl, CN_ARG(out), CN_ARG_MEM(l->out), CN_ARG_INT(mn),
                         CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(has_bias(l)),
                         CN_ARG_INT(g->N));

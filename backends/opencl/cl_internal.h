@@ -95,6 +95,13 @@ typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST
  * cut silently, even mid-option). */
 #define CN_CL_OPTIONS_MAX 1024
 
+/* Limits that portable kernels can count on from GPUs: many AMD and Intel parts allow 256
+ * work-items per group, and 32 KiB of local memory leaves room below NVIDIA's 48 KiB and
+ * the 64 KiB of most others. The caps of CLNET_EMULATE_GPU=1, and the budget of the fused
+ * attention's tiles on every device. */
+#define CN_CL_PORTABLE_WG 256
+#define CN_CL_PORTABLE_LOCAL ((uint64_t)32 << 10)
+
 typedef struct cn_cl_ctx {
     cl_platform_id platform;
     cl_device_id device;
@@ -106,8 +113,12 @@ typedef struct cn_cl_ctx {
     char plat_version[128];
     char dev_version[128];
     char driver[64];
+    /* Takes the CPU-type decisions (register-blocked GEMM, span and row kernels): a CPU-type
+     * device unless CLNET_EMULATE_GPU=1 made it take every GPU decision. */
     int is_cpu;
+    int emulate_gpu; /* CLNET_EMULATE_GPU=1: GPU decisions, max_wg and local_mem capped */
     int cl_c_12;       /* device compiles OpenCL C 1.2 (-cl-std=CL1.2 accepted) */
+    /* Queried limits (capped under CLNET_EMULATE_GPU); every launch is checked against them. */
     uint64_t max_alloc;
     uint64_t local_mem;
     size_t max_wg;
@@ -118,10 +129,12 @@ typedef struct cn_cl_ctx {
 
     cl_program programs[CN_CL_FAM_COUNT];
     cl_kernel kernels[CN_K_COUNT];
-    size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE, 0 = not queried */
+    size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE (at most max_wg), 0 = not queried */
+    size_t kernel_local[CN_K_COUNT]; /* 1 + the kernel's own __local bytes, 0 = not queried */
 
     cl_mem scratch[CN_CL_SCRATCH_SLOTS];
     size_t scratch_bytes[CN_CL_SCRATCH_SLOTS];
+    uint32_t scratch_poison; /* 0, or the pattern new scratch is filled with (cn_cl_poison_scratch) */
 
     cn_cl_gemm_mode gemm_mode;   /* CLNET_GEMM, read and checked at open */
     char cl_options[CN_CL_OPTIONS_MAX + 1]; /* CLNET_CL_OPTIONS, read and checked at open */
@@ -169,7 +182,8 @@ static inline cn_status cn_cl_kernel(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel
     return cn_cl_kernel_slow(c, id, out);
 }
 const char *cn_cl_kernel_name(cn_cl_kernel_id id);
-/* Largest work-group size this kernel may be launched with on this device. */
+/* Largest work-group size this kernel may be launched with on this device (and under the
+ * device's max_wg, which CLNET_EMULATE_GPU caps). */
 size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id);
 void cn_cl_programs_release(cn_cl_ctx *c);
 /* The disk cache directory (CLNET_CACHE_DIR, else the user's cache dir); 0 when disabled. */
@@ -191,7 +205,9 @@ typedef struct cn_cl_arg {
 #define CN_ARG_LOCAL(bytes) ((cn_cl_arg){(bytes), NULL})
 
 /* Set the arguments and enqueue (never waits). gws is rounded up to a multiple of lws
- * when lws is given; kernels bound-check. */
+ * when lws is given; kernels bound-check. A group larger than the kernel's limit, or __local
+ * memory (arguments plus the kernel's own) beyond the device's, is refused with
+ * CN_ERR_UNSUPPORTED before anything is enqueued: a CPU driver would run it, a GPU not. */
 cn_status cn_cl_launch(cn_cl_ctx *c, cn_cl_kernel_id id, cl_uint dims, const size_t *gws,
                        const size_t *lws, int nargs, const cn_cl_arg *args);
 #define CN_CL_LAUNCH(c, id, dims, gws, lws, ...)                                            \
@@ -218,7 +234,8 @@ size_t cn_cl_row_wg(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t cols);
 /* Work-group shape for a 3-D grid: up to wg_grid work-items, filling dimension 0 first. */
 void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_t lws[3]);
 /* A scratch buffer of at least bytes (grown, never shrunk; in-order queue keeps reuse safe),
- * charged to the device's memory account, so it counts against the cap and in the peak. */
+ * charged to the device's memory account, so it counts against the cap and in the peak.
+ * New buffers hold c->scratch_poison when it is set (tests). */
 cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out);
 cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
 

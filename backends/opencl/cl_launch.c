@@ -2,6 +2,7 @@
  * shared by every op family. */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cl_internal.h"
@@ -20,10 +21,41 @@ static size_t pow2_floor(size_t v) {
     return p;
 }
 
+/* The kernel's own __local bytes (its __local variables), queried once before any argument
+ * is set, so that __local arguments of an earlier launch are not counted in. */
+static size_t kernel_local_bytes(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel k) {
+    if (!c->kernel_local[id]) {
+        cl_ulong n = 0;
+        if (clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof n, &n, NULL) != CL_SUCCESS) n = 0;
+        c->kernel_local[id] = (size_t)n + 1;
+    }
+    return c->kernel_local[id] - 1;
+}
+
+/* A CPU driver runs groups past a GPU's limits; refusing them here keeps every device (and
+ * CLNET_EMULATE_GPU's caps) honest. */
+static cn_status check_limits(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel k, cl_uint dims, const size_t *lws,
+                              int nargs, const cn_cl_arg *args) {
+    size_t items = 1, local = kernel_local_bytes(c, id, k);
+    for (cl_uint d = 0; lws && d < dims; d++) items *= lws[d];
+    for (int i = 0; i < nargs; i++)
+        if (!args[i].ptr) local += args[i].size;
+    size_t max = cn_cl_kernel_max_wg(c, id);
+    if (items > max)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: work-groups of %zu work-items exceed the %zu that OpenCL device '%s' allows%s",
+                         cn_cl_kernel_name(id), items, max, c->dev_name, c->emulate_gpu ? " (CLNET_EMULATE_GPU=1)" : "");
+    if (local > c->local_mem)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: %zu bytes of local memory exceed the %llu that OpenCL device '%s' has%s",
+                         cn_cl_kernel_name(id), local, (unsigned long long)c->local_mem, c->dev_name,
+                         c->emulate_gpu ? " (CLNET_EMULATE_GPU=1)" : "");
+    return CN_OK;
+}
+
 cn_status cn_cl_launch(cn_cl_ctx *c, cn_cl_kernel_id id, cl_uint dims, const size_t *gws,
                        const size_t *lws, int nargs, const cn_cl_arg *args) {
     cl_kernel k;
     CN_TRY(cn_cl_kernel(c, id, &k));
+    CN_TRY(check_limits(c, id, k, dims, lws, nargs, args));
     for (int i = 0; i < nargs; i++) {
         cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].ptr);
         if (err != CL_SUCCESS)
@@ -92,12 +124,33 @@ void cn_cl_grid_lws(cn_cl_ctx *c, cn_cl_kernel_id id, const size_t gws[3], size_
     lws[2] = 1;
 }
 
+/* The whole buffer, written from the host rather than with clEnqueueFillBuffer: Oclgrind
+ * (21.10) keeps a released buffer's record of initialised bytes, at the old size, for the next
+ * buffer created in its place, and misses kernel writes after a fill; a whole-buffer host
+ * write resets the record, so kernels reading what other kernels wrote to scratch are not
+ * reported as reading uninitialised memory (docs/DESIGN.md). */
+static cn_status write_pattern(cn_cl_ctx *c, cl_mem m, size_t bytes, uint32_t bits) {
+    unsigned char *h = malloc(bytes);
+    if (!h) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "out of host memory filling a %zu-byte scratch buffer", bytes);
+    for (size_t i = 0; i < bytes; i++) h[i] = (unsigned char)(bits >> (8 * (i % 4)));
+    cl_int err = clEnqueueWriteBuffer(c->queue, m, CL_TRUE, 0, bytes, h, 0, NULL, NULL);
+    free(h);
+    if (err != CL_SUCCESS) return cn_cl_fail(c->dev_name, "clEnqueueWriteBuffer (scratch fill)", err);
+    return CN_OK;
+}
+
 cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
     if (bytes == 0) bytes = 4;
+    if (bytes > c->max_alloc)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY,
+                         "out of memory on OpenCL device '%s': a %zu-byte scratch buffer exceeds "
+                         "CL_DEVICE_MAX_MEM_ALLOC_SIZE (%llu bytes)",
+                         c->dev_name, bytes, (unsigned long long)c->max_alloc);
     if (c->scratch_bytes[slot] < bytes) {
         size_t want = c->scratch_bytes[slot] * 2;
         if (want < bytes) want = bytes;
         if (want < 4096) want = 4096;
+        if (want > c->max_alloc) want = bytes;
         /* Near the cap, the doubled size may not fit where the exact one does. */
         cn_status r = cn_mem_reserve(c->mem, want, "scratch buffer");
         if (r != CN_OK && want > bytes) r = cn_mem_reserve(c->mem, want = bytes, "scratch buffer");
@@ -108,6 +161,12 @@ cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
             cn_mem_release(c->mem, want);
             return cn_cl_fail(c->dev_name, "clCreateBuffer (scratch)", err);
         }
+        cn_status fs = c->scratch_poison ? write_pattern(c, m, want, c->scratch_poison) : CN_OK;
+        if (fs != CN_OK) {
+            clReleaseMemObject(m);
+            cn_mem_release(c->mem, want);
+            return fs;
+        }
         /* Commands already queued keep the old buffer alive until they finish. */
         if (c->scratch[slot]) clReleaseMemObject(c->scratch[slot]);
         cn_mem_release(c->mem, c->scratch_bytes[slot]);
@@ -116,6 +175,15 @@ cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out) {
     }
     *out = c->scratch[slot];
     return CN_OK;
+}
+
+void cn_cl_poison_scratch(cn_backend *b, uint32_t bits) {
+    cn_cl_ctx *c = b->ctx;
+    pthread_mutex_lock(&c->lock);
+    c->scratch_poison = bits;
+    for (int i = 0; i < CN_CL_SCRATCH_SLOTS && bits; i++)
+        if (c->scratch[i]) (void)write_pattern(c, c->scratch[i], c->scratch_bytes[i], bits);
+    pthread_mutex_unlock(&c->lock);
 }
 
 /* ---- supports() and run() ---- */

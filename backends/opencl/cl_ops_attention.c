@@ -7,10 +7,7 @@
  * tiles, the forward four; both a B x B score tile and 3 B row statistics. */
 #include "cl_internal.h"
 
-#define ATTN_LOCAL_CAP ((uint64_t)32 << 10)
-#define ATTN_WG_CAP 256
-
-static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < ATTN_LOCAL_CAP ? c->local_mem : ATTN_LOCAL_CAP; }
+static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < CN_CL_PORTABLE_LOCAL ? c->local_mem : CN_CL_PORTABLE_LOCAL; }
 
 static uint64_t local_bytes(int64_t B, int64_t D, int tiles) { return (uint64_t)(tiles * B * D + B * B + 3 * B) * 4u; }
 
@@ -18,7 +15,7 @@ int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D) { return D >= 1 && local
 
 static int64_t tile(cn_cl_ctx *c, cn_cl_kernel_id k, int64_t D, int tiles) {
     size_t wg = cn_cl_kernel_max_wg(c, k);
-    if (wg > ATTN_WG_CAP) wg = ATTN_WG_CAP;
+    if (wg > CN_CL_PORTABLE_WG) wg = CN_CL_PORTABLE_WG;
     int64_t B = 16;
     while (B > 1 && ((size_t)(B * B) > wg || local_bytes(B, D, tiles) > local_budget(c))) B /= 2;
     return B;

@@ -39,8 +39,8 @@ static int channel_vec(const cn_cl_ctx *c, int64_t C, int *cv) {
  * compute unit busy. */
 static cn_status launch_rows(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs, const cn_cl_arg *args) {
     size_t cu = c->compute_units ? c->compute_units : 1;
-    size_t lws = 16;
-    while (lws > 1 && (n + lws - 1) / lws < 8 * cu) lws /= 2;
+    size_t lws = 16, max = cn_cl_kernel_max_wg(c, id);
+    while (lws > 1 && ((n + lws - 1) / lws < 8 * cu || lws > max)) lws /= 2;
     return cn_cl_launch(c, id, 1, &n, &lws, nargs, args);
 }
 #define ROWS(c, id, n, ...)                                                                        \

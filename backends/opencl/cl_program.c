@@ -400,6 +400,7 @@ size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id) {
     if (cn_cl_kernel(c, id, &k) != CN_OK ||
         clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS || wg == 0)
         wg = c->max_wg ? c->max_wg : 1;
+    if (wg > c->max_wg) wg = c->max_wg; /* CLNET_EMULATE_GPU caps the device's limit */
     c->kernel_wg[id] = wg;
     return wg;
 }

@@ -84,8 +84,10 @@ static CLBlastStatusCode apply_params(cn_cl_ctx *c, const char *kernel, const bl
 static int tune_path(const cn_cl_ctx *c, char *buf, size_t cap, char *dir, size_t dcap) {
     if (!cn_cl_cache_dir(dir, dcap)) return 0;
     char id[1024];
-    int n = snprintf(id, sizeof id, "clnet-gemm-tune-%d\n%s\n%s\n%s\n%s\n%s\n%d", TUNE_FORMAT, c->plat_name,
-                     c->plat_version, c->dev_name, c->dev_version, c->driver, c->gemm_vw);
+    /* An emulated GPU takes other paths than the same device as a CPU: its own file. */
+    int n = snprintf(id, sizeof id, "clnet-gemm-tune-%d\n%s\n%s\n%s\n%s\n%s\n%d%s", TUNE_FORMAT, c->plat_name,
+                     c->plat_version, c->dev_name, c->dev_version, c->driver, c->gemm_vw,
+                     c->emulate_gpu ? "\nCLNET_EMULATE_GPU" : "");
     if (n < 0) return 0;
     uint64_t key = cn_cl_fnv1a(0xCBF29CE484222325ULL, id, strlen(id));
     n = snprintf(buf, cap, "%s/gemm-tune-%016llx.txt", dir, (unsigned long long)key);

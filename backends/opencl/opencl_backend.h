@@ -12,4 +12,11 @@ double cn_cl_build_seconds(void);
  * from source (misses, corrupt entries and CLNET_CACHE=0 alike). */
 void cn_cl_cache_counters(uint64_t *hits, uint64_t *misses);
 
+/* Tests only (b from cn_cl_backend_create): fill every scratch buffer of the device (GEMM
+ * split-K partials, reduction passes, max-pool winners) with the 32-bit pattern bits now,
+ * and every scratch buffer created later too; 0 stops filling new ones. A kernel that reads
+ * scratch no launch wrote then sees that garbage instead of whatever the memory held. */
+struct cn_backend;
+void cn_cl_poison_scratch(struct cn_backend *b, uint32_t bits);
+
 #endif

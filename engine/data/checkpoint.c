@@ -10,8 +10,11 @@
  * version, checksum, then every length against the bytes that remain before using it, so a
  * corrupt or hostile file is rejected with a message and never makes us allocate more than
  * the file's own size. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,16 +235,17 @@ cn_status cn_ckpt_encode(const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors
     return CN_OK;
 }
 
+/* The directory holding path (malloc'd; NULL when out of memory). */
+static char *parent_dir(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
 /* fsync the directory holding path, so the rename itself survives a crash. */
 static int fsync_parent(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir;
-    if (!slash)
-        dir = strdup(".");
-    else if (slash == path)
-        dir = strdup("/");
-    else
-        dir = strndup(path, (size_t)(slash - path));
+    char *dir = parent_dir(path);
     if (!dir) return ENOMEM;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
@@ -250,6 +254,33 @@ static int fsync_parent(const char *path) {
     close(fd);
     /* Some file systems cannot fsync a directory; the data itself is already synced. */
     return (e == EINVAL || e == EROFS || e == ENOTSUP) ? 0 : e;
+}
+
+/* A save killed mid-write (kill -9, power cut) leaves <path>.tmp.<pid> behind; the next save of
+ * the same path removes those whose process is gone. A live process's file is its save in
+ * progress and stays (kill() then succeeds, or fails with EPERM for another user's process).
+ * PIDs are those of this PID namespace: processes sharing the directory from another
+ * namespace or machine are not told apart from dead ones. Best effort: nothing here fails the
+ * save that already succeeded. */
+static void remove_stale_temps(const char *path) {
+    char *dir = parent_dir(path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t bl = strlen(base);
+    DIR *d = dir ? opendir(dir) : NULL;
+    free(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bl) != 0 || strncmp(n + bl, ".tmp.", 5) != 0) continue;
+        const char *digits = n + bl + 5;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        if (*digits < '1' || *digits > '9' || *end || errno || pid > INT_MAX || pid == (long)getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+        if (unlinkat(dirfd(d), n, 0) == 0) cn_log(CN_LOG_INFO, "removed %s, left by process %ld killed while saving", n, pid);
+    }
+    closedir(d);
 }
 
 cn_status cn_ckpt_save(const char *path, const cn_ckpt_meta *meta, const cn_ckpt_tensor *tensors, int count) {
@@ -312,6 +343,7 @@ cn_status cn_ckpt_save(const char *path, const cn_ckpt_meta *meta, const cn_ckpt
         return s;
     }
     free(tmp);
+    remove_stale_temps(path);
     int e = fsync_parent(path);
     if (e)
         return cn_errorf(CN_ERR_IO, "checkpoint %s was written, but syncing its directory failed: %s", path, strerror(e));

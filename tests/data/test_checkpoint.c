@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "data/checkpoint.h"
 
@@ -463,9 +464,34 @@ static void test_only_regular_files(void) {
     tc_end();
 }
 
+/* kill -9 during a save leaves <path>.tmp.<pid>: the next save of the same path removes the
+ * files of processes that are gone, and nothing else. */
+static void test_stale_temps(void) {
+    tc_begin("the next save removes temp files left by killed saves, and only those");
+    cn_ckpt_meta m = make_meta();
+    pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    CHECK(gone > 0 && waitpid(gone, NULL, 0) == gone, "fork");
+    char path[1024], dead[1100], alive[1100], other[1100], not_pid[1100];
+    snprintf(path, sizeof path, "%s", tc_path("stale.ckpt"));
+    snprintf(dead, sizeof dead, "%s.tmp.%ld", path, (long)gone);
+    snprintf(alive, sizeof alive, "%s.tmp.%ld", path, (long)getppid()); /* the test runner */
+    snprintf(other, sizeof other, "%s.tmp.%ld", tc_path("other.ckpt"), (long)gone);
+    snprintf(not_pid, sizeof not_pid, "%s.tmp.%ldx", path, (long)gone);
+    const char *files[] = {dead, alive, other, not_pid};
+    for (int i = 0; i < 4; i++) CHECK(tc_write(files[i], "partial", 7) == 0, "%s", files[i]);
+    CHECK_OK(cn_ckpt_save(path, &m, NULL, 0));
+    CHECK(!tc_exists(dead), "%s (its process is gone) was kept", dead);
+    CHECK(tc_exists(alive), "%s (a live process's save) was removed", alive);
+    CHECK(tc_exists(other) && tc_exists(not_pid), "a file of another checkpoint, or not named by a pid, was removed");
+    for (int i = 1; i < 4; i++) unlink(files[i]);
+    tc_end();
+}
+
 int main(void) {
     test_only_regular_files();
     test_round_trip();
+    test_stale_temps();
     test_corruption();
     test_structure();
     test_save_validation();

@@ -111,6 +111,32 @@ static void test_scratch_counts(void) {
     tc_end();
 }
 
+/* One tensor larger than CL_DEVICE_MAX_MEM_ALLOC_SIZE (but within the device's memory, so
+ * no other rule refuses it first) fails cleanly, naming the device, the request and the
+ * limit; nothing is allocated. */
+static void test_max_alloc(void) {
+    cn_device *d = NULL;
+    if (cn_device_open("cl:0", &d) != CN_OK) {
+        tc_skipped("a tensor past CL_DEVICE_MAX_MEM_ALLOC_SIZE is refused", "no OpenCL device");
+        return;
+    }
+    tc_begin("a tensor past CL_DEVICE_MAX_MEM_ALLOC_SIZE is refused, naming device and sizes");
+    const cn_device_info *info = cn_device_get_info(d);
+    int64_t n = (int64_t)(info->max_alloc / 4) + 1;
+    char want[64];
+    snprintf(want, sizeof want, "%llu bytes", (unsigned long long)info->max_alloc);
+    cn_tensor *t = NULL;
+    CHECK(info->max_alloc + 4 < info->global_mem, "max alloc %llu, global %llu: the case needs room between them",
+          (unsigned long long)info->max_alloc, (unsigned long long)info->global_mem);
+    CHECK_ERR(cn_tensor_create(d, 1, &n, CN_F32, &t), CN_ERR_OUT_OF_MEMORY, "CL_DEVICE_MAX_MEM_ALLOC_SIZE");
+    CHECK(t == NULL && strstr(cn_last_error(), info->name) && strstr(cn_last_error(), want), "%s", cn_last_error());
+    cn_memory_stats ms;
+    CHECK_OK(cn_device_memory_stats(d, &ms));
+    CHECK(ms.current == 0, "%llu bytes still counted", (unsigned long long)ms.current);
+    cn_device_release(d);
+    tc_end();
+}
+
 /* Some two-letter part of a's name that b's name also has (case-insensitive), or "". */
 static void common_part(const char *a, const char *b, char out[3]) {
     out[0] = 0;
@@ -176,6 +202,7 @@ int main(void) {
     test_grammar();
     test_env_limit();
     test_scratch_counts();
+    test_max_alloc();
     test_name_selection();
     return tc_finish();
 }

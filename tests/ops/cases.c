@@ -115,6 +115,9 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
     mmb(L, 3, 0, 4, 0, 0, CN_EPI_SIGMOID);    /* K = 0: sigmoid(bias) */
     mmb(L, 40, 4096, 24, 1, 0, CN_EPI_RELU);  /* long K, small output: split-K sums add the bias */
     mmb(L, 24, 2048, 48, 0, 0, CN_EPI_TANH);
+    /* split-K with tiny outputs, small enough for Oclgrind: partial slices live in scratch,
+     * which test_ops fills with garbage first, so a slice no work-item wrote shows */
+    mmb(L, 5, 1536, 7, 1, 1, CN_EPI_RELU);
 }
 
 static void cases_MATMUL(h_caselist *L) {
@@ -128,6 +131,8 @@ static void cases_MATMUL(h_caselist *L) {
     mm(L, 0, 1, 256, 10, 0, 0, CN_EPI_NONE);
     mm(L, 0, 100, 1, 50, 0, 0, CN_EPI_NONE);
     mm(L, 0, 1, 1000, 1, 1, 1, CN_EPI_NONE); /* a dot product */
+    mm(L, 0, 3, 1024, 5, 0, 0, CN_EPI_NONE); /* split-K, rows fewer than a register block */
+    mm(L, 2, 6, 1024, 4, 0, 1, CN_EPI_NONE); /* split-K, batched, B transposed through scratch */
     mm(L, 0, 128, 256, 96, 0, 0, CN_EPI_NONE);
     mm(L, 0, 200, 3, 1, 0, 1, CN_EPI_NONE);
     mm(L, 0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: zeros, then the epilogue */

@@ -74,6 +74,28 @@ cn_dtype h_checked_dtype(const h_case *c, int j) {
     return i < 0 ? c->out_dt : c->in[i].dt;
 }
 
+/* Elements read and written, plus the multiply-adds of the ops whose work grows faster than
+ * their tensors: a rough cost, for keeping slow runs (Oclgrind simulates every work-item) to
+ * small cases. */
+int64_t h_case_work(const h_case *c) {
+    int64_t w = cn_shape_numel(&c->out_shape);
+    for (int i = 0; i < c->n_in; i++) w += cn_shape_numel(&c->in[i].shape);
+    const cn_shape *a = &c->in[0].shape;
+    switch (c->op) {
+    case CN_OP_MATMUL: /* out [.., M, N] times K */
+        return w + cn_shape_numel(&c->out_shape) * a->d[a->ndim - (c->p.trans_a ? 2 : 1)];
+    case CN_OP_ATTENTION:
+    case CN_OP_ATTENTION_LSE:
+    case CN_OP_ATTENTION_GRAD: { /* q [BH, T, D] times S keys */
+        int qi = c->op == CN_OP_ATTENTION_GRAD;
+        return w + cn_shape_numel(&c->in[qi].shape) * c->in[qi + 1].shape.d[1];
+    }
+    case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
+        return w + cn_shape_numel(&c->out_shape) * cn_shape_numel(&c->in[1].shape);
+    default: return w;
+    }
+}
+
 static size_t esize(cn_dtype dt) { return dt == CN_F16 ? 2 : 4; }
 
 /* ---- inputs ---- */

@@ -87,6 +87,10 @@ const char *h_checked_name(const h_case *c, int j);
 int64_t h_checked_numel(const h_case *c, int j);
 cn_dtype h_checked_dtype(const h_case *c, int j);
 
+/* Elements read and written plus the multiply-adds of MATMUL, ATTENTION* and
+ * EMBEDDING_GRAD: what --max-work compares. */
+int64_t h_case_work(const h_case *c);
+
 /* Host data of one case: generated inputs and the checked buffers of one run. */
 typedef struct h_data {
     void *in[CN_MAX_INPUTS];

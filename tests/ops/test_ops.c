@@ -1,11 +1,17 @@
 /* Cross-backend op harness: every case of cases.c runs on the OpenMP reference, then on
  * every OpenCL device, and the results are compared with the tolerance rule of harness.c.
  *
- *   test_ops [--op NAME[,NAME..]]... [--device SEL[,SEL..]]... [--list] [--quiet] [--no-fork]
- *   CLNET_TEST_OP / CLNET_TEST_DEVICE: the same filters when no flag is given.
+ *   test_ops [--op NAME[,NAME..]]... [--device SEL[,SEL..]]... [--max-work N] [--list] [--quiet] [--no-fork]
+ *   CLNET_TEST_OP / CLNET_TEST_DEVICE / CLNET_TEST_MAX_WORK: the same filters when no flag
+ *   is given. --max-work keeps the cases whose h_case_work() is at most N (for Oclgrind,
+ *   which simulates every work-item); every selected op must keep at least one.
  *   SEL: omp | cl | cl:N. The "omp" device checks the reference itself (guards intact,
  *   inputs untouched, every output element written and finite); "cl:N" compares, and
  *   "cl:N/gemm.cl" (selected with cl:N) runs MATMUL again with CLNET_GEMM=native.
+ *
+ * Before each case on an OpenCL device its scratch buffers are filled with the pre-fill
+ * garbage (cn_cl_poison_scratch), as the output is, so a kernel reading scratch that no launch
+ * wrote fails here, not only under Oclgrind.
  *
  * Per case and device one verdict: passed, failed, or skipped (supports() == 0, or no
  * OpenCL device at all). An op whose every case is unsupported on a device fails once
@@ -28,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../backends/opencl/opencl_backend.h"
 #include "cases.h"
 #include "harness.h"
 
@@ -64,6 +71,7 @@ typedef struct rec {
 } rec;
 
 static int quiet;
+static long long max_work; /* 0 = every case */
 static int n_pass, n_fail, n_skip;
 static h_caselist L;
 static int *sel_cases, n_sel;
@@ -127,9 +135,20 @@ static int want_cl(void) {
     return 0;
 }
 
+static int parse_work(const char *s) {
+    char *end;
+    max_work = strtoll(s, &end, 10);
+    if (end == s || *end || max_work <= 0) {
+        fprintf(stderr, "--max-work / CLNET_TEST_MAX_WORK: '%s' is not a positive number\n", s);
+        return 0;
+    }
+    return 1;
+}
+
 static void usage(void) {
     fprintf(stderr,
-            "usage: test_ops [--op NAME[,NAME..]]... [--device omp|cl|cl:N]... [--list] [--quiet] [--no-fork]\nops:");
+            "usage: test_ops [--op NAME[,NAME..]]... [--device omp|cl|cl:N]... [--max-work N] [--list] [--quiet] "
+            "[--no-fork]\nops:");
     for (int op = 0; op < CN_OP_COUNT; op++)
         if (h_op_tested((cn_op)op)) fprintf(stderr, " %s", cn_op_name((cn_op)op));
     fprintf(stderr, "\n");
@@ -312,6 +331,7 @@ static void run_case(int ci, int di0, dev *devs, int n_dev, cn_backend *ref, int
         h_data got;
         memset(&got, 0, sizeof got);
         h_alloc_checked(c, &got);
+        cn_cl_poison_scratch(d->b, H_PREFILL_BITS);
         emit_start(ci, k);
         t0 = now();
         rc = h_run(d->b, c, in.in, &got, err, sizeof err);
@@ -540,13 +560,18 @@ int main(int argc, char **argv) {
             add_list(dev_filter, &n_dev_filter, argv[++i]);
         else if (!strncmp(argv[i], "--device=", 9))
             add_list(dev_filter, &n_dev_filter, argv[i] + 9);
-        else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
+        else if (!strcmp(argv[i], "--max-work") && i + 1 < argc) {
+            if (!parse_work(argv[++i])) return 2;
+        } else if (!strncmp(argv[i], "--max-work=", 11)) {
+            if (!parse_work(argv[i] + 11)) return 2;
+        } else if (!strcmp(argv[i], "--quiet") || !strcmp(argv[i], "-q"))
             quiet = 1;
         else if (!strcmp(argv[i], "--no-fork"))
             no_fork = 1;
         else if (!strcmp(argv[i], "--list")) {
             h_build_cases(&L);
-            for (int k = 0; k < L.n; k++) printf("%-18s %s\n", cn_op_name(L.v[k].op), L.v[k].desc);
+            for (int k = 0; k < L.n; k++)
+                printf("%-18s work %9lld  %s\n", cn_op_name(L.v[k].op), (long long)h_case_work(&L.v[k]), L.v[k].desc);
             h_caselist_free(&L);
             return 0;
         } else {
@@ -558,6 +583,9 @@ int main(int argc, char **argv) {
         add_list(op_filter, &n_op_filter, getenv("CLNET_TEST_OP"));
     if (!n_dev_filter && getenv("CLNET_TEST_DEVICE") && *getenv("CLNET_TEST_DEVICE"))
         add_list(dev_filter, &n_dev_filter, getenv("CLNET_TEST_DEVICE"));
+    if (!max_work && getenv("CLNET_TEST_MAX_WORK") && *getenv("CLNET_TEST_MAX_WORK") &&
+        !parse_work(getenv("CLNET_TEST_MAX_WORK")))
+        return 2;
     for (int i = 0; i < n_op_filter; i++) {
         int found = 0;
         for (int op = 0; op < CN_OP_COUNT; op++)
@@ -580,7 +608,18 @@ int main(int argc, char **argv) {
     if (!h_build_cases(&L)) n_fail++;
     sel_cases = malloc(sizeof(int) * (size_t)(L.n + 1));
     for (int k = 0; k < L.n; k++)
-        if (op_selected(L.v[k].op)) sel_cases[n_sel++] = k;
+        if (op_selected(L.v[k].op) && (!max_work || h_case_work(&L.v[k]) <= max_work)) sel_cases[n_sel++] = k;
+    if (max_work) {
+        printf("--max-work %lld: %d cases selected\n", max_work, n_sel);
+        for (int op = 0; op < CN_OP_COUNT; op++) {
+            int have = 0;
+            for (int k = 0; k < n_sel; k++) have |= L.v[sel_cases[k]].op == (cn_op)op;
+            if (h_op_tested((cn_op)op) && op_selected((cn_op)op) && !have) {
+                printf("FAIL %-18s no case within --max-work %lld: every op must run\n", cn_op_name((cn_op)op), max_work);
+                n_fail++;
+            }
+        }
+    }
 
     if (no_fork)
         worker(0, 0);
