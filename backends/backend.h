@@ -25,6 +25,7 @@ typedef struct cn_launch {
     cn_dtype out_dtype;
     void *out;
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
+    float lr_scale; /* ADAM/SGD: the step's learning rate is p->lr * lr_scale (a schedule) */
 } cn_launch;
 
 typedef struct cn_backend {

@@ -29,7 +29,31 @@ static cn_status check_optimizer(const cn_optimizer_config *c) {
         return cn_errorf(CN_ERR_INVALID_ARG, "weight decay %g must be >= 0", (double)c->weight_decay);
     if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
         return cn_errorf(CN_ERR_INVALID_ARG, "momentum %g must lie in [0,1)", (double)c->momentum);
+    if ((unsigned)c->schedule > CN_LR_COSINE)
+        return cn_errorf(CN_ERR_INVALID_ARG, "unknown learning-rate schedule %d", (int)c->schedule);
+    if (c->warmup_steps < 0 || c->warmup_steps > CN_LR_MAX_STEPS)
+        return cn_errorf(CN_ERR_INVALID_ARG, "warm-up of %lld steps: must lie in [0, %d]", (long long)c->warmup_steps,
+                         CN_LR_MAX_STEPS);
+    if (c->schedule == CN_LR_COSINE) {
+        if (c->total_steps <= c->warmup_steps || c->total_steps > CN_LR_MAX_STEPS)
+            return cn_errorf(CN_ERR_INVALID_ARG,
+                             "cosine schedule over %lld steps: must exceed the warm-up (%lld) and be at most %d",
+                             (long long)c->total_steps, (long long)c->warmup_steps, CN_LR_MAX_STEPS);
+        if (!(c->min_lr >= 0.0f && c->min_lr < c->lr))
+            return cn_errorf(CN_ERR_INVALID_ARG, "minimum learning rate %g must lie in [0, lr = %g)",
+                             (double)c->min_lr, (double)c->lr);
+    }
     return CN_OK;
+}
+
+float cn_optimizer_lr_at(const cn_optimizer_config *c, uint64_t t) {
+    if (!c) return 0.0f;
+    const double lr = c->lr, w = (double)c->warmup_steps, x = (double)t;
+    if (c->warmup_steps > 0 && x <= w) return (float)(lr * x / w);
+    if (c->schedule != CN_LR_COSINE) return c->lr;
+    const double span = (double)c->total_steps - w, done = x - w;
+    if (span <= 0 || done >= span) return c->min_lr;
+    return (float)(c->min_lr + (lr - c->min_lr) * 0.5 * (1.0 + cos(M_PI * done / span)));
 }
 
 static int64_t param_numel(const cn_session *s, int i) {
@@ -387,6 +411,9 @@ cn_status cn_session_apply_gradients(cn_session *s) {
     if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_apply_gradients: not a training session");
     if (s->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "apply_gradients: no gradients computed yet");
     if (!s->apply) CN_TRY(build_apply(s));
+    /* The plan's ops hold the base rate; the schedule scales it per step. Without a schedule
+     * the factor is exactly 1, so constant-rate runs are bit-identical to before. */
+    s->apply->lr_scale = cn_optimizer_lr_at(&s->opt, s->step + 1) / s->opt.lr;
     CN_TRY(cn_plan_run(s->apply, s->step + 1));
     s->step++;
     return CN_OK;

@@ -1,5 +1,6 @@
 /* Sessions to and from checkpoints: tensors matched by parameter name and shape, so any
  * description of the same network loads (docs/CHECKPOINT.md lists the names). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,10 @@
 
 #define SETTINGS_NAME "optimizer.settings"
 #define SETTINGS_LEN 8 /* kind, lr, beta1, beta2, eps, weight_decay, momentum, nesterov */
+/* A tensor of its own, so checkpoints written before schedules existed still read (as
+ * constant) and their settings tensor keeps its length. */
+#define SCHEDULE_NAME "optimizer.schedule"
+#define SCHEDULE_LEN 4 /* schedule, warmup_steps, total_steps, min_lr (steps exact: CN_LR_MAX_STEPS) */
 
 /* Optimizer state names: kind 1 is Adam's m / SGD's velocity, kind 2 Adam's v. */
 static void state_name(const cn_session *s, int i, int kind, char *buf, size_t cap) {
@@ -34,7 +39,7 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
                            const cn_ckpt_tensor *extra, int n_extra) {
     if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "saving a session: NULL argument");
     int np = s->prog->n_params, n = 0;
-    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 2 + n_extra), sizeof *ents);
+    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 3 + n_extra), sizeof *ents);
     void **host = calloc((size_t)(3 * np + 2), sizeof *host);
     cn_status st = ents && host ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging");
     for (int i = 0; i < np && st == CN_OK; i++)
@@ -58,6 +63,13 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
         cn_ckpt_tensor *e = &ents[n++];
         snprintf(e->name, sizeof e->name, SETTINGS_NAME);
         e->dtype = CN_F32, e->ndim = 1, e->shape[0] = SETTINGS_LEN, e->data = settings;
+    }
+    float schedule[SCHEDULE_LEN] = {(float)s->opt.schedule, (float)s->opt.warmup_steps, (float)s->opt.total_steps,
+                                    s->opt.min_lr};
+    if (st == CN_OK && s->training && (s->opt.schedule != CN_LR_CONSTANT || s->opt.warmup_steps > 0)) {
+        cn_ckpt_tensor *e = &ents[n++];
+        snprintf(e->name, sizeof e->name, SCHEDULE_NAME);
+        e->dtype = CN_F32, e->ndim = 1, e->shape[0] = SCHEDULE_LEN, e->data = schedule;
     }
     int n_host = n;
     for (int k = 0; k < n_extra && st == CN_OK; k++) ents[n++] = extra[k];
@@ -86,6 +98,19 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
                          (double)v[0], meta->optimizer);
     out->lr = v[1], out->beta1 = v[2], out->beta2 = v[3], out->eps = v[4];
     out->weight_decay = v[5], out->momentum = v[6], out->nesterov = v[7] != 0.0f;
+    const cn_ckpt_tensor *sc = cn_ckpt_find(c, SCHEDULE_NAME);
+    if (!sc) return CN_OK; /* written without a schedule: constant */
+    if (sc->dtype != CN_F32 || sc->ndim != 1 || sc->shape[0] != SCHEDULE_LEN)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: '%s' is not f32[%d]", path, SCHEDULE_NAME, SCHEDULE_LEN);
+    const float *w = sc->data;
+    for (int k = 1; k < 3; k++)
+        if (!(w[k] >= 0.0f && w[k] <= (float)CN_LR_MAX_STEPS) || w[k] != floorf(w[k]))
+            return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: '%s' holds a step count of %g", path, SCHEDULE_NAME,
+                             (double)w[k]);
+    if (!(w[0] == (float)CN_LR_CONSTANT || w[0] == (float)CN_LR_COSINE))
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: unknown learning-rate schedule %g", path, (double)w[0]);
+    out->schedule = (cn_lr_schedule)w[0];
+    out->warmup_steps = (int64_t)w[1], out->total_steps = (int64_t)w[2], out->min_lr = w[3];
     return CN_OK;
 }
 

@@ -323,6 +323,12 @@ typedef struct cn_session cn_session;
 
 typedef enum cn_optimizer_kind { CN_OPT_ADAM = 0, CN_OPT_SGD, CN_OPT_ADAMW } cn_optimizer_kind;
 
+/* Learning rate per step t (1-based): with warmup_steps W > 0, lr * t / W for t <= W; then
+ * constant, or for COSINE min_lr + (lr - min_lr) * (1 + cos(pi * (t - W) / (total_steps - W))) / 2
+ * until total_steps and min_lr after it (the warm-up and half-cosine of Loshchilov & Hutter,
+ * as PyTorch's LambdaLR writes it). */
+typedef enum cn_lr_schedule { CN_LR_CONSTANT = 0, CN_LR_COSINE } cn_lr_schedule;
+
 typedef struct cn_optimizer_config {
     cn_optimizer_kind kind;
     float lr;           /* 1e-3 (Adam, AdamW), 1e-2 (SGD) */
@@ -331,8 +337,15 @@ typedef struct cn_optimizer_config {
     float weight_decay; /* 0; Adam: L2 added to the gradient, AdamW: decoupled, SGD: L2 */
     float momentum;     /* SGD: 0.9 */
     int nesterov;       /* SGD: 0 */
+    cn_lr_schedule schedule; /* CN_LR_CONSTANT */
+    int64_t warmup_steps;    /* 0 (at most CN_LR_MAX_STEPS) */
+    int64_t total_steps;     /* COSINE: where it reaches min_lr (> warmup_steps, <= CN_LR_MAX_STEPS) */
+    float min_lr;            /* COSINE: 0 (< lr) */
 } cn_optimizer_config;
+#define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
+/* The learning rate of optimizer step t (1-based) under c's schedule. */
+float cn_optimizer_lr_at(const cn_optimizer_config *c, uint64_t t);
 
 cn_status cn_session_create_inference(const cn_program *p, cn_device *dev, cn_session **out);
 /* The program must have a loss. opt NULL: Adam with the defaults above. */

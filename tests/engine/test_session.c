@@ -125,6 +125,53 @@ static void test_split_adamw(cn_device *dev) {
     cn_program_free(p);
 }
 
+/* The schedule as its documentation states it, written out here independently of the engine. */
+static double doc_lr(double lr, double min_lr, int64_t warmup, int64_t total, int64_t t) {
+    if (t <= warmup) return lr * (double)t / (double)warmup;
+    if (t >= total) return min_lr;
+    return min_lr + (lr - min_lr) * 0.5 * (1.0 + cos(3.14159265358979323846 * (double)(t - warmup) / (double)(total - warmup)));
+}
+
+/* SGD without momentum moves w by exactly lr_t * g: each step's learning rate is read off the
+ * update, through warm-up, the cosine and past its end; bad schedules are refused. */
+static void test_lr_schedule(cn_device *dev) {
+    cn_program *p = linear_program();
+    cn_optimizer_config opt;
+    cn_optimizer_config_default(&opt, CN_OPT_SGD);
+    opt.lr = 0.1f, opt.momentum = 0.0f;
+    opt.schedule = CN_LR_COSINE, opt.warmup_steps = 2, opt.total_steps = 6, opt.min_lr = 0.01f;
+    cn_session *s;
+    OK(cn_session_create_training(p, dev, &opt, &s));
+    OK(cn_session_feed(s, "x", X, N));
+    OK(cn_session_feed(s, "t", T, N));
+    float w[D * K], w1[D * K];
+    OK(cn_session_get_param(s, "w", w, sizeof w));
+    for (int64_t t = 1; t <= 8; t++) {
+        double g[D * K], want = doc_lr(0.1, 0.01, 2, 6, t);
+        hand_grad(w, g);
+        CHECK(fabs(cn_optimizer_lr_at(&opt, (uint64_t)t) - want) <= 1e-7, "lr_at(%lld) %.8g, documented %.8g",
+              (long long)t, (double)cn_optimizer_lr_at(&opt, (uint64_t)t), want);
+        OK(cn_session_run(s));
+        OK(cn_session_get_param(s, "w", w1, sizeof w1));
+        for (int i = 0; i < D * K; i++)
+            CHECK(close_to(w1[i], w[i] - want * g[i]), "step %lld w[%d] = %.7g, lr %.5g by hand gives %.7g",
+                  (long long)t, i, (double)w1[i], want, w[i] - want * g[i]);
+        memcpy(w, w1, sizeof w);
+    }
+    cn_session_free(s);
+    /* refused: a cosine that ends inside its warm-up, a floor above the peak, a negative warm-up */
+    cn_optimizer_config bad[3] = {opt, opt, opt};
+    bad[0].total_steps = 2, bad[1].min_lr = 0.2f, bad[2].warmup_steps = -1;
+    const char *says[3] = {"must exceed the warm-up", "minimum learning rate", "warm-up of -1"};
+    for (int k = 0; k < 3; k++) {
+        s = NULL;
+        CHECK(cn_session_create_training(p, dev, &bad[k], &s) == CN_ERR_INVALID_ARG && !s &&
+                  strstr(cn_last_error(), says[k]),
+              "bad schedule %d accepted or unclear", k);
+    }
+    cn_program_free(p);
+}
+
 static void test_params_and_inference(cn_device *dev) {
     cn_program *p = linear_program();
     CHECK(cn_program_num_params(p) == 1, "params %d", cn_program_num_params(p));
@@ -256,6 +303,7 @@ static void test_checkpoint_by_name(cn_device *dev) {
     cfg.batch = 8;
     cfg.opt.beta1 = 0.8f, cfg.opt.eps = 1e-6f, cfg.opt.weight_decay = 0.01f;
     cfg.opt.kind = CN_OPT_ADAMW;
+    cfg.opt.schedule = CN_LR_COSINE, cfg.opt.warmup_steps = 3, cfg.opt.total_steps = 1000, cfg.opt.min_lr = 1e-5f;
     cn_trainer *t1, *t2, *t3;
     OK(cn_trainer_create(m1, dev, &cfg, &t1));
     char path[96];
@@ -286,7 +334,8 @@ static void test_checkpoint_by_name(cn_device *dev) {
     cn_train_config back;
     OK(cn_checkpoint_read_config(path, &back));
     CHECK(back.opt.kind == CN_OPT_ADAMW && back.opt.beta1 == 0.8f && back.opt.eps == 1e-6f &&
-              back.opt.weight_decay == 0.01f && back.opt.lr == cfg.opt.lr,
+              back.opt.weight_decay == 0.01f && back.opt.lr == cfg.opt.lr && back.opt.schedule == CN_LR_COSINE &&
+              back.opt.warmup_steps == 3 && back.opt.total_steps == 1000 && back.opt.min_lr == 1e-5f,
           "settings read back: kind %d beta1 %g eps %g wd %g", (int)back.opt.kind, (double)back.opt.beta1,
           (double)back.opt.eps, (double)back.opt.weight_decay);
     cn_model *m4;
@@ -355,6 +404,7 @@ static void run_on(const char *sel) {
     int before = failures;
     test_hook_sgd(dev);
     test_split_adamw(dev);
+    test_lr_schedule(dev);
     test_params_and_inference(dev);
     test_reductions(dev);
     test_builder_errors(dev);

@@ -277,6 +277,7 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
     l.p = &c->p;
     l.n_in = c->n_in;
     l.step = c->step;
+    l.lr_scale = 1.0f; /* schedules are the session's; an op case runs at its own lr */
     l.out_shape = c->out_shape;
     l.out_dtype = c->out_dt;
     for (int i = 0; i < c->n_in; i++) {

@@ -47,6 +47,10 @@ void help_train(void) {
            "  --eps X               Adam/AdamW epsilon (default 1e-7, as in Keras; PyTorch uses 1e-8)\n"
            "  --beta1 X, --beta2 X  Adam/AdamW moment decay rates (default 0.9, 0.999)\n"
            "  --momentum X          SGD momentum (default 0.9)\n"
+           "  --lr-schedule NAME    constant (default) or cosine: from --lr down to --min-lr over\n"
+           "                        the run's --epochs (a half cosine, after the warm-up)\n"
+           "  --warmup N            optimizer steps of linear warm-up from 0 to --lr (default 0)\n"
+           "  --min-lr X            where the cosine schedule ends (default 0)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
            "                        $CLNET_DEVICE, else auto)\n"
            "  --devices LIST        train on several devices at once (comma-separated selectors, or\n"
@@ -100,6 +104,7 @@ static const arg_cmd train_cmd = {"train", "clnet train MODEL [options]", help_t
 
 static const char *const optimizer_names[] = {"adam", "sgd", "adamw", NULL};
 static const cn_optimizer_kind optimizer_kinds[] = {CN_OPT_ADAM, CN_OPT_SGD, CN_OPT_ADAMW};
+static const char *const schedule_names[] = {"constant", "cosine", NULL}; /* cn_lr_schedule order */
 
 static volatile sig_atomic_t interrupted; /* the signal that asked us to stop, or 0 */
 
@@ -129,9 +134,10 @@ static int stopped_while(const char *what) {
 typedef struct train_opts {
     const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
-    double lr, weight_decay, eps, beta1, beta2, momentum;
+    double lr, weight_decay, eps, beta1, beta2, momentum, min_lr;
+    int64_t warmup;
     uint64_t seed;
-    int optimizer, quiet;
+    int optimizer, quiet, schedule;
     int seed_given, optimizer_given;
     cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
     uint64_t ckpt_seed;       /* and its seed */
@@ -234,6 +240,9 @@ int cmd_train(int argc, char **argv) {
         {"--beta1", NULL, ARG_FLOAT, &o.beta1, 0, 0.999999, NULL, "X", 0},
         {"--beta2", NULL, ARG_FLOAT, &o.beta2, 0, 0.999999999, NULL, "X", 0},
         {"--momentum", NULL, ARG_FLOAT, &o.momentum, 0, 0.999999, NULL, "X", 0},
+        {"--lr-schedule", NULL, ARG_CHOICE, &o.schedule, 0, 0, schedule_names, "NAME", 0},
+        {"--warmup", NULL, ARG_INT, &o.warmup, 0, CN_LR_MAX_STEPS, NULL, "N", 0},
+        {"--min-lr", NULL, ARG_FLOAT, &o.min_lr, 0, 100, NULL, "X", 0},
         {"--device", NULL, ARG_STRING, &o.device, 0, 0, NULL, "SEL", 0},
         {"--devices", NULL, ARG_STRING, &o.devices, 0, 0, NULL, "LIST", 0},
         {"--seed", NULL, ARG_U64, &o.seed, 0, 0, NULL, "N", 0},
@@ -317,6 +326,12 @@ int cmd_train(int argc, char **argv) {
     for (int k = 0; k < 6; k++)
         if (args_given(opts, flag_name[k])) *cfg_val[k] = (float)*flag_val[k];
     cfg.batch = (int)o.batch;
+    if (args_given(opts, "--lr-schedule")) cfg.opt.schedule = (cn_lr_schedule)o.schedule;
+    if (args_given(opts, "--warmup")) cfg.opt.warmup_steps = o.warmup;
+    if (args_given(opts, "--min-lr")) cfg.opt.min_lr = (float)o.min_lr;
+    /* the schedule spans the whole run, resumed epochs included: its end is --epochs' end */
+    const int64_t steps_per_epoch = (data.n_train + o.batch - 1) / o.batch;
+    if (cfg.opt.schedule == CN_LR_COSINE) cfg.opt.total_steps = o.epochs * steps_per_epoch;
     if (o.resume) {
         /* The checkpoint's seed must be in place before the trainer exists: it seeds the
          * dropout masks of the program as well as the shuffling. */
@@ -401,7 +416,7 @@ int cmd_train(int argc, char **argv) {
      * per-epoch lines then go to stdout); else no bar at all. */
     int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
     FILE *bar_out = o.quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
-    int64_t nbatches = (data.n_train + o.batch - 1) / o.batch;
+    int64_t nbatches = steps_per_epoch;
     uint64_t steps_run = 0;
     int stopped_by_steps = 0;
     for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
