@@ -182,3 +182,119 @@ __kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, 
     float f = which == 1 ? scale : 1.0f;
     for (int d = c; d < D; d += B) res[((long)bh * S + jr) * D + d] = f * Acc[r * D + d];
 }
+
+/* ---- CPU-type devices: one work-item per row, no local memory, no barriers ----
+ *
+ * A CPU runs the tiled kernels above as loops over the work-items between barriers, which
+ * costs more than the arithmetic at the head widths of small transformers. These kernels
+ * give each work-item one query row (forward, dq) or one key row (dk, dv), held in private
+ * float4 arrays of ATTN_ROWS_MAXD floats (the host's CN_CL_ATTN_ROWS_MAXD, passed at build
+ * time; the host sends wider heads, or widths not a multiple of 4, to the tiled kernels), and
+ * walk the other operand's rows four at a time: four dot products, one float4 exp, the same
+ * online softmax (rescaled once per four keys) and the same O(T) global memory. Rows past
+ * the end or masked get score -INFINITY (probability 0). Grid: (rows, BH). */
+#ifndef ATTN_ROWS_MAXD
+#define ATTN_ROWS_MAXD 64
+#endif
+#define ATTN_R4 (ATTN_ROWS_MAXD / 4)
+
+float attn_dot4(const float4 *a, __global const float *b, int D4) {
+    float4 s = (float4)(0.0f);
+    for (int d = 0; d < D4; d++) s += a[d] * vload4(d, b);
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+/* Scores of row a against rows r0..r0+3 of m (those at or past `end` get -INFINITY). */
+float4 attn_dots4(const float4 *a, __global const float *m, int r0, int end, int D4, float scale) {
+    float4 s;
+    s.x = r0 < end ? scale * attn_dot4(a, m + (long)r0 * 4 * D4, D4) : -INFINITY;
+    s.y = r0 + 1 < end ? scale * attn_dot4(a, m + (long)(r0 + 1) * 4 * D4, D4) : -INFINITY;
+    s.z = r0 + 2 < end ? scale * attn_dot4(a, m + (long)(r0 + 2) * 4 * D4, D4) : -INFINITY;
+    s.w = r0 + 3 < end ? scale * attn_dot4(a, m + (long)(r0 + 3) * 4 * D4, D4) : -INFINITY;
+    return s;
+}
+
+/* acc += w.x m[r0] + w.y m[r0+1] + ... over the rows before end (the others have weight 0). */
+void attn_axpy4(float4 *acc, float4 w, __global const float *m, int r0, int end, int D4) {
+    int n = min(4, end - r0);
+    float wk[4] = {w.x, w.y, w.z, w.w};
+    for (int k = 0; k < n; k++) {
+        __global const float *row = m + (long)(r0 + k) * 4 * D4;
+        for (int d = 0; d < D4; d++) acc[d] += wk[k] * vload4(d, row);
+    }
+}
+
+__kernel void attn_fwd_rows(__global const float *q, __global const float *k, __global const float *v,
+                            __global float *out, int T, int S, int D, float scale, int causal, int lse_only) {
+    int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
+    if (i >= T) return;
+    float4 qi[ATTN_R4], o[ATTN_R4];
+    __global const float *qr = q + ((long)bh * T + i) * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    for (int d = 0; d < D4; d++) qi[d] = vload4(d, qr), o[d] = (float4)(0.0f);
+    float m = -INFINITY, l = 0.0f;
+    int kend = causal ? min(S, i + 1) : S;
+    for (int j = 0; j < kend; j += 4) {
+        float4 s = attn_dots4(qi, kb, j, kend, D4, scale);
+        float mn = fmax(m, fmax(fmax(s.x, s.y), fmax(s.z, s.w))); /* finite: key j is always in */
+        float a = exp(m - mn);
+        float4 p = exp(s - mn);
+        l = l * a + ((p.x + p.y) + (p.z + p.w));
+        m = mn;
+        if (!lse_only) {
+            for (int d = 0; d < D4; d++) o[d] *= a;
+            attn_axpy4(o, p, vb, j, kend, D4);
+        }
+    }
+    if (lse_only) {
+        out[(long)bh * T + i] = m + log(l);
+        return;
+    }
+    float inv = 1.0f / l;
+    __global float *orow = out + ((long)bh * T + i) * D;
+    for (int d = 0; d < D4; d++) vstore4(o[d] * inv, d, orow);
+}
+
+__kernel void attn_bwd_dq_rows(__global const float *dout, __global const float *q, __global const float *k,
+                               __global const float *v, __global const float *lse, __global const float *delta,
+                               __global float *dq, int T, int S, int D, float scale, int causal) {
+    int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
+    if (i >= T) return;
+    float4 qi[ATTN_R4], doi[ATTN_R4], acc[ATTN_R4];
+    long row = (long)bh * T + i;
+    for (int d = 0; d < D4; d++) qi[d] = vload4(d, q + row * D), doi[d] = vload4(d, dout + row * D), acc[d] = 0.0f;
+    float li = lse[row], di = delta[row];
+    __global const float *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    int kend = causal ? min(S, i + 1) : S;
+    for (int j = 0; j < kend; j += 4) {
+        float4 p = exp(attn_dots4(qi, kb, j, kend, D4, scale) - li);
+        float4 ds = p * (attn_dots4(doi, vb, j, kend, D4, 1.0f) - di);
+        attn_axpy4(acc, ds, kb, j, kend, D4);
+    }
+    for (int d = 0; d < D4; d++) vstore4(scale * acc[d], d, dq + row * D);
+}
+
+/* which 1: dk_j = scale * sum_i dS_ij q_i; which 2: dv_j = sum_i P_ij dO_i. */
+__kernel void attn_bwd_dkv_rows(__global const float *dout, __global const float *q, __global const float *k,
+                                __global const float *v, __global const float *lse, __global const float *delta,
+                                __global float *res, int T, int S, int D, float scale, int causal, int which) {
+    int j = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
+    if (j >= S) return;
+    float4 kj[ATTN_R4], vj[ATTN_R4], acc[ATTN_R4];
+    long row = (long)bh * S + j;
+    for (int d = 0; d < D4; d++) kj[d] = vload4(d, k + row * D), vj[d] = vload4(d, v + row * D), acc[d] = 0.0f;
+    __global const float *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    __global const float *lb = lse + (long)bh * T, *db = delta + (long)bh * T;
+    for (int i = causal ? j : 0; i < T; i += 4) {
+        int n = min(4, T - i);
+        float4 li = (float4)(lb[i], n > 1 ? lb[i + 1] : 0.0f, n > 2 ? lb[i + 2] : 0.0f, n > 3 ? lb[i + 3] : 0.0f);
+        float4 p = exp(attn_dots4(kj, qb, i, T, D4, scale) - li); /* rows past T: exp(-inf) = 0 */
+        if (which == 2) {
+            attn_axpy4(acc, p, ob, i, T, D4);
+        } else {
+            float4 di = (float4)(db[i], n > 1 ? db[i + 1] : 0.0f, n > 2 ? db[i + 2] : 0.0f, n > 3 ? db[i + 3] : 0.0f);
+            attn_axpy4(acc, p * (attn_dots4(vj, ob, i, T, D4, 1.0f) - di), qb, i, T, D4);
+        }
+    }
+    float f = which == 1 ? scale : 1.0f;
+    for (int d = 0; d < D4; d++) vstore4(f * acc[d], d, res + row * D);
+}

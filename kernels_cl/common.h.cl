@@ -70,4 +70,15 @@ floatV cn_epiV(floatV v, int epi) {
     return v;
 }
 
+/* Span kernels (the host picks them on CPU-type devices, cn_cl_launch_span). Work-item w
+ * handles the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW,
+ * as one contiguous run (a CPU driver pays per work-group, and a long run of vector loads is
+ * what its cores stream best); the work-item whose range reaches nv also does the scalar tail.
+ * The same expression is evaluated per lane as in the scalar kernels. */
+#define CN_SPAN_BEGIN(n, per)                          \
+    int nv = (n) / GVW, v0 = get_global_id(0) * (per); \
+    if (v0 > nv) return;                               \
+    int v1 = min(nv, v0 + (per));                      \
+    int has_tail = nv < v0 + (per);
+
 #endif

@@ -104,16 +104,8 @@ __kernel void dropout(__global const float *in, __global float *out, int n, ulon
     out[i] = u >= rate ? in[i] * keep_scale : 0.0f;
 }
 
-/* ---- CPU-style span kernels (the host picks them on CPU-type devices). Work-item w handles
- * the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW, as one
- * contiguous run (a CPU driver pays per work-group, and a long run of vector loads is what its
- * cores stream best); the work-item whose range reaches nv also does the scalar tail. The
- * same expression is evaluated per lane as in the scalar kernels, so results are identical. */
-#define CN_SPAN_BEGIN(n, per)                      \
-    int nv = (n) / GVW, v0 = get_global_id(0) * (per); \
-    if (v0 > nv) return;                           \
-    int v1 = min(nv, v0 + (per));                  \
-    int has_tail = nv < v0 + (per);
+/* ---- CPU-style span kernels (the host picks them on CPU-type devices; CN_SPAN_BEGIN in
+ * common.h.cl). */
 
 /* b with suffix broadcast: nb == n, or nb % GVW == 0 (then vector v pairs with b's vector
  * v % (nb / GVW), and n is a multiple of GVW, so there is no tail). */

@@ -42,3 +42,26 @@ void transpose_tiled(__global const float *in, __global float *out, int R, int C
     int orow = c0 + ly, ocol = r0 + lx;
     if (orow < C && ocol < R) out[orow * R + ocol] = tile[lx][ly];
 }
+
+/* CPU-type devices: one work-item per run of the output's last dimension (d5 floats), its
+ * input offset computed once instead of per element; same dims and strides as transpose_nd. */
+__kernel void transpose_rows(__global const float *in, __global float *out, int rows, int d1, int d2, int d3,
+                             int d4, int d5, int s0, int s1, int s2, int s3, int s4, int s5) {
+    int r = get_global_id(0);
+    if (r >= rows) return;
+    int q = r, off = 0;
+    off += (q % d4) * s4;
+    q /= d4;
+    off += (q % d3) * s3;
+    q /= d3;
+    off += (q % d2) * s2;
+    q /= d2;
+    off += (q % d1) * s1;
+    q /= d1;
+    off += q * s0;
+    __global float *o = out + (long)r * d5;
+    if (s5 == 1)
+        for (int k = 0; k < d5; k++) o[k] = in[off + k];
+    else
+        for (int k = 0; k < d5; k++) o[k] = in[off + (long)k * s5];
+}

@@ -65,3 +65,50 @@ __kernel void layer_norm_grad_rows(__global const float *dy, __global const floa
         dxr[j] = st.y * (dyr[j] * gamma[j] - mg - xhat * mgx);
     }
 }
+
+/* CPU-type devices: one work-item per row, no local memory or barriers (a CPU runs those as
+ * loops over the group's work-items); the same two-pass statistics and formulas. */
+float2 ln_row_stats1(__global const float *xr, int C, float eps) {
+    float s = 0.0f, v = 0.0f;
+    for (int j = 0; j < C; j++) s += xr[j];
+    float mean = s / (float)C;
+    for (int j = 0; j < C; j++) {
+        float d = xr[j] - mean;
+        v += d * d;
+    }
+    return (float2)(mean, 1.0f / sqrt(v / (float)C + eps));
+}
+
+__kernel void layer_norm_row1(__global const float *x, __global const float *gamma, __global const float *beta,
+                              __global float *y, int rows, int C, float eps) {
+    int row = get_global_id(0);
+    if (row >= rows) return;
+    __global const float *xr = x + (long)row * C;
+    __global float *yr = y + (long)row * C;
+    float2 st = ln_row_stats1(xr, C, eps);
+    for (int j = 0; j < C; j++) yr[j] = (xr[j] - st.x) * st.y * gamma[j] + beta[j];
+}
+
+__kernel void layer_norm_grad_row1(__global const float *dy, __global const float *x, __global const float *gamma,
+                                   __global float *dx, int rows, int C, float eps, int variant) {
+    int row = get_global_id(0);
+    if (row >= rows) return;
+    __global const float *xr = x + (long)row * C, *dyr = dy + (long)row * C;
+    __global float *dxr = dx + (long)row * C;
+    float2 st = ln_row_stats1(xr, C, eps);
+    if (variant == 1) {
+        for (int j = 0; j < C; j++) dxr[j] = dyr[j] * ((xr[j] - st.x) * st.y);
+        return;
+    }
+    float sg = 0.0f, sgx = 0.0f;
+    for (int j = 0; j < C; j++) {
+        float g = dyr[j] * gamma[j];
+        sg += g;
+        sgx += g * ((xr[j] - st.x) * st.y);
+    }
+    float mg = sg / (float)C, mgx = sgx / (float)C;
+    for (int j = 0; j < C; j++) {
+        float xhat = (xr[j] - st.x) * st.y;
+        dxr[j] = st.y * (dyr[j] * gamma[j] - mg - xhat * mgx);
+    }
+}

@@ -49,36 +49,39 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, relu) X(ELEMENTWISE, relu4) X(ELEMENTWISE, sigmoid) X(ELEMENTWISE, sigmoid4) \
     X(ELEMENTWISE, tanh_) X(ELEMENTWISE, tanh_4) X(ELEMENTWISE, exp_) X(ELEMENTWISE, exp_4)    \
     X(ELEMENTWISE, log_) X(ELEMENTWISE, log_4) X(ELEMENTWISE, scale) X(ELEMENTWISE, scale4)    \
-    X(ELEMENTWISE, relu_grad) X(ELEMENTWISE, relu_grad4)                                      \
-    X(ELEMENTWISE, sigmoid_grad) X(ELEMENTWISE, sigmoid_grad4)                                \
-    X(ELEMENTWISE, tanh_grad) X(ELEMENTWISE, tanh_grad4)                                      \
-    X(ELEMENTWISE, epilogue) X(ELEMENTWISE, expand) X(ELEMENTWISE, dropout)                   \
-    X(ELEMENTWISE, add_span) X(ELEMENTWISE, sub_span) X(ELEMENTWISE, mul_span)                \
-    X(ELEMENTWISE, div__span) X(ELEMENTWISE, relu_span) X(ELEMENTWISE, sigmoid_span)          \
-    X(ELEMENTWISE, tanh__span) X(ELEMENTWISE, exp__span) X(ELEMENTWISE, log__span)            \
+    X(ELEMENTWISE, relu_grad) X(ELEMENTWISE, relu_grad4)                                       \
+    X(ELEMENTWISE, sigmoid_grad) X(ELEMENTWISE, sigmoid_grad4)                                 \
+    X(ELEMENTWISE, tanh_grad) X(ELEMENTWISE, tanh_grad4)                                       \
+    X(ELEMENTWISE, epilogue) X(ELEMENTWISE, expand) X(ELEMENTWISE, dropout)                    \
+    X(ELEMENTWISE, add_span) X(ELEMENTWISE, sub_span) X(ELEMENTWISE, mul_span)                 \
+    X(ELEMENTWISE, div__span) X(ELEMENTWISE, relu_span) X(ELEMENTWISE, sigmoid_span)           \
+    X(ELEMENTWISE, tanh__span) X(ELEMENTWISE, exp__span) X(ELEMENTWISE, log__span)             \
     X(ELEMENTWISE, scale_span) X(ELEMENTWISE, relu_grad_span) X(ELEMENTWISE, sigmoid_grad_span) \
-    X(ELEMENTWISE, tanh_grad_span)                                                            \
-    X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final)                                 \
-    X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)          \
-    X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                           \
-    X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)  \
-    X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                          \
-    X(CONV, im2col) X(CONV, col2im)                                                           \
-    X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                         \
-    X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                            \
-    X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)            \
-    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                       \
-    X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                   \
-    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                       \
-    X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled)                                        \
-    X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)                \
-    X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4)  \
-    X(GEMM, gemm_splitk_sum)                                                                  \
-    X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                    \
+    X(ELEMENTWISE, tanh_grad_span)                                                             \
+    X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final)                                  \
+    X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)           \
+    X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                            \
+    X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)   \
+    X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                           \
+    X(CONV, im2col) X(CONV, col2im)                                                            \
+    X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
+    X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                             \
+    X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
+    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
+    X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
+    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                        \
+    X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
+    X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
+    X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
+    X(GEMM, gemm_splitk_sum)                                                                   \
+    X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
+    X(NORM, layer_norm_row1) X(NORM, layer_norm_grad_row1)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
-    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd)                                               \
-    X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                         \
-    X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq) X(ATTENTION, attn_bwd_dkv)
+    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd) X(LASTAXIS, gelu_fwd_span) X(LASTAXIS, gelu_bwd_span) \
+    X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
+    X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
+    X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
+    X(ATTENTION, attn_bwd_dkv_rows)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -101,6 +104,9 @@ typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST
  * attention's tiles on every device. */
 #define CN_CL_PORTABLE_WG 256
 #define CN_CL_PORTABLE_LOCAL ((uint64_t)32 << 10)
+/* Head widths up to this run the one-row-per-work-item attention kernels on CPU-type devices
+ * (private arrays of this many floats; attention.cl gets it as -DATTN_ROWS_MAXD). */
+#define CN_CL_ATTN_ROWS_MAXD 64
 
 typedef struct cn_cl_ctx {
     cl_platform_id platform;

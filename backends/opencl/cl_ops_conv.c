@@ -148,7 +148,7 @@ cn_status cn_cl_op_TRANSPOSE(cn_cl_ctx *c, const cn_launch *l) {
      * reads and the writes contiguous. */
     int tiled = nd >= 2 && perm[nd - 2] == nd - 1 && perm[nd - 1] == nd - 2;
     for (int i = 0; tiled && i < nd - 2; i++) tiled = perm[i] == i;
-    if (tiled) {
+    if (tiled && !c->is_cpu) {
         int64_t R = in->d[nd - 2], C = in->d[nd - 1];
         return cn_cl_transpose(c, cn_cl_mem(l->in[0]), cn_cl_mem(l->out), n / (R * C), R, C);
     }
@@ -156,6 +156,13 @@ cn_status cn_cl_op_TRANSPOSE(cn_cl_ctx *c, const cn_launch *l) {
         int src = i - (6 - nd); /* right-align: leading pads are size 1 */
         dout[i] = src >= 0 ? l->out_shape.d[src] : 1;
         sout[i] = src >= 0 ? stride[perm[src]] : 0;
+    }
+    if (c->is_cpu && dout[5] > 0) { /* a work-item per run of the last output dimension */
+        int64_t rows = n / dout[5];
+        return CN_CL_LAUNCH_1D(c, CN_K_transpose_rows, (size_t)rows, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
+                               CN_ARG_INT(rows), CN_ARG_INT(dout[1]), CN_ARG_INT(dout[2]), CN_ARG_INT(dout[3]),
+                               CN_ARG_INT(dout[4]), CN_ARG_INT(dout[5]), CN_ARG_INT(sout[0]), CN_ARG_INT(sout[1]),
+                               CN_ARG_INT(sout[2]), CN_ARG_INT(sout[3]), CN_ARG_INT(sout[4]), CN_ARG_INT(sout[5]));
     }
     return CN_CL_LAUNCH_1D(c, CN_K_transpose_nd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
                            CN_ARG_INT(dout[0]), CN_ARG_INT(dout[1]), CN_ARG_INT(dout[2]), CN_ARG_INT(dout[3]),

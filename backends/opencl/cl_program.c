@@ -102,6 +102,7 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
                       c->gemm_tsm, c->gemm_tsn, c->gemm_tsk, c->gemm_wptm, c->gemm_wptn);
     n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d", c->gemm_vw); /* every family: common.h.cl */
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
+    if (fam == CN_CL_FAM_ATTENTION) n += snprintf(buf + n, cap - (size_t)n, " -DATTN_ROWS_MAXD=%d", CN_CL_ATTN_ROWS_MAXD);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
      * enters the cache key like every other option. */
     if (c->cl_options[0] && (size_t)n < cap) snprintf(buf + n, cap - (size_t)n, " %s", c->cl_options);
