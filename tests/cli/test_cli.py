@@ -384,8 +384,24 @@ def test_optimizer_settings():
     resumed = train("resumed2.ckpt", epochs=2, resume=path("resumed2.ckpt"))
     check(open(straight, "rb").read() == open(resumed, "rb").read(),
           "resuming without the flags continues with the stored settings (byte-identical checkpoint)")
-    for bad in (["--beta1", "1.5"], ["--eps", "0"], ["--weight-decay", "-1"], ["--momentum", "x"]):
+    for bad in (["--beta1", "1.5"], ["--eps", "0"], ["--weight-decay", "-1"], ["--momentum", "x"],
+                ["--lr-schedule", "linear"], ["--warmup", "-1"]):
         fails(run(["train", model, *common, *bad]), 2, [bad[0]])
+
+    # A cosine schedule spans --epochs: a run stopped after its first epoch and resumed ends
+    # byte-identical to the run that went straight through; the schedule changes training.
+    sched = ["--lr-schedule", "cosine", "--warmup", "3", "--min-lr", "1e-5"]
+    cos_straight = train("cos_straight.ckpt", *sched, epochs=2)
+    cut = train("cos_cut.ckpt", *sched, "--steps", "8", epochs=2)  # 256 images / 32 = 8 steps: epoch 1
+    cos_resumed = train("cos_cut.ckpt", epochs=2, resume=cut)
+    check(open(cos_straight, "rb").read() == open(cos_resumed, "rb").read(),
+          "a cosine schedule resumed mid-run continues where it was (byte-identical checkpoint)")
+    const2 = train("const2.ckpt", epochs=2)
+    check(test_loss(const2) != test_loss(cos_straight), "--lr-schedule cosine changes training")
+    # 8 steps in all: a warm-up of 8 leaves no cosine; a floor above --lr is no decay
+    fails(run(["train", model, *common, "--epochs", "1", "--lr-schedule", "cosine", "--warmup", "8"]), 1, ["warm-up"])
+    fails(run(["train", model, *common, "--lr-schedule", "cosine", "--min-lr", "0.01"]), 1,
+          ["minimum learning rate"])
 
 
 @test
