@@ -5,25 +5,27 @@
 #define TT 16 /* tile edge of transpose_tiled; the host launches TT x TT groups */
 #endif
 
+/* Input offset of the first element of output run q (a run: the d5 elements of the last
+ * output dimension), from the output dims d1..d4 and the input strides s0..s4. */
+int transpose_run_offset(int q, int d1, int d2, int d3, int d4, int s0, int s1, int s2, int s3, int s4) {
+    int off = (q % d4) * s4;
+    q /= d4;
+    off += (q % d3) * s3;
+    q /= d3;
+    off += (q % d2) * s2;
+    q /= d2;
+    off += (q % d1) * s1;
+    q /= d1;
+    return off + q * s0; /* the outermost index is whatever remains */
+}
+
 /* d0..d5: output dims (leading ones padded with 1); s0..s5: the input stride of each. */
 __kernel void transpose_nd(__global const float *in, __global float *out, int n, int d0, int d1, int d2, int d3,
                            int d4, int d5, int s0, int s1, int s2, int s3, int s4, int s5) {
     int i = get_global_id(0);
     if (i >= n) return;
-    int r = i, off = 0;
-    (void)d0; /* the outermost index is whatever remains of i */
-    off += (r % d5) * s5;
-    r /= d5;
-    off += (r % d4) * s4;
-    r /= d4;
-    off += (r % d3) * s3;
-    r /= d3;
-    off += (r % d2) * s2;
-    r /= d2;
-    off += (r % d1) * s1;
-    r /= d1;
-    off += r * s0;
-    out[i] = in[off];
+    (void)d0;
+    out[i] = in[transpose_run_offset(i / d5, d1, d2, d3, d4, s0, s1, s2, s3, s4) + (i % d5) * s5];
 }
 
 /* in [B, R, C] -> out [B, C, R] through a padded local tile, so both the reads and the
@@ -49,16 +51,7 @@ __kernel void transpose_rows(__global const float *in, __global float *out, int 
                              int d4, int d5, int s0, int s1, int s2, int s3, int s4, int s5) {
     int r = get_global_id(0);
     if (r >= rows) return;
-    int q = r, off = 0;
-    off += (q % d4) * s4;
-    q /= d4;
-    off += (q % d3) * s3;
-    q /= d3;
-    off += (q % d2) * s2;
-    q /= d2;
-    off += (q % d1) * s1;
-    q /= d1;
-    off += q * s0;
+    int off = transpose_run_offset(r, d1, d2, d3, d4, s0, s1, s2, s3, s4);
     __global float *o = out + (long)r * d5;
     if (s5 == 1)
         for (int k = 0; k < d5; k++) o[k] = in[off + k];
