@@ -246,6 +246,12 @@ cn_status cn_cl_scratch(cn_cl_ctx *c, int slot, size_t bytes, cl_mem *out);
 cn_status cn_cl_fill_zero(cn_cl_ctx *c, cl_mem buf, size_t bytes);
 
 /* ---- shared op helpers ---- */
+/* The [rows, cols] view of a last-axis op's tensor (cols = its last dimension). */
+static inline void cn_cl_rows_cols(const cn_shape *s, int64_t *rows, int64_t *cols) {
+    int64_t n = cn_shape_numel(s);
+    *cols = s->ndim > 0 ? s->d[s->ndim - 1] : 1;
+    *rows = *cols > 0 ? n / *cols : 0;
+}
 /* out[0] = sum(x[0..n)) / div, as a two-pass work-group tree reduction. */
 cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
 /* buf[i] = epilogue(buf[i] + bias[i % nb]) in place over n floats (a fused bias after a

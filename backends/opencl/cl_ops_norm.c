@@ -5,7 +5,8 @@
 
 static cn_status ln(cn_cl_ctx *c, const cn_launch *l, int xi) {
     const cn_shape *sx = &l->in_shape[xi];
-    int64_t C = sx->d[sx->ndim - 1], rows = cn_shape_numel(sx) / C;
+    int64_t rows, C;
+    cn_cl_rows_cols(sx, &rows, &C);
     if (c->is_cpu) { /* one work-item per row: no barriers for a CPU driver to loop around */
         if (xi == 0)
             return CN_CL_LAUNCH_1D(c, CN_K_layer_norm_row1, (size_t)rows, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),

@@ -90,16 +90,9 @@ cn_status cn_cl_op_SUM_ROWS(cn_cl_ctx *c, const cn_launch *l) {
                            CN_ARG_MEM(l->out));
 }
 
-/* [rows, C] view of a last-axis op's input. */
-static void rows_cols(const cn_shape *s, int64_t *rows, int64_t *cols) {
-    int64_t n = cn_shape_numel(s);
-    *cols = s->ndim > 0 ? s->d[s->ndim - 1] : 1;
-    *rows = *cols > 0 ? n / *cols : 0;
-}
-
 cn_status cn_cl_op_ARGMAX(cn_cl_ctx *c, const cn_launch *l) {
     int64_t rows, C;
-    rows_cols(&l->in_shape[0], &rows, &C);
+    cn_cl_rows_cols(&l->in_shape[0], &rows, &C);
     size_t wg = cn_cl_row_wg(c, CN_K_argmax_rows, C);
     size_t gws = (size_t)rows * wg;
     return CN_CL_LAUNCH(c, CN_K_argmax_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_INT(C), CN_ARG_MEM(l->out),
@@ -109,7 +102,7 @@ cn_status cn_cl_op_ARGMAX(cn_cl_ctx *c, const cn_launch *l) {
 
 cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
     int64_t rows, C;
-    rows_cols(&l->in_shape[0], &rows, &C);
+    cn_cl_rows_cols(&l->in_shape[0], &rows, &C);
     if (rows == 0) return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 1.0f);
     cl_mem hits;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)rows * sizeof(float), &hits));

@@ -2,15 +2,9 @@
  * work-group per row; the mean over rows of XENT is a second, tree-reduced pass. */
 #include "cl_internal.h"
 
-static void rows_cols(const cn_shape *s, int64_t *rows, int64_t *cols) {
-    int64_t n = cn_shape_numel(s);
-    *cols = s->ndim > 0 ? s->d[s->ndim - 1] : 1;
-    *rows = *cols > 0 ? n / *cols : 0;
-}
-
 static cn_status softmax(cn_cl_ctx *c, const cn_launch *l, int log_mode) {
     int64_t rows, C;
-    rows_cols(&l->in_shape[0], &rows, &C);
+    cn_cl_rows_cols(&l->in_shape[0], &rows, &C);
     size_t wg = cn_cl_row_wg(c, CN_K_softmax_rows, C);
     size_t gws = (size_t)rows * wg;
     return CN_CL_LAUNCH(c, CN_K_softmax_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(C),
@@ -23,7 +17,7 @@ cn_status cn_cl_op_LOG_SOFTMAX(cn_cl_ctx *c, const cn_launch *l) { return softma
 /* (dy, y) with y the forward output, as the other gradient ops take dy first. */
 static cn_status softmax_grad(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
     int64_t rows, C;
-    rows_cols(&l->in_shape[1], &rows, &C);
+    cn_cl_rows_cols(&l->in_shape[1], &rows, &C);
     size_t wg = cn_cl_row_wg(c, k, C);
     size_t gws = (size_t)rows * wg;
     return CN_CL_LAUNCH(c, k, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
@@ -37,7 +31,7 @@ cn_status cn_cl_op_LOG_SOFTMAX_GRAD(cn_cl_ctx *c, const cn_launch *l) {
 
 cn_status cn_cl_op_XENT(cn_cl_ctx *c, const cn_launch *l) {
     int64_t N, C;
-    rows_cols(&l->in_shape[0], &N, &C);
+    cn_cl_rows_cols(&l->in_shape[0], &N, &C);
     if (N == 0) return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 0.0f);
     cl_mem loss;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)N * sizeof(float), &loss));
@@ -50,7 +44,7 @@ cn_status cn_cl_op_XENT(cn_cl_ctx *c, const cn_launch *l) {
 
 cn_status cn_cl_op_XENT_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     int64_t N, C;
-    rows_cols(&l->in_shape[1], &N, &C);
+    cn_cl_rows_cols(&l->in_shape[1], &N, &C);
     size_t wg = cn_cl_row_wg(c, CN_K_xent_grad_rows, C);
     size_t gws = (size_t)N * wg;
     return CN_CL_LAUNCH(c, CN_K_xent_grad_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
