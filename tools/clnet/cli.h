@@ -57,19 +57,20 @@ cn_status cli_open_device(const char *sel, cn_device **dev);
 /* "omp (OpenMP reference (host CPU))" */
 void cli_device_label(const cn_device *dev, char *buf, size_t cap);
 
-/* Loads a checkpoint for inference: validates the file, builds its model and a trainer on dev
- * (with the optimizer the checkpoint was written with) and loads the weights. epoch and step
- * may be NULL. On failure everything is freed and the outputs are NULL. */
-/* Opens the devices of a --devices list (selectors or names, comma-separated, or "all"),
- * at most max; prints the error and returns its exit status on failure. */
 /* Checks before any work that path can be written as a file (not a directory; its directory
  * exists and takes new files); prints the error naming flag and returns its exit status. */
 int cli_check_writable(const char *path, const char *flag);
+/* Opens the devices of a --devices list (selectors or names, comma-separated, or "all"),
+ * at most max; prints the error and returns its exit status on failure. */
 #define CLI_MAX_DEVICES 16
 int cli_open_devices(const char *list, cn_device **devs, int max, int *n);
 void cli_release_devices(cn_device **devs, int n);
-cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **session,
-                              const char *output, int *epoch, uint64_t *step);
+/* Opens the device of a --device selector (NULL: the default), then a checkpoint on it for
+ * inference: its model and an inference session computing only `output` (NULL: the loss and
+ * the count of right predictions), weights loaded. epoch and step may be NULL. On failure
+ * *dev may be open (the caller releases it); the model and session are NULL. */
+cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
+                              cn_session **session, const char *output, int *epoch, uint64_t *step);
 
 /* Loads split ("train" or "t10k") of the dataset in dir (NULL: the default directory) and
  * checks that its images fit the model. On failure prints the error (naming the directory)

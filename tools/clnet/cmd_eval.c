@@ -64,12 +64,7 @@ int cmd_eval(int argc, char **argv) {
     int epoch = 0;
     uint64_t step = 0;
 
-    cn_status st = cli_open_device(device, &dev);
-    if (st != CN_OK) {
-        rc = cli_error(st);
-        goto done;
-    }
-    st = cli_load_checkpoint(ckpt, dev, &model, &s, NULL, &epoch, &step);
+    cn_status st = cli_load_checkpoint(ckpt, device, &dev, &model, &s, NULL, &epoch, &step);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;

@@ -84,8 +84,7 @@ int cmd_generate(int argc, char **argv) {
     float *logits = NULL;
     unsigned char *text = NULL;
 
-    cn_status st = cli_open_device(device, &dev);
-    if (st == CN_OK) st = cli_load_checkpoint(ckpt, dev, &model, &s, "logits", NULL, NULL);
+    cn_status st = cli_load_checkpoint(ckpt, device, &dev, &model, &s, "logits", NULL, NULL);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;

@@ -60,12 +60,7 @@ int cmd_predict(int argc, char **argv) {
         rc = cli_error(st);
         goto done;
     }
-    st = cli_open_device(device, &dev);
-    if (st != CN_OK) {
-        rc = cli_error(st);
-        goto done;
-    }
-    st = cli_load_checkpoint(ckpt, dev, &model, &s, "probabilities", NULL, NULL);
+    st = cli_load_checkpoint(ckpt, device, &dev, &model, &s, "probabilities", NULL, NULL);
     if (st != CN_OK) {
         rc = cli_error(st);
         goto done;

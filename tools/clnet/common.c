@@ -158,9 +158,11 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
     else snprintf(buf, cap, "%s (%s)", info->selector, info->name);
 }
 
-cn_status cli_load_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **session,
-                              const char *output, int *epoch, uint64_t *step) {
-    cn_status st = cn_inference_from_checkpoint(path, dev, model, session, epoch, step);
+cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
+                              cn_session **session, const char *output, int *epoch, uint64_t *step) {
+    cn_status st = cli_open_device(device, dev);
+    if (st != CN_OK) return st;
+    st = cn_inference_from_checkpoint(path, *dev, model, session, epoch, step);
     const char *outs[] = {output, "loss", "correct"};
     if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, 2);
     return st;
