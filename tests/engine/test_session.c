@@ -159,6 +159,14 @@ static void test_lr_schedule(cn_device *dev) {
         memcpy(w, w1, sizeof w);
     }
     cn_session_free(s);
+    /* a constant rate with a warm-up: ramps, then holds (total_steps plays no part) */
+    cn_optimizer_config flat = opt;
+    flat.schedule = CN_LR_CONSTANT, flat.warmup_steps = 4, flat.total_steps = 0;
+    for (uint64_t t = 1; t <= 9; t++) {
+        double want = t <= 4 ? 0.1 * (double)t / 4.0 : 0.1;
+        CHECK(fabs(cn_optimizer_lr_at(&flat, t) - want) <= 1e-7, "constant with warm-up: lr_at(%llu) %.8g, want %.8g",
+              (unsigned long long)t, (double)cn_optimizer_lr_at(&flat, t), want);
+    }
     /* refused: a cosine that ends inside its warm-up, a floor above the peak, a negative warm-up */
     cn_optimizer_config bad[3] = {opt, opt, opt};
     bad[0].total_steps = 2, bad[1].min_lr = 0.2f, bad[2].warmup_steps = -1;
