@@ -75,7 +75,6 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
     X(GEMM, gemm_splitk_sum)                                                                   \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
-    X(NORM, layer_norm_row1) X(NORM, layer_norm_grad_row1)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
     X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd) X(LASTAXIS, gelu_fwd_span) X(LASTAXIS, gelu_bwd_span) \
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
