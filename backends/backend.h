@@ -25,8 +25,11 @@ typedef struct cn_launch {
     cn_dtype out_dtype;
     void *out;
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
-    float lr_scale; /* ADAM/SGD: the step's learning rate is p->lr * lr_scale (a schedule) */
+    float lr_scale; /* ADAM/SGD: the schedule's factor on p->lr for this step (cn_launch_lr) */
 } cn_launch;
+
+/* The learning rate an optimizer launch applies: the op's base rate times the step's factor. */
+static inline float cn_launch_lr(const cn_launch *l) { return l->p->lr * l->lr_scale; }
 
 typedef struct cn_backend {
     int api_version;      /* CN_BACKEND_API_VERSION */

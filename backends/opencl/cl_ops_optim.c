@@ -19,7 +19,7 @@ cn_status cn_cl_op_ADAM(cn_cl_ctx *c, const cn_launch *l) {
     CN_TRY(param_buffer(c, l, n, &p));
     const cn_op_params *q = l->p;
     double t = (double)l->step;
-    const float lr = q->lr * l->lr_scale;
+    const float lr = cn_launch_lr(l);
     float bc1 = (float)(1.0 - pow((double)q->beta1, t)), bc2 = (float)(1.0 - pow((double)q->beta2, t));
 #define ADAM_ARGS                                                                                                  \
     CN_ARG_MEM(p), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_INT(n),                \
@@ -36,7 +36,7 @@ cn_status cn_cl_op_SGD(cn_cl_ctx *c, const cn_launch *l) {
     cl_mem p;
     CN_TRY(param_buffer(c, l, n, &p));
     const cn_op_params *q = l->p;
-    const float lr = q->lr * l->lr_scale;
+    const float lr = cn_launch_lr(l);
 #define SGD_ARGS                                                                                                   \
     CN_ARG_MEM(p), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_INT(n), CN_ARG_FLOAT(lr),                 \
         CN_ARG_FLOAT(q->momentum), CN_ARG_FLOAT(q->weight_decay), CN_ARG_INT(q->nesterov != 0)

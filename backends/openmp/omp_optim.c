@@ -23,7 +23,7 @@ cn_status omp_op_ADAM(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
     const float *grad = l->in[1];
-    const float b1 = p->beta1, b2 = p->beta2, lr = p->lr * l->lr_scale, eps = p->eps, wd = p->weight_decay;
+    const float b1 = p->beta1, b2 = p->beta2, lr = cn_launch_lr(l), eps = p->eps, wd = p->weight_decay;
     const float bc1 = (float)(1.0 - pow((double)b1, (double)l->step));
     const float bc2 = (float)(1.0 - pow((double)b2, (double)l->step));
     const float l2 = p->decoupled ? 0.0f : wd;
@@ -49,7 +49,7 @@ cn_status omp_op_SGD(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];
     const float *grad = l->in[1];
-    const float lr = p->lr * l->lr_scale, wd = p->weight_decay, mom = p->momentum;
+    const float lr = cn_launch_lr(l), wd = p->weight_decay, mom = p->momentum;
     const int nesterov = p->nesterov != 0;
 #pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {

@@ -416,7 +416,6 @@ int cmd_train(int argc, char **argv) {
      * per-epoch lines then go to stdout); else no bar at all. */
     int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
     FILE *bar_out = o.quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
-    int64_t nbatches = steps_per_epoch;
     uint64_t steps_run = 0;
     int stopped_by_steps = 0;
     for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
@@ -429,12 +428,12 @@ int cmd_train(int argc, char **argv) {
             fprintf(bar_out, "Epoch %d/%lld\n", epoch + 1, (long long)o.epochs);
             fflush(bar_out);
         }
-        progress_begin(&bar, bar_out, nbatches);
+        progress_begin(&bar, bar_out, steps_per_epoch);
         double sum_loss = 0.0;
         int64_t sum_correct = 0, seen = 0, b = 0;
         char metrics[256] = "";
         double t0 = cli_now(), last_bar = t0;
-        for (; b < nbatches; b++) {
+        for (; b < steps_per_epoch; b++) {
             if (interrupted) break;
             if (o.steps > 0 && steps_run >= (uint64_t)o.steps) {
                 stopped_by_steps = 1;
@@ -450,7 +449,7 @@ int cmd_train(int argc, char **argv) {
              * or the epoch ends, so the host gathers the next batch while the step runs. */
             st = cn_trainer_step(t, inputs, labels, count, NULL, NULL);
             steps_run++;
-            int last = b + 1 == nbatches || (o.steps > 0 && steps_run >= (uint64_t)o.steps);
+            int last = b + 1 == steps_per_epoch || (o.steps > 0 && steps_run >= (uint64_t)o.steps);
             if (st == CN_OK && (last || (bar_out && cli_now() - last_bar >= 0.1))) {
                 double l = 0.0;
                 int64_t c = 0, n = 0;
