@@ -1,5 +1,7 @@
-/* clnet train across MPI ranks (mpirun -np N clnet train ...): who we are, which rows of each
- * global batch are ours, global sums, start-up agreement, and ending every rank on failure. */
+/* clnet train across MPI ranks: who we are, which rows of each global batch are ours, global
+ * sums, start-up agreement, and ending every rank on failure. clnet never starts MPI jobs; it
+ * joins one that mpirun started (on one machine bound to loopback: mpirun -np N --mca btl
+ * self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo clnet train ...). */
 #ifndef CLNET_DIST_H
 #define CLNET_DIST_H
 
