@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "group.h"
 #include "internal.h"
@@ -200,15 +201,17 @@ cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_
 
 /* ---- the reducer ---- */
 
-/* One value per gradient float of the buckets, plus the rows in front of bucket 0. A rank or
- * replica that has had no rows yet has no plan, and so no buckets: it plans one row. */
+/* One value per gradient float of the buckets, plus the rows in front of bucket 0. The buckets
+ * come from replica 0's first plan, made here for its rows (one row on a rank that has none
+ * in its first step: the update needs a plan too). */
 static cn_status layout(cn_group *g) {
     cn_session *s = g->r[0].s;
-    if (!s->gb.order) CN_TRY(cn_session__prepare(s, 1));
+    if (!s->gb.order) CN_TRY(cn_session__prepare(s, g->r[0].rows > 0 ? g->r[0].rows : 1));
     const cn_grad_buckets *gb;
     CN_TRY(cn_session__grad_buckets(s, &gb));
     int n = gb->n;
-    if (!(g->off = malloc(sizeof *g->off * (size_t)(n + 1)))) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient buckets");
+    if (!(g->off = malloc(sizeof *g->off * (size_t)(n + 1))))
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient buckets");
     g->off[0] = 0;
     for (int b = 0, k = 0; b < n; b++) {
         int64_t len = b == 0; /* the rows */
@@ -237,7 +240,8 @@ static cn_status stage(replica *r, int b) {
     const cn_grad_buckets *gb;
     CN_TRY(cn_session__grad_buckets(r->s, &gb));
     if (gb->n != r->g->nb)
-        return cn_errorf(CN_ERR_INTERNAL, "replica %d has %d gradient buckets, replica 0 %d", r->index, gb->n, r->g->nb);
+        return cn_errorf(CN_ERR_INTERNAL, "replica %d has %d gradient buckets, replica 0 %d", r->index, gb->n,
+                         r->g->nb);
     int64_t o = r->g->off[b] + (b == 0);
     for (int k = b ? gb->end[b - 1] : 0; k < gb->end[b]; k++) {
         cn_tensor *t = r->s->grad[gb->order[k]];
@@ -327,18 +331,27 @@ static void *replica_thread(void *arg) {
     return NULL;
 }
 
-/* After replica 0's backward pass: post the other replicas' buckets as they finish them. */
+/* After replica 0's backward pass: post the other replicas' buckets as they finish them, and
+ * keep MPI progressing the posted ones while waiting. */
 static cn_status drain(cn_group *g) {
     cn_status st = CN_OK;
+    int polling = g->overlap;
     pthread_mutex_lock(&g->mu);
     while (g->running > 0) {
-        if (st == CN_OK && staged_everywhere(g) > g->posted) {
-            pthread_mutex_unlock(&g->mu);
-            st = advance(g);
-            pthread_mutex_lock(&g->mu);
-            continue;
+        int fresh = staged_everywhere(g) > g->posted;
+        if (!fresh && polling && g->posted > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += (long)(POLL_SECONDS * 1e9);
+            if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+            pthread_cond_timedwait(&g->cv, &g->mu, &until);
+        } else if (!fresh) {
+            pthread_cond_wait(&g->cv, &g->mu);
         }
-        pthread_cond_wait(&g->cv, &g->mu);
+        if (st != CN_OK || !(fresh || polling)) continue;
+        pthread_mutex_unlock(&g->mu);
+        st = advance(g);
+        pthread_mutex_lock(&g->mu);
     }
     pthread_mutex_unlock(&g->mu);
     return st;

@@ -35,7 +35,8 @@ cn_status cn_mpi__ready(const char *call) {
     int inited = 0, fin = 0;
     MPI_Initialized(&inited);
     MPI_Finalized(&fin);
-    if (fin) return cn_errorf(CN_ERR_INVALID_ARG, "%s after cn_mpi_finalize: MPI cannot be used again in this process", call);
+    if (fin)
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s after cn_mpi_finalize: MPI cannot be used again in this process", call);
     if (!inited) return cn_errorf(CN_ERR_INVALID_ARG, "%s before cn_mpi_init", call);
     return CN_OK;
 }

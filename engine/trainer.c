@@ -118,7 +118,8 @@ static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, co
     if (st == CN_OK) t->train = cn_group_session(t->group, 0);
     if (st == CN_OK) st = agree_settings(t);
     static const char *const train_outputs[] = {"correct"};
-    for (int i = 0; i < n_dev && st == CN_OK; i++) st = cn_session_select_outputs(cn_group_session(t->group, i), train_outputs, 1);
+    for (int i = 0; i < n_dev && st == CN_OK; i++)
+        st = cn_session_select_outputs(cn_group_session(t->group, i), train_outputs, 1);
     /* one device: its plan for the full batch now, so memory shortfalls show before any data */
     int64_t mine = 0;
     cn_group_slice(t->group, cfg->batch, NULL, &mine);

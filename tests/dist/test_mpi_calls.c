@@ -8,7 +8,8 @@
 #include <string.h>
 
 static int failures;
-#define CHECK(c, ...) ((c) ? (void)0 : (void)(failures++, printf("FAIL line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n")))
+#define CHECK(c, ...) \
+    ((c) ? (void)0 : (void)(failures++, printf("FAIL line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n")))
 
 static void refused(cn_status st, const char *call, const char *why) {
     CHECK(st == CN_ERR_INVALID_ARG && strstr(cn_last_error(), why), "%s %s: %s (%s)", call, why, cn_status_name(st),

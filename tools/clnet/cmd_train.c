@@ -364,7 +364,8 @@ static int load_data(train_run *r) {
  * on the model and settings, dist_agree on the data and the run's length), with the
  * checkpoint's state when resuming. */
 static int create_trainer(train_run *r) {
-    cn_status st = cn_trainer_create_group(r->model, r->devs, r->n_dev, &r->cfg, r->D.size > 1 ? CN_GROUP_MPI : 0, &r->t);
+    int flags = r->D.size > 1 ? CN_GROUP_MPI : 0;
+    cn_status st = cn_trainer_create_group(r->model, r->devs, r->n_dev, &r->cfg, flags, &r->t);
     if (st != CN_OK) return cli_error(st);
     int rc = dist_agree(cn_trainer_group(r->t), &r->data, r->o.epochs, r->o.steps);
     if (rc != EXIT_OK) return rc;
