@@ -501,6 +501,10 @@ void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c);
 /* A token model's context and vocabulary (0 for an image model). */
 int64_t cn_model_context(const cn_model *m);
 int64_t cn_model_vocab(const cn_model *m);
+/* 1 when a token model is causal: no position's output depends on a later position (every
+ * attention layer is causal, and no layer pools the positions). 0 otherwise, and for an image
+ * model or NULL. A non-causal model trained to predict the next byte sees that byte. */
+int cn_model_causal(const cn_model *m);
 int64_t cn_model_num_params(const cn_model *m);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
