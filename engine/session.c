@@ -184,6 +184,11 @@ static void free_plans(cn_session *s) {
 
 void cn_session_free(cn_session *s) {
     if (!s) return;
+    /* Uploads of fed inputs may still be queued, reading the staging copies freed below (a
+     * run that failed after enqueuing, or one whose outputs were never fetched). */
+    int pending = 0;
+    for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) pending |= s->in[i].pending[0] | s->in[i].pending[1];
+    if (pending && s->dev) cn_device_sync(s->dev);
     free_plans(s);
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);

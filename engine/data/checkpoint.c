@@ -494,7 +494,12 @@ static cn_status r_tensor(ck_reader *r, int i, cn_ckpt_tensor *t) {
     if (!host_is_le()) swap_elems(data, (size_t)nbytes, es);
     t->data = data;
     r->pos += (size_t)nbytes;
-    return ck_values_check(CN_ERR_FORMAT, t, (size_t)nbytes, r->origin);
+    cn_status s = ck_values_check(CN_ERR_FORMAT, t, (size_t)nbytes, r->origin);
+    if (s != CN_OK) {
+        free(data); /* not counted yet, so cn_ckpt_free would not release it */
+        t->data = NULL;
+    }
+    return s;
 }
 
 static cn_status ck_parse_body(ck_reader *r, cn_ckpt *c) {

@@ -108,7 +108,9 @@ static int run_child(const char *sel, const char *model_path, const char *data, 
     cn_status st = cli_open_device(sel, &dev);
     if (st == CN_OK) st = cn_model_load_file(model_path, &m);
     if (st != CN_OK) return cli_error(st);
-    if (cli_load_dataset(data, "train", (steps + 10) * 64, m, &ds) != EXIT_OK) return EXIT_ERROR;
+    /* batches for the warm-up and the timed steps, and at least the 20 the inference timing reads */
+    int64_t batches = steps + 10 > 20 ? steps + 10 : 20;
+    if (cli_load_dataset(data, "train", batches * 64, m, &ds) != EXIT_OK) return EXIT_ERROR;
     st = infer_session_peak(m, dev, ds.images, &r.infer_session_mib);
     if (st == CN_OK) st = cn_trainer_create(m, dev, NULL, &t);
     size_t px = (size_t)cn_model_input_size(m);
