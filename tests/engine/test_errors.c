@@ -230,6 +230,19 @@ static void test_empty_program(cn_device *dev) {
     }
     cn_session_free(s);
     cn_program_free(p);
+    /* a loss without parameters: the optimizer update is planned over an empty graph */
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 2, (int64_t[]){CN_BATCH, 2}, CN_F32);
+    OK(cn_set_loss(p, cn_op_mean(p, cn_op_mul(p, x, x), CN_ALL_AXES, 0)));
+    s = NULL;
+    OK(cn_session_create_training(p, dev, NULL, &s));
+    OK(cn_session_feed(s, "x", (const float[]){1, 2}, 1));
+    OK(cn_session_run(s));
+    float loss = 0;
+    OK(cn_session_fetch(s, "loss", &loss, sizeof loss));
+    CHECK(loss == 2.5f, "mean of 1 and 4 is 2.5, got %g", (double)loss);
+    cn_session_free(s);
+    cn_program_free(p);
 }
 
 static void run_on(const char *sel) {
