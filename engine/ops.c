@@ -299,13 +299,18 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_ROWS:
         *out = a->ndim > 1 ? cn_shape_make(a->ndim - 1, a->d) : cn_shape_of(1, (int64_t)1);
         return CN_OK;
-    case CN_RULE_UPDATE:
-        for (int i = 1; i < arities[op]; i++)
+    case CN_RULE_UPDATE: {
+        const cn_shape rate = cn_shape_of(1, (int64_t)CN_RATE_LEN);
+        if (!cn_shape_eq(&in[arities[op] - 1], &rate))
+            SHAPE_FAIL("%s: rate block %s must be %s", name, cn_shape_str(&in[arities[op] - 1], s1, sizeof s1),
+                       cn_shape_str(&rate, s2, sizeof s2));
+        for (int i = 1; i < arities[op] - 1; i++)
             if (!cn_shape_eq(&in[i], a))
                 SHAPE_FAIL("%s: state %d shape %s differs from param %s", name, i, cn_shape_str(&in[i], s1, sizeof s1),
                            cn_shape_str(a, s2, sizeof s2));
         *out = *a;
         return CN_OK;
+    }
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
         return cn_op_infer_transformer(op, p, in, given, out);

@@ -28,8 +28,11 @@
  *   the output shape given by the node (x broadcasts onto it).
  * - DROPOUT / DROPOUT_GRAD: keep element i iff cn_rng_uniform(seed, step, i) >= rate; kept
  *   elements are scaled by 1/(1-rate). "step" is the launch's step counter.
- * - ADAM(param, grad, m, v) and SGD(param, grad, velocity) update param and their state in
- *   place; the node's output is param itself. "step" (t, 1-based) drives bias correction.
+ * - ADAM(param, grad, m, v, rate) and SGD(param, grad, velocity, rate) update param and their
+ *   state in place; the node's output is param itself. "step" (t, 1-based) drives bias
+ *   correction. rate is the step's block, f32 [CN_RATE_LEN] on the device (below): the
+ *   learning rate is data the session writes once per step, not a launch parameter, so a
+ *   schedule changes no launch and the update plan is built once.
  *
  * Transformer ops (gradient ops take the incoming gradient first, as above):
  * - LAYERNORM(x [...,C], gamma [C], beta [C]) -> x's shape: per row of the last axis,
@@ -115,8 +118,8 @@
     X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK)           \
     X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS)                      \
     X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
-    X(ADAM, "adam", 4, 0, 1, "ffff:f", UPDATE)                      \
-    X(SGD, "sgd", 3, 0, 1, "fff:f", UPDATE)                         \
+    X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE)                     \
+    X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE)                        \
     X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM)              \
     X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD)\
     X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER)              \
@@ -157,6 +160,10 @@ const char *cn_op_dtypes(cn_op op);
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
 typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
 
+/* The optimizer's per-step block, the last input of ADAM and SGD: element CN_RATE_LR is the
+ * step's learning rate (the schedule's value, cn_optimizer_lr_at). */
+enum { CN_RATE_LR = 0, CN_RATE_LEN = 1 };
+
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
 /* ADD and MATMUL take an epilogue; a fused bias is a 3-input MATMUL (see above). */
 int cn_op_takes_epilogue(cn_op op);
@@ -170,7 +177,7 @@ typedef struct cn_op_params {
     float alpha, beta;              /* SCALE: x*alpha+beta; EXPAND: alpha */
     float rate;                     /* DROPOUT(_GRAD) */
     uint32_t seed;                  /* DROPOUT(_GRAD) */
-    float lr, beta1, beta2, eps;    /* ADAM; SGD uses lr; LAYERNORM(_GRAD) uses eps */
+    float beta1, beta2, eps;        /* ADAM; LAYERNORM(_GRAD) uses eps */
     float weight_decay;             /* ADAM (L2 added to grad) / ADAMW (decoupled) / SGD */
     float momentum;                 /* SGD */
     int32_t decoupled;              /* ADAM: 1 = AdamW */

@@ -261,7 +261,6 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     *out = NULL;
     int n = g->n;
     cn_plan *p = calloc(1, sizeof *p);
-    if (p) p->lr_scale = 1.0f;
     char *live = calloc((size_t)n + 1, 1), *is_out = calloc((size_t)n + 1, 1);
     int *consumers = calloc((size_t)n + 1, sizeof *consumers);
     if (p) {

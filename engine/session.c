@@ -188,6 +188,7 @@ void cn_session_free(cn_session *s) {
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);
     cn_graph_destroy(&s->apply_g);
+    cn_tensor_release(s->rate);
     int np = s->prog ? s->prog->n_params : 0;
     for (int i = 0; i < np; i++) {
         cn_tensor_release(s->param ? s->param[i] : NULL);
@@ -374,30 +375,39 @@ cn_status cn_session_compute_gradients(cn_session *s) {
 }
 
 /* The update: one optimizer op per parameter that has a gradient, reading the gradient
- * tensors, so anything the hook did to them is what is applied. */
+ * tensors, so anything the hook did to them is what is applied. Every op reads the step's
+ * block (the learning rate) from one device tensor, so the plan is built once and a step
+ * changes no launch. */
 static cn_status build_apply(cn_session *s) {
     cn_graph *g = &s->apply_g;
     cn_graph_init(g);
     const cn_program *p = s->prog;
     int n = p->n_params, n_out = 0;
     int *outs = malloc(sizeof(int) * (size_t)(n + 1));
-    cn_tensor **bind = calloc((size_t)(5 * n + 1), sizeof *bind); /* 4 leaves and the update each */
+    cn_tensor **bind = calloc((size_t)(5 * n + 2), sizeof *bind); /* 4 leaves and the update each, the block */
     cn_status st = outs && bind ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "optimizer graph");
+    const int64_t rate_len = CN_RATE_LEN;
+    if (st == CN_OK && !s->rate) st = cn_tensor_create(s->dev, 1, &rate_len, CN_F32, &s->rate);
+    const cn_shape rate_shape = cn_shape_of(1, rate_len);
+    int rate = st == CN_OK ? cn_g_leaf(g, CN_LEAF_STATE, "optimizer.rate", &rate_shape, CN_F32) : -1;
+    if (rate >= 0) bind[rate] = s->rate;
+    else if (st == CN_OK) st = CN_ERR_SHAPE;
     cn_op_params op = {0};
-    op.lr = s->opt.lr, op.beta1 = s->opt.beta1, op.beta2 = s->opt.beta2, op.eps = s->opt.eps;
+    op.beta1 = s->opt.beta1, op.beta2 = s->opt.beta2, op.eps = s->opt.eps;
     op.weight_decay = s->opt.weight_decay, op.momentum = s->opt.momentum, op.nesterov = s->opt.nesterov;
     op.decoupled = s->opt.kind == CN_OPT_ADAMW;
     for (int i = 0; i < n && st == CN_OK; i++) {
         if (!s->has_grad[i]) continue;
         const cn_shape *sh = &s->param[i]->shape;
-        int in[4];
+        int in[5];
         cn_tensor *t[4] = {s->param[i], s->grad[i], s->state1[i], s->state2[i]};
         int k = s->opt.kind == CN_OPT_SGD ? 3 : 4;
         for (int j = 0; j < k; j++) {
             in[j] = cn_g_leaf(g, j ? CN_LEAF_STATE : CN_LEAF_PARAM, p->params[i].name, sh, CN_F32);
             if (in[j] >= 0) bind[in[j]] = t[j];
         }
-        int upd = cn_g_op(g, s->opt.kind == CN_OPT_SGD ? CN_OP_SGD : CN_OP_ADAM, k, in, &op, NULL);
+        in[k] = rate;
+        int upd = cn_g_op(g, s->opt.kind == CN_OPT_SGD ? CN_OP_SGD : CN_OP_ADAM, k + 1, in, &op, NULL);
         if (upd < 0) st = CN_ERR_SHAPE;
         else outs[n_out++] = upd;
     }
@@ -407,13 +417,23 @@ static cn_status build_apply(cn_session *s) {
     return st;
 }
 
+/* The step's block, written without a host sync: a small upload is copied at the call
+ * (CN_SMALL_UPLOAD), so the next step may refill the host array before the device reads it. */
+_Static_assert(CN_RATE_LEN * sizeof(float) <= CN_SMALL_UPLOAD &&
+                   ((CN_RATE_LEN * sizeof(float)) & (CN_RATE_LEN * sizeof(float) - 1)) == 0,
+               "the rate block must be a small upload");
+static cn_status write_rate(cn_session *s) {
+    float block[CN_RATE_LEN] = {0};
+    block[CN_RATE_LR] = cn_optimizer_lr_at(&s->opt, s->step + 1);
+    cn_backend *be = s->dev->be;
+    return be->upload(be->ctx, s->rate->buf, 0, block, sizeof block, 0);
+}
+
 cn_status cn_session_apply_gradients(cn_session *s) {
     if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_apply_gradients: not a training session");
     if (s->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "apply_gradients: no gradients computed yet");
     if (!s->apply) CN_TRY(build_apply(s));
-    /* The plan's ops hold the base rate; the schedule scales it per step. Without a schedule
-     * the factor is exactly 1, so constant-rate runs are bit-identical to before. */
-    s->apply->lr_scale = cn_optimizer_lr_at(&s->opt, s->step + 1) / s->opt.lr;
+    CN_TRY(write_rate(s));
     CN_TRY(cn_plan_run(s->apply, s->step + 1));
     s->step++;
     return CN_OK;

@@ -1,8 +1,18 @@
 /* Optimizer steps, in place. The host passes Adam's bias corrections 1 - beta^t computed in
- * double, so every work-item uses the same rounded value. */
+ * double, so every work-item uses the same rounded value. The learning rate is data: element
+ * 0 of the step's block (rate, written by the session once per step; ops.h, CN_RATE_LR). */
 
-/* l2 = weight_decay for Adam's L2 (added to the gradient), 0 for AdamW; shrink = 1 - lr*wd
- * for AdamW's decoupled decay (p shrinks before the step, PyTorch's order), 1 for Adam. */
+/* l2 = weight_decay for Adam's L2 (added to the gradient), 0 for AdamW; dwd = weight_decay
+ * for AdamW's decoupled decay (p shrinks by 1 - lr*dwd before the step, PyTorch's order), 0
+ * for Adam, so shrink is exactly 1. The factor is rounded as the host would compute it: a
+ * product, then a difference, never one fused multiply-add, so a run is bit-identical to the
+ * one that passed shrink from the host. */
+float adam_shrink(float lr, float dwd) {
+#pragma OPENCL FP_CONTRACT OFF
+    float d = lr * dwd;
+    return 1.0f - d;
+}
+
 /* One element of each update; the scalar kernels and the span kernels' tails share them so
  * both paths round identically. */
 void adam_one(__global float *p, __global const float *g, __global float *m, __global float *v, int i,
@@ -26,17 +36,19 @@ void sgd_one(__global float *p, __global const float *g, __global float *vel, in
     p[i] = pi - lr * (nesterov ? gi + momentum * vi : vi);
 }
 
-__kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v, int n,
-                   float lr, float beta1, float beta2, float eps, float l2, float shrink, float bc1, float bc2) {
+__kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v,
+                   __global const float *rate, int n, float beta1, float beta2, float eps, float l2, float dwd,
+                   float bc1, float bc2) {
     int i = get_global_id(0);
-    if (i < n) adam_one(p, g, m, v, i, lr, beta1, beta2, eps, l2, shrink, bc1, bc2);
+    float lr = rate[0];
+    if (i < n) adam_one(p, g, m, v, i, lr, beta1, beta2, eps, l2, adam_shrink(lr, dwd), bc1, bc2);
 }
 
 /* v = momentum*v + g; p -= lr * (nesterov ? g + momentum*v : v), g with L2 decay added. */
-__kernel void sgd(__global float *p, __global const float *g, __global float *vel, int n, float lr,
-                  float momentum, float wd, int nesterov) {
+__kernel void sgd(__global float *p, __global const float *g, __global float *vel, __global const float *rate,
+                  int n, float momentum, float wd, int nesterov) {
     int i = get_global_id(0);
-    if (i < n) sgd_one(p, g, vel, i, lr, momentum, wd, nesterov);
+    if (i < n) sgd_one(p, g, vel, i, rate[0], momentum, wd, nesterov);
 }
 
 /* CPU-style: the same updates over contiguous runs of GVW-float vectors per work-item (see
@@ -48,9 +60,10 @@ __kernel void sgd(__global float *p, __global const float *g, __global float *ve
     int has_tail = nv < v0 + (per);
 
 __kernel void adam_span(__global float *p, __global const float *g, __global float *m,
-                        __global float *v, int n, float lr, float beta1, float beta2, float eps, float l2,
-                        float shrink, float bc1, float bc2, int per) {
+                        __global float *v, __global const float *rate, int n, float beta1, float beta2, float eps,
+                        float l2, float dwd, float bc1, float bc2, int per) {
     CN_OPT_SPAN_BEGIN(n, per)
+    float lr = rate[0], shrink = adam_shrink(lr, dwd);
     for (int k = v0; k < v1; k++) {
         floatV pi = vloadV(k, p);
         floatV gi = vloadV(k, g) + l2 * pi;
@@ -66,8 +79,9 @@ __kernel void adam_span(__global float *p, __global const float *g, __global flo
 }
 
 __kernel void sgd_span(__global float *p, __global const float *g, __global float *vel,
-                       int n, float lr, float momentum, float wd, int nesterov, int per) {
+                       __global const float *rate, int n, float momentum, float wd, int nesterov, int per) {
     CN_OPT_SPAN_BEGIN(n, per)
+    float lr = rate[0];
     for (int k = v0; k < v1; k++) {
         floatV pi = vloadV(k, p);
         floatV gi = vloadV(k, g) + wd * pi;

@@ -1,5 +1,5 @@
-/* Optimizer steps as ops: ADAM(param, grad, m, v) and SGD(param, grad, velocity) update the
- * parameter and their state in place; the node's output is the parameter itself (the
+/* Optimizer steps as ops: ADAM(param, grad, m, v, rate) and SGD(param, grad, velocity, rate)
+ * update the parameter and their state in place (rate: the step's block, CN_RATE_*); the node's output is the parameter itself (the
  * executor passes out == in[0]; should it ever differ, out receives a copy).
  *
  * The per-launch scalars (bias corrections) are computed once in double, then the update
@@ -23,7 +23,8 @@ cn_status omp_op_ADAM(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
     const float *grad = l->in[1];
-    const float b1 = p->beta1, b2 = p->beta2, lr = cn_launch_lr(l), eps = p->eps, wd = p->weight_decay;
+    const float *rate = l->in[4];
+    const float b1 = p->beta1, b2 = p->beta2, lr = rate[CN_RATE_LR], eps = p->eps, wd = p->weight_decay;
     const float bc1 = (float)(1.0 - pow((double)b1, (double)l->step));
     const float bc2 = (float)(1.0 - pow((double)b2, (double)l->step));
     const float l2 = p->decoupled ? 0.0f : wd;
@@ -49,7 +50,8 @@ cn_status omp_op_SGD(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];
     const float *grad = l->in[1];
-    const float lr = cn_launch_lr(l), wd = p->weight_decay, mom = p->momentum;
+    const float *rate = l->in[3];
+    const float lr = rate[CN_RATE_LR], wd = p->weight_decay, mom = p->momentum;
     const int nesterov = p->nesterov != 0;
 #pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {

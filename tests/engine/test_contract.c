@@ -152,12 +152,14 @@ static void test_step_checked_once(void) {
     cn_graph g;
     cn_graph_init(&g);
     cn_shape s = cn_shape_of(1, (int64_t)8);
-    int in[4];
+    int in[5];
     const char *names[4] = {"p", "g", "m", "v"};
     for (int i = 0; i < 4; i++) in[i] = cn_g_leaf(&g, i == 1 ? CN_LEAF_INPUT : CN_LEAF_STATE, names[i], &s, CN_F32);
+    const cn_shape rs = cn_shape_of(1, (int64_t)CN_RATE_LEN);
+    in[4] = cn_g_leaf(&g, CN_LEAF_STATE, "rate", &rs, CN_F32);
     cn_op_params p = {0};
-    p.lr = 0.1f, p.beta1 = 0.9f, p.beta2 = 0.999f, p.eps = 1e-8f;
-    int up = cn_g_op(&g, CN_OP_ADAM, 4, in, &p, NULL);
+    p.beta1 = 0.9f, p.beta2 = 0.999f, p.eps = 1e-8f;
+    int up = cn_g_op(&g, CN_OP_ADAM, 5, in, &p, NULL);
     cn_plan *plan = NULL;
     if (up >= 0 && dev) CHECK_OK(cn_plan_create(&g, dev, &up, 1, NULL, 0, &plan));
     if (plan) {

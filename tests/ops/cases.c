@@ -629,7 +629,6 @@ static void cases_ADAM(h_caselist *L) {
         c->tol.atol = 1e-7;
         c->tol.rtol = 1e-4; /* of the step for param; see h_compare */
         c->step = t[k].step;
-        c->p.lr = 1e-3f;
         c->p.beta1 = 0.9f;
         c->p.beta2 = 0.999f;
         c->p.eps = 1e-8f;
@@ -639,6 +638,7 @@ static void cases_ADAM(h_caselist *L) {
         h_in(c, t[k].s, GEN_UNIFORM, -0.5f, 0.5f);
         h_in(c, t[k].s, t[k].fresh ? GEN_ZERO : GEN_UNIFORM, -0.05f, 0.05f);
         h_in(c, t[k].s, t[k].fresh ? GEN_ZERO : GEN_UNIFORM, 1e-4f, 1e-2f);
+        h_in(c, h_shape(1, CN_RATE_LEN), GEN_RATE, 1e-3f, 0);
         c->out_shape = t[k].s;
     }
 }
@@ -659,13 +659,13 @@ static void cases_SGD(h_caselist *L) {
         c->tol.atol = 1e-7;
         c->tol.rtol = 1e-4; /* of the step for param; see h_compare */
         c->step = t[k].step;
-        c->p.lr = t[k].lr;
         c->p.momentum = t[k].momentum;
         c->p.weight_decay = t[k].wd;
         c->p.nesterov = t[k].nesterov;
         h_in(c, t[k].s, GEN_UNIFORM, -1, 1);
         h_in(c, t[k].s, GEN_UNIFORM, -0.5f, 0.5f);
         h_in(c, t[k].s, t[k].step > 1 ? GEN_UNIFORM : GEN_ZERO, -0.2f, 0.2f);
+        h_in(c, h_shape(1, CN_RATE_LEN), GEN_RATE, t[k].lr, 0);
         c->out_shape = t[k].s;
     }
 }

@@ -247,8 +247,8 @@ void nv_transpose(const cn_shape *in, const int32_t *perm, const float *x, doubl
     }
 }
 
-void nv_adam(int64_t n, const cn_op_params *p, uint64_t t, double *param, const float *grad, double *m,
-             double *v) {
+void nv_adam(int64_t n, const cn_op_params *p, const float *rate, uint64_t t, double *param, const float *grad,
+             double *m, double *v) {
     double bc1 = 1 - pow(p->beta1, (double)t), bc2 = 1 - pow(p->beta2, (double)t);
     for (int64_t i = 0; i < n; i++) {
         double g = grad[i];
@@ -258,11 +258,11 @@ void nv_adam(int64_t n, const cn_op_params *p, uint64_t t, double *param, const 
         double mh = m[i] / bc1, vh = v[i] / bc2;
         double upd = mh / (sqrt(vh) + p->eps);
         if (p->decoupled) upd += p->weight_decay * param[i];
-        param[i] -= p->lr * upd;
+        param[i] -= rate[CN_RATE_LR] * upd;
     }
 }
 
-void nv_sgd(int64_t n, const cn_op_params *p, double *param, const float *grad, double *vel) {
+void nv_sgd(int64_t n, const cn_op_params *p, const float *rate, double *param, const float *grad, double *vel) {
     for (int64_t i = 0; i < n; i++) {
         double g = grad[i] + p->weight_decay * param[i];
         double d = g;
@@ -270,7 +270,7 @@ void nv_sgd(int64_t n, const cn_op_params *p, double *param, const float *grad, 
             vel[i] = p->momentum * vel[i] + g;
             d = p->nesterov ? g + p->momentum * vel[i] : vel[i];
         }
-        param[i] -= p->lr * d;
+        param[i] -= rate[CN_RATE_LR] * d;
     }
 }
 

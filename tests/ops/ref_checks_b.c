@@ -353,7 +353,6 @@ void check_adam(void) {
                            t[k].dec ? "AdamW" : "L2", t[k].fresh ? "zero" : "random");
         c.inplace = 1;
         c.step = t[k].t;
-        c.p.lr = 1e-3f;
         c.p.beta1 = 0.9f;
         c.p.beta2 = 0.999f;
         c.p.eps = 1e-8f;
@@ -363,6 +362,7 @@ void check_adam(void) {
         h_in(&c, h_shape(1, n), GEN_UNIFORM, -0.5f, 0.5f);
         h_in(&c, h_shape(1, n), t[k].fresh ? GEN_ZERO : GEN_UNIFORM, -0.05f, 0.05f);
         h_in(&c, h_shape(1, n), t[k].fresh ? GEN_ZERO : GEN_UNIFORM, 1e-4f, 1e-2f);
+        h_in(&c, h_shape(1, CN_RATE_LEN), GEN_RATE, 1e-3f, 0);
         c.out_shape = c.in[0].shape;
         h_data d;
         if (!run(&c, NULL, &d)) continue;
@@ -384,7 +384,7 @@ void check_adam(void) {
                 v[i] = (1 - (double)0.999f) * g * g;
             }
         } else {
-            nv_adam(n, &c.p, c.step, p, d.in[1], m, v);
+            nv_adam(n, &c.p, d.in[4], c.step, p, d.in[1], m, v);
         }
         opt_compare(name_of(&c), d.in[0], d.chk[0], p, n);
         char what[256];
@@ -418,21 +418,21 @@ void check_sgd(void) {
                                t[k].wd, t[k].nest, step);
             c.inplace = 1;
             c.step = (uint64_t)step;
-            c.p.lr = t[k].lr;
             c.p.momentum = t[k].mom;
             c.p.weight_decay = t[k].wd;
             c.p.nesterov = t[k].nest;
             h_in(&c, h_shape(1, n), GEN_UNIFORM, -1, 1);
             h_in(&c, h_shape(1, n), GEN_UNIFORM, -0.5f, 0.5f);
             h_in(&c, h_shape(1, n), GEN_ZERO, 0, 0);
+            h_in(&c, h_shape(1, CN_RATE_LEN), GEN_RATE, t[k].lr, 0);
             c.out_shape = c.in[0].shape;
             h_data d;
-            void *in[3] = {step == 1 ? NULL : p, NULL, vel};
+            void *in[4] = {step == 1 ? NULL : p, NULL, vel, NULL};
             if (!run(&c, in, &d)) break;
             double *pw_f = dalloc(n);
             for (int i = 0; i < n; i++) pw_f[i] = ((float *)d.in[0])[i]; /* start from the f32 param */
             for (int i = 0; i < n; i++) vw[i] = vel[i];
-            nv_sgd(n, &c.p, pw_f, d.in[1], vw);
+            nv_sgd(n, &c.p, d.in[3], pw_f, d.in[1], vw);
             char what[256];
             snprintf(what, sizeof what, "%s", name_of(&c));
             opt_compare(what, d.in[0], d.chk[0], pw_f, n);
