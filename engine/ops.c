@@ -2,6 +2,7 @@
  * and one shape rule per CN_RULE_<rule>. graph.c calls cn_op_infer() as each node is added
  * and the planner calls cn_op_check() on each launch it builds, so a backend never sees a
  * launch these did not accept. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +31,8 @@ typedef enum cn_shape_rule {
     CN_RULE_POOL_GRAD,    /* (dy pooled, x image) -> x's shape */
     CN_RULE_UNPOOL,       /* dy pooled -> the given image shape */
     CN_RULE_ROWS,         /* last axis dropped ([1] for a 1-D input) */
-    CN_RULE_UPDATE,       /* optimizer: every input has param's shape; out = param's */
+    CN_RULE_UPDATE,       /* optimizer: every input but the rate block has param's shape; out = param's */
+    CN_RULE_CLIP,         /* rate block [CN_RATE_LEN] and a sum [1]; out = the block's shape */
     /* transformer ops, stated in ops_transformer.c (cn_op_infer_transformer) */
     CN_RULE_NORM,         /* LAYERNORM: x [...,C], gamma [C], beta [C] -> x's shape */
     CN_RULE_NORM_GRAD,    /* LAYERNORM_GRAD: dy, x of one shape, gamma [C] -> x's shape */
@@ -304,10 +306,24 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (!cn_shape_eq(&in[arities[op] - 1], &rate))
             SHAPE_FAIL("%s: rate block %s must be %s", name, cn_shape_str(&in[arities[op] - 1], s1, sizeof s1),
                        cn_shape_str(&rate, s2, sizeof s2));
+        if (!(p->clip_value >= 0.0f) || !isfinite(p->clip_value))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: clip value %g must be >= 0 and finite (0: off)", name,
+                             (double)p->clip_value);
         for (int i = 1; i < arities[op] - 1; i++)
             if (!cn_shape_eq(&in[i], a))
                 SHAPE_FAIL("%s: state %d shape %s differs from param %s", name, i, cn_shape_str(&in[i], s1, sizeof s1),
                            cn_shape_str(a, s2, sizeof s2));
+        *out = *a;
+        return CN_OK;
+    }
+    case CN_RULE_CLIP: {
+        const cn_shape rate = cn_shape_of(1, (int64_t)CN_RATE_LEN), one = cn_shape_of(1, (int64_t)1);
+        if (!cn_shape_eq(a, &rate) || !cn_shape_eq(b, &one))
+            SHAPE_FAIL("%s: rate block %s and sum %s must be %s and [1]", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&rate, s3, sizeof s3));
+        if (!(p->clip_norm > 0.0f) || !isfinite(p->clip_norm))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: clip norm %g must be positive and finite", name,
+                             (double)p->clip_norm);
         *out = *a;
         return CN_OK;
     }

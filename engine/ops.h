@@ -32,7 +32,13 @@
  *   state in place; the node's output is param itself. "step" (t, 1-based) drives bias
  *   correction. rate is the step's block, f32 [CN_RATE_LEN] on the device (below): the
  *   learning rate is data the session writes once per step, not a launch parameter, so a
- *   schedule changes no launch and the update plan is built once.
+ *   schedule changes no launch and the update plan is built once. Each gradient element is
+ *   first multiplied by rate[CN_RATE_GRAD_SCALE], then, when p.clip_value > 0, clamped to
+ *   [-clip_value, clip_value] (a NaN stays NaN), before weight decay is added.
+ * - CLIP_SCALE(rate [CN_RATE_LEN], sumsq [1]) -> [CN_RATE_LEN]: rate with its grad scale
+ *   multiplied by min(1, p.clip_norm / (sqrt(sumsq) + 1e-6)) (PyTorch's clip_grad_norm_),
+ *   other elements copied. sumsq is the sum of squares of every gradient; the session
+ *   computes it on the device (MUL, SUM_ALL, ADD), so clipping by norm needs no host sync.
  *
  * Transformer ops (gradient ops take the incoming gradient first, as above):
  * - LAYERNORM(x [...,C], gamma [C], beta [C]) -> x's shape: per row of the last axis,
@@ -120,6 +126,7 @@
     X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
     X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE)                     \
     X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE)                        \
+    X(CLIP_SCALE, "clip_scale", 2, 0, 1, "ff:f", CLIP)              \
     X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM)              \
     X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD)\
     X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER)              \
@@ -161,8 +168,9 @@ const char *cn_op_dtypes(cn_op op);
 typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
 
 /* The optimizer's per-step block, the last input of ADAM and SGD: element CN_RATE_LR is the
- * step's learning rate (the schedule's value, cn_optimizer_lr_at). */
-enum { CN_RATE_LR = 0, CN_RATE_LEN = 1 };
+ * step's learning rate (the schedule's value, cn_optimizer_lr_at), CN_RATE_GRAD_SCALE the
+ * factor on every gradient (1, or clipping by global norm's scale from CLIP_SCALE). */
+enum { CN_RATE_LR = 0, CN_RATE_GRAD_SCALE = 1, CN_RATE_LEN = 2 };
 
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
 /* ADD and MATMUL take an epilogue; a fused bias is a 3-input MATMUL (see above). */
@@ -182,6 +190,8 @@ typedef struct cn_op_params {
     float momentum;                 /* SGD */
     int32_t decoupled;              /* ADAM: 1 = AdamW */
     int32_t nesterov;               /* SGD */
+    float clip_value;               /* ADAM, SGD: clamp each gradient element (0: off) */
+    float clip_norm;                /* CLIP_SCALE: the largest global norm */
     int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
     int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */

@@ -69,7 +69,7 @@ typedef enum cn_cl_family {
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
     X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
-    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                        \
+    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \

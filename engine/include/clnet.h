@@ -341,6 +341,15 @@ typedef struct cn_optimizer_config {
     int64_t warmup_steps;    /* 0 (at most CN_LR_MAX_STEPS) */
     int64_t total_steps;     /* COSINE: where it reaches min_lr (> warmup_steps, <= CN_LR_MAX_STEPS) */
     float min_lr;            /* COSINE: 0 (< lr) */
+    /* Gradient clipping, on the device, with no host sync; both 0 (off) by default. With
+     * clip_norm > 0 every gradient is multiplied by min(1, clip_norm / (norm + 1e-6)), norm
+     * being the global L2 norm of all the session's gradients as the update reads them (after
+     * the hook), as PyTorch's clip_grad_norm_. With clip_value > 0 each gradient element is
+     * then clamped to [-clip_value, clip_value] (clip_grad_value_). Both act before weight
+     * decay is added. Each must be finite and >= 0 (CN_ERR_INVALID_ARG otherwise); a NaN
+     * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
+    float clip_norm;
+    float clip_value;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);

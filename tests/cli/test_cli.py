@@ -405,6 +405,42 @@ def test_optimizer_settings():
 
 
 @test
+def test_gradient_clipping():
+    """--clip-norm and --clip-value change training, do nothing when far above the gradients,
+    come back on --resume (byte-identical to a straight run) and refuse bad values."""
+    need_data()
+    model = write("clip.net", "input 28 28 1\nflatten\ndense 10\n")
+    common = ["--data", DATA, "--limit", "256", "--device", DEVICE, "--batch", "32", "-q"]
+
+    def train(name, *flags, epochs=1, resume=None):
+        ck = path(name)
+        args = ["train", model if not resume else "-", "--epochs", str(epochs), "--save", ck, *common, *flags]
+        if resume:
+            args += ["--resume", resume]
+        ok(run(args))
+        return ck
+
+    def test_loss(ck):
+        r = run(["eval", ck, "--data", DATA, "--limit", "256", "--device", DEVICE])
+        ok(r)
+        return float(r.out.split("loss ")[1].split()[0])
+
+    plain = test_loss(train("noclip.ckpt"))
+    check(test_loss(train("bynorm.ckpt", "--clip-norm", "0.05")) != plain, "--clip-norm 0.05 changes training")
+    check(test_loss(train("byvalue.ckpt", "--clip-value", "0.0005")) != plain, "--clip-value 0.0005 changes training")
+    check(test_loss(train("loose.ckpt", "--clip-norm", "1e9", "--clip-value", "1e9")) == plain,
+          "clipping far above the gradients trains exactly as without it")
+    flags = ["--clip-norm", "0.05", "--clip-value", "0.002"]
+    straight = train("clip_straight.ckpt", *flags, epochs=2)
+    first = train("clip_first.ckpt", *flags, epochs=1)
+    resumed = train("clip_first.ckpt", epochs=2, resume=first)
+    check(open(straight, "rb").read() == open(resumed, "rb").read(),
+          "resuming without the flags keeps the stored clipping (byte-identical checkpoint)")
+    for bad in (["--clip-norm", "-1"], ["--clip-value", "nan"], ["--clip-norm", "x"], ["--clip-value", "inf"]):
+        fails(run(["train", model, *common, *bad]), 2, [bad[0]])
+
+
+@test
 def test_devices_mirrored():
     """--devices trains one replica per device; the epoch line shows the split; the checkpoint
     is an ordinary one."""

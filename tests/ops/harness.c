@@ -177,6 +177,7 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
         break;
     case GEN_RATE:
         f[CN_RATE_LR] = in->lo;
+        f[CN_RATE_GRAD_SCALE] = in->hi;
         break;
     }
 }
