@@ -76,7 +76,7 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_splitk_sum)                                                                   \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
-    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd) X(LASTAXIS, gelu_fwd_span) X(LASTAXIS, gelu_bwd_span) \
+    X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \

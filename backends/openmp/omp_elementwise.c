@@ -1,5 +1,6 @@
 /* Elementwise ops: broadcast binary arithmetic (with the fused epilogue on ADD), unary
- * maths and activations, their gradients, SCALE and DROPOUT.
+ * maths and activations (GELU with libm's erff / tanhf, its gradient written out
+ * analytically), their gradients, SCALE and DROPOUT.
  *
  * Every op walks its output in OMP_TILE-sized tiles, one tile per loop iteration, so the
  * parallel split is the same whatever the shape and the epilogue runs on a tile while it is
@@ -142,3 +143,45 @@ static cn_status run_dropout(const cn_launch *l) {
 
 cn_status omp_op_DROPOUT(const cn_launch *l) { return run_dropout(l); }
 cn_status omp_op_DROPOUT_GRAD(const cn_launch *l) { return run_dropout(l); }
+
+/* ---- GELU (exact erf form or tanh approximation) and its gradient ---- */
+
+/* sqrt(2/pi) and the cubic coefficient of the tanh approximation; 1/sqrt(2), 1/sqrt(2 pi). */
+#define GELU_K0 0.7978845608028654f
+#define GELU_K1 0.044715f
+#define GELU_RSQRT2 0.7071067811865476f
+#define GELU_RSQRT2PI 0.3989422804014327f
+
+static float gelu(float x, int tanh_form) {
+    if (tanh_form) return 0.5f * x * (1.0f + tanhf(GELU_K0 * (x + GELU_K1 * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * GELU_RSQRT2));
+}
+
+/* d/dx of the above: Phi(x) + x phi(x), or the tanh form's product rule. */
+static float gelu_grad(float x, int tanh_form) {
+    if (tanh_form) {
+        const float t = tanhf(GELU_K0 * (x + GELU_K1 * x * x * x));
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * x * x);
+    }
+    return 0.5f * (1.0f + erff(x * GELU_RSQRT2)) + x * GELU_RSQRT2PI * expf(-0.5f * x * x);
+}
+
+cn_status omp_op_GELU(const cn_launch *l) {
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *x = l->in[0];
+    float *y = l->out;
+    const int t = l->p->variant;
+#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i], t);
+    return CN_OK;
+}
+
+cn_status omp_op_GELU_GRAD(const cn_launch *l) {
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *dy = l->in[0], *x = l->in[1];
+    float *dx = l->out;
+    const int t = l->p->variant;
+#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad(x[i], t);
+    return CN_OK;
+}
