@@ -1,6 +1,8 @@
 /* The vtable every backend fills, and the registration through which the engine finds a
- * backend's devices. The engine talks to a backend only through these structs: it asks
- * supports() and never switches on a backend's identity. */
+ * backend's devices. The engine defines this interface, so it lives with the engine (as
+ * ops.h does); backends include it, and the engine includes nothing of theirs. The engine
+ * talks to a backend only through these structs: it asks supports() and never switches on a
+ * backend's identity. */
 #ifndef CN_BACKEND_H
 #define CN_BACKEND_H
 
