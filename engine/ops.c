@@ -46,31 +46,41 @@ typedef enum cn_shape_rule {
     CN_RULE_ATTENTION     /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
 } cn_shape_rule;
 
-#define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule) name,
-#define ROW_ARITY(NAME, name, arity, diff, launches, dtypes, rule) arity,
-#define ROW_DIFF(NAME, name, arity, diff, launches, dtypes, rule) diff,
-#define ROW_LAUNCHES(NAME, name, arity, diff, launches, dtypes, rule) launches,
-#define ROW_DTYPES(NAME, name, arity, diff, launches, dtypes, rule) dtypes,
-#define ROW_RULE(NAME, name, arity, diff, launches, dtypes, rule) CN_RULE_##rule,
+#define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule, ...) name,
+#define ROW_ARITY(NAME, name, arity, diff, launches, dtypes, rule, ...) arity,
+#define ROW_DIFF(NAME, name, arity, diff, launches, dtypes, rule, ...) diff,
+#define ROW_LAUNCHES(NAME, name, arity, diff, launches, dtypes, rule, ...) launches,
+#define ROW_DTYPES(NAME, name, arity, diff, launches, dtypes, rule, ...) dtypes,
+#define ROW_RULE(NAME, name, arity, diff, launches, dtypes, rule, ...) CN_RULE_##rule,
+#define ROW_STORAGE(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) CN_STORE_##storage,
+#define ROW_TAKES(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) takes,
+#define ROW_AS(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) CN_EPI_##as,
 static const char *const names[] = {CN_OP_TABLE(ROW_NAME)};
 static const signed char arities[] = {CN_OP_TABLE(ROW_ARITY)};
 static const signed char diffs[] = {CN_OP_TABLE(ROW_DIFF)};
 static const signed char launch_flags[] = {CN_OP_TABLE(ROW_LAUNCHES)};
 static const char *const dtype_sigs[] = {CN_OP_TABLE(ROW_DTYPES)};
 static const unsigned char rules[] = {CN_OP_TABLE(ROW_RULE)};
+static const unsigned char storages[] = {CN_OP_TABLE(ROW_STORAGE)};
+static const unsigned char takes_epi[] = {CN_OP_TABLE(ROW_TAKES)};
+static const unsigned char as_epi[] = {CN_OP_TABLE(ROW_AS)};
 _Static_assert(sizeof(names) / sizeof(names[0]) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(arities) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(diffs) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(launch_flags) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(dtype_sigs) / sizeof(dtype_sigs[0]) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(rules) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(storages) == CN_OP_COUNT && sizeof(takes_epi) == CN_OP_COUNT && sizeof(as_epi) == CN_OP_COUNT,
+               "op table");
 
 const char *cn_op_name(cn_op op) { return (unsigned)op < CN_OP_COUNT ? names[op] : "?"; }
 int cn_op_arity(cn_op op) { return (unsigned)op < CN_OP_COUNT ? arities[op] : -1; }
 int cn_op_differentiable(cn_op op) { return (unsigned)op < CN_OP_COUNT ? diffs[op] : 0; }
 int cn_op_launches(cn_op op) { return (unsigned)op < CN_OP_COUNT ? launch_flags[op] : 0; }
 const char *cn_op_dtypes(cn_op op) { return (unsigned)op < CN_OP_COUNT ? dtype_sigs[op] : ""; }
-int cn_op_takes_epilogue(cn_op op) { return op == CN_OP_ADD || op == CN_OP_MATMUL; }
+cn_storage cn_op_storage(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_storage)storages[op] : CN_STORE_OWN; }
+int cn_op_takes_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? takes_epi[op] : 0; }
+cn_epilogue cn_op_as_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_epilogue)as_epi[op] : CN_EPI_NONE; }
 int cn_op_fused_bias(cn_op op, int n_in) { return op == CN_OP_MATMUL && n_in == 3; }
 
 /* ---- shapes ---- */

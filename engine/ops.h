@@ -79,69 +79,76 @@
 
 #include "clnet.h"
 
-/* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule)
+/* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule, storage, takes epilogue,
+ *   as epilogue)
  * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
  * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; an output of
  *   several letters allows each (the first is what the graph makes), "=" is input 0's dtype.
  * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
  *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
+ * - storage (CN_STORE_<storage>): where the value lives: OWN, a buffer of its own; VIEW, input
+ *   0's buffer seen with another shape (no launch); INPLACE, input 0's buffer updated by the
+ *   launch (the optimizer steps). The planner reads it to share and bind buffers.
+ * - takes epilogue: 1 where the launch applies an activation to its output (cn_epilogue);
+ *   as epilogue (CN_EPI_<as>): the epilogue an activation becomes when the planner folds it
+ *   into such a producer (NONE: never folded).
  * Users of the table take (NAME, ...) so a new column does not touch them. */
-#define CN_OP_TABLE(X)                                                  \
-    X(LEAF, "leaf", 0, 1, 0, "", LEAF)                              \
-    X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW)                     \
-    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL)                    \
-    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(SCALE, "scale", 1, 1, 1, "f:f", SAME)                         \
-    X(RELU, "relu", 1, 1, 1, "f:f", SAME)                           \
-    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME)                     \
-    X(TANH, "tanh", 1, 1, 1, "f:f", SAME)                           \
-    X(EXP, "exp", 1, 1, 1, "f:f", SAME)                             \
-    X(LOG, "log", 1, 1, 1, "f:f", SAME)                             \
-    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
-    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
-    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
-    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME)                     \
-    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME)             \
-    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)\
-    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY)             \
-    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD) \
-    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR)                       \
-    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR)                     \
-    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO)              \
-    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO)               \
-    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE)              \
-    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES)                    \
-    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH)                    \
-    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL)                     \
-    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD)     \
-    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL)                     \
-    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL)         \
-    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK)                     \
-    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK)           \
-    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS)                      \
-    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
-    X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE)                     \
-    X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE)                        \
-    X(CLIP_SCALE, "clip_scale", 2, 0, 1, "ff:f", CLIP)              \
-    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM)              \
-    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD)\
-    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER)              \
-    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER)   \
-    X(GELU, "gelu", 1, 1, 1, "f:f", GELU)                           \
-    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD)           \
-    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS)                   \
-    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS)                 \
-    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS)                   \
-    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD)   \
-    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS)         \
-    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL)           \
-    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION)          \
-    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION)   \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION)
+#define CN_OP_TABLE(X)                                                                \
+    X(LEAF, "leaf", 0, 1, 0, "", LEAF, OWN, 0, NONE)                                  \
+    X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW, VIEW, 0, NONE)                        \
+    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL, OWN, 1, NONE)                        \
+    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST, OWN, 1, NONE)                           \
+    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(SCALE, "scale", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                             \
+    X(RELU, "relu", 1, 1, 1, "f:f", SAME, OWN, 0, RELU)                               \
+    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME, OWN, 0, SIGMOID)                      \
+    X(TANH, "tanh", 1, 1, 1, "f:f", SAME, OWN, 0, TANH)                               \
+    X(EXP, "exp", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
+    X(LOG, "log", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
+    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
+    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
+    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
+    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                         \
+    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE) \
+    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                 \
+    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD, OWN, 0, NONE)     \
+    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                           \
+    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                         \
+    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO, OWN, 0, NONE)                  \
+    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO, OWN, 0, NONE)                   \
+    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE, OWN, 0, NONE)                  \
+    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES, OWN, 0, NONE)                        \
+    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH, OWN, 0, NONE)                        \
+    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
+    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD, OWN, 0, NONE)         \
+    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
+    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL, OWN, 0, NONE)             \
+    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK, OWN, 0, NONE)                         \
+    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK, OWN, 0, NONE)               \
+    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS, OWN, 0, NONE)                          \
+    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                  \
+    X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE, INPLACE, 0, NONE)                     \
+    X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE, INPLACE, 0, NONE)                        \
+    X(CLIP_SCALE, "clip_scale", 2, 0, 1, "ff:f", CLIP, OWN, 0, NONE)                  \
+    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM, OWN, 0, NONE)                  \
+    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD, OWN, 0, NONE)   \
+    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER, OWN, 0, NONE)                  \
+    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER, OWN, 0, NONE)       \
+    X(GELU, "gelu", 1, 1, 1, "f:f", GELU, OWN, 0, NONE)                               \
+    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD, OWN, 0, NONE)               \
+    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
+    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                     \
+    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
+    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD, OWN, 0, NONE)       \
+    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS, OWN, 0, NONE)             \
+    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL, OWN, 0, NONE)               \
+    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
+    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -173,8 +180,11 @@ typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_
 enum { CN_RATE_LR = 0, CN_RATE_GRAD_SCALE = 1, CN_RATE_LEN = 2 };
 
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
-/* ADD and MATMUL take an epilogue; a fused bias is a 3-input MATMUL (see above). */
+/* The table's storage and epilogue columns; a fused bias is a 3-input MATMUL (see above). */
+typedef enum cn_storage { CN_STORE_OWN = 0, CN_STORE_VIEW, CN_STORE_INPLACE } cn_storage;
+cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
+cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
 
 typedef struct cn_op_params {

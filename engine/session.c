@@ -231,11 +231,11 @@ cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int
  * inserted where it is a leaf, a view of one, or already another parameter's gradient. */
 static int own_grad(cn_graph *g, int gr, const int *used, int n_used) {
     int r = gr;
-    while (g->nodes[r].op == CN_OP_RESHAPE) r = g->nodes[r].in[0];
+    while (cn_op_storage(g->nodes[r].op) == CN_STORE_VIEW) r = g->nodes[r].in[0];
     int shared = g->nodes[r].op == CN_OP_LEAF;
     for (int k = 0; k < n_used && !shared; k++) {
         int u = used[k];
-        while (g->nodes[u].op == CN_OP_RESHAPE) u = g->nodes[u].in[0];
+        while (cn_op_storage(g->nodes[u].op) == CN_STORE_VIEW) u = g->nodes[u].in[0];
         shared = u == r;
     }
     return shared ? cn_g_scale(g, gr, 1.0f, 0.0f) : gr;
