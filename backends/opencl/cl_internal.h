@@ -194,7 +194,6 @@ void cn_cl_programs_release(cn_cl_ctx *c);
 /* The disk cache directory (CLNET_CACHE_DIR, else the user's cache dir); 0 when disabled. */
 int cn_cl_cache_dir(char *buf, size_t cap);
 int cn_cl_mkdir_p(const char *path);
-uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* ---- launching (cl_launch.c) ---- */
 typedef struct cn_cl_arg {

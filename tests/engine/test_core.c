@@ -2,6 +2,7 @@
  * mismatch, memory cap, and activation-buffer reuse. */
 #include "../data/tcheck.h"
 #include "graph.h"
+#include "internal.h"
 #include "plan.h"
 
 static cn_device *open_or_null(const char *sel) {
@@ -191,8 +192,40 @@ static void test_planner_reuse(void) {
     tc_end();
 }
 
+/* The one hash (internal.h) is FNV-1a 64 as published (the reference implementation's test
+ * vectors for "a" and "foobar"), and cn_session_checksum is that hash of the parameters'
+ * bytes. Before there was one hash, the checksum started from a mistyped offset basis
+ * (1469598103934665603, a digit short) and matched no published FNV-1a. */
+static void test_one_hash(void) {
+    tc_begin("one FNV-1a: the published vectors, and the session checksum uses it");
+    CHECK(cn_fnv1a(CN_FNV_OFFSET, "", 0) == 0xcbf29ce484222325ULL);
+    CHECK(cn_fnv1a(CN_FNV_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+    CHECK(cn_fnv1a(CN_FNV_OFFSET, "foobar", 6) == 0x85944171f73967e8ULL);
+    cn_device *dev = open_or_null("omp");
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    const float w[3] = {0.5f, -2.0f, 3.25f}, b[2] = {1.0f, -1.0f};
+    if (dev && cn_program_create(&p) == CN_OK) {
+        cn_value x = cn_input(p, "x", 2, (int64_t[]){CN_BATCH, 3}, CN_F32);
+        cn_value pw = cn_param_data(p, "w", 2, (int64_t[]){3, 1}, w); /* w first, then b */
+        cn_value pb = cn_param_data(p, "b", 1, (int64_t[]){1}, b);
+        cn_value y = cn_op_add(p, cn_op_matmul(p, x, pw, 0, 0), pb);
+        cn_output(p, "y", y);
+        CHECK(cn_session_create_inference(p, dev, &s) == CN_OK);
+    }
+    uint64_t sum = 0;
+    if (s) CHECK(cn_session_checksum(s, &sum) == CN_OK);
+    CHECK(s && sum == cn_fnv1a(cn_fnv1a(CN_FNV_OFFSET, w, sizeof w), b, sizeof(float)), "checksum %llx",
+          (unsigned long long)sum);
+    cn_session_free(s);
+    cn_program_free(p);
+    if (dev) cn_device_release(dev);
+    tc_end();
+}
+
 int main(void) {
     test_status_table();
+    test_one_hash();
     test_selectors();
     test_tensors();
     test_planner_reuse();
