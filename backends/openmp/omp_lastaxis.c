@@ -16,7 +16,7 @@ static cn_status reduce(const cn_launch *l, int mode) {
     rows_of(&l->in_shape[0], &rows, &c);
     const float *x = l->in[0];
     float *y = l->out;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         if (mode == 2) {
@@ -32,17 +32,17 @@ static cn_status reduce(const cn_launch *l, int mode) {
     return CN_OK;
 }
 
-cn_status omp_op_SUM_LAST(const cn_launch *l) { return reduce(l, 0); }
-cn_status omp_op_MEAN_LAST(const cn_launch *l) { return reduce(l, 1); }
-cn_status omp_op_MAX_LAST(const cn_launch *l) { return reduce(l, 2); }
+cn_status cn_omp_op_SUM_LAST(const cn_launch *l) { return reduce(l, 0); }
+cn_status cn_omp_op_MEAN_LAST(const cn_launch *l) { return reduce(l, 1); }
+cn_status cn_omp_op_MAX_LAST(const cn_launch *l) { return reduce(l, 2); }
 
 /* dx[r, j] = dy[r] at the first maximum of row r, else 0. */
-cn_status omp_op_MAX_LAST_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_MAX_LAST_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->in_shape[1], &rows, &c);
     const float *dy = l->in[0], *x = l->in[1];
     float *dx = l->out;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         int64_t best = 0;
@@ -53,13 +53,13 @@ cn_status omp_op_MAX_LAST_GRAD(const cn_launch *l) {
     return CN_OK;
 }
 
-cn_status omp_op_BCAST_LAST(const cn_launch *l) {
+cn_status cn_omp_op_BCAST_LAST(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->out_shape, &rows, &c);
     const float *x = l->in[0];
     float *y = l->out;
     const float alpha = l->p->alpha;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float v = alpha * x[r];
         for (int64_t j = 0; j < c; j++) y[r * c + j] = v;

@@ -26,7 +26,7 @@ static void copy_out(const cn_launch *l) {
  * with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t), t = launch step (1-based).
  * weight_decay: decoupled = 0 adds wd * p to g (Adam's L2); decoupled = 1 first shrinks p
  * by lr * wd * p (AdamW, in PyTorch's order). */
-cn_status omp_op_ADAM(const cn_launch *l) {
+cn_status cn_omp_op_ADAM(const cn_launch *l) {
     const cn_op_params *p = l->p;
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
@@ -38,7 +38,7 @@ cn_status omp_op_ADAM(const cn_launch *l) {
     const float bc2 = (float)(1.0 - pow((double)b2, (double)l->step));
     const float l2 = p->decoupled ? 0.0f : wd;
     const float shrink = p->decoupled ? 1.0f - lr * wd : 1.0f;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float g = clip_grad(grad[i], gs, clip) + l2 * param[i];
         const float mi = b1 * m[i] + (1.0f - b1) * g;
@@ -54,7 +54,7 @@ cn_status omp_op_ADAM(const cn_launch *l) {
 
 /* g = grad + wd * p;  v = momentum v + g;  p -= lr * (nesterov ? g + momentum v : v).
  * With momentum 0 the velocity is just g, so plain SGD needs no special case. */
-cn_status omp_op_SGD(const cn_launch *l) {
+cn_status cn_omp_op_SGD(const cn_launch *l) {
     const cn_op_params *p = l->p;
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];
@@ -63,7 +63,7 @@ cn_status omp_op_SGD(const cn_launch *l) {
     const float lr = rate[CN_RATE_LR], wd = p->weight_decay, mom = p->momentum;
     const float gs = rate[CN_RATE_GRAD_SCALE], clip = p->clip_value;
     const int nesterov = p->nesterov != 0;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const float g = clip_grad(grad[i], gs, clip) + wd * param[i];
         const float vi = mom * vel[i] + g;
@@ -76,7 +76,7 @@ cn_status omp_op_SGD(const cn_launch *l) {
 
 /* The step's block with its gradient scale times min(1, max_norm / (norm + 1e-6)), norm =
  * sqrt(sumsq): PyTorch's clip_grad_norm_. A NaN norm gives a NaN scale, not 1. */
-cn_status omp_op_CLIP_SCALE(const cn_launch *l) {
+cn_status cn_omp_op_CLIP_SCALE(const cn_launch *l) {
     const float *rate = l->in[0], *sumsq = l->in[1];
     float *out = l->out;
     const float c = l->p->clip_norm / (sqrtf(sumsq[0]) + 1e-6f);
