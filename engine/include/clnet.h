@@ -174,14 +174,8 @@ int64_t cn_tensor_dim(const cn_tensor *t, int axis);
 int64_t cn_tensor_numel(const cn_tensor *t);
 cn_dtype cn_tensor_dtype(const cn_tensor *t);
 cn_device *cn_tensor_device(const cn_tensor *t);
-
-/* Eager ops on tensors (each runs one graph node on the tensors' device). Inputs on
- * different devices fail with CN_ERR_DEVICE_MISMATCH naming both. */
-cn_status cn_add(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_mul(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_matmul(cn_tensor *a, cn_tensor *b, int trans_a, int trans_b, cn_tensor **out);
-cn_status cn_relu(cn_tensor *x, cn_tensor **out);
-cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
+/* Tensors hold data on a device; computation on them is a program run by a session (below),
+ * which plans every op for its device once. There are no eager ops on tensors. */
 
 /* ---- programs: graphs built through the public API ----
  *
