@@ -266,7 +266,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
 cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                                   cn_shape *out);
 
-/* Counter-based generator shared by every backend (also written in kernels_cl/rng.h):
+/* Counter-based generator shared by every backend (also written in kernels_cl/common.h.cl):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */
 static inline uint64_t cn_rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
