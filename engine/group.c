@@ -63,14 +63,7 @@ struct cn_group {
     uint64_t reduced;
 };
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t k = 0; k < n; k++) h = (h ^ p[k]) * 1099511628211ull;
-    return h;
-}
-#define FNV_BASIS 1469598103934665603ull
-
-uint64_t cn_group__hash(const void *data, size_t bytes) { return fnv1a(FNV_BASIS, data, bytes); }
+uint64_t cn_group__hash(const void *data, size_t bytes) { return cn_fnv1a(CN_FNV_OFFSET, data, bytes); }
 
 void cn_group_free(cn_group *g) {
     if (!g) return;
@@ -106,7 +99,8 @@ cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, co
                 return cn_errorf(CN_ERR_INVALID_ARG, "device %s is listed twice; one replica per device",
                                  cn_device_selector(devs[i]));
     }
-    int rank = 0, ranks = 1;
+    int rank = 0, ranks = 1, overlap = 1;
+    CN_TRY(cn_env_flag("CLNET_MPI_OVERLAP", 1, &overlap));
     if (flags & CN_GROUP_MPI) {
         CN_TRY(cn_mpi__ready("cn_group_create with CN_GROUP_MPI"));
         CN_TRY(cn_mpi_init(&rank, &ranks)); /* initialised already: only asks rank and size */
@@ -117,8 +111,7 @@ cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, co
     pthread_cond_init(&g->cv, NULL);
     g->n = n, g->rank = rank, g->ranks = ranks, g->split_rows = -1;
     g->plain = n == 1 && ranks == 1;
-    const char *env = getenv("CLNET_MPI_OVERLAP");
-    g->overlap = ranks > 1 && !(env && strcmp(env, "0") == 0);
+    g->overlap = ranks > 1 && overlap;
     cn_status st = CN_OK;
     if (!(g->r = calloc((size_t)n, sizeof *g->r)) || !(g->share = calloc((size_t)n, sizeof *g->share)))
         st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "replicas");
@@ -517,8 +510,8 @@ cn_status cn_group__agree(cn_group *g, const char *const *names, const uint64_t 
 
 cn_status cn_group_agree(cn_group *g, const char *what, const void *data, size_t bytes) {
     if (!g || !what || (!data && bytes)) return cn_errorf(CN_ERR_INVALID_ARG, "cn_group_agree: NULL argument");
-    uint64_t h = fnv1a(FNV_BASIS, &bytes, sizeof bytes);
-    h = fnv1a(h, data, bytes);
+    uint64_t h = cn_fnv1a(CN_FNV_OFFSET, &bytes, sizeof bytes);
+    h = cn_fnv1a(h, data, bytes);
     return cn_group__agree(g, &what, &h, 1);
 }
 
@@ -533,13 +526,13 @@ int64_t cn_group__rows(const cn_group *g, int i, int64_t fed) {
 
 cn_status cn_session_checksum(cn_session *s, uint64_t *sum) {
     if (!s || !sum) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_checksum: NULL argument");
-    uint64_t h = FNV_BASIS; /* over the parameters' bytes, in order */
+    uint64_t h = CN_FNV_OFFSET; /* over the parameters' bytes, in order */
     for (int i = 0; i < s->prog->n_params; i++) {
         size_t bytes = cn_tensor_bytes(s->param[i]);
         unsigned char *buf = malloc(bytes ? bytes : 1);
         if (!buf) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "checksum");
         cn_status st = cn_tensor_read(s->param[i], buf, bytes);
-        if (st == CN_OK) h = fnv1a(h, buf, bytes);
+        if (st == CN_OK) h = cn_fnv1a(h, buf, bytes);
         free(buf);
         CN_TRY(st);
     }

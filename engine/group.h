@@ -9,7 +9,7 @@
  * the first field, and the first rank, that differs from rank 0's. values are compared whole,
  * all 64 bits (hashes, integers, float bit patterns). */
 cn_status cn_group__agree(cn_group *g, const char *const *names, const uint64_t *values, int n);
-/* The 64-bit hash the agreement checks and cn_session_checksum use (FNV-1a). */
+/* The project's hash (cn_fnv1a) of bytes, for the agreement checks. */
 uint64_t cn_group__hash(const void *data, size_t bytes);
 /* Waits for every replica's device. */
 cn_status cn_group__sync(cn_group *g);

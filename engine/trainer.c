@@ -84,12 +84,14 @@ static cn_status agree_settings(cn_trainer *t) {
     const char *text = cn_model_text(t->model);
     static const char *const names[] = {"model", "loss", "batch", "seed", "optimizer", "learning rate", "beta1",
                                         "beta2", "eps", "weight decay", "momentum", "nesterov",
-                                        "learning-rate schedule", "warmup", "schedule length", "minimum learning rate"};
+                                        "learning-rate schedule", "warmup", "schedule length", "minimum learning rate",
+                                        "gradient clipping (norm)", "gradient clipping (value)"};
     uint64_t v[] = {cn_group__hash(text, text ? strlen(text) : 0), (uint64_t)c->loss, (uint64_t)c->batch, c->seed,
                     (uint64_t)c->opt.kind, f32_bits(c->opt.lr), f32_bits(c->opt.beta1), f32_bits(c->opt.beta2),
                     f32_bits(c->opt.eps), f32_bits(c->opt.weight_decay), f32_bits(c->opt.momentum),
                     (uint64_t)c->opt.nesterov, (uint64_t)c->opt.schedule, (uint64_t)c->opt.warmup_steps,
-                    (uint64_t)c->opt.total_steps, f32_bits(c->opt.min_lr)};
+                    (uint64_t)c->opt.total_steps, f32_bits(c->opt.min_lr), f32_bits(c->opt.clip_norm),
+                    f32_bits(c->opt.clip_value)};
     return cn_group__agree(t->group, names, v, (int)(sizeof v / sizeof *v));
 }
 
