@@ -1,5 +1,6 @@
 """What the dist tests share: the data, mpirun bound to loopback, and counted checks."""
 import os
+import tempfile
 
 DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
 TOL = 1e-4  # relative, between N ranks and one process: see test_mpi.py
@@ -24,6 +25,18 @@ def check(cond, what, r=None):
         print("FAIL " + what)
         if r is not None:
             print("  rc", r.returncode, "\n  stdout:", r.stdout[-2000:], "\n  stderr:", r.stderr[-2000:])
+
+
+def scratch(prefix):
+    """A new directory, and a function naming files in it."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    return lambda name: os.path.join(tmp, name)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
 
 
 def close(a, b):

@@ -23,9 +23,8 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 
-from mpitest import DATA, check, close, mpi, result
+from mpitest import DATA, check, close, mpi, result, scratch, write
 
 CLNET, MPIRUN, EXAMPLE = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = mpi(MPIRUN)
@@ -80,11 +79,8 @@ def refused(r, what):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clnet-group-")
-    p = lambda name: os.path.join(tmp, name)
-    model = p("mlp.net")
-    with open(model, "w") as f:
-        f.write("input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
+    p = scratch("clnet-group-")
+    model = write(p("mlp.net"), "input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
     base = ["--data", DATA, "--device", "omp", "--batch", "64"]
 
     # a last batch of 1 row on 2 ranks

@@ -25,10 +25,9 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
-from mpitest import DATA, check, close, mpi, result
+from mpitest import DATA, check, close, mpi, result, scratch, write
 
 CLNET, MPIRUN, ROOT = sys.argv[1], sys.argv[2], sys.argv[3]
 MPI = mpi(MPIRUN)
@@ -66,14 +65,9 @@ def same_bytes(a, b):
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clnet-mpi-")
-    p = lambda name: os.path.join(tmp, name)
-    model = p("mlp.net")
-    with open(model, "w") as f:
-        f.write("input 28 28 1\nflatten\ndense 32 relu\ndense 10\n")
-    other = p("other.net")
-    with open(other, "w") as f:
-        f.write("input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
+    p = scratch("clnet-mpi-")
+    model = write(p("mlp.net"), "input 28 28 1\nflatten\ndense 32 relu\ndense 10\n")
+    other = write(p("other.net"), "input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
     common = ["--data", DATA, "--limit", "1024", "--device", "omp", "--batch", "64", "-q"]
 
     # one process against 2 and 3 ranks, overlapped and not: the seed CNN, whose gradients
