@@ -1,6 +1,7 @@
 /* Optimizer steps as ops: ADAM(param, grad, m, v) and SGD(param, grad, velocity) update the
  * parameter and their state in place; the node's output is the parameter itself (the
- * executor passes out == in[0]; should it ever differ, out receives a copy).
+ * executor passes out == in[0]; should it ever differ, out receives a copy). Nothing is
+ * updated while the run flags are raised (backend.h).
  *
  * The per-launch scalars (bias corrections) are computed once in double, then the update
  * is one elementwise pass in float, the same arithmetic an OpenCL kernel does per element.
@@ -23,6 +24,7 @@ cn_status omp_op_ADAM(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
     const float *grad = l->in[1];
+    if (omp_flag_stop(l->flags)) return CN_OK;
     const float b1 = p->beta1, b2 = p->beta2, lr = cn_launch_lr(l), eps = p->eps, wd = p->weight_decay;
     const float bc1 = (float)(1.0 - pow((double)b1, (double)l->step));
     const float bc2 = (float)(1.0 - pow((double)b2, (double)l->step));
@@ -49,6 +51,7 @@ cn_status omp_op_SGD(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];
     const float *grad = l->in[1];
+    if (omp_flag_stop(l->flags)) return CN_OK;
     const float lr = cn_launch_lr(l), wd = p->weight_decay, mom = p->momentum;
     const int nesterov = p->nesterov != 0;
 #pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
