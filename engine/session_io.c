@@ -27,7 +27,7 @@ static const cn_ckpt_tensor *find_state(const cn_session *s, const cn_ckpt *c, i
     state_name(s, i, kind, name, sizeof name);
     const cn_ckpt_tensor *e = cn_ckpt_find(c, name);
     if (e) return e;
-    snprintf(name, sizeof name, "%.50s.state%d", s->prog->params[i].name, kind);
+    snprintf(name, sizeof name, "%.50s.state%c", s->prog->params[i].name, kind == 1 ? '1' : '2');
     return cn_ckpt_find(c, name);
 }
 
