@@ -487,6 +487,7 @@ cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t 
     cn_status st = cn_session__flags_start(s);
     if (st == CN_OK) st = cn_plan_read(s->last->plan, node, dst, bytes);
     if (st == CN_OK) st = cn_session__flags_finish(s);
+    else cn_session__flags_abandon(s);
     for (int i = 0; st == CN_OK && i < s->prog->n_inputs; i++) s->in[i].pending[0] = s->in[i].pending[1] = 0;
     return st == CN_OK ? st : cn_error_context(st, "fetching '%s'", output);
 }
@@ -529,7 +530,8 @@ cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size
     CN_TRY(find_param(s, name, &i));
     CN_TRY(param_bytes(s, i, bytes));
     CN_TRY(cn_session__flags_start(s));
-    CN_TRY(cn_tensor_read(s->param[i], dst, bytes));
+    cn_status st = cn_tensor_read(s->param[i], dst, bytes);
+    if (st != CN_OK) return cn_session__flags_abandon(s), st;
     return cn_session__flags_finish(s);
 }
 

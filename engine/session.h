@@ -100,6 +100,8 @@ cn_status cn_session__flags_start(cn_session *s);
 /* The error a raised flag stands for (naming the step and the label), with the step count
  * rolled back to before the first flagged step and the flags lowered; CN_OK if none is up. */
 cn_status cn_session__flags_finish(cn_session *s);
+/* After a start whose wait failed: waits for the read (it writes into the session). */
+void cn_session__flags_abandon(cn_session *s);
 /* Start, wait for the device, finish. */
 cn_status cn_session__settle(cn_session *s);
 /* Before an update: the opt-in check of the loss and every gradient, enqueued on the device. */

@@ -98,6 +98,13 @@ cn_status cn_session__flags_finish(cn_session *s) {
     return st;
 }
 
+void cn_session__flags_abandon(cn_session *s) {
+    char msg[sizeof s->failed_msg];
+    snprintf(msg, sizeof msg, "%s", cn_last_error());
+    cn_status st = cn_device_sync(s->dev);
+    if (st != CN_OK) cn_errorf(st, "%s", msg); /* keep the first error's message */
+}
+
 cn_status cn_session__settle(cn_session *s) {
     CN_TRY(cn_session__flags_start(s));
     CN_TRY(cn_device_sync(s->dev));
