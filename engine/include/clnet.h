@@ -390,7 +390,7 @@ cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t 
  * the way refused labels are (cn_session_run). It costs one read of the gradients per step
  * on the device and no host sync. CN_ERR_INVALID_ARG for an inference session. */
 cn_status cn_session_check_numerics(cn_session *s, int on);
-/* Shape of an output for the current batch. */
+/* Shape of an output for the current batch (refused after a failed run, as fetch is). */
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
 
 /* The three parts of a training step (cn_session_run does all three). */
