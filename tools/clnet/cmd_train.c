@@ -309,6 +309,7 @@ int cmd_train(int argc, char **argv) {
     }
     if (stopped_while("opening the device")) goto stopped;
     if (train_data_load(&data, model, o.data, o.text, o.limit) != EXIT_OK) goto done;
+    if (o.text) cli_warn_if_not_causal(model, o.resume ? o.resume : o.model_path);
     if (stopped_while("loading the data")) goto stopped;
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
     if (o.batch > data.n_train) o.batch = data.n_train;
