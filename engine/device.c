@@ -28,7 +28,6 @@ static int visible_set;
 static char visible_error[2560]; /* CLNET_VISIBLE_DEVICES names a device that does not exist */
 
 static void list_devices(char *buf, size_t cap, int all);
-static int resolve(const char *sel, char *amb, size_t amb_cap);
 
 /* A filter is a comma-separated list of exact selectors, each of which must name a device:
  * a typo ("opm") would otherwise hide every device and leave the later open error saying
