@@ -70,7 +70,7 @@ floatV cn_epiV(floatV v, int epi) {
     return v;
 }
 
-/* Run flags (backends/backend.h): a session's small device buffer, or NULL. The work-item
+/* Run flags (engine/backend.h): a session's small device buffer, or NULL. The work-item
  * that sets the first bit records what it saw in words 1..3; ADAM and SGD skip their update
  * while word 0 is nonzero, so bad data stops training without the host looking each step. */
 #define CN_FLAG_LABEL 1
