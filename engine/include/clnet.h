@@ -600,15 +600,17 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
 cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
-/* Resuming with devices or settings of one's own, in two steps: this call reads the
- * checkpoint once for its model (*model, the caller frees it), the optimizer settings and loss
- * it was saved with (*cfg, as cn_checkpoint_read_config: change any of them, e.g. the
- * learning rate, before creating the trainer), its epoch and its rng_state (either pointer
- * may be NULL). The model is checked against the tensors the file holds before anything is
- * allocated for it, so a small file naming a huge model fails here (CN_ERR_SHAPE or
- * CN_ERR_NOT_FOUND naming the parameter). Then create the trainer and cn_trainer_load the
+/* Resuming with devices or settings of one's own, in two steps. This call reads the
+ * checkpoint once: its model (*model, the caller frees it); the optimizer settings and loss
+ * it was saved with (*cfg as cn_checkpoint_read_config gives it: batch and seed are the
+ * defaults; change anything, e.g. the learning rate, before creating the trainer); its epoch
+ * and rng_state, the value given to cn_trainer_save (either pointer may be NULL; clnet train
+ * stores its seed there). The model is checked against the tensors the file holds before
+ * anything is allocated for it, so a small file naming a huge model fails here (CN_ERR_SHAPE
+ * naming the parameter missing or of another shape; CN_ERR_FORMAT or CN_ERR_PARSE for a
+ * damaged file or model text). Then create the trainer (any devices) and cn_trainer_load the
  * same file for the weights, optimizer state and step count. cn_trainer_from_checkpoint does
- * both steps for one device and the stored settings. */
+ * both steps for one device with the stored settings. */
 cn_status cn_checkpoint_read_training(const char *path, cn_model **model, cn_train_config *cfg, int *epoch,
                                       uint64_t *rng_state);
 /* 1 when path is a regular file that begins with the checkpoint magic (docs/CHECKPOINT.md),
