@@ -22,8 +22,9 @@ double cn_now_seconds(void) {
 
 int cn_profile_enabled(void) {
     if (profiling < 0) {
-        const char *e = getenv("CLNET_PROFILE");
-        profiling = e && *e && strcmp(e, "0") != 0;
+        int on = 0;
+        cn_env_flag("CLNET_PROFILE", 0, &on); /* a bad value fails cn_device_open */
+        profiling = on;
     }
     return profiling;
 }

@@ -17,6 +17,20 @@
 /* Prefix the current message with context ("loading ckpt.cn: <old message>"). */
 cn_status cn_error_context(cn_status s, const char *fmt, ...) CN_PRINTF(2, 3);
 void cn_clear_error(void);
+/* The status of the latest cn_errorf/cn_error_context on this thread (CN_OK after
+ * cn_clear_error), for callers that keep a failure's message and need its code too. */
+cn_status cn_last_status(void);
+/* Copies src into dst (cap bytes, always NUL-terminated, cut at a whole character) with
+ * control bytes, C1 controls and invalid UTF-8 written as \xNN; tab and newline stay. Every
+ * message and log line passes through it (status.c). Returns the length written. */
+size_t cn_escape(char *dst, size_t cap, const char *src);
+
+/* The on/off environment variables (CLNET_PROFILE, CLNET_CACHE, ...): unset or empty gives
+ * dflt, "0" off, "1" on; anything else is CN_ERR_INVALID_ARG naming the variable and the
+ * value (*on then holds dflt). The one parser of such settings (env.c). */
+cn_status cn_env_flag(const char *name, int dflt, int *on);
+/* Every on/off variable checked at once: called where the environment is read (device open). */
+cn_status cn_env_check_flags(void);
 
 void cn_log(cn_log_level level, const char *fmt, ...) CN_PRINTF(2, 3);
 int cn_log_enabled(cn_log_level level);

@@ -283,7 +283,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "planner: %d nodes", n);
     }
     cn_device_retain(dev);
-    memcpy(p->nodes, g->nodes, (size_t)n * sizeof *p->nodes);
+    if (n) memcpy(p->nodes, g->nodes, (size_t)n * sizeof *p->nodes); /* an empty graph's nodes are NULL */
     cn_status st = CN_OK;
     for (int k = 0; k < n_out; k++) {
         if (outputs[k] < 0 || outputs[k] >= n) {

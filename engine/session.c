@@ -131,7 +131,7 @@ static cn_status create(const cn_program *p, cn_device *dev, int training, const
     if (st == CN_OK) st = check_fits(s, training ? (s->opt.kind == CN_OPT_SGD ? 3 : 4) : 1);
     if (st == CN_OK) st = alloc_params(s, 1);
     if (st != CN_OK) {
-        cn_error_context(st, "creating a %s session on %s", training ? "training" : "inference", dev->info.selector);
+        cn_error_context(st, "creating %s session on %s", training ? "a training" : "an inference", dev->info.selector);
         cn_session_free(s);
         return st;
     }
@@ -184,6 +184,11 @@ static void free_plans(cn_session *s) {
 
 void cn_session_free(cn_session *s) {
     if (!s) return;
+    /* Uploads of fed inputs may still be queued, reading the staging copies freed below (a
+     * run that failed after enqueuing, or one whose outputs were never fetched). */
+    int pending = 0;
+    for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) pending |= s->in[i].pending[0] | s->in[i].pending[1];
+    if (pending && s->dev) cn_device_sync(s->dev);
     free_plans(s);
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);
@@ -424,8 +429,14 @@ cn_status cn_session_run(cn_session *s) {
     if (!s->training) return cn_session__forward(s);
     CN_TRY(cn_session__forward(s));
     if (s->hook) {
+        /* The message must be the hook's own: start from none, so a failure that left no
+         * message is not reported with whatever an earlier call left behind. */
+        cn_clear_error();
         cn_status st = s->hook(s, s->hook_user);
-        if (st != CN_OK) return cn_error_context(st, "gradient hook");
+        if (st != CN_OK && !*cn_last_error())
+            return cn_errorf(st, "gradient hook failed with %s (%s) and left no message", cn_status_name(st),
+                             cn_status_str(st));
+        if (st != CN_OK) return cn_error_context(st, "gradient hook failed with %s", cn_status_name(st));
     }
     return cn_session_apply_gradients(s);
 }

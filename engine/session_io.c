@@ -97,6 +97,9 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
         return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: settings are for optimizer %g, the header says %u", path,
                          (double)v[0], meta->optimizer);
     out->lr = v[1], out->beta1 = v[2], out->beta2 = v[3], out->eps = v[4];
+    if (v[7] != 0.0f && v[7] != 1.0f)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: the nesterov flag in '%s' is %g; it must be 0 or 1", path,
+                         SETTINGS_NAME, (double)v[7]);
     out->weight_decay = v[5], out->momentum = v[6], out->nesterov = v[7] != 0.0f;
     const cn_ckpt_tensor *sc = cn_ckpt_find(c, SCHEDULE_NAME);
     if (!sc) return CN_OK; /* written without a schedule: constant */

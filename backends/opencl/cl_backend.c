@@ -181,11 +181,7 @@ static cn_status read_env(cn_cl_gemm_mode *gemm, char *options) {
 /* CLNET_EMULATE_GPU: unset, empty or 0 = off, 1 = on; anything else is an error rather than
  * a guess, since a typo would silently test the CPU paths instead of the GPU's. */
 static cn_status emulate_gpu_setting(int *on) {
-    const char *e = getenv("CLNET_EMULATE_GPU");
-    *on = e && strcmp(e, "1") == 0;
-    if (e && *e && strcmp(e, "0") != 0 && strcmp(e, "1") != 0)
-        return cn_errorf(CN_ERR_INVALID_ARG, "CLNET_EMULATE_GPU=\"%s\" is not 0 or 1", e);
-    return CN_OK;
+    return cn_env_flag("CLNET_EMULATE_GPU", 0, on);
 }
 
 static cn_status cl_create(int platform_index, int device_index, cn_mem_account *mem, cn_backend **out) {

@@ -133,6 +133,7 @@ typedef struct cn_cl_ctx {
     cn_mem_account *mem;  /* the engine's account for this device (NULL: not counted) */
 
     cl_program programs[CN_CL_FAM_COUNT];
+    int build_announced; /* the first-run compile notice was given (cl_program.c) */
     cl_kernel kernels[CN_K_COUNT];
     size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE (at most max_wg), 0 = not queried */
     size_t kernel_local[CN_K_COUNT]; /* 1 + the kernel's own __local bytes, 0 = not queried */

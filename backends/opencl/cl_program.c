@@ -129,8 +129,8 @@ typedef struct cache_binding {
 _Static_assert(sizeof(cache_binding) == 16, "cache binding layout");
 
 int cn_cl_cache_dir(char *buf, size_t cap) {
-    const char *on = getenv("CLNET_CACHE");
-    if (on && strcmp(on, "0") == 0) return 0;
+    int on = 1;
+    if (cn_env_flag("CLNET_CACHE", 1, &on) != CN_OK || !on) return 0; /* a bad value fails the device's open */
     const char *d = getenv("CLNET_CACHE_DIR");
     int n;
     if (d && *d) n = snprintf(buf, cap, "%s", d);
@@ -195,11 +195,22 @@ bad:
     return NULL;
 }
 
+/* A cache directory that cannot be used costs every later run the full compile: warn, once
+ * per process, naming the directory and where it came from. */
+static void cache_dir_unusable(const char *dir, int err) {
+    static int warned;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+    const char *env = getenv("CLNET_CACHE_DIR");
+    cn_log(CN_LOG_WARN, "OpenCL kernel cache: cannot use %s%s: %s; compiled kernels are not kept, so every run compiles "
+           "them again (set CLNET_CACHE_DIR to a writable directory, or CLNET_CACHE=0)", dir,
+           env && *env ? " (CLNET_CACHE_DIR)" : "", strerror(err));
+}
+
 /* Temp file + rename, so a concurrent reader sees the old entry or the whole new one. */
 static void cache_store(const char *dir, const char *path, uint64_t key, uint64_t source_hash, const unsigned char *bin,
                         size_t len) {
-    if (cn_cl_mkdir_p(dir) != 0) {
-        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot create %s: %s", dir, strerror(errno));
+    if (cn_cl_mkdir_p(dir) != 0 || access(dir, W_OK) != 0) {
+        cache_dir_unusable(dir, errno);
         return;
     }
     static unsigned counter;
@@ -211,7 +222,7 @@ static void cache_store(const char *dir, const char *path, uint64_t key, uint64_
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot write %s: %s", tmp, strerror(errno));
+        cache_dir_unusable(dir, errno);
         if (fd >= 0) {
             close(fd);
             remove(tmp);
@@ -313,6 +324,20 @@ static int has_kernels(cl_program prog, cn_cl_family fam) {
     return 1;
 }
 
+/* A cold cache costs seconds to minutes of silence on a CPU driver (POCL compiles each kernel
+ * to native code); say so once per device, at the first program not found in the cache. It
+ * is a warning so that the CLI's default level shows it; warm runs never print it. */
+static void announce_build(cn_cl_ctx *c, const char *dir) {
+    if (c->build_announced) return;
+    c->build_announced = 1;
+    if (dir)
+        cn_log(CN_LOG_WARN, "compiling OpenCL kernels for '%s', first run only (they are cached in %s)", c->dev_name,
+               dir);
+    else
+        cn_log(CN_LOG_WARN, "compiling OpenCL kernels for '%s' (the kernel cache is off: every run compiles)",
+               c->dev_name);
+}
+
 static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     const char *file = family_files[fam];
     const cn_cl_source *common = find_source("common.h.cl"), *src = find_source(file);
@@ -360,6 +385,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
         count_build(dt, 1);
         cn_log(CN_LOG_DEBUG, "OpenCL: %s for '%s' loaded from cache in %.3f s (hit %s)", file, c->dev_name, dt, path);
     } else {
+        announce_build(c, disk ? dir : NULL);
         CN_TRY(build_from_source(c, file, common, src, options, &prog));
         double dt = now_seconds() - t0, ds = 0;
         if (disk) {

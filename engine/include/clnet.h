@@ -2,7 +2,9 @@
  *
  * Conventions of this header:
  * - Every entry point returns cn_status; on failure cn_last_error() holds a message
- *   (thread-local) naming the file, device, shape or OpenCL error involved.
+ *   (thread-local) naming the file, device, shape or OpenCL error involved. Bytes quoted from
+ *   files, checkpoints or the environment appear with control bytes, C1 controls and invalid
+ *   UTF-8 escaped as \xNN (log messages too), so a message is safe to print on a terminal.
  * - Handles are opaque. A create, open or load call hands ownership to the caller, who
  *   releases it with the matching free or release call. Getters return borrowed pointers that
  *   live as long as the handle they came from.
@@ -68,7 +70,8 @@ const char *cn_last_error(void);
 /* Records a formatted message for cn_last_error() on this thread and returns s, so that code
  * built on clnet (a data reader, a gradient hook) reports a failure the way the library does:
  * `return cn_errorf(CN_ERR_IO, "cannot open %s: %s", path, strerror(errno));` The message is
- * cut at 8 KiB. */
+ * cut at 8 KiB, with control bytes and invalid UTF-8 written as \xNN as in every message of
+ * the library. */
 cn_status cn_errorf(cn_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -177,6 +180,15 @@ uint64_t cn_random_u64(uint64_t seed, uint64_t stream, uint64_t index);
 /* Uniform in [0, 1) with 24 bits (cn_random_u64 >> 40), exactly representable in f32. */
 float cn_random_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 
+/* ---- reading outside files ----
+ * The library's whole-file reader (model files; the CLI's IDX, PGM and text readers): a
+ * regular file or a pipe, read into a malloc'd buffer (*buf, *len; release it with free()).
+ * The buffer grows with what is actually read, so it never exceeds what the file holds. A file
+ * larger than max_bytes fails with CN_ERR_FORMAT (a regular one before it is read), a missing
+ * one with CN_ERR_NOT_FOUND; a directory, or a FIFO nobody writes to, with CN_ERR_IO (never
+ * blocking); every message names the path. */
+cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
+
 /* ---- tensors ---- */
 typedef struct cn_tensor cn_tensor;
 
@@ -216,6 +228,9 @@ cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
  * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
  * the next call fail too, so a builder can check once, at the end, with
  * cn_program_status() (every session create also refuses a program that holds an error).
+ * The status recorded is the failure's own: CN_ERR_DTYPE for a dtype an op does not take,
+ * CN_ERR_SHAPE for shapes, CN_ERR_INVALID_ARG for NULL shapes, perms and names. A call on a
+ * NULL program has nowhere to record: it leaves its message in cn_last_error().
  *
  * Shapes: a dimension of -1 in an input is the batch (CN_BATCH), fixed per run by the data
  * fed. Reshape takes at most one -1 ("whatever is left"). Every op checks its shapes when
@@ -395,7 +410,10 @@ cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, 
 cn_status cn_session_compute_gradients(cn_session *s);
 cn_status cn_session_apply_gradients(cn_session *s);
 typedef cn_status (*cn_grad_hook)(cn_session *s, void *user);
-/* Called by cn_session_run between the gradients and the update (NULL: none). */
+/* Called by cn_session_run between the gradients and the update (NULL: none). A hook that
+ * fails makes cn_session_run return its status, before any update; cn_last_error() then
+ * carries the message the hook's own failing call left (a hook that calls no clnet function
+ * leaves none, and the message says so). */
 cn_status cn_session_set_grad_hook(cn_session *s, cn_grad_hook fn, void *user);
 /* The persistent gradient tensor of a parameter (borrowed; valid while s lives). Parameters
  * the loss does not depend on have a zero gradient and are not updated. */
@@ -523,6 +541,10 @@ void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c);
 /* A token model's context and vocabulary (0 for an image model). */
 int64_t cn_model_context(const cn_model *m);
 int64_t cn_model_vocab(const cn_model *m);
+/* 1 when a token model is causal: no position's output depends on a later position (every
+ * attention layer is causal, and no layer pools the positions). 0 otherwise, and for an image
+ * model or NULL. A non-causal model trained to predict the next byte sees that byte. */
+int cn_model_causal(const cn_model *m);
 int64_t cn_model_num_params(const cn_model *m);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
@@ -593,7 +615,9 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
                                      int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once: its model and an inference session of the model's program (the
  * classifier program below, with the loss it was trained with) on dev, weights loaded; its
- * epoch and optimizer step count (either pointer may be NULL). */
+ * epoch and optimizer step count (either pointer may be NULL). CN_ERR_FORMAT when the file
+ * holds no model description (cn_session_save writes tensors only: load those with
+ * cn_session_load into a session of a program built in code). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */

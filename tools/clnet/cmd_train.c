@@ -337,6 +337,7 @@ static int open_devices(train_run *r) {
 static int load_data(train_run *r) {
     int rc = train_data_load(&r->data, r->model, r->o.data, r->o.text, r->o.limit);
     if (rc != EXIT_OK) return EXIT_ERROR;
+    if (r->o.text) cli_warn_if_not_causal(r->model, r->o.resume ? r->o.resume : r->o.model_path);
     if (stopped_while("loading the data")) return stop_status();
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
     if (r->o.batch > r->data.n_train) r->o.batch = r->data.n_train;

@@ -5,7 +5,8 @@
  *
  * These are the tools' readers, not the library's (docs/DESIGN.md, "The CLI as a client of
  * clnet.h"): they are built on <clnet.h> alone and linked into the CLI, the tests and the fuzz
- * targets. Errors are reported the library's way (cn_errorf, read back with cn_last_error). */
+ * targets. Files are read with the library's reader (cn_data_read_file) and errors reported
+ * its way (cn_errorf, read back with cn_last_error). */
 #ifndef CLNET_TOOLS_DATA_H
 #define CLNET_TOOLS_DATA_H
 
@@ -77,10 +78,6 @@ cn_status cn_pgm_parse(const uint8_t *buf, size_t len, const char *origin, cn_im
 void cn_image_free(cn_image *img);
 
 /* ---- shared by the readers here ---- */
-/* Reads a whole file (a pipe too) into a malloc'd buffer (*buf, *len; the caller frees *buf).
- * Files larger than max_bytes fail with CN_ERR_FORMAT, a missing file is CN_ERR_NOT_FOUND,
- * other failures CN_ERR_IO, each message naming the path. */
-cn_status data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
 /* Returns expr's status unless it is CN_OK. */
 #define DATA_TRY(expr)                                 \
     do {                                               \

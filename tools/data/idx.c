@@ -328,7 +328,7 @@ cn_status cn_idx_read(const char *path, cn_idx *out) {
      * deflate stream is never much larger than its data, so payload + 1/8 is generous. */
     uint8_t *buf = NULL;
     size_t len = 0;
-    DATA_TRY(data_read_file(path, CN_IDX_MAX_BYTES + CN_IDX_MAX_BYTES / 8 + IDX_MAX_HEADER, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, CN_IDX_MAX_BYTES + CN_IDX_MAX_BYTES / 8 + IDX_MAX_HEADER, &buf, &len));
     cn_status s = (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) ? cn_idx_parse_gzip(buf, len, path, out)
                                                                   : cn_idx_parse(buf, len, path, out);
     free(buf);

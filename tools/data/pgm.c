@@ -170,7 +170,7 @@ cn_status cn_pgm_read(const char *path, cn_image *out) {
     memset(out, 0, sizeof *out);
     uint8_t *buf = NULL;
     size_t len = 0;
-    DATA_TRY(data_read_file(path, PGM_MAX_FILE, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, PGM_MAX_FILE, &buf, &len));
     cn_status s = cn_pgm_parse(buf, len, path, out);
     free(buf);
     return s;

@@ -41,7 +41,7 @@ cn_status cn_text_read(const char *path, size_t min_len, cn_text *out) {
     memset(out, 0, sizeof *out);
     uint8_t *buf;
     size_t len;
-    DATA_TRY(data_read_file(path, CN_TEXT_MAX_BYTES, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, CN_TEXT_MAX_BYTES, &buf, &len));
     cn_status st = cn_text_parse(buf, len, path, min_len, out);
     free(buf);
     return st;
