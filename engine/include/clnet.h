@@ -208,14 +208,8 @@ int64_t cn_tensor_dim(const cn_tensor *t, int axis);
 int64_t cn_tensor_numel(const cn_tensor *t);
 cn_dtype cn_tensor_dtype(const cn_tensor *t);
 cn_device *cn_tensor_device(const cn_tensor *t);
-
-/* Eager ops on tensors (each runs one graph node on the tensors' device). Inputs on
- * different devices fail with CN_ERR_DEVICE_MISMATCH naming both. */
-cn_status cn_add(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_mul(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_matmul(cn_tensor *a, cn_tensor *b, int trans_a, int trans_b, cn_tensor **out);
-cn_status cn_relu(cn_tensor *x, cn_tensor **out);
-cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
+/* Tensors hold data on a device; computation on them is a program run by a session (below),
+ * which plans every op for its device once. There are no eager ops on tensors. */
 
 /* ---- programs: graphs built through the public API ----
  *
@@ -378,6 +372,15 @@ typedef struct cn_optimizer_config {
     int64_t warmup_steps;    /* 0 (at most CN_LR_MAX_STEPS) */
     int64_t total_steps;     /* COSINE: where it reaches min_lr (> warmup_steps, <= CN_LR_MAX_STEPS) */
     float min_lr;            /* COSINE: 0 (< lr) */
+    /* Gradient clipping, on the device, with no host sync; both 0 (off) by default. With
+     * clip_norm > 0 every gradient is multiplied by min(1, clip_norm / (norm + 1e-6)), norm
+     * being the global L2 norm of all the session's gradients as the update reads them (after
+     * the hook), as PyTorch's clip_grad_norm_. With clip_value > 0 each gradient element is
+     * then clamped to [-clip_value, clip_value] (clip_grad_value_). Both act before weight
+     * decay is added. Each must be finite and >= 0 (CN_ERR_INVALID_ARG otherwise); a NaN
+     * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
+    float clip_norm;
+    float clip_value;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);

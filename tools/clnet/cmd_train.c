@@ -49,6 +49,8 @@ void help_train(void) {
            "                        the run's --epochs (a half cosine, after the warm-up)\n"
            "  --warmup N            optimizer steps of linear warm-up from 0 to --lr (default 0)\n"
            "  --min-lr X            where the cosine schedule ends (default 0)\n"
+           "  --clip-norm X         scale the gradients to a global L2 norm of at most X (default 0: off)\n"
+           "  --clip-value X        clamp each gradient element to [-X, X], after --clip-norm (0: off)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
            "                        $CLNET_DEVICE, else auto)\n"
            "  --devices LIST        train on several devices at once (comma-separated selectors, or\n"
@@ -130,17 +132,17 @@ static int stopped_while(const char *what) {
 }
 
 /* Flags whose presence matters, not only their value: settings given again override a
- * resumed checkpoint's. The first six are floats of the optimizer, in flag_val order. */
-enum { G_LR, G_WEIGHT_DECAY, G_EPS, G_BETA1, G_BETA2, G_MOMENTUM, G_SCHEDULE, G_WARMUP, G_MIN_LR, G_SEED, G_OPTIMIZER,
-       G_COUNT };
-static const char *const given_names[G_COUNT] = {"--lr",          "--weight-decay", "--eps",    "--beta1",
-                                                 "--beta2",       "--momentum",     "--lr-schedule", "--warmup",
-                                                 "--min-lr",      "--seed",         "--optimizer"};
+ * resumed checkpoint's. G_LR..G_CLIP_VALUE are floats of the optimizer, in flag_val order. */
+enum { G_LR, G_WEIGHT_DECAY, G_EPS, G_BETA1, G_BETA2, G_MOMENTUM, G_CLIP_NORM, G_CLIP_VALUE, G_SCHEDULE, G_WARMUP,
+       G_MIN_LR, G_SEED, G_OPTIMIZER, G_COUNT };
+static const char *const given_names[G_COUNT] = {
+    "--lr",         "--weight-decay", "--eps",    "--beta1",  "--beta2", "--momentum",  "--clip-norm",
+    "--clip-value", "--lr-schedule",  "--warmup", "--min-lr", "--seed",  "--optimizer"};
 
 typedef struct train_opts {
     const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
-    double lr, weight_decay, eps, beta1, beta2, momentum, min_lr;
+    double lr, weight_decay, eps, beta1, beta2, momentum, min_lr, clip_norm, clip_value;
     int64_t warmup;
     uint64_t seed;
     int optimizer, quiet, schedule;
@@ -270,6 +272,8 @@ static int parse_options(train_opts *o, int argc, char **argv) {
         {"--lr-schedule", NULL, ARG_CHOICE, &o->schedule, 0, 0, schedule_names, "NAME", 0},
         {"--warmup", NULL, ARG_INT, &o->warmup, 0, CN_LR_MAX_STEPS, NULL, "N", 0},
         {"--min-lr", NULL, ARG_FLOAT, &o->min_lr, 0, 100, NULL, "X", 0},
+        {"--clip-norm", NULL, ARG_FLOAT, &o->clip_norm, 0, 1e9, NULL, "X", 0},
+        {"--clip-value", NULL, ARG_FLOAT, &o->clip_value, 0, 1e9, NULL, "X", 0},
         {"--device", NULL, ARG_STRING, &o->device, 0, 0, NULL, "SEL", 0},
         {"--devices", NULL, ARG_STRING, &o->devices, 0, 0, NULL, "LIST", 0},
         {"--seed", NULL, ARG_U64, &o->seed, 0, 0, NULL, "N", 0},
@@ -298,10 +302,11 @@ static void make_config(train_run *r) {
     cn_train_config_default(cfg);
     if (o->resume) *cfg = o->ckpt_cfg;
     else cn_optimizer_config_default(&cfg->opt, optimizer_kinds[o->optimizer]);
-    const double *flag_val[] = {&o->lr, &o->weight_decay, &o->eps, &o->beta1, &o->beta2, &o->momentum};
-    float *cfg_val[] = {&cfg->opt.lr, &cfg->opt.weight_decay, &cfg->opt.eps, &cfg->opt.beta1, &cfg->opt.beta2,
-                        &cfg->opt.momentum};
-    for (int k = G_LR; k <= G_MOMENTUM; k++)
+    const double *flag_val[] = {&o->lr,    &o->weight_decay, &o->eps,       &o->beta1,
+                                &o->beta2, &o->momentum,     &o->clip_norm, &o->clip_value};
+    float *cfg_val[] = {&cfg->opt.lr,       &cfg->opt.weight_decay, &cfg->opt.eps,       &cfg->opt.beta1,
+                        &cfg->opt.beta2,    &cfg->opt.momentum,     &cfg->opt.clip_norm, &cfg->opt.clip_value};
+    for (int k = G_LR; k <= G_CLIP_VALUE; k++)
         if (o->given[k]) *cfg_val[k] = (float)*flag_val[k];
     cfg->batch = (int)o->batch;
     if (o->given[G_SCHEDULE]) cfg->opt.schedule = (cn_lr_schedule)o->schedule;
