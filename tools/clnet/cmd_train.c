@@ -132,12 +132,13 @@ static int stopped_while(const char *what) {
 }
 
 /* Flags whose presence matters, not only their value: settings given again override a
- * resumed checkpoint's. G_LR..G_CLIP_VALUE are floats of the optimizer, in flag_val order. */
+ * resumed checkpoint's. The first eight are floats of the optimizer, in flag_val order. */
 enum { G_LR, G_WEIGHT_DECAY, G_EPS, G_BETA1, G_BETA2, G_MOMENTUM, G_CLIP_NORM, G_CLIP_VALUE, G_SCHEDULE, G_WARMUP,
        G_MIN_LR, G_SEED, G_OPTIMIZER, G_COUNT };
-static const char *const given_names[G_COUNT] = {
-    "--lr",         "--weight-decay", "--eps",    "--beta1",  "--beta2", "--momentum",  "--clip-norm",
-    "--clip-value", "--lr-schedule",  "--warmup", "--min-lr", "--seed",  "--optimizer"};
+static const char *const given_names[G_COUNT] = {"--lr",          "--weight-decay", "--eps",         "--beta1",
+                                                 "--beta2",       "--momentum",     "--clip-norm",   "--clip-value",
+                                                 "--lr-schedule", "--warmup",       "--min-lr",      "--seed",
+                                                 "--optimizer"};
 
 typedef struct train_opts {
     const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
