@@ -2,13 +2,15 @@
 """tools/ is a client of the public library: it includes <clnet.h> and its own headers only,
 and its programs link libclnet.so, not the internal static library.
 
-usage: check_tools.py SOURCE_ROOT NM LIBCLNET_INTERNAL.a PROGRAM...
+usage: check_tools.py SOURCE_ROOT NM LIBCLNET_INTERNAL.a TOOLS_BUILD_DIR PROGRAM...
 
 Fails (exit 1) naming, for every file under tools/, each #include of an engine, backend or
 kernel header (by any path: "session.h", "data/checkpoint.h", "../../backends/x.h", <plan.h>)
 and each quoted #include that is not clnet.h and does not resolve to a file in tools/; and,
 for every PROGRAM, any function of the internal library it contains (it was linked with the
-internal library) or the absence of any undefined cn_ call (it does not use libclnet.so)."""
+internal library) or the absence of any undefined cn_ call (it does not use libclnet.so).
+Every executable directly in TOOLS_BUILD_DIR is checked too, so a program added to tools/
+is covered before anyone adds it to the list."""
 import os
 import re
 import subprocess
@@ -97,11 +99,22 @@ def link_problems(nm, internal_lib, programs):
     return problems
 
 
+def executables(directory):
+    for f in sorted(os.listdir(directory)):
+        p = os.path.join(directory, f)
+        if os.path.isfile(p) and os.access(p, os.X_OK):
+            with open(p, "rb") as fh:
+                if fh.read(4) == b"\x7fELF":
+                    yield p
+
+
 def main():
-    if len(sys.argv) < 5:
+    if len(sys.argv) < 6:
         print(__doc__, file=sys.stderr)
         return 2
-    root, nm, internal_lib, programs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+    root, nm, internal_lib, build_dir = sys.argv[1:5]
+    programs = list(dict.fromkeys([os.path.realpath(p) for p in sys.argv[5:]] +
+                                  [os.path.realpath(p) for p in executables(build_dir)]))
     problems = include_problems(root) + link_problems(nm, internal_lib, programs)
     for p in problems:
         print(p)
