@@ -11,8 +11,6 @@
 #include "args.h"
 #include "cli.h"
 #include "dist.h"
-#include "data/checkpoint.h"
-#include "session.h"
 #include "data/data.h"
 #include "progress.h"
 #include "report.h"
@@ -155,7 +153,8 @@ typedef struct train_opts {
 } train_opts;
 
 /* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
- * MODEL. Sets the optimizer to the checkpoint's when resuming. */
+ * MODEL. When resuming, also takes the checkpoint's settings and seed (flags given again
+ * override the settings later, in make_config). */
 static int load_model(train_opts *o, cn_model **out) {
     *out = NULL;
     cn_status st;
@@ -165,41 +164,26 @@ static int load_model(train_opts *o, cn_model **out) {
         st = cn_model_load_file(o->model_path, out);
         return st == CN_OK ? EXIT_OK : cli_error(st);
     }
-    cn_ckpt *ck = NULL;
-    st = cn_ckpt_load(o->resume, &ck);
+    /* one read: the model (checked against the weights the file holds, before the trainer
+     * allocates room for them), the settings and the seed */
+    st = cn_checkpoint_read_training(o->resume, out, &o->ckpt_cfg, NULL, &o->ckpt_seed);
     if (st != CN_OK) return cli_error(st);
-    const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
-    uint32_t kind = meta ? meta->optimizer : UINT32_MAX;
-    int idx = -1;
+    int idx = 0; /* the reader refuses an optimizer it does not know */
     for (int i = 0; i < 3; i++)
-        if ((uint32_t)optimizer_kinds[i] == kind) idx = i;
-    if (idx < 0 || (o->given[G_OPTIMIZER] && o->optimizer != idx)) {
-        cn_ckpt_free(ck);
-        if (idx < 0) return cli_errorf("checkpoint %s was written with an unknown optimizer (%u)", o->resume, kind);
+        if (optimizer_kinds[i] == o->ckpt_cfg.opt.kind) idx = i;
+    if (o->given[G_OPTIMIZER] && o->optimizer != idx) {
+        cn_model_free(*out);
+        *out = NULL;
         return cli_errorf("--optimizer %s does not match the optimizer of checkpoint %s (%s); leave --optimizer out "
                           "when resuming",
                           optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
     }
     o->optimizer = idx;
-    o->ckpt_seed = meta->rng_state;
-    st = cn_train_config_from_ckpt(ck, o->resume, &o->ckpt_cfg);
-    if (st != CN_OK) {
-        cn_ckpt_free(ck);
-        return cli_error(st);
-    }
-    /* the model text is already in hand: no second read of the checkpoint */
-    char origin[1024];
-    snprintf(origin, sizeof origin, "%s (model)", o->resume);
-    st = cn_model_parse(meta->model_text, origin, out);
-    /* the weights must be in the checkpoint before the trainer allocates room for them */
-    if (st == CN_OK) st = cn_trainer__match_ckpt(ck, o->resume, *out, &o->ckpt_cfg);
-    cn_ckpt_free(ck);
-    if (st != CN_OK) return cli_error(st);
     if (strcmp(o->model_path, "-") != 0) {
         cn_model *given = NULL;
         st = cn_model_load_file(o->model_path, &given);
         if (st != CN_OK) {
-            if (*out) cn_model_free(*out);
+            cn_model_free(*out);
             *out = NULL;
             return cli_error(st);
         }
@@ -207,7 +191,7 @@ static int load_model(train_opts *o, cn_model **out) {
         if (!a || !b || strcmp(a, b) != 0)
             cli_warnf("%s differs from the model stored in %s; training the checkpoint's model", o->model_path,
                       o->resume);
-        if (given) cn_model_free(given);
+        cn_model_free(given);
     }
     return EXIT_OK;
 }
