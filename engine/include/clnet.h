@@ -304,6 +304,17 @@ int cn_program_num_params(const cn_program *p);
 cn_status cn_program_param(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape);
 int cn_program_num_outputs(const cn_program *p);
 cn_status cn_program_output_name(const cn_program *p, int i, const char **name);
+/* Inputs and outputs by index, for discovering a program built elsewhere (one read from a
+ * checkpoint): name (borrowed, valid while p lives), shape (room for CN_MAX_DIMS) and dtype;
+ * any out pointer may NULL. An input's first dimension is CN_BATCH when it was declared so.
+ * An output's dimensions that equal the batch are CN_BATCH; one that follows the batch
+ * otherwise (a [batch*context, vocab] view) is given for a batch of 1. Inputs and outputs
+ * keep the order they were declared in. CN_ERR_INVALID_ARG for an index out of range. */
+int cn_program_num_inputs(const cn_program *p);
+cn_status cn_program_input_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                cn_dtype *dt);
+cn_status cn_program_output_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                 cn_dtype *dt);
 
 /* ---- sessions: a program on one device ----
  *
@@ -366,6 +377,20 @@ cn_status cn_session_feed(cn_session *s, const char *input, const void *data, in
 cn_status cn_session_run(cn_session *s);
 /* Blocking read of an output of the last run; bytes must match its size. */
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
+/* One run that computes exactly the named outputs (a training session also computes its loss
+ * and takes its step): only the inputs they need must be fed. Fetching another output
+ * afterwards fails naming it. Plans are kept per batch size and set of outputs. */
+cn_status cn_session_run_outputs(cn_session *s, const char *const *names, int n);
+/* Feed an input from a tensor on the session's device, with no host copy: its dtype is the
+ * input's, its dims after the first are the input's and its first is the rows fed. The
+ * session holds a reference until the input is fed again or the session is freed; the run
+ * copies it on the device, so the tensor may be changed (by device work queued later) after
+ * cn_session_run returns. A tensor of another device: CN_ERR_DEVICE_MISMATCH naming both. */
+cn_status cn_session_feed_tensor(cn_session *s, const char *input, cn_tensor *t);
+/* Copy an output of the last run into a tensor on the session's device (no host copy); its
+ * shape must equal the output's for that run (cn_session_output_shape) and its dtype the
+ * output's. The copy is queued after the run; reading dst waits for it. */
+cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *dst);
 /* Shape of an output for the current batch. */
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
 
@@ -388,9 +413,48 @@ cn_status cn_session_set_param(cn_session *s, const char *name, const float *src
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
 /* Parameters (and, for a training session, optimizer state, settings and step count) to or
  * from a checkpoint file, matched by name and shape; a mismatch names the first parameter
- * that differs. Writing is atomic. */
+ * that differs. Writing is atomic. cn_session_save also stores the session's program
+ * ("program.graph", docs/CHECKPOINT.md), so cn_program_from_checkpoint rebuilds it in
+ * another process. */
 cn_status cn_session_save(cn_session *s, const char *path);
 cn_status cn_session_load(cn_session *s, const char *path);
+
+/* ---- checkpoints of programs: discover, rebuild, transfer ---- */
+
+/* The program a checkpoint carries, its parameters holding the checkpoint's weights as
+ * initial values (a session made from it starts from them; a training session gets fresh
+ * optimizer state: fine-tuning). A checkpoint of cn_session_save holds the program itself;
+ * one of cn_trainer_save holds a model description, whose classifier program
+ * (cn_model_program, with the loss it was trained with) is built. CN_ERR_NOT_FOUND for a
+ * checkpoint with neither; CN_ERR_FORMAT (naming the node) for a program section that does
+ * not replay. The caller frees *out. */
+cn_status cn_program_from_checkpoint(const char *path, cn_program **out);
+
+typedef struct cn_checkpoint_entry {
+    char name[64]; /* "dense_1.weight", "dense_1.weight.m", "optimizer.settings", ... */
+    cn_dtype dtype;
+    int ndim;      /* 0..CN_MAX_DIMS */
+    int64_t shape[CN_MAX_DIMS];
+} cn_checkpoint_entry;
+/* The tensors of a checkpoint in file order: fills min(cap, count) entries (entries may be
+ * NULL when cap is 0) and sets *count to how many there are; call twice to size the array. */
+cn_status cn_checkpoint_list(const char *path, cn_checkpoint_entry *entries, int cap, int *count);
+
+/* How cn_session_load_params pairs parameters with checkpoint tensors. Zero-initialised: by
+ * name, every parameter must be found and every stored parameter used. */
+typedef struct cn_load_options {
+    /* n_rename pairs: rename[2k] a parameter of the session, rename[2k+1] the checkpoint
+     * tensor it is read from (NULL or "": not loaded, it keeps its value). */
+    const char *const *rename;
+    int n_rename;
+    int ignore_missing; /* a parameter whose tensor is absent keeps its value */
+    int ignore_extra;   /* a stored parameter that no parameter reads is skipped */
+} cn_load_options;
+/* Transfer learning: loads only parameter values (opt NULL: by name, strictly), never
+ * optimizer state or the step count. Every pairing is checked (presence, f32, shape) before
+ * anything is written, so a failure changes nothing. *n_loaded (may be NULL): parameters
+ * written. */
+cn_status cn_session_load_params(cn_session *s, const char *path, const cn_load_options *opt, int *n_loaded);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
