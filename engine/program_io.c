@@ -153,7 +153,9 @@ static void get_str(reader *r, char *dst, size_t cap) {
     }
     for (int32_t i = 0; i < len; i += 4) {
         uint32_t v = (uint32_t)get(r);
-        for (int k = 0; k < 4 && i + k < len; k++) dst[i + k] = (char)(v >> (8 * k));
+        for (int k = 0; k < 4; k++)
+            if (i + k < len) dst[i + k] = (char)(v >> (8 * k));
+            else if (v >> (8 * k) & 0xff) r->bad = 1; /* padding is zero: one encoding per name */
     }
     dst[len] = 0;
     if ((int32_t)strlen(dst) != len) r->bad = 1; /* a NUL inside the name */
@@ -181,6 +183,15 @@ static cn_status bad(const reader *r, int node, const char *what) {
     if (node >= 0)
         return cn_errorf(CN_ERR_FORMAT, "%s: program section, node %d: %s", r->origin, node, what);
     return cn_errorf(CN_ERR_FORMAT, "%s: program section: %s", r->origin, what);
+}
+
+/* Compared as stored, so every field the replay ignores (a leaf's, a reshape's) must be 0. */
+static int same_params(const cn_op_params *a, const cn_op_params *b) {
+    int32_t wa[64], wb[64];
+    words ba = {wa, 0, 64, 0}, bb = {wb, 0, 64, 0};
+    put_params(&ba, a);
+    put_params(&bb, b);
+    return ba.n == bb.n && memcmp(wa, wb, (size_t)ba.n * sizeof *wa) == 0;
 }
 
 /* The forward ops a builder emits: no gradient or optimizer op belongs in a template. */
@@ -238,7 +249,8 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
         } else if (nd.leaf == CN_LEAF_PARAM) {
             const stored_param *q = *next_param < n_sp ? &sp[*next_param] : NULL;
             if (!q || q->node != i) return bad(r, i, "a parameter leaf without its parameter record");
-            if (!cn_shape_fits(&nd.shape, NULL) || nd.dtype != CN_F32) return bad(r, i, "a parameter of no valid shape");
+            if (nd.shape.ndim < 1 || !cn_shape_fits(&nd.shape, NULL) || nd.dtype != CN_F32)
+                return bad(r, i, "a parameter of no valid shape");
             const float *data = NULL;
             CN_TRY(param_data(c, r->origin, nd.name, &nd.shape, &data));
             id = cn_prog_param_add(p, nd.name, &nd.shape, q->init, q->scale, q->fan_in, q->fan_out, data);
@@ -272,6 +284,7 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
         return bad(r, i, "its stored shape, dtype or kind differs from what its op makes");
     if (!cn_shape_eq(&p->spec[id].shape, &spec) || p->spec[id].salt != ps.salt)
         return bad(r, i, "its stored shape spec differs from what its builder keeps");
+    if (!same_params(&got->p, &nd.p)) return bad(r, i, "its stored op parameters differ from what its builder keeps");
     snprintf(got->name, sizeof got->name, "%s", nd.name);
     if (ps.mean_of != -1) {
         if (nd.op != CN_OP_SCALE || ps.mean_of < 0 || ps.mean_of >= i) return bad(r, i, "a mean of no earlier node");
