@@ -328,7 +328,7 @@ cn_status cn_session_feed(cn_session *s, const char *input, const void *data, in
     if (k < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no input '%s'", input ? input : "(null)");
     const cn_prog_spec *spec = &s->prog->spec[s->prog->inputs[k].node];
     int64_t fixed = spec->shape.d[0];
-    if (rows < 1 || rows > (1 << 24) || (fixed != CN_BATCH && rows != fixed))
+    if (rows < 1 || rows > CN_MAX_BATCH || (fixed != CN_BATCH && rows != fixed))
         return cn_errorf(CN_ERR_SHAPE, "input '%s': %lld rows fed, %s", input, (long long)rows,
                          fixed == CN_BATCH ? "the batch must be 1..16777216" : "its first dimension is fixed");
     cn_sess_input *in = &s->in[k];

@@ -28,7 +28,7 @@ cn_status cn_session_feed_tensor(cn_session *s, const char *input, cn_tensor *t)
                          cn_dtype_name(t->dtype));
     int ok = t->shape.ndim == spec->ndim;
     for (int i = 0; ok && i < spec->ndim; i++) ok = spec->d[i] == CN_BATCH || spec->d[i] == t->shape.d[i];
-    if (ok && spec->d[0] == CN_BATCH) ok = t->shape.d[0] <= (1 << 24);
+    if (ok && spec->d[0] == CN_BATCH) ok = t->shape.d[0] <= CN_MAX_BATCH;
     if (!ok) {
         char s1[96], s2[96];
         return cn_errorf(CN_ERR_SHAPE, "input '%s' is %s (-1: the batch, 1..16777216), the tensor %s", input,

@@ -9,6 +9,37 @@
  * - The library never prints: messages go to the log callback (none by default).
  * - Free and release calls accept NULL.
  * - Public struct layouts never depend on build options.
+ *
+ * Ownership and lifetimes:
+ * - A program is copied by every session made from it: free it whenever you like.
+ * - Tensors are reference-counted: each create, from_host or to call hands one reference to
+ *   the caller; cn_tensor_release drops it and the buffer goes with the last one. A tensor
+ *   keeps its device alive. Tensors a session hands out (cn_session_param, _gradient) are
+ *   borrowed: valid while the session lives, retain them to keep them longer.
+ * - A session keeps its device alive (so the order of cn_session_free and
+ *   cn_device_release does not matter). A shared inference session
+ *   (cn_session_create_shared) must be freed before the session it shares.
+ * - Names and info pointers returned by getters live as long as the handle they came from.
+ *
+ * Threads:
+ * - cn_last_error() is per thread; everything else below is shared state.
+ * - Device open and release, device reference counts and memory accounting are locked:
+ *   any thread may open, release and allocate on any device.
+ * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
+ *   on different devices may run at the same time on different threads (the mirrored
+ *   trainer does); sessions on one device should be run from one thread, or serialised.
+ * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_mirrored_run,
+ *   cn_trainer_step), between the gradients and the update; it may read and change the
+ *   session's gradients and parameters, but must not run the session.
+ * - The log callback may be called from any thread that calls into clnet, several at once:
+ *   make it thread-safe. cn_set_log_callback itself is not synchronised: set it first.
+ *
+ * Limits (each a clear error when exceeded, never a crash):
+ * - names (inputs, parameters, outputs, constants, checkpoint tensors): 1..CN_MAX_NAME bytes;
+ * - tensors: 1..CN_MAX_DIMS dims, every dim >= 1 (no empty tensors), at most 2^48 elements;
+ * - a batch (the rows fed to an input with CN_BATCH): 1..CN_MAX_BATCH;
+ * - model descriptions: 16384 layers, 1 MiB of text; checkpoint files: 16 GiB.
  */
 #ifndef CLNET_H
 #define CLNET_H
@@ -30,6 +61,8 @@ extern "C" {
 #define CN_VERSION_MINOR 1
 #define CN_VERSION_PATCH 0
 #define CN_MAX_DIMS 6
+#define CN_MAX_NAME 63        /* bytes of a name, without its NUL */
+#define CN_MAX_BATCH 16777216 /* rows of one run (2^24) */
 
 /* ---- status codes: one table, names and messages derived from it ----
  * The numbers are part of the ABI: never renumber a code, only append new ones. */
@@ -431,7 +464,7 @@ cn_status cn_session_load(cn_session *s, const char *path);
 cn_status cn_program_from_checkpoint(const char *path, cn_program **out);
 
 typedef struct cn_checkpoint_entry {
-    char name[64]; /* "dense_1.weight", "dense_1.weight.m", "optimizer.settings", ... */
+    char name[CN_MAX_NAME + 1]; /* "dense_1.weight", "dense_1.weight.m", "optimizer.settings", ... */
     cn_dtype dtype;
     int ndim;      /* 0..CN_MAX_DIMS */
     int64_t shape[CN_MAX_DIMS];

@@ -316,6 +316,43 @@ static void test_load_params(cn_device *dev) {
     remove(path);
 }
 
+/* The limits the header states are the ones enforced. */
+static void test_limits(cn_device *dev) {
+    char name[CN_MAX_NAME + 2];
+    memset(name, 'n', sizeof name);
+    name[CN_MAX_NAME] = 0;
+    cn_program *p;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, name, 2, (int64_t[]){CN_BATCH, 2}, CN_F32);
+    CHECK(x != CN_INVALID_VALUE, "a name of CN_MAX_NAME bytes was refused");
+    name[CN_MAX_NAME] = 'n', name[CN_MAX_NAME + 1] = 0;
+    cn_program *q;
+    OK(cn_program_create(&q));
+    CHECK(cn_input(q, name, 1, (int64_t[]){2}, CN_F32) == CN_INVALID_VALUE && cn_program_status(q) == CN_ERR_INVALID_ARG,
+          "a name of CN_MAX_NAME + 1 bytes was accepted");
+    cn_program_free(q);
+    OK(cn_program_create(&q));
+    int64_t seven[CN_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1};
+    CHECK(cn_input(q, "deep", CN_MAX_DIMS + 1, seven, CN_F32) == CN_INVALID_VALUE, "%d dims accepted", CN_MAX_DIMS + 1);
+    cn_program_free(q);
+    OK(cn_program_create(&q));
+    CHECK(cn_param(q, "empty", 2, (int64_t[]){3, 0}, CN_INIT_ZEROS, 0) == CN_INVALID_VALUE, "an empty parameter accepted");
+    cn_program_free(q);
+    cn_tensor *t = NULL;
+    CHECK(cn_tensor_create(dev, 1, (int64_t[]){0}, CN_F32, &t) == CN_ERR_SHAPE && !t, "an empty tensor was made");
+    OK(cn_output(p, "y", cn_op_relu(p, x)));
+    cn_session *s;
+    OK(cn_session_create_inference(p, dev, &s));
+    static const float row[2] = {1, 2};
+    CHECK(cn_session_feed(s, "", row, 1) == CN_ERR_NOT_FOUND, "an unnamed input was fed");
+    name[CN_MAX_NAME] = 0;
+    CHECK(cn_session_feed(s, name, row, (int64_t)CN_MAX_BATCH + 1) == CN_ERR_SHAPE, "CN_MAX_BATCH + 1 rows accepted");
+    OK(cn_session_feed(s, name, row, 1));
+    OK(cn_session_run(s));
+    cn_session_free(s);
+    cn_program_free(p);
+}
+
 static void run_on(const char *sel) {
     cn_device *dev;
     if (cn_device_open(sel, &dev) != CN_OK) {
@@ -327,6 +364,7 @@ static void run_on(const char *sel) {
     test_device_tensors(dev);
     test_program_checkpoint(dev);
     test_load_params(dev);
+    test_limits(dev);
     printf("%s %s\n", failures == before ? "ok  " : "FAIL", sel);
     cn_device_release(dev);
 }
