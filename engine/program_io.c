@@ -241,11 +241,12 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
     get_params(r, &nd.p);
     if (r->bad) return bad(r, i, "truncated");
     if (nd.p.epilogue != 0 || nd.p.seed != 0) return bad(r, i, "a fused epilogue or a seed in a template");
-    cn_value id = CN_INVALID_VALUE;
+    cn_value v = CN_INVALID_VALUE, in[CN_MAX_INPUTS];
+    for (int k = 0; k < nd.n_in; k++) in[k] = cn_prog_value(p, nd.in[k]);
     if (nd.op == CN_OP_LEAF) {
         if (nd.n_in) return bad(r, i, "a leaf with inputs");
         if (nd.leaf == CN_LEAF_INPUT) {
-            id = cn_input(p, nd.name, spec.ndim, spec.d, nd.dtype);
+            v = cn_input(p, nd.name, spec.ndim, spec.d, nd.dtype);
         } else if (nd.leaf == CN_LEAF_PARAM) {
             const stored_param *q = *next_param < n_sp ? &sp[*next_param] : NULL;
             if (!q || q->node != i) return bad(r, i, "a parameter leaf without its parameter record");
@@ -253,12 +254,12 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
                 return bad(r, i, "a parameter of no valid shape");
             const float *data = NULL;
             CN_TRY(param_data(c, r->origin, nd.name, &nd.shape, &data));
-            id = cn_prog_param_add(p, nd.name, &nd.shape, q->init, q->scale, q->fan_in, q->fan_out, data);
+            v = cn_prog_param_add(p, nd.name, &nd.shape, q->init, q->scale, q->fan_in, q->fan_out, data);
             ++*next_param;
         } else if (nd.leaf == CN_LEAF_CONST) {
             int64_t numel = 0;
             if (!cn_shape_fits(&nd.shape, &numel) || numel > r->n - r->at) return bad(r, i, "a constant past the end");
-            id = cn_constant(p, nd.name, nd.shape.ndim, nd.shape.d, (const float *)(r->w + r->at));
+            v = cn_constant(p, nd.name, nd.shape.ndim, nd.shape.d, (const float *)(r->w + r->at));
             r->at += numel;
         } else {
             return bad(r, i, "an unknown leaf kind");
@@ -266,18 +267,19 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
     } else if (nd.leaf != CN_LEAF_NONE || !template_op(nd.op) || nd.n_in != cn_op_arity(nd.op)) {
         return bad(r, i, "an op that no program builder makes");
     } else if (nd.op == CN_OP_RESHAPE) {
-        id = cn_prog_reshape(p, nd.in[0], &spec);
+        v = cn_prog_reshape(p, in[0], &spec);
     } else if (nd.op == CN_OP_SUM_ROWS) {
         int keep = spec.ndim, have = p->g.nodes[nd.in[0]].shape.ndim;
         if (keep < 1 || keep > have) return bad(r, i, "a reduction keeping more dims than its input has");
-        id = cn_prog_sum_leading(p, nd.in[0], keep);
+        v = cn_prog_sum_leading(p, in[0], keep);
     } else if (nd.op == CN_OP_DROPOUT) {
         if (!ps.salt) return bad(r, i, "a dropout without its salt");
-        id = cn_prog_dropout(p, nd.in[0], nd.p.rate, ps.salt);
+        v = cn_prog_dropout(p, in[0], nd.p.rate, ps.salt);
     } else {
-        id = cn_prog_op(p, nd.op, nd.n_in, nd.in, &nd.p);
+        v = cn_prog_op(p, nd.op, nd.n_in, in, &nd.p);
     }
-    if (id < 0) return cn_error_context(cn_program_status(p), "%s: program section, node %d", r->origin, i);
+    int id = cn_prog_node(p, v);
+    if (v < 0) return cn_error_context(cn_program_status(p), "%s: program section, node %d", r->origin, i);
     if (id != i) return bad(r, i, "the replay made another number of nodes");
     cn_node *got = &p->g.nodes[id];
     if (!cn_shape_eq(&got->shape, &nd.shape) || got->dtype != nd.dtype || got->leaf != nd.leaf)
@@ -288,7 +290,7 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
     snprintf(got->name, sizeof got->name, "%s", nd.name);
     if (ps.mean_of != -1) {
         if (nd.op != CN_OP_SCALE || ps.mean_of < 0 || ps.mean_of >= i) return bad(r, i, "a mean of no earlier node");
-        cn_prog_mark_mean(p, id, ps.mean_of);
+        cn_prog_mark_mean(p, v, cn_prog_value(p, ps.mean_of));
     }
     return CN_OK;
 }
@@ -365,7 +367,7 @@ static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
         int32_t node = get(r);
         if (r->bad) return bad(r, -1, "truncated outputs");
         if (node < 0 || node >= p->g.n) return bad(r, -1, "an output of no node");
-        CN_TRY(cn_output(p, name, node));
+        CN_TRY(cn_output(p, name, cn_prog_value(p, node)));
     }
     if (r->at != r->n) return bad(r, -1, "words left over after the outputs");
     p->seed = seed, p->next_salt = next_salt;

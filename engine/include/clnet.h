@@ -223,7 +223,11 @@ cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
  * It belongs to no device; sessions (below) run it on one. The layer builders and the model
  * file parser lower into the same programs.
  *
- * Builder calls return a cn_value (a node of the program, >= 0). A call that fails returns
+ * Builder calls return a cn_value (a node of the program, >= 0). A value belongs to the program
+ * that made it (and to that program's copies): passed to another program it is refused
+ * with CN_ERR_INVALID_ARG naming both programs (values carry a tag of their program, drawn
+ * in turn from 2047, so only a program created 2047 programs later can be confused with it).
+ * A program holds at most 2^20 nodes. A call that fails returns
  * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
  * the next call fail too, so a builder can check once, at the end, with
  * cn_program_status() (every session create also refuses a program that holds an error).

@@ -316,6 +316,35 @@ static void test_load_params(cn_device *dev) {
     remove(path);
 }
 
+/* A value of one program passed to another is refused naming both (it used to name
+ * whatever node had the same number there). */
+static void test_foreign_values(void) {
+    cn_program *a, *b;
+    OK(cn_program_create(&a));
+    OK(cn_program_create(&b));
+    cn_value xa = cn_input(a, "x", 2, (int64_t[]){CN_BATCH, 2}, CN_F32);
+    cn_value ya = cn_op_relu(a, xa);
+    cn_value xb = cn_input(b, "x", 2, (int64_t[]){CN_BATCH, 2}, CN_F32);
+    cn_value yb = cn_op_relu(b, xb);
+    CHECK(ya >= 0 && yb >= 0 && ya != yb, "values %d and %d of two programs are equal", (int)ya, (int)yb);
+    int nd = 0;
+    CHECK(cn_value_shape(b, ya, &nd, NULL, NULL) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "of program #") &&
+              strstr(cn_last_error(), "not of this program (#"),
+          "cn_value_shape took another program's value");
+    CHECK(cn_op_add(b, yb, ya) == CN_INVALID_VALUE && cn_program_status(b) == CN_ERR_INVALID_ARG &&
+              strstr(cn_program_error(b), "add") && strstr(cn_program_error(b), "of program #"),
+          "add took another program's value: %s", cn_program_error(b));
+    CHECK(cn_output(b, "wrong", ya) != CN_OK, "an output of another program's value was named");
+    /* the program that made the value still takes it, and CN_INVALID_VALUE still means none */
+    OK(cn_output(a, "y", ya));
+    cn_value w = cn_param(a, "w", 4, (int64_t[]){1, 1, 2, 3}, CN_INIT_ONES, 0);
+    cn_value img = cn_input(a, "img", 4, (int64_t[]){CN_BATCH, 2, 2, 2}, CN_F32);
+    OK(cn_output(a, "conv", cn_op_conv2d(a, img, w, CN_INVALID_VALUE, 1, 0)));
+    OK(cn_program_status(a));
+    cn_program_free(a);
+    cn_program_free(b);
+}
+
 /* The limits the header states are the ones enforced. */
 static void test_limits(cn_device *dev) {
     char name[CN_MAX_NAME + 2];
@@ -387,6 +416,7 @@ static int write_seed(const char *path) {
 int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--write-seed")) return write_seed(argv[2]);
     test_discover();
+    test_foreign_values();
     if (argc > 1) run_on(argv[1]);
     else {
         int n = 0;
