@@ -403,8 +403,10 @@ cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const 
  * updates by src are seen). src stays alive at least as long as *out. */
 cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
-/* Compute only these outputs (names of cn_output values), before the first run; NULL or n
- * = 0 restores the default (every output). Fewer outputs: less memory, more fusion. */
+/* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
+ * restores the default: every output whose inputs were all fed (so an inference session fed
+ * no labels computes no loss; a training session always computes its loss). Fewer outputs:
+ * less memory, more fusion. */
 cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n);
 
 /* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
