@@ -9,17 +9,7 @@
 
 #include "internal.h"
 #include "program_io.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            failures++;                                                         \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                         \
-            printf(__VA_ARGS__);                                                \
-            printf(" [%s]\n", cn_last_error());                                 \
-        }                                                                       \
-    } while (0)
+#include "../engine/check.h"
 
 static const float W0[6] = {0.2f, -0.1f, 0.4f, 0.3f, -0.6f, 0.05f};
 static const float B0[2] = {0.1f, -0.2f};

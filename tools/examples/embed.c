@@ -89,33 +89,34 @@ static int predict(cn_session *s, const char *features, int *pred) {
     return right;
 }
 
+typedef cn_status (*info_fn)(const cn_program *, int, const char **, int *, int64_t *, cn_dtype *);
+
+/* Prints the inputs or outputs; the first f32 and i32 ones go to *f32 and *i32 (when given). */
+static void list(const cn_program *p, const char *what, int (*count)(const cn_program *), info_fn info,
+                 const char **f32, const char **i32) {
+    char sb[96];
+    for (int i = 0; i < count(p); i++) {
+        const char *name;
+        int nd;
+        int64_t shape[CN_MAX_DIMS];
+        cn_dtype dt;
+        TRY(info(p, i, &name, &nd, shape, &dt));
+        shape_str(nd, shape, sb, sizeof sb);
+        printf("%s %-14s %-10s %s\n", what, name, sb, cn_dtype_name(dt));
+        if (f32 && dt == CN_F32 && !*f32) *f32 = name;
+        if (i32 && dt == CN_I32 && !*i32) *i32 = name;
+    }
+}
+
 /* The part that knows only the file. */
 static int use(cn_device *dev, const char *path) {
     cn_program *p;
     TRY(cn_program_from_checkpoint(path, &p));
-    /* discover: the f32 input with a batch takes points, an i32 one takes classes */
+    /* discover: the f32 input takes points, the i32 one classes */
     const char *features = NULL, *labels = NULL;
     char sb[96];
-    for (int i = 0; i < cn_program_num_inputs(p); i++) {
-        const char *name;
-        int nd;
-        int64_t shape[CN_MAX_DIMS];
-        cn_dtype dt;
-        TRY(cn_program_input_info(p, i, &name, &nd, shape, &dt));
-        shape_str(nd, shape, sb, sizeof sb);
-        printf("input  %-14s %-10s %s\n", name, sb, cn_dtype_name(dt));
-        if (dt == CN_F32 && !features) features = name;
-        if (dt == CN_I32 && !labels) labels = name;
-    }
-    for (int i = 0; i < cn_program_num_outputs(p); i++) {
-        const char *name;
-        int nd;
-        int64_t shape[CN_MAX_DIMS];
-        cn_dtype dt;
-        TRY(cn_program_output_info(p, i, &name, &nd, shape, &dt));
-        shape_str(nd, shape, sb, sizeof sb);
-        printf("output %-14s %-10s %s\n", name, sb, cn_dtype_name(dt));
-    }
+    list(p, "input ", cn_program_num_inputs, cn_program_input_info, &features, &labels);
+    list(p, "output", cn_program_num_outputs, cn_program_output_info, NULL, NULL);
     int count = 0;
     TRY(cn_checkpoint_list(path, NULL, 0, &count));
     cn_checkpoint_entry *entries = calloc((size_t)count, sizeof *entries);
