@@ -3,12 +3,13 @@
 models/vit_fashion.net and models/char_gpt.net (tools/golden/torch_models.py) with clnet's
 defaults (Adam 1e-3, eps 1e-7) and prints their training throughput as one JSON line.
 
-usage: torch_transformers.py vit|gpt STEPS THREADS BATCH [TEXT]
+usage: torch_transformers.py vit|gpt STEPS THREADS BATCH [TEXT] [--attention manual|sdpa]
 
 vit trains on Fashion-MNIST's first STEPS*BATCH training images in order; gpt on windows of 129
 bytes cut from TEXT in order. Two untimed steps come first (allocation, first-call costs), then
 STEPS timed ones: {"model": ..., "steps": ..., "seconds": ..., "images_per_second" or
-"tokens_per_second": ...}.
+"tokens_per_second": ...}. --attention sdpa computes attention with
+F.scaled_dot_product_attention (torch >= 2.0) instead of writing softmax(QK^T)V out.
 """
 import json
 import os
@@ -25,6 +26,15 @@ WARMUP = 2
 
 
 def main():
+    if "--attention" in sys.argv:
+        i = sys.argv.index("--attention")
+        if i + 1 >= len(sys.argv) or sys.argv[i + 1] not in ("manual", "sdpa"):
+            sys.exit("torch_transformers.py: --attention takes manual or sdpa")
+        torch_models.ATTENTION = sys.argv[i + 1]
+        del sys.argv[i:i + 2]
+        if torch_models.ATTENTION == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
+            sys.exit("torch_transformers.py: torch %s has no F.scaled_dot_product_attention (2.0 or newer has)"
+                     % torch.__version__)
     if len(sys.argv) < 5 or sys.argv[1] not in ("vit", "gpt") or (sys.argv[1] == "gpt" and len(sys.argv) < 6):
         sys.exit(__doc__)
     which, steps, threads, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -58,7 +68,8 @@ def main():
         loss.backward()
         opt.step()
     sec = time.perf_counter() - t0
-    res = {"model": which, "steps": steps, "batch": batch, "threads": threads, "seconds": sec, "torch": torch.__version__}
+    res = {"model": which, "steps": steps, "batch": batch, "threads": threads, "seconds": sec, "torch": torch.__version__,
+           "attention": torch_models.ATTENTION}
     if which == "vit":
         res["images_per_second"] = steps * batch / sec
     else:

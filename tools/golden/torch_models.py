@@ -38,6 +38,12 @@ def fashion_mnist(name):
     sys.exit("%s not found in %s (set CLNET_TEST_DATA)" % (name, DATA))
 
 
+# "manual" writes attention out (softmax(QK^T / sqrt(d)) V, clnet's unfused reference and what
+# the golden fixtures were made with); "sdpa" calls F.scaled_dot_product_attention, PyTorch's
+# fused kernels (torch >= 2.0), which nn.MultiheadAttention uses and a user writes today.
+ATTENTION = "manual"
+
+
 class Attention(nn.Module):
     def __init__(self, width, heads, causal):
         super().__init__()
@@ -52,6 +58,9 @@ class Attention(nn.Module):
             return y.reshape(b, t, h, dh).transpose(1, 2)
 
         q, k, v = split(self.query(x)), split(self.key(x)), split(self.value(x))
+        if ATTENTION == "sdpa":
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+            return self.out(a.transpose(1, 2).reshape(b, t, d))
         s = (q @ k.transpose(-1, -2)) / math.sqrt(dh)
         if self.causal:
             s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
