@@ -185,6 +185,12 @@ static void free_plans(cn_session *s) {
 
 void cn_session_free(cn_session *s) {
     if (!s) return;
+    /* an upload of a run never fetched may still read the host copies freed below */
+    for (int i = 0; s->in && s->prog && s->dev && i < s->prog->n_inputs; i++)
+        if (s->in[i].pending[0] || s->in[i].pending[1]) {
+            cn_device_sync(s->dev);
+            break;
+        }
     free_plans(s);
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);
