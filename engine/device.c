@@ -203,6 +203,7 @@ cn_status cn_device_open(const char *selector, cn_device **out) {
     /* The environment is read at every open, so a bad value fails where it is first used. */
     uint64_t limit;
     CN_TRY(cn_env_memory_limit(&limit));
+    CN_TRY(cn_env_check_flags());
     pthread_mutex_lock(&reg_lock);
     registry_init();
     char amb[1024];

@@ -22,8 +22,9 @@ double cn_now_seconds(void) {
 
 int cn_profile_enabled(void) {
     if (profiling < 0) {
-        const char *e = getenv("CLNET_PROFILE");
-        profiling = e && *e && strcmp(e, "0") != 0;
+        int on = 0;
+        cn_env_flag("CLNET_PROFILE", 0, &on); /* a bad value fails cn_device_open */
+        profiling = on;
     }
     return profiling;
 }
@@ -91,7 +92,6 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     int prof = cn_profile_enabled();
     for (int k = from; k < to; k++) {
         p->launches[k].step = step;
-        p->launches[k].lr_scale = p->lr_scale;
         double t0 = prof ? cn_now_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);
         if (prof && st == CN_OK) {

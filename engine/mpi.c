@@ -181,9 +181,14 @@ cn_status cn_mpi_hook_install(cn_session *s, int64_t *rows, int overlap, void **
     if (!s || !rows || !state) return cn_errorf(CN_ERR_INVALID_ARG, "cn_mpi_hook_install: NULL argument");
     mpi_hook *h = calloc(1, sizeof *h);
     if (!h) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "MPI hook");
-    const char *env = getenv("CLNET_MPI_OVERLAP");
+    int env_on = 1;
+    cn_status est = cn_env_flag("CLNET_MPI_OVERLAP", 1, &env_on);
+    if (est != CN_OK) {
+        free(h);
+        return est;
+    }
     h->rows = rows;
-    h->overlap = overlap && !(env && strcmp(env, "0") == 0);
+    h->overlap = overlap && env_on;
     cn_status st = cn_session_set_grad_hook(s, allreduce_grads, h);
     if (st == CN_OK && h->overlap) st = cn_session__set_buckets(s, 0, on_bucket, h);
     if (st != CN_OK) {

@@ -19,9 +19,21 @@ static cn_value fail_status(cn_program *p, cn_status st) {
     return CN_INVALID_VALUE;
 }
 
-static cn_value fail(cn_program *p) { return fail_status(p, CN_ERR_SHAPE); }
+/* With the code of the message it keeps: a dtype refusal from the op contract is
+ * CN_ERR_DTYPE, not the CN_ERR_SHAPE every graph failure used to become. */
+static cn_value fail(cn_program *p) {
+    cn_status st = cn_last_status();
+    return fail_status(p, st != CN_OK ? st : CN_ERR_SHAPE);
+}
 
 cn_value cn_prog_fail(cn_program *p, cn_status st) { return p ? fail_status(p, st) : CN_INVALID_VALUE; }
+
+/* A builder call has no status to return, so on a NULL program the message is all the
+ * caller gets: leave one. */
+static cn_value null_program(const char *what) {
+    cn_errorf(CN_ERR_INVALID_ARG, "%s: NULL program", what);
+    return CN_INVALID_VALUE;
+}
 
 cn_status cn_program_create(cn_program **out) {
     if (!out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_program_create: out is NULL");
@@ -131,7 +143,11 @@ static int grow(void **arr, int *cap, int n, size_t elem) {
 /* Shape from user dims; batch (-1) allowed only as the first dim of inputs. */
 static int user_shape(cn_program *p, const char *what, const char *name, int ndim, const int64_t *shape,
                       int allow_batch, cn_shape *spec, cn_shape *at1) {
-    if (ndim < 1 || ndim > CN_MAX_DIMS || !shape) {
+    if (!shape) {
+        cn_errorf(CN_ERR_INVALID_ARG, "%s '%s': shape is NULL", what, name);
+        return fail(p), 0;
+    }
+    if (ndim < 1 || ndim > CN_MAX_DIMS) {
         cn_errorf(CN_ERR_SHAPE, "%s '%s': %d dims (1..%d allowed)", what, name, ndim, CN_MAX_DIMS);
         return fail(p), 0;
     }
@@ -168,7 +184,7 @@ static int resolve_reshape(const cn_shape *spec, int64_t numel, cn_shape *out) {
 }
 
 cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const cn_op_params *params) {
-    if (!p) return CN_INVALID_VALUE;
+    if (!p) return null_program(cn_op_name(op));
     int node[CN_MAX_INPUTS];
     if (n_in < 0 || n_in > CN_MAX_INPUTS) return CN_INVALID_VALUE;
     for (int k = 0; k < n_in; k++) {
@@ -179,7 +195,8 @@ cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const
 }
 
 cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec) {
-    if (!p || !valid(p, &x, "reshape")) return CN_INVALID_VALUE;
+    if (!p) return null_program("reshape");
+    if (!valid(p, &x, "reshape")) return CN_INVALID_VALUE;
     cn_shape at1;
     if (!resolve_reshape(spec, cn_shape_numel(&p->g.nodes[x].shape), &at1)) {
         char s1[96], s2[96];
@@ -191,7 +208,8 @@ cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec) {
 }
 
 cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt) {
-    if (!p || !valid(p, &x, "dropout")) return CN_INVALID_VALUE;
+    if (!p) return null_program("dropout");
+    if (!valid(p, &x, "dropout")) return CN_INVALID_VALUE;
     cn_op_params dp = {0};
     dp.rate = rate;
     return track(p, cn_g_op(&p->g, CN_OP_DROPOUT, 1, &x, &dp, NULL), NULL, salt ? salt : ++p->next_salt + 0x10000u);
@@ -199,7 +217,8 @@ cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt) {
 
 /* Sum over leading axes down to the trailing `keep` dims (the one reduction primitive). */
 cn_value cn_prog_sum_leading(cn_program *p, cn_value x, int keep) {
-    if (!p || !valid(p, &x, "sum")) return CN_INVALID_VALUE;
+    if (!p) return null_program("sum");
+    if (!valid(p, &x, "sum")) return CN_INVALID_VALUE;
     const cn_shape *s = &p->g.nodes[x].shape;
     cn_shape target = cn_shape_make(keep, s->d + (s->ndim - keep));
     return track(p, cn_g_op(&p->g, CN_OP_SUM_ROWS, 1, &x, NULL, &target), &target, 0);
@@ -207,7 +226,8 @@ cn_value cn_prog_sum_leading(cn_program *p, cn_value x, int keep) {
 
 cn_value cn_input(cn_program *p, const char *name, int ndim, const int64_t *shape, cn_dtype dt) {
     cn_shape spec, at1;
-    if (!p || !check_name(p, name, "input") || !user_shape(p, "input", name, ndim, shape, 1, &spec, &at1))
+    if (!p) return null_program("cn_input");
+    if (!check_name(p, name, "input") || !user_shape(p, "input", name, ndim, shape, 1, &spec, &at1))
         return CN_INVALID_VALUE;
     if (dt != CN_F32 && dt != CN_I32) {
         cn_errorf(CN_ERR_DTYPE, "input '%s': dtype %s (f32 or i32)", name, cn_dtype_name(dt));
@@ -227,7 +247,8 @@ cn_value cn_input(cn_program *p, const char *name, int ndim, const int64_t *shap
 
 cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shape, cn_init init, float scale,
                            int64_t fan_in, int64_t fan_out, const float *data) {
-    if (!p || !check_name(p, name, "parameter")) return CN_INVALID_VALUE;
+    if (!p) return null_program("cn_param");
+    if (!check_name(p, name, "parameter")) return CN_INVALID_VALUE;
     if ((unsigned)init > CN_INIT_CONSTANT) {
         cn_errorf(CN_ERR_INVALID_ARG, "parameter '%s': unknown initialiser %d", name, (int)init);
         return fail_status(p, CN_ERR_INVALID_ARG);
@@ -268,7 +289,8 @@ static void fans(const cn_shape *s, int64_t *fan_in, int64_t *fan_out) {
 
 cn_value cn_param(cn_program *p, const char *name, int ndim, const int64_t *shape, cn_init init, float scale) {
     cn_shape spec, at1;
-    if (!p || !user_shape(p, "parameter", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
+    if (!p) return null_program("cn_param");
+    if (!user_shape(p, "parameter", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
     int64_t fi, fo;
     fans(&spec, &fi, &fo);
     return cn_prog_param_add(p, name, &spec, init, scale, fi, fo, NULL);
@@ -276,7 +298,8 @@ cn_value cn_param(cn_program *p, const char *name, int ndim, const int64_t *shap
 
 cn_value cn_param_data(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data) {
     cn_shape spec, at1;
-    if (!p || !user_shape(p, "parameter", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
+    if (!p) return null_program("cn_param");
+    if (!user_shape(p, "parameter", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
     if (!data) {
         cn_errorf(CN_ERR_INVALID_ARG, "parameter '%s': data is NULL", name ? name : "?");
         return fail_status(p, CN_ERR_INVALID_ARG);
@@ -288,7 +311,8 @@ cn_value cn_param_data(cn_program *p, const char *name, int ndim, const int64_t 
 
 cn_value cn_constant(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data) {
     cn_shape spec, at1;
-    if (!p || !user_shape(p, "constant", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
+    if (!p) return null_program("cn_constant");
+    if (!user_shape(p, "constant", name ? name : "?", ndim, shape, 0, &spec, &at1)) return CN_INVALID_VALUE;
     if (!data) {
         cn_errorf(CN_ERR_INVALID_ARG, "constant '%s': data is NULL", name ? name : "?");
         return fail_status(p, CN_ERR_INVALID_ARG);
@@ -488,9 +512,10 @@ cn_status cn_program_clone(const cn_program *p, cn_program **out) {
         c->cap_params = p->n_params ? p->n_params : 1;
         c->cap_inputs = p->n_inputs ? p->n_inputs : 1;
         c->cap_outputs = p->n_outputs ? p->n_outputs : 1;
-        memcpy(c->spec, p->spec, (size_t)p->g.n * sizeof *c->spec);
-        memcpy(c->inputs, p->inputs, (size_t)p->n_inputs * sizeof *c->inputs);
-        memcpy(c->outputs, p->outputs, (size_t)p->n_outputs * sizeof *c->outputs);
+        /* An empty program's arrays are NULL, and memcpy from NULL is undefined even for 0 bytes. */
+        if (p->g.n) memcpy(c->spec, p->spec, (size_t)p->g.n * sizeof *c->spec);
+        if (p->n_inputs) memcpy(c->inputs, p->inputs, (size_t)p->n_inputs * sizeof *c->inputs);
+        if (p->n_outputs) memcpy(c->outputs, p->outputs, (size_t)p->n_outputs * sizeof *c->outputs);
         for (int i = 0; i < p->g.n && st == CN_OK; i++) {
             c->g.nodes[i] = p->g.nodes[i];
             c->g.nodes[i].const_data = NULL;

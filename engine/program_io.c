@@ -62,12 +62,15 @@ static void put_shape(words *b, const cn_shape *s) {
     for (int i = 0; i < s->ndim; i++) put_64(b, s->d[i]);
 }
 
-/* Every member of cn_op_params, in a fixed order: ints as words, floats as their bits. */
-#define PARAM_FIELDS(I, F)                                                                            \
-    I(trans_a) I(trans_b) I(kh) I(kw) I(sh) I(sw) I(ph) I(pw) I(perm[0]) I(perm[1]) I(perm[2])        \
-    I(perm[3]) I(perm[4]) I(perm[5]) I(epilogue) F(alpha) F(beta) F(rate) I(seed) F(lr) F(beta1)      \
-    F(beta2) F(eps) F(weight_decay) F(momentum) I(decoupled) I(nesterov) I(causal) I(variant) F(scale) \
-    F(fill)
+/* The members of cn_op_params a program builder can set, in a fixed order (ints as words,
+ * floats as their bits): the format does not follow the struct, whose other members (the
+ * optimizer's) belong to update graphs, never to templates; encode refuses a template that
+ * sets one of them, so nothing is dropped silently. */
+#define PARAM_FIELDS(I, F)                                                                        \
+    I(trans_a) I(trans_b) I(kh) I(kw) I(sh) I(sw) I(ph) I(pw) I(perm[0]) I(perm[1]) I(perm[2])    \
+    I(perm[3]) I(perm[4]) I(perm[5]) I(epilogue) F(alpha) F(beta) F(rate) I(seed) F(eps) I(causal) \
+    I(variant) F(scale) F(fill)
+#define PARAM_WORDS 24
 
 static void put_params(words *b, const cn_op_params *p) {
 #define W_I(f) put(b, (int32_t)p->f);
@@ -75,6 +78,16 @@ static void put_params(words *b, const cn_op_params *p) {
     PARAM_FIELDS(W_I, W_F)
 #undef W_I
 #undef W_F
+}
+
+/* 1 when the stored members are all of p (the rest zero), so decoding gives p back. */
+static int storable(const cn_op_params *p) {
+    cn_op_params q;
+    memset(&q, 0, sizeof q);
+#define C_I(f) q.f = p->f;
+    PARAM_FIELDS(C_I, C_I)
+#undef C_I
+    return memcmp(&q, p, sizeof q) == 0;
 }
 
 cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
@@ -91,6 +104,11 @@ cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
         put_shape(&b, &nd->shape);
         put_shape(&b, &sp->shape);
         put(&b, (int32_t)sp->salt), put(&b, sp->mean_of);
+        if (!storable(&nd->p)) {
+            free(b.w);
+            return cn_errorf(CN_ERR_UNSUPPORTED, "storing the program: node %d (%s) sets an op parameter the program "
+                             "section does not hold", i, cn_op_name(nd->op));
+        }
         put_params(&b, &nd->p);
         for (int64_t k = 0; nd->leaf == CN_LEAF_CONST && k < cn_shape_numel(&nd->shape); k++) put_f(&b, nd->const_data[k]);
     }
@@ -304,8 +322,8 @@ static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
     uint64_t seed = (uint64_t)get_64(r);
     uint32_t next_salt = (uint32_t)get(r);
     int32_t loss = get(r), n_nodes = get(r);
-    /* every node takes at least 40 words, so the count cannot ask for more than the file holds */
-    if (r->bad || n_nodes < 0 || n_nodes > (r->n - r->at) / 40) return bad(r, -1, "truncated or bad node count");
+    /* every node takes at least 9 + PARAM_WORDS words, so the count cannot ask for more than the file holds */
+    if (r->bad || n_nodes < 0 || n_nodes > (r->n - r->at) / (9 + PARAM_WORDS)) return bad(r, -1, "truncated or bad node count");
     /* The parameter records follow the nodes; find them first with a pass that only skips. */
     stored_param *sp = NULL;
     int n_sp = 0, next = 0;

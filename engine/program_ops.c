@@ -86,7 +86,11 @@ cn_value cn_op_sum(cn_program *p, cn_value x, int axis, int keepdims) { return r
 cn_value cn_op_mean(cn_program *p, cn_value x, int axis, int keepdims) { return reduce_axis(p, x, axis, keepdims, 1); }
 
 cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape) {
-    if (ndim < 1 || ndim > CN_MAX_DIMS || !shape) {
+    if (!shape) {
+        cn_errorf(CN_ERR_INVALID_ARG, "reshape: shape is NULL");
+        return cn_prog_fail(p, CN_ERR_INVALID_ARG);
+    }
+    if (ndim < 1 || ndim > CN_MAX_DIMS) {
         cn_errorf(CN_ERR_SHAPE, "reshape: %d dims (1..%d allowed)", ndim, CN_MAX_DIMS);
         return cn_prog_fail(p, CN_ERR_SHAPE);
     }
@@ -96,9 +100,12 @@ cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape
 
 cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm) {
     const cn_shape *s = shape_of(p, x);
+    if (s && !perm) {
+        cn_errorf(CN_ERR_INVALID_ARG, "transpose: perm is NULL");
+        return cn_prog_fail(p, CN_ERR_INVALID_ARG);
+    }
     cn_op_params prm = {0};
-    for (int i = 0; s && perm && i < s->ndim; i++) prm.perm[i] = perm[i];
-    if (s && !perm) prm.perm[0] = -1; /* rejected by the shape rule with its message */
+    for (int i = 0; s && i < s->ndim; i++) prm.perm[i] = perm[i];
     return cn_prog_op(p, CN_OP_TRANSPOSE, 1, &x, &prm);
 }
 
@@ -108,6 +115,19 @@ cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int 
     if (wsp && ws.ndim != 4) {
         char sb[96];
         cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %s must be [KH,KW,Cin,Cout]", cn_shape_str(&ws, sb, sizeof sb));
+        return cn_prog_fail(p, CN_ERR_SHAPE);
+    }
+    /* Checked here, in conv2d's terms: the lowering below would otherwise fail in its
+     * internal matmul and name that instead. */
+    const cn_shape *xsp = shape_of(p, x);
+    if (wsp && xsp && (xsp->ndim != 4 || xsp->d[3] != ws.d[2])) {
+        char s1[96], s2[96];
+        if (xsp->ndim != 4)
+            cn_errorf(CN_ERR_SHAPE, "conv2d: input %s must be [N,H,W,C] (NHWC)", cn_shape_str(xsp, s1, sizeof s1));
+        else
+            cn_errorf(CN_ERR_SHAPE, "conv2d: the input has %lld channels (%s) but the kernel %s expects %lld",
+                      (long long)xsp->d[3], cn_shape_str(xsp, s1, sizeof s1), cn_shape_str(&ws, s2, sizeof s2),
+                      (long long)ws.d[2]);
         return cn_prog_fail(p, CN_ERR_SHAPE);
     }
     int kh = wsp ? (int)ws.d[0] : 1, kw = wsp ? (int)ws.d[1] : 1;

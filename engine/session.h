@@ -59,6 +59,7 @@ struct cn_session {
     cn_sess_plan *last; /* plan of the latest run */
     cn_graph apply_g;
     cn_plan *apply;
+    cn_tensor *rate; /* the update's per-step block (ops.h, CN_RATE_*), written once per step */
     cn_sess_input *in;
     char *selected; /* per program output: computed by the plans */
     int chosen;     /* selected names outputs (cn_session_select_outputs), else every one whose inputs are fed */

@@ -15,6 +15,9 @@
  * constant) and their settings tensor keeps its length. */
 #define SCHEDULE_NAME "optimizer.schedule"
 #define SCHEDULE_LEN 4 /* schedule, warmup_steps, total_steps, min_lr (steps exact: CN_LR_MAX_STEPS) */
+/* Likewise, written only when clipping is on: checkpoints without it read as off. */
+#define CLIP_NAME "optimizer.clip"
+#define CLIP_LEN 2 /* clip_norm, clip_value */
 
 /* Optimizer state names: kind 1 is Adam's m / SGD's velocity, kind 2 Adam's v. */
 static void state_name(const cn_session *s, int i, int kind, char *buf, size_t cap) {
@@ -40,7 +43,7 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
                            const cn_ckpt_tensor *extra, int n_extra) {
     if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "saving a session: NULL argument");
     int np = s->prog->n_params, n = 0;
-    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 3 + n_extra), sizeof *ents);
+    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 4 + n_extra), sizeof *ents);
     void **host = calloc((size_t)(3 * np + 2), sizeof *host);
     cn_status st = ents && host ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging");
     for (int i = 0; i < np && st == CN_OK; i++)
@@ -72,6 +75,12 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
         snprintf(e->name, sizeof e->name, SCHEDULE_NAME);
         e->dtype = CN_F32, e->ndim = 1, e->shape[0] = SCHEDULE_LEN, e->data = schedule;
     }
+    float clip[CLIP_LEN] = {s->opt.clip_norm, s->opt.clip_value};
+    if (st == CN_OK && s->training && (clip[0] > 0.0f || clip[1] > 0.0f)) {
+        cn_ckpt_tensor *e = &ents[n++];
+        snprintf(e->name, sizeof e->name, CLIP_NAME);
+        e->dtype = CN_F32, e->ndim = 1, e->shape[0] = CLIP_LEN, e->data = clip;
+    }
     int n_host = n;
     for (int k = 0; k < n_extra && st == CN_OK; k++) ents[n++] = extra[k];
     if (st == CN_OK) {
@@ -98,7 +107,21 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
         return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: settings are for optimizer %g, the header says %u", path,
                          (double)v[0], meta->optimizer);
     out->lr = v[1], out->beta1 = v[2], out->beta2 = v[3], out->eps = v[4];
+    if (v[7] != 0.0f && v[7] != 1.0f)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: the nesterov flag in '%s' is %g; it must be 0 or 1", path,
+                         SETTINGS_NAME, (double)v[7]);
     out->weight_decay = v[5], out->momentum = v[6], out->nesterov = v[7] != 0.0f;
+    const cn_ckpt_tensor *cl = cn_ckpt_find(c, CLIP_NAME);
+    if (cl) {
+        const float *k = cl->data;
+        if (cl->dtype != CN_F32 || cl->ndim != 1 || cl->shape[0] != CLIP_LEN)
+            return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: '%s' is not f32[%d]", path, CLIP_NAME, CLIP_LEN);
+        for (int j = 0; j < CLIP_LEN; j++)
+            if (!(k[j] >= 0.0f) || !isfinite(k[j]))
+                return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: '%s' holds %s %g (must be finite and >= 0)", path,
+                                 CLIP_NAME, j ? "clip_value" : "clip_norm", (double)k[j]);
+        out->clip_norm = k[0], out->clip_value = k[1];
+    }
     const cn_ckpt_tensor *sc = cn_ckpt_find(c, SCHEDULE_NAME);
     if (!sc) return CN_OK; /* written without a schedule: constant */
     if (sc->dtype != CN_F32 || sc->ndim != 1 || sc->shape[0] != SCHEDULE_LEN)

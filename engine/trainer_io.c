@@ -58,6 +58,11 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
 static cn_status parse_model(const cn_ckpt *c, const char *path, cn_model **model) {
     char origin[512];
     snprintf(origin, sizeof origin, "%s (model)", path);
+    const char *text = cn_ckpt_get_meta(c)->model_text;
+    if (!text || !*text)
+        return cn_errorf(CN_ERR_FORMAT, "checkpoint %s holds no model description, only tensors (a session's "
+                         "checkpoint, cn_session_save): build the program in code and load it into a session with "
+                         "cn_session_load", path);
     return cn_model_parse(cn_ckpt_get_meta(c)->model_text, origin, model);
 }
 

@@ -69,14 +69,14 @@ typedef enum cn_cl_family {
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
     X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
-    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                        \
+    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
     X(GEMM, gemm_splitk_sum)                                                                   \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
-    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd) X(LASTAXIS, gelu_fwd_span) X(LASTAXIS, gelu_bwd_span) \
+    X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
@@ -133,6 +133,7 @@ typedef struct cn_cl_ctx {
     cn_mem_account *mem;  /* the engine's account for this device (NULL: not counted) */
 
     cl_program programs[CN_CL_FAM_COUNT];
+    int build_announced; /* the first-run compile notice was given (cl_program.c) */
     cl_kernel kernels[CN_K_COUNT];
     size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE (at most max_wg), 0 = not queried */
     size_t kernel_local[CN_K_COUNT]; /* 1 + the kernel's own __local bytes, 0 = not queried */
@@ -194,7 +195,6 @@ void cn_cl_programs_release(cn_cl_ctx *c);
 /* The disk cache directory (CLNET_CACHE_DIR, else the user's cache dir); 0 when disabled. */
 int cn_cl_cache_dir(char *buf, size_t cap);
 int cn_cl_mkdir_p(const char *path);
-uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* ---- launching (cl_launch.c) ---- */
 typedef struct cn_cl_arg {

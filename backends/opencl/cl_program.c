@@ -71,21 +71,11 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- hashing: FNV-1a 64 ---- */
-uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001B3ULL;
-    }
-    return h;
-}
-#define FNV_OFFSET 0xCBF29CE484222325ULL
-
+/* ---- hashing: the engine's FNV-1a (cn_fnv1a, internal.h) ---- */
 /* Each field is followed by a NUL so that ("ab","c") and ("a","bc") differ. */
 static uint64_t fnv1a_field(uint64_t h, const char *s, size_t n) {
-    h = cn_cl_fnv1a(h, s, n);
-    return cn_cl_fnv1a(h, "", 1);
+    h = cn_fnv1a(h, s, n);
+    return cn_fnv1a(h, "", 1);
 }
 
 static const cn_cl_source *find_source(const char *name) {
@@ -129,8 +119,8 @@ typedef struct cache_binding {
 _Static_assert(sizeof(cache_binding) == 16, "cache binding layout");
 
 int cn_cl_cache_dir(char *buf, size_t cap) {
-    const char *on = getenv("CLNET_CACHE");
-    if (on && strcmp(on, "0") == 0) return 0;
+    int on = 1;
+    if (cn_env_flag("CLNET_CACHE", 1, &on) != CN_OK || !on) return 0; /* a bad value fails the device's open */
     const char *d = getenv("CLNET_CACHE_DIR");
     int n;
     if (d && *d) n = snprintf(buf, cap, "%s", d);
@@ -181,7 +171,7 @@ static unsigned char *cache_load(const char *path, uint64_t key, uint64_t source
         goto bad;
     data = malloc(h.length);
     if (!data || fread(data, 1, h.length, f) != h.length) goto bad;
-    if (cn_cl_fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
+    if (cn_fnv1a(CN_FNV_OFFSET, data, h.length) != h.checksum) goto bad;
     memcpy(&b, data, sizeof b);
     if (b.key != key || b.source_hash != source_hash) goto bad;
     fclose(f);
@@ -195,11 +185,22 @@ bad:
     return NULL;
 }
 
+/* A cache directory that cannot be used costs every later run the full compile: warn, once
+ * per process, naming the directory and where it came from. */
+static void cache_dir_unusable(const char *dir, int err) {
+    static int warned;
+    if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED)) return;
+    const char *env = getenv("CLNET_CACHE_DIR");
+    cn_log(CN_LOG_WARN, "OpenCL kernel cache: cannot use %s%s: %s; compiled kernels are not kept, so every run compiles "
+           "them again (set CLNET_CACHE_DIR to a writable directory, or CLNET_CACHE=0)", dir,
+           env && *env ? " (CLNET_CACHE_DIR)" : "", strerror(err));
+}
+
 /* Temp file + rename, so a concurrent reader sees the old entry or the whole new one. */
 static void cache_store(const char *dir, const char *path, uint64_t key, uint64_t source_hash, const unsigned char *bin,
                         size_t len) {
-    if (cn_cl_mkdir_p(dir) != 0) {
-        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot create %s: %s", dir, strerror(errno));
+    if (cn_cl_mkdir_p(dir) != 0 || access(dir, W_OK) != 0) {
+        cache_dir_unusable(dir, errno);
         return;
     }
     static unsigned counter;
@@ -211,7 +212,7 @@ static void cache_store(const char *dir, const char *path, uint64_t key, uint64_
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        cn_log(CN_LOG_DEBUG, "OpenCL cache: cannot write %s: %s", tmp, strerror(errno));
+        cache_dir_unusable(dir, errno);
         if (fd >= 0) {
             close(fd);
             remove(tmp);
@@ -226,7 +227,7 @@ static void cache_store(const char *dir, const char *path, uint64_t key, uint64_
     h.header_bytes = sizeof h;
     h.key = key;
     h.length = sizeof b + len;
-    h.checksum = cn_cl_fnv1a(cn_cl_fnv1a(FNV_OFFSET, &b, sizeof b), bin, len);
+    h.checksum = cn_fnv1a(cn_fnv1a(CN_FNV_OFFSET, &b, sizeof b), bin, len);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&b, sizeof b, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
@@ -313,6 +314,20 @@ static int has_kernels(cl_program prog, cn_cl_family fam) {
     return 1;
 }
 
+/* A cold cache costs seconds to minutes of silence on a CPU driver (POCL compiles each kernel
+ * to native code); say so once per device, at the first program not found in the cache. It
+ * is a warning so that the CLI's default level shows it; warm runs never print it. */
+static void announce_build(cn_cl_ctx *c, const char *dir) {
+    if (c->build_announced) return;
+    c->build_announced = 1;
+    if (dir)
+        cn_log(CN_LOG_WARN, "compiling OpenCL kernels for '%s', first run only (they are cached in %s)", c->dev_name,
+               dir);
+    else
+        cn_log(CN_LOG_WARN, "compiling OpenCL kernels for '%s' (the kernel cache is off: every run compiles)",
+               c->dev_name);
+}
+
 static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     const char *file = family_files[fam];
     const cn_cl_source *common = find_source("common.h.cl"), *src = find_source(file);
@@ -321,7 +336,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     char options[CN_CL_OPTIONS_MAX + 256]; /* ours take < 128 bytes */
     family_options(c, fam, options, sizeof options);
 
-    uint64_t key = FNV_OFFSET;
+    uint64_t key = CN_FNV_OFFSET;
     char fmt[32];
     snprintf(fmt, sizeof fmt, "clnet-cl-cache-%u", CN_CL_CACHE_FORMAT);
     key = fnv1a_field(key, fmt, strlen(fmt));
@@ -333,7 +348,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     key = fnv1a_field(key, common->text, common->length);
     key = fnv1a_field(key, src->text, src->length);
     key = fnv1a_field(key, options, strlen(options));
-    uint64_t source_hash = fnv1a_field(fnv1a_field(FNV_OFFSET, common->text, common->length), src->text, src->length);
+    uint64_t source_hash = fnv1a_field(fnv1a_field(CN_FNV_OFFSET, common->text, common->length), src->text, src->length);
 
     char dir[4096], path[4200];
     int disk = cn_cl_cache_dir(dir, sizeof dir);
@@ -360,6 +375,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
         count_build(dt, 1);
         cn_log(CN_LOG_DEBUG, "OpenCL: %s for '%s' loaded from cache in %.3f s (hit %s)", file, c->dev_name, dt, path);
     } else {
+        announce_build(c, disk ? dir : NULL);
         CN_TRY(build_from_source(c, file, common, src, options, &prog));
         double dt = now_seconds() - t0, ds = 0;
         if (disk) {

@@ -69,7 +69,49 @@ static uLong crc_update(uLong crc, const uint8_t *p, size_t n) {
     return crc;
 }
 
-/* ---- validation shared by save and encode ---- */
+/* ---- validation shared by save, encode and load ---- */
+
+/* Index of the first NaN or infinity among n elements of dtype dt, or -1. Weights and
+ * optimizer state are finite in any model worth keeping; a non-finite one would only
+ * propagate NaN through every later step. Checked on the bits, host order. */
+static int64_t ck_first_nonfinite(uint32_t dt, const void *data, size_t nbytes) {
+    if (dt == CN_F32) {
+        const uint8_t *p = data;
+        for (size_t i = 0; i + 4 <= nbytes; i += 4) {
+            uint32_t u;
+            memcpy(&u, p + i, 4);
+            if ((u & 0x7f800000u) == 0x7f800000u) return (int64_t)(i / 4);
+        }
+    } else if (dt == CN_F16) {
+        const uint8_t *p = data;
+        for (size_t i = 0; i + 2 <= nbytes; i += 2) {
+            uint16_t u;
+            memcpy(&u, p + i, 2);
+            if ((u & 0x7c00u) == 0x7c00u) return (int64_t)(i / 2);
+        }
+    }
+    return -1;
+}
+
+/* The header fields any reader relies on: an epoch count is not negative, and the step count
+ * leaves room for the steps that follow (the session adds 1 per step and the schedule reads
+ * it as a signed count). Named, because the CRC cannot catch a file crafted to be valid. */
+#define CK_MAX_STEP ((uint64_t)INT64_MAX - 1)
+static cn_status ck_meta_check(cn_status code, int32_t epoch, uint64_t step, const char *origin) {
+    if (epoch < 0) return cn_errorf(code, "%s: field 'epoch' is %d; an epoch count cannot be negative", origin, epoch);
+    if (step > CK_MAX_STEP)
+        return cn_errorf(code, "%s: field 'step' is %llu, beyond the largest step count %llu", origin,
+                         (unsigned long long)step, (unsigned long long)CK_MAX_STEP);
+    return CN_OK;
+}
+
+static cn_status ck_values_check(cn_status code, const cn_ckpt_tensor *t, size_t nbytes, const char *origin) {
+    int64_t bad = ck_first_nonfinite((uint32_t)t->dtype, t->data, nbytes);
+    if (bad >= 0)
+        return cn_errorf(code, "%s: tensor '%s' holds a non-finite value (NaN or infinity) at element %lld",
+                         origin, t->name, (long long)bad);
+    return CN_OK;
+}
 
 static int cmp_names(const void *a, const void *b) {
     const char *const *x = a, *const *y = b;
@@ -103,9 +145,13 @@ static cn_status ck_validate(const cn_ckpt_meta *meta, const cn_ckpt_tensor *ten
         return cn_errorf(CN_ERR_INVALID_ARG, "invalid tensor list (count %d)", count);
     if (meta->model_text && strlen(meta->model_text) > UINT32_MAX)
         return cn_errorf(CN_ERR_INVALID_ARG, "model text longer than 4 GiB");
+    /* What the reader refuses is never written: a save cannot replace a good file by one
+     * that will not load (a diverged run keeps its last finite checkpoint). */
+    CN_TRY(ck_meta_check(CN_ERR_INVALID_ARG, meta->epoch, meta->step, "checkpoint"));
     for (int i = 0; i < count; i++) {
         size_t nb;
         CN_TRY(ck_tensor_bytes(&tensors[i], i, &nb));
+        CN_TRY(ck_values_check(CN_ERR_INVALID_ARG, &tensors[i], nb, "checkpoint"));
     }
     if (count < 2) return CN_OK;
     /* Sorting the names finds duplicates in n log n, whatever the count. */
@@ -448,7 +494,12 @@ static cn_status r_tensor(ck_reader *r, int i, cn_ckpt_tensor *t) {
     if (!host_is_le()) swap_elems(data, (size_t)nbytes, es);
     t->data = data;
     r->pos += (size_t)nbytes;
-    return CN_OK;
+    cn_status s = ck_values_check(CN_ERR_FORMAT, t, (size_t)nbytes, r->origin);
+    if (s != CN_OK) {
+        free(data); /* not counted yet, so cn_ckpt_free would not release it */
+        t->data = NULL;
+    }
+    return s;
 }
 
 static cn_status ck_parse_body(ck_reader *r, cn_ckpt *c) {
@@ -470,6 +521,7 @@ static cn_status ck_parse_body(ck_reader *r, cn_ckpt *c) {
     c->meta.model_text = c->text;
     c->meta.optimizer = opt;
     c->meta.epoch = (int32_t)epoch;
+    CN_TRY(ck_meta_check(CN_ERR_FORMAT, c->meta.epoch, c->meta.step, r->origin));
 
     CN_TRY(r_u32(r, "tensor count", &count));
     /* Bound the count by the smallest possible tensor record before allocating for it. */

@@ -99,11 +99,24 @@ cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, s
     *len = 0;
     if (!path || !*path) return cn_errorf(CN_ERR_INVALID_ARG, "no file name given");
 
-    FILE *f = fopen(path, "rb");
-    if (!f) return open_failed(path);
+    /* O_NONBLOCK for the open only: a FIFO nobody writes to would otherwise block it forever.
+     * Reading then blocks again as usual, so a pipe with a live writer is read to its end,
+     * and one without a writer reads as empty at once (reported below). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return open_failed(path);
+    int fl = fcntl(fd, F_GETFL);
+    FILE *f = fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return open_failed(path);
+    }
     size_t cap = 64 * 1024;
     struct stat st;
+    int fifo = 0;
     if (fstat(fileno(f), &st) == 0) {
+        fifo = S_ISFIFO(st.st_mode);
         if (S_ISDIR(st.st_mode)) {
             fclose(f);
             errno = EISDIR;
@@ -120,6 +133,12 @@ cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, s
     }
     cn_status s = read_all(f, path, cap, max_bytes, buf, len);
     fclose(f);
+    if (s == CN_OK && fifo && *len == 0) {
+        free(*buf);
+        *buf = NULL;
+        return cn_errorf(CN_ERR_IO, "%s is a FIFO with no writer: nothing to read (start the writer first, or give a "
+                         "regular file)", path);
+    }
     return s;
 }
 

@@ -2,7 +2,9 @@
  *
  * Conventions of this header:
  * - Every entry point returns cn_status; on failure cn_last_error() holds a message
- *   (thread-local) naming the file, device, shape or OpenCL error involved.
+ *   (thread-local) naming the file, device, shape or OpenCL error involved. Bytes quoted from
+ *   files, checkpoints or the environment appear with control bytes, C1 controls and invalid
+ *   UTF-8 escaped as \xNN (log messages too), so a message is safe to print on a terminal.
  * - Handles are opaque. A create, open or load call hands ownership to the caller, who
  *   releases it with the matching free or release call. Getters return borrowed pointers that
  *   live as long as the handle they came from.
@@ -207,14 +209,8 @@ int64_t cn_tensor_dim(const cn_tensor *t, int axis);
 int64_t cn_tensor_numel(const cn_tensor *t);
 cn_dtype cn_tensor_dtype(const cn_tensor *t);
 cn_device *cn_tensor_device(const cn_tensor *t);
-
-/* Eager ops on tensors (each runs one graph node on the tensors' device). Inputs on
- * different devices fail with CN_ERR_DEVICE_MISMATCH naming both. */
-cn_status cn_add(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_mul(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_matmul(cn_tensor *a, cn_tensor *b, int trans_a, int trans_b, cn_tensor **out);
-cn_status cn_relu(cn_tensor *x, cn_tensor **out);
-cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
+/* Tensors hold data on a device; computation on them is a program run by a session (below),
+ * which plans every op for its device once. There are no eager ops on tensors. */
 
 /* ---- programs: graphs built through the public API ----
  *
@@ -231,6 +227,9 @@ cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
  * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
  * the next call fail too, so a builder can check once, at the end, with
  * cn_program_status() (every session create also refuses a program that holds an error).
+ * The status recorded is the failure's own: CN_ERR_DTYPE for a dtype an op does not take,
+ * CN_ERR_SHAPE for shapes, CN_ERR_INVALID_ARG for NULL shapes, perms and names. A call on a
+ * NULL program has nowhere to record: it leaves its message in cn_last_error().
  *
  * Shapes: a dimension of -1 in an input is the batch (CN_BATCH), fixed per run by the data
  * fed. Reshape takes at most one -1 ("whatever is left"). Every op checks its shapes when
@@ -389,6 +388,15 @@ typedef struct cn_optimizer_config {
     int64_t warmup_steps;    /* 0 (at most CN_LR_MAX_STEPS) */
     int64_t total_steps;     /* COSINE: where it reaches min_lr (> warmup_steps, <= CN_LR_MAX_STEPS) */
     float min_lr;            /* COSINE: 0 (< lr) */
+    /* Gradient clipping, on the device, with no host sync; both 0 (off) by default. With
+     * clip_norm > 0 every gradient is multiplied by min(1, clip_norm / (norm + 1e-6)), norm
+     * being the global L2 norm of all the session's gradients as the update reads them (after
+     * the hook), as PyTorch's clip_grad_norm_. With clip_value > 0 each gradient element is
+     * then clamped to [-clip_value, clip_value] (clip_grad_value_). Both act before weight
+     * decay is added. Each must be finite and >= 0 (CN_ERR_INVALID_ARG otherwise); a NaN
+     * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
+    float clip_norm;
+    float clip_value;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
@@ -437,7 +445,10 @@ cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, 
 cn_status cn_session_compute_gradients(cn_session *s);
 cn_status cn_session_apply_gradients(cn_session *s);
 typedef cn_status (*cn_grad_hook)(cn_session *s, void *user);
-/* Called by cn_session_run between the gradients and the update (NULL: none). */
+/* Called by cn_session_run between the gradients and the update (NULL: none). A hook that
+ * fails makes cn_session_run return its status, before any update; cn_last_error() then
+ * carries the message the hook's own failing call left (a hook that calls no clnet function
+ * leaves none, and the message says so). */
 cn_status cn_session_set_grad_hook(cn_session *s, cn_grad_hook fn, void *user);
 /* The persistent gradient tensor of a parameter (borrowed; valid while s lives). Parameters
  * the loss does not depend on have a zero gradient and are not updated. */
@@ -604,6 +615,10 @@ void cn_model_input_shape(const cn_model *m, int *h, int *w, int *c);
 /* A token model's context and vocabulary (0 for an image model). */
 int64_t cn_model_context(const cn_model *m);
 int64_t cn_model_vocab(const cn_model *m);
+/* 1 when a token model is causal: no position's output depends on a later position (every
+ * attention layer is causal, and no layer pools the positions). 0 otherwise, and for an image
+ * model or NULL. A non-causal model trained to predict the next byte sees that byte. */
+int cn_model_causal(const cn_model *m);
 int64_t cn_model_num_params(const cn_model *m);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
@@ -674,7 +689,9 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
                                      int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once: its model and an inference session of the model's program (the
  * classifier program below, with the loss it was trained with) on dev, weights loaded; its
- * epoch and optimizer step count (either pointer may be NULL). */
+ * epoch and optimizer step count (either pointer may be NULL). CN_ERR_FORMAT when the file
+ * holds no model description (cn_session_save writes tensors only: load those with
+ * cn_session_load into a session of a program built in code). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */

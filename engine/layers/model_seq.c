@@ -155,3 +155,14 @@ cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, 
     }
     return CN_OK;
 }
+
+/* Only attention moves information between positions, except the layers that pool every
+ * position into one vector; a model with either sees later bytes from earlier positions. */
+int cn_model_causal(const cn_model *m) {
+    if (!m || m->in_form != CN_FORM_IDS) return 0;
+    for (int i = 0; i < m->n; i++) {
+        const cn_layer *l = &m->layers[i];
+        if ((l->kind == CN_L_ATTENTION && !l->causal) || l->kind == CN_L_FLATTEN || l->kind == CN_L_MEAN_TOKENS) return 0;
+    }
+    return 1;
+}

@@ -4,6 +4,7 @@
 #include "tcheck.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -96,14 +97,14 @@ static void test_round_trip(void) {
     free(file);
     tc_end();
 
-    tc_begin("empty checkpoint, NULL model text, negative epoch");
-    cn_ckpt_meta e = {NULL, 0, -1, 0, 0};
+    tc_begin("empty checkpoint, NULL model text, epoch 0");
+    cn_ckpt_meta e = {NULL, 0, 0, 0, 0};
     CHECK_OK(cn_ckpt_save(path, &e, NULL, 0));
     c = NULL;
     CHECK_OK(cn_ckpt_load(path, &c));
     if (c) {
         CHECK(cn_ckpt_count(c) == 0 && strcmp(cn_ckpt_get_meta(c)->model_text, "") == 0);
-        CHECK(cn_ckpt_get_meta(c)->epoch == -1);
+        CHECK(cn_ckpt_get_meta(c)->epoch == 0);
         CHECK(cn_ckpt_find(c, "x") == NULL);
     }
     cn_ckpt_free(c);
@@ -208,6 +209,14 @@ static void b_header(bld *b, uint32_t version, const char *text, uint32_t text_l
     b_bytes(b, text, strlen(text));
     b_u32(b, count);
 }
+/* A header with the given epoch and step, model "m", count tensors to follow. */
+static void b_header_meta(bld *b, uint32_t epoch, uint64_t step, uint32_t count) {
+    b->n = 0;
+    b_bytes(b, "CLNETCKP", 8);
+    b_u32(b, 1);
+    b_u32(b, 0), b_u32(b, epoch), b_u64(b, step), b_u64(b, 3);
+    b_u32(b, 1), b_bytes(b, "m", 1), b_u32(b, count);
+}
 static void b_tensor(bld *b, uint32_t name_len, const char *name, uint32_t dtype, uint32_t ndim, const uint64_t *dims,
                      uint64_t nbytes, size_t data_len) {
     b_u32(b, name_len);
@@ -290,6 +299,71 @@ static void test_structure(void) {
     expect_bad(&b, "duplicate names", CN_ERR_FORMAT, "duplicate tensor name 'w'");
     b_header(&b, 1, "m", 1, 1), b_tensor(&b, 1, "w", 0, 1, d1, 4, 4), b_u32(&b, 0), b_crc(&b);
     expect_bad(&b, "bytes after the last tensor", CN_ERR_FORMAT, "4 unexpected bytes after the last tensor");
+
+    /* Crafted: every byte well formed and the CRC right, but a field no save writes. */
+    b_header_meta(&b, 1, UINT64_MAX, 0), b_crc(&b);
+    expect_bad(&b, "step 2^64-1", CN_ERR_FORMAT, "field 'step' is 18446744073709551615");
+    b_header_meta(&b, 1, (uint64_t)INT64_MAX, 0), b_crc(&b);
+    expect_bad(&b, "step 2^63-1", CN_ERR_FORMAT, "field 'step'");
+    b_header_meta(&b, (uint32_t)-1, 2, 0), b_crc(&b);
+    expect_bad(&b, "negative epoch", CN_ERR_FORMAT, "field 'epoch' is -1");
+    b_header_meta(&b, 0x80000000u, 2, 0), b_crc(&b);
+    expect_bad(&b, "epoch INT32_MIN", CN_ERR_FORMAT, "field 'epoch' is -2147483648");
+    b_header_meta(&b, 5, (uint64_t)INT64_MAX - 1, 0), b_crc(&b);
+    tc_begin("the largest step and epoch accepted (control)");
+    c = NULL;
+    CHECK_OK(cn_ckpt_parse(b.b, b.n, "built", &c));
+    CHECK(c && cn_ckpt_get_meta(c)->step == (uint64_t)INT64_MAX - 1 && cn_ckpt_get_meta(c)->epoch == 5);
+    cn_ckpt_free(c);
+    tc_end();
+    static const struct {
+        const char *name;
+        uint32_t dtype, bits;
+        size_t size;
+    } nonfinite[] = {{"f32 NaN", CN_F32, 0x7fc00000u, 4},  {"f32 +inf", CN_F32, 0x7f800000u, 4},
+                     {"f32 -inf", CN_F32, 0xff800000u, 4}, {"f32 signalling NaN", CN_F32, 0x7f800001u, 4},
+                     {"f16 +inf", CN_F16, 0x7c00u, 2},     {"f16 NaN", CN_F16, 0x7e00u, 2}};
+    uint64_t d3[1] = {3};
+    for (size_t k = 0; k < sizeof nonfinite / sizeof nonfinite[0]; k++) {
+        size_t es = nonfinite[k].size;
+        b_header_meta(&b, 1, 2, 1), b_tensor(&b, 1, "w", nonfinite[k].dtype, 1, d3, 3 * es, 3 * es);
+        for (size_t i = 0; i < es; i++) b.b[b.n - es + i] = (uint8_t)(nonfinite[k].bits >> (8 * i)); /* element 2 */
+        b_crc(&b);
+        char what[64];
+        snprintf(what, sizeof what, "non-finite weight: %s", nonfinite[k].name);
+        expect_bad(&b, what, CN_ERR_FORMAT, "tensor 'w' holds a non-finite value (NaN or infinity) at element 2");
+    }
+    /* i32 bits that would be NaN as floats are just integers */
+    b_header_meta(&b, 1, 2, 1), b_tensor(&b, 1, "n", CN_I32, 1, d1, 4, 4);
+    b.b[b.n - 4] = 0x00, b.b[b.n - 3] = 0x00, b.b[b.n - 2] = 0xc0, b.b[b.n - 1] = 0x7f, b_crc(&b);
+    tc_begin("i32 with NaN's bits is accepted (control)");
+    c = NULL;
+    CHECK_OK(cn_ckpt_parse(b.b, b.n, "built", &c));
+    cn_ckpt_free(c);
+    tc_end();
+}
+
+/* The optimizer settings a session stores: a nesterov flag other than 0 or 1 is a crafted
+ * file (a CRC-valid one, so only this check can tell), refused naming the field. */
+static void test_settings_fields(void) {
+    const char *path = tc_path("nesterov.ckpt");
+    float settings[8] = {(float)CN_OPT_SGD, 0.1f, 0.9f, 0.999f, 1e-8f, 0.0f, 0.9f, 7.0f};
+    cn_ckpt_tensor t;
+    memset(&t, 0, sizeof t);
+    strcpy(t.name, "optimizer.settings");
+    t.dtype = CN_F32, t.ndim = 1, t.shape[0] = 8, t.data = settings;
+    cn_ckpt_meta m = {"input 4\ndense 2\n", (uint32_t)CN_OPT_SGD, 1, 10, 0};
+    cn_train_config cfg;
+    tc_begin("nesterov flag 7 is refused naming the field");
+    CHECK_OK(cn_ckpt_save(path, &m, &t, 1));
+    CHECK_ERR(cn_checkpoint_read_config(path, &cfg), CN_ERR_FORMAT, "nesterov flag in 'optimizer.settings' is 7");
+    tc_end();
+    tc_begin("nesterov flag 1 is read (control)");
+    settings[7] = 1.0f;
+    CHECK_OK(cn_ckpt_save(path, &m, &t, 1));
+    CHECK_OK(cn_checkpoint_read_config(path, &cfg));
+    CHECK(cfg.opt.nesterov == 1 && cfg.opt.kind == CN_OPT_SGD);
+    tc_end();
 }
 
 static void test_save_validation(void) {
@@ -321,6 +395,18 @@ static void test_save_validation(void) {
     memcpy(bad, t, sizeof bad);
     bad[1].data = NULL;
     CHECK_ERR(cn_ckpt_save(path, &m, bad, n), CN_ERR_INVALID_ARG, "NULL data");
+    /* what load refuses is never written */
+    cn_ckpt_meta bm = m;
+    bm.epoch = -1;
+    CHECK_ERR(cn_ckpt_save(path, &bm, t, n), CN_ERR_INVALID_ARG, "field 'epoch' is -1");
+    bm = m, bm.step = UINT64_MAX;
+    CHECK_ERR(cn_ckpt_save(path, &bm, t, n), CN_ERR_INVALID_ARG, "field 'step'");
+    float nanw[6];
+    memcpy(nanw, w1, sizeof nanw);
+    nanw[4] = NAN;
+    memcpy(bad, t, sizeof bad);
+    bad[0].data = nanw;
+    CHECK_ERR(cn_ckpt_save(path, &m, bad, n), CN_ERR_INVALID_ARG, "tensor 'conv2d_1.weight' holds a non-finite value");
     CHECK_ERR(cn_ckpt_save(path, NULL, t, n), CN_ERR_INVALID_ARG, NULL);
     CHECK_ERR(cn_ckpt_save(path, &m, NULL, 2), CN_ERR_INVALID_ARG, NULL);
     CHECK_ERR(cn_ckpt_save(path, &m, t, -1), CN_ERR_INVALID_ARG, NULL);
@@ -494,6 +580,7 @@ int main(void) {
     test_stale_temps();
     test_corruption();
     test_structure();
+    test_settings_fields();
     test_save_validation();
     test_failed_saves();
     return tc_finish();

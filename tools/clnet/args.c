@@ -38,7 +38,7 @@ int args_parse_u64(const char *s, uint64_t *out) {
     if (!s || *s < '0' || *s > '9') return -1; /* no sign, no space: strtoull accepts "-1" */
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, 10); /* decimal, like every other integer flag: 010 is ten */
     if (errno || *end) return -1;
     *out = (uint64_t)v;
     return 0;

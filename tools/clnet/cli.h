@@ -72,6 +72,17 @@ void cli_release_devices(cn_device **devs, int n);
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
                               cn_session **session, const char *output, int *epoch, uint64_t *step);
 
+/* Finds a model file shipped with clnet ("seed_cnn.net"): models/NAME under the working
+ * directory (a checkout), then <prefix>/share/clnet/models beside an installed binary
+ * (bin/../share), the configured install directory, and the source tree of a build tree's
+ * binary. Returns buf holding the path, or NULL with the places tried in buf. */
+const char *cli_shipped_model(const char *name, char *buf, size_t cap);
+
+/* Warns (once per call) when a token model is not causal: trained on --text to predict the
+ * next byte, it sees that byte, and what it generates is not what its loss promises. what
+ * names the model (a file) in the message. */
+void cli_warn_if_not_causal(const cn_model *m, const char *what);
+
 /* Loads split ("train" or "t10k") of the dataset in dir (NULL: the default directory) and
  * checks that its images fit the model. On failure prints the error (naming the directory)
  * and returns EXIT_ERROR with *ds zeroed; else EXIT_OK. */

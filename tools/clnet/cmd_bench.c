@@ -32,7 +32,8 @@ void help_bench(void) {
            "\n"
            "Options:\n"
            "  --device SEL   measure this device (repeatable)\n"
-           "  --model MODEL  model file (default models/seed_cnn.net)\n"
+           "  --model MODEL  model file (default: the shipped seed_cnn.net, from ./models, the\n"
+           "                 install's share/clnet/models or the build's source tree)\n"
            "  --data DIR     dataset directory (default " CN_DATASET_DEFAULT_DIR ")\n"
            "  --steps N      timed training steps per device (default 100)\n"
            "  --json FILE    also write the results as a JSON array\n");
@@ -107,7 +108,9 @@ static int run_child(const char *sel, const char *model_path, const char *data, 
     cn_status st = cli_open_device(sel, &dev);
     if (st == CN_OK) st = cn_model_load_file(model_path, &m);
     if (st != CN_OK) return cli_error(st);
-    if (cli_load_dataset(data, "train", (steps + 10) * 64, m, &ds) != EXIT_OK) return EXIT_ERROR;
+    /* batches for the warm-up and the timed steps, and at least the 20 the inference timing reads */
+    int64_t batches = steps + 10 > 20 ? steps + 10 : 20;
+    if (cli_load_dataset(data, "train", batches * 64, m, &ds) != EXIT_OK) return EXIT_ERROR;
     st = infer_session_peak(m, dev, ds.images, &r.infer_session_mib);
     if (st == CN_OK) st = cn_trainer_create(m, dev, NULL, &t);
     size_t px = (size_t)cn_model_input_size(m);
@@ -207,7 +210,7 @@ static double field(const char *json, const char *key) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = "models/seed_cnn.net", *data = NULL, *json = NULL;
+    const char *model = NULL, *data = NULL, *json = NULL;
     const char *devices[16];
     int n_dev = 0, child = 0;
     int64_t steps = 100;
@@ -229,6 +232,9 @@ int cmd_bench(int argc, char **argv) {
     int np;
     int r = args_parse(&bench_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+    char shipped[4096];
+    if (!model && !(model = cli_shipped_model("seed_cnn.net", shipped, sizeof shipped)))
+        return cli_errorf("cannot find the shipped model seed_cnn.net (looked in %s); give --model FILE", shipped);
     if (child) return run_child(dev_opt, model, data, steps);
     if (n_dev == 0) {
         int n = 0;

@@ -98,6 +98,13 @@ int cmd_generate(int argc, char **argv) {
                         "of a token model trained with 'clnet train MODEL --text FILE'", ckpt, h, w, c);
         goto done;
     }
+    if (vocab > 256) {
+        /* the window and the output hold bytes: ids of 256 and above have no byte to be */
+        rc = cli_errorf("%s's vocabulary has %lld tokens; generate reads and writes one byte per token, so it "
+                        "needs a vocabulary of at most 256", ckpt, (long long)vocab);
+        goto done;
+    }
+    cli_warn_if_not_causal(model, ckpt);
     if ((int64_t)len > context) {
         rc = cli_errorf("the prompt is %zu bytes, longer than the model's context of %lld bytes", len, (long long)context);
         goto done;

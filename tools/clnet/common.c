@@ -168,6 +168,31 @@ cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **
     return st;
 }
 
+const char *cli_shipped_model(const char *name, char *buf, size_t cap) {
+    char exe[4096], dirs[4][4200];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(dirs[0], sizeof dirs[0], "models");
+    snprintf(dirs[1], sizeof dirs[1], "%s/../share/clnet/models", exe[0] ? exe : ".");
+    snprintf(dirs[2], sizeof dirs[2], "%s", CLNET_MODELS_INSTALL_DIR);
+    snprintf(dirs[3], sizeof dirs[3], "%s", CLNET_MODELS_SOURCE_DIR);
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, cap, "%s/%s", dirs[i], name);
+        if (access(buf, R_OK) == 0) return buf;
+    }
+    snprintf(buf, cap, "./models, %s, %s, %s", dirs[1], dirs[2], dirs[3]);
+    return NULL;
+}
+
+void cli_warn_if_not_causal(const cn_model *m, const char *what) {
+    if (!cn_model_vocab(m) || cn_model_causal(m)) return;
+    cli_warnf("%s is not a causal model: each position's output sees the bytes after it, so a next-byte loss "
+             "reads the answer (a low validation loss, poor generated text); mark its attention or transformer "
+             "layers 'causal'", what);
+}
+
 int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn_model *m, cn_dataset *ds) {
     if (!dir || !*dir) dir = CN_DATASET_DEFAULT_DIR;
     memset(ds, 0, sizeof *ds);
