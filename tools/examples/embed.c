@@ -6,8 +6,9 @@
  *   embed DEVICE use CKPT    knows nothing of that code: it loads the program from the file,
  *                            discovers its inputs and outputs, predicts with the
  *                            probabilities alone (fed no labels), then fine-tunes from the
- *                            checkpoint's weights with fresh optimizer state until every
- *                            point is right, and predicts again.
+ *                            checkpoint's weights with fresh optimizer state and gradients
+ *                            clipped by global norm until every point is right, and
+ *                            predicts again.
  *
  *   cc embed.c $(pkg-config --cflags --libs clnet) -o embed
  *   ./embed omp make xor.ckpt && ./embed omp use xor.ckpt
@@ -140,10 +141,12 @@ static int use(cn_device *dev, const char *path) {
     printf("before fine-tuning: %d of %d right\n", before, N);
     cn_session_free(s);
 
-    /* fine-tune: the program's parameters start from the checkpoint, the optimizer afresh */
+    /* fine-tune: the program's parameters start from the checkpoint, the optimizer afresh,
+     * gradients clipped to a global norm of 1 on the device */
     cn_optimizer_config opt;
     cn_optimizer_config_default(&opt, CN_OPT_ADAM);
     opt.lr = 0.05f;
+    opt.clip_norm = 1.0f;
     cn_session *t;
     TRY(cn_session_create_training(p, dev, &opt, &t));
     TRY(cn_session_feed(t, features, POINTS, N));
