@@ -454,7 +454,9 @@ cn_status cn_session_run_outputs(cn_session *s, const char *const *names, int n)
 cn_status cn_session_feed_tensor(cn_session *s, const char *input, cn_tensor *t);
 /* Copy an output of the last run into a tensor on the session's device (no host copy); its
  * shape must equal the output's for that run (cn_session_output_shape) and its dtype the
- * output's. The copy is queued after the run; reading dst waits for it. */
+ * output's. The copy is queued after the run; reading dst waits for it. Being no host wait,
+ * it does not read the run's device-side checks (labels out of range, non-finite values):
+ * those are reported by the next call that waits (cn_session_fetch, get_param, save). */
 cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *dst);
 /* Opt-in (off by default): before every update, check the loss and every gradient for NaN
  * and infinity on the device. A step that has one applies no update (parameters, optimizer
