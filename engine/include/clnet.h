@@ -100,6 +100,16 @@ const char *cn_status_str(cn_status s);
 const char *cn_status_name(cn_status s);
 /* The detailed message of the last failure on this thread ("" if none). */
 const char *cn_last_error(void);
+/* Records a formatted message for cn_last_error() on this thread and returns s, so that code
+ * built on clnet (a data reader, a gradient hook) reports a failure the way the library does:
+ * `return cn_errorf(CN_ERR_IO, "cannot open %s: %s", path, strerror(errno));` The message is
+ * cut at 8 KiB, with control bytes and invalid UTF-8 written as \xNN as in every message of
+ * the library. */
+cn_status cn_errorf(cn_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 const char *cn_version(void); /* "0.1.0" */
 
@@ -193,6 +203,28 @@ cn_status cn_device_sync(cn_device *dev);
  * them per device and driver (applied automatically afterwards). CN_ERR_UNSUPPORTED when the
  * backend has nothing to tune. Progress goes to the log callback at INFO. */
 cn_status cn_device_tune(cn_device *dev);
+/* Seconds this process has spent creating OpenCL programs (compiling them, or loading them
+ * from the program cache), over every device; 0 when only the OpenMP device ran. For
+ * benchmarks, to set apart from run time. */
+double cn_kernel_build_seconds(void);
+
+/* ---- random numbers ----
+ * The counter-based generator the library draws initial weights and dropout masks from: a
+ * pure function of (seed, stream, index) in integer arithmetic (splitmix64), the same on
+ * every device and machine and easy to reproduce in any language. Front-ends use it for
+ * shuffles and samples that a resumed or a distributed run repeats exactly. */
+uint64_t cn_random_u64(uint64_t seed, uint64_t stream, uint64_t index);
+/* Uniform in [0, 1) with 24 bits (cn_random_u64 >> 40), exactly representable in f32. */
+float cn_random_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* ---- reading outside files ----
+ * The library's whole-file reader (model files; the CLI's IDX, PGM and text readers): a
+ * regular file or a pipe, read into a malloc'd buffer (*buf, *len; release it with free()).
+ * The buffer grows with what is actually read, so it never exceeds what the file holds. A file
+ * larger than max_bytes fails with CN_ERR_FORMAT (a regular one before it is read), a missing
+ * one with CN_ERR_NOT_FOUND; a directory, or a FIFO nobody writes to, with CN_ERR_IO (never
+ * blocking); every message names the path. */
+cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
 
 /* ---- tensors ---- */
 typedef struct cn_tensor cn_tensor;
@@ -746,6 +778,22 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
 cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
+/* Resuming with devices or settings of one's own, in two steps. This call reads the
+ * checkpoint once: its model (*model, the caller frees it); the optimizer settings and loss
+ * it was saved with (*cfg as cn_checkpoint_read_config gives it: batch and seed are the
+ * defaults; change anything, e.g. the learning rate, before creating the trainer); its epoch
+ * and rng_state, the value given to cn_trainer_save (either pointer may be NULL; clnet train
+ * stores its seed there). The model is checked against the tensors the file holds before
+ * anything is allocated for it, so a small file naming a huge model fails here (CN_ERR_SHAPE
+ * naming the parameter missing or of another shape; CN_ERR_FORMAT or CN_ERR_PARSE for a
+ * damaged file or model text). Then create the trainer (any devices) and cn_trainer_load the
+ * same file for the weights, optimizer state and step count. cn_trainer_from_checkpoint does
+ * both steps for one device with the stored settings. */
+cn_status cn_checkpoint_read_training(const char *path, cn_model **model, cn_train_config *cfg, int *epoch,
+                                      uint64_t *rng_state);
+/* 1 when path is a regular file that begins with the checkpoint magic (docs/CHECKPOINT.md),
+ * else 0; nothing else is validated. Never blocks: a FIFO is not opened for reading. */
+int cn_file_is_checkpoint(const char *path);
 /* Peak device bytes of the planned training graph and the sum of all its intermediates. */
 cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_t *sum_intermediates);
 /* The classifier program of a model (what the trainer runs): inputs "images" [batch,H,W,C]
