@@ -28,10 +28,10 @@
  * - Device open and release, device reference counts and memory accounting are locked:
  *   any thread may open, release and allocate on any device.
  * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
- *   on different devices may run at the same time on different threads (the mirrored
- *   trainer does); sessions on one device should be run from one thread, or serialised.
+ *   on different devices may run at the same time on different threads (a replica group
+ *   does); sessions on one device should be run from one thread, or serialised.
  * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
- * - The gradient hook runs in the thread that called cn_session_run (or cn_mirrored_run,
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_group_run,
  *   cn_trainer_step), between the gradients and the update; it may read and change the
  *   session's gradients and parameters, but must not run the session.
  * - The log callback may be called from any thread that calls into clnet, several at once:
