@@ -432,21 +432,26 @@ static void cases_TRANSPOSE(h_caselist *L) {
 }
 
 /* ---- convolution / pooling geometries ---- */
-typedef struct geo { int n, h, w, c, kh, kw, sh, sw, ph, pw; } geo;
+/* eh, ew: padding after minus before; dh, dw: dilation (0 = 1) */
+typedef struct geo { int n, h, w, c, kh, kw, sh, sw, ph, pw, eh, ew, dh, dw; } geo;
 static const geo conv_geos[] = {
-    {1, 5, 5, 1, 3, 3, 1, 1, 0, 0},  {2, 7, 6, 3, 3, 3, 1, 1, 1, 1}, {2, 9, 8, 5, 3, 2, 2, 1, 1, 0},
-    {1, 28, 28, 1, 3, 3, 1, 1, 1, 1}, {2, 6, 6, 4, 2, 2, 2, 2, 0, 0}, {1, 4, 4, 3, 5, 5, 1, 1, 2, 2},
-    {3, 1, 1, 2, 1, 1, 1, 1, 0, 0},  {2, 11, 13, 32, 3, 3, 1, 1, 0, 0}, {1, 10, 7, 2, 4, 3, 3, 2, 1, 1},
-    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: col2im must zero the pixels no window covers */
+    {1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0},  {2, 7, 6, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0}, {2, 9, 8, 5, 3, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+    {1, 28, 28, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0}, {2, 6, 6, 4, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 4, 4, 3, 5, 5, 1, 1, 2, 2, 0, 0, 0, 0},
+    {3, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},  {2, 11, 13, 32, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0}, {1, 10, 7, 2, 4, 3, 3, 2, 1, 1, 0, 0, 0, 0},
+    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, /* stride > kernel: col2im must zero the pixels no window covers */
+    /* dilation, padding on one side only (asymmetric), both with stride */
+    {2, 9, 9, 3, 3, 3, 1, 1, 2, 2, 0, 0, 2, 2}, {1, 11, 10, 4, 3, 2, 2, 1, 0, 1, 1, -1, 2, 3},
+    {1, 7, 8, 16, 2, 2, 2, 2, 0, 0, 1, 1, 1, 1}, {2, 10, 10, 2, 3, 3, 2, 2, 1, 0, 0, 2, 3, 1},
 };
 static const geo pool_geos[] = {
-    {1, 4, 4, 1, 2, 2, 2, 2, 0, 0},  {2, 7, 9, 3, 2, 2, 2, 2, 0, 0}, {2, 8, 8, 5, 3, 3, 2, 2, 1, 1},
-    {1, 5, 5, 2, 3, 3, 1, 1, 1, 1},  {3, 6, 6, 16, 2, 2, 2, 2, 0, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-    {2, 26, 26, 32, 2, 2, 2, 2, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1},
-    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: uncovered pixels get zero gradient */
+    {1, 4, 4, 1, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0},  {2, 7, 9, 3, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {2, 8, 8, 5, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},
+    {1, 5, 5, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},  {3, 6, 6, 16, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {2, 26, 26, 32, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1, 0, 0, 0, 0},
+    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, /* stride > kernel: uncovered pixels get zero gradient */
     /* channel-vector kernels (C % 4 == 0) with uncovered edges, gaps and padding */
-    {2, 11, 11, 64, 2, 2, 2, 2, 0, 0}, {1, 8, 8, 4, 2, 2, 3, 3, 0, 0}, {2, 7, 9, 16, 2, 2, 2, 2, 1, 1},
-    {1, 10, 9, 8, 3, 2, 3, 3, 1, 0},
+    {2, 11, 11, 64, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 8, 8, 4, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, {2, 7, 9, 16, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0},
+    {1, 10, 9, 8, 3, 2, 3, 3, 1, 0, 0, 0, 0, 0},
+    {2, 8, 8, 4, 3, 3, 2, 2, 0, 0, 1, 1, 0, 0}, /* padding after only (TensorFlow's "same") */
 };
 #define N_CONV ((int)(sizeof conv_geos / sizeof conv_geos[0]))
 #define N_POOL ((int)(sizeof pool_geos / sizeof pool_geos[0]))
@@ -458,15 +463,25 @@ static void set_geo(h_case *c, const geo *g) {
     c->p.sw = g->sw;
     c->p.ph = g->ph;
     c->p.pw = g->pw;
+    c->p.ph_extra = g->eh, c->p.pw_extra = g->ew, c->p.dh = g->dh, c->p.dw = g->dw;
 }
 static h_case *geo_case(h_caselist *L, cn_op op, const geo *g) {
-    return h_case_new(L, op, "x [%d,%d,%d,%d] k=%dx%d s=%dx%d p=%dx%d", g->n, g->h, g->w, g->c, g->kh, g->kw, g->sh,
-                      g->sw, g->ph, g->pw);
+    return h_case_new(L, op, "x [%d,%d,%d,%d] k=%dx%d s=%dx%d p=%dx%d extra %dx%d d=%dx%d", g->n, g->h, g->w, g->c,
+                      g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->eh, g->ew, g->dh ? g->dh : 1, g->dw ? g->dw : 1);
 }
-static int64_t geo_oh(const geo *g) { return h_pool_out(g->h, g->kh, g->sh, g->ph); }
-static int64_t geo_ow(const geo *g) { return h_pool_out(g->w, g->kw, g->sw, g->pw); }
-/* most windows any input pixel belongs to */
+static int64_t geo_oh(const geo *g) {
+    int64_t o = 0;
+    cn_window_span(g->h, g->kh, g->sh, g->ph, g->ph + g->eh, g->dh ? g->dh : 1, &o);
+    return o;
+}
+static int64_t geo_ow(const geo *g) {
+    int64_t o = 0;
+    cn_window_span(g->w, g->kw, g->sw, g->pw, g->pw + g->ew, g->dw ? g->dw : 1, &o);
+    return o;
+}
+/* most windows any input pixel belongs to (a dilated window: at most all of its taps) */
 static double geo_overlap(const geo *g) {
+    if (g->dh > 1 || g->dw > 1) return (double)g->kh * g->kw;
     return (double)((g->kh + g->sh - 1) / g->sh) * (double)((g->kw + g->sw - 1) / g->sw);
 }
 

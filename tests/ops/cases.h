@@ -39,5 +39,14 @@ void cases_CAUSAL_MASK(h_caselist *L);
 void cases_ATTENTION(h_caselist *L);
 void cases_ATTENTION_LSE(h_caselist *L);
 void cases_ATTENTION_GRAD(h_caselist *L);
+/* Case builders of the layout and depthwise ops (cases_layers.c). */
+void cases_PAD(h_caselist *L);
+void cases_PAD_GRAD(h_caselist *L);
+void cases_CONCAT(h_caselist *L);
+void cases_UPSAMPLE(h_caselist *L);
+void cases_UPSAMPLE_GRAD(h_caselist *L);
+void cases_DWCONV(h_caselist *L);
+void cases_DWCONV_GRAD_X(h_caselist *L);
+void cases_DWCONV_GRAD_W(h_caselist *L);
 
 #endif
