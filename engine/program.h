@@ -64,6 +64,9 @@ cn_value cn_prog_fail(cn_program *p, cn_status st);
 cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const cn_op_params *params);
 cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec);
 cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt);
+/* COL2IM onto images img_spec = [-1, OH, OW, C]: the batch is the patches' rows divided by
+ * the windows of one image, for every batch the program is built for. */
+cn_value cn_prog_col2im(cn_program *p, cn_value cols, const cn_op_params *prm, const cn_shape *img_spec);
 /* A parameter with explicit fans (the layer front-end knows them; the public call derives them
  * from the shape). */
 cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shape, cn_init init, float scale,

@@ -264,6 +264,43 @@ cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape
 cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm); /* out dim i = in dim perm[i] */
 /* x [N,H,W,Cin] (NHWC), w [KH,KW,Cin,Cout], bias [Cout] or CN_INVALID_VALUE for none. */
 cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int stride, int pad);
+/* Convolution options: start from cn_conv2d_default() (stride 1, no padding, dilation 1, one
+ * group) and change what differs. Every builder taking them refuses (CN_ERR_INVALID_ARG,
+ * naming the call and the option) groups < 1, strides or dilations < 1, negative padding,
+ * and output padding outside [0, stride) or on a forward convolution. */
+typedef struct cn_conv2d_opts {
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int dilation_h, dilation_w;
+    int groups;               /* input channels and filters are split into this many groups */
+    int out_pad_h, out_pad_w; /* cn_op_conv2d_transpose: rows / columns added after the output */
+} cn_conv2d_opts;
+cn_conv2d_opts cn_conv2d_default(void);
+/* Convolution with groups, dilation and per-side padding (PyTorch's Conv2d, NHWC): x [N,H,W,Cin],
+ * w [KH,KW,Cin/groups,Cout], bias [Cout] or CN_INVALID_VALUE; Cin and Cout divisible by
+ * groups; output [N,OH,OW,Cout] with OH = (H + top + bottom - (dilation_h(KH-1)+1))/stride_h
+ * + 1. groups == Cin == Cout runs the depthwise kernel. CN_ERR_SHAPE when the channels do not
+ * divide or the dilated kernel is larger than the padded input. */
+cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+/* Transposed convolution (PyTorch's ConvTranspose2d, NHWC): x [N,H,W,Cin], w [Cin,KH,KW,
+ * Cout/groups], bias [Cout] or CN_INVALID_VALUE; output [N,OH,OW,Cout] with OH = (H-1)stride_h
+ * - top - bottom + dilation_h(KH-1) + 1 + out_pad_h (the adjoint of cn_op_conv2d_ex with the
+ * same options). CN_ERR_SHAPE when Cin is not divisible by groups or OH or OW < 1. */
+cn_value cn_op_conv2d_transpose(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+typedef enum cn_upsample_mode { CN_UPSAMPLE_NEAREST = 0, CN_UPSAMPLE_BILINEAR = 1 } cn_upsample_mode;
+/* x [N,H,W,C] -> [N, H*scale_h, W*scale_w, C], integer factors in 1..4096; bilinear is
+ * PyTorch's align_corners=False. */
+cn_value cn_op_upsample2d(cn_program *p, cn_value x, int scale_h, int scale_w, cn_upsample_mode mode);
+/* a and b equal on every axis but `axis` (negative counts from the end); CN_ERR_SHAPE names
+ * both shapes otherwise. */
+cn_value cn_op_concat(cn_program *p, cn_value a, cn_value b, int axis);
+typedef enum cn_pad_mode { CN_PAD_CONSTANT = 0, CN_PAD_REFLECT = 1 } cn_pad_mode;
+/* before / after elements added at either end of `axis` (negative counts from the end; not
+ * axis 0, the batch): `value`, or the reflection without the edge (PyTorch's "reflect",
+ * amounts below the axis size). Negative amounts crop (constant mode only). */
+cn_value cn_op_pad(cn_program *p, cn_value x, int axis, int before, int after, cn_pad_mode mode, float value);
+/* Elements [start, start + length) of `axis` (not axis 0, the batch). */
+cn_value cn_op_slice(cn_program *p, cn_value x, int axis, int start, int length);
 cn_value cn_op_maxpool2d(cn_program *p, cn_value x, int size, int stride);
 cn_value cn_op_avgpool2d(cn_program *p, cn_value x, int size, int stride);
 /* Training only (inference sessions pass x through); masks differ per step and per node. */
