@@ -212,10 +212,15 @@ static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
 #define SHAPE_FAIL(...) return cn_errorf(CN_ERR_SHAPE, __VA_ARGS__)
 
 cn_status cn_window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
-    char s1[96];
-    SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d (after: %lldx%lld) dilation %dx%d does not fit image %s "
-               "(NHWC)", names[op], p->kh, p->kw, p->sh, p->sw, p->ph, p->pw, (long long)p->ph + p->ph_extra,
-               (long long)p->pw + p->pw_extra, p->dh ? p->dh : 1, p->dw ? p->dw : 1, cn_shape_str(img, s1, sizeof s1));
+    char s1[96], extra[96] = "";
+    size_t o = 0;
+    if (p->ph_extra || p->pw_extra)
+        o += (size_t)snprintf(extra, sizeof extra, " (after: %lldx%lld)", (long long)p->ph + p->ph_extra,
+                              (long long)p->pw + p->pw_extra);
+    if ((p->dh && p->dh != 1) || (p->dw && p->dw != 1))
+        snprintf(extra + o, sizeof extra - o, " dilation %dx%d", p->dh ? p->dh : 1, p->dw ? p->dw : 1);
+    SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d%s does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
+               p->sw, p->ph, p->pw, extra, cn_shape_str(img, s1, sizeof s1));
 }
 #define window_fail cn_window_fail
 
@@ -312,7 +317,7 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     }
     case CN_RULE_PATCHES: case CN_RULE_POOL:
         if (rules[op] != CN_RULE_PATCHES && ((p->dh && p->dh != 1) || (p->dw && p->dw != 1)))
-            SHAPE_FAIL("%s: dilation %dx%d: pools take none", name, p->dh, p->dw);
+            SHAPE_FAIL("%s: dilation %dx%d: pools take none", name, p->dh ? p->dh : 1, p->dw ? p->dw : 1);
         if (!cn_window_of(a, p, &g)) return window_fail(op, p, a);
         *out = rules[op] == CN_RULE_PATCHES ? cn_window_patches(&g) : cn_window_pooled(&g);
         return CN_OK;

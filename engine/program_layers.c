@@ -29,8 +29,7 @@ cn_conv2d_opts cn_conv2d_default(void) {
     return o;
 }
 
-/* The options as window parameters; 0 and a message naming `who` when one is out of range. */
-static int conv_params(const char *who, const cn_conv2d_opts *o, int transposed, cn_op_params *prm) {
+int cn_conv2d_params(const char *who, const cn_conv2d_opts *o, int transposed, cn_op_params *prm) {
     if (!o) return cn_errorf(CN_ERR_INVALID_ARG, "%s: options are NULL (start from cn_conv2d_default())", who), 0;
     if (o->groups < 1)
         return cn_errorf(CN_ERR_INVALID_ARG, "%s: groups %d must be >= 1", who, o->groups), 0;
@@ -55,6 +54,18 @@ static int conv_params(const char *who, const cn_conv2d_opts *o, int transposed,
     prm->ph = o->pad_top, prm->pw = o->pad_left;
     prm->ph_extra = o->pad_bottom - o->pad_top, prm->pw_extra = o->pad_right - o->pad_left;
     return 1;
+}
+
+int cn_conv2d_out_size(const cn_conv2d_opts *o, int transposed, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                       int64_t *oh, int64_t *ow) {
+    if (kh < 1 || kw < 1 || kh > (1 << 24) || kw > (1 << 24)) return 0;
+    if (!transposed)
+        return cn_window_span(h, kh, o->stride_h, o->pad_top, o->pad_bottom, o->dilation_h, oh) &&
+               cn_window_span(w, kw, o->stride_w, o->pad_left, o->pad_right, o->dilation_w, ow);
+    /* the output whose windows are the input's pixels (PyTorch's ConvTranspose2d size) */
+    *oh = (h - 1) * o->stride_h - o->pad_top - o->pad_bottom + (int64_t)o->dilation_h * (kh - 1) + 1 + o->out_pad_h;
+    *ow = (w - 1) * o->stride_w - o->pad_left - o->pad_right + (int64_t)o->dilation_w * (kw - 1) + 1 + o->out_pad_w;
+    return *oh >= 1 && *ow >= 1;
 }
 
 static cn_value reshape(cn_program *p, cn_value x, int ndim, const int64_t *d) {
@@ -99,7 +110,7 @@ static int four_d(cn_program *p, const char *who, const cn_shape *xs, const cn_s
 cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o) {
     const cn_shape *xsp = shape_of(p, x), *wsp = shape_of(p, w);
     cn_op_params prm;
-    if (!conv_params("conv2d", o, 0, &prm)) return cn_prog_fail(p, CN_ERR_INVALID_ARG);
+    if (!cn_conv2d_params("conv2d", o, 0, &prm)) return cn_prog_fail(p, CN_ERR_INVALID_ARG);
     if (!xsp || !wsp) return cn_prog_op(p, CN_OP_IM2COL, 1, &x, &prm); /* reports the bad value */
     const cn_shape xs = *xsp, ws = *wsp; /* copies: ops are added below */
     if (!four_d(p, "conv2d", &xs, &ws, "[KH,KW,Cin/groups,Cout]")) return CN_INVALID_VALUE;
@@ -115,7 +126,7 @@ cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, c
                          (long long)(C / G));
     prm.kh = (int32_t)ws.d[0], prm.kw = (int32_t)ws.d[1];
     cn_window g;
-    if (ws.d[0] > (1 << 24) || ws.d[1] > (1 << 24) || !cn_window_of(&xs, &prm, &g))
+    if (!cn_conv2d_out_size(o, 0, xs.d[1], xs.d[2], ws.d[0], ws.d[1], &g.oh, &g.ow) || !cn_window_of(&xs, &prm, &g))
         return CALL_FAIL(p, CN_ERR_SHAPE, "conv2d: a %lldx%lld kernel dilated %dx%d spans %lldx%lld, more than the "
                                           "padded input %lldx%lld", (long long)ws.d[0], (long long)ws.d[1], prm.dh,
                          prm.dw, (long long)(prm.dh * (ws.d[0] - 1) + 1), (long long)(prm.dw * (ws.d[1] - 1) + 1),
@@ -144,7 +155,7 @@ cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, c
 cn_value cn_op_conv2d_transpose(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o) {
     const cn_shape *xsp = shape_of(p, x), *wsp = shape_of(p, w);
     cn_op_params prm;
-    if (!conv_params("conv2d_transpose", o, 1, &prm)) return cn_prog_fail(p, CN_ERR_INVALID_ARG);
+    if (!cn_conv2d_params("conv2d_transpose", o, 1, &prm)) return cn_prog_fail(p, CN_ERR_INVALID_ARG);
     if (!xsp || !wsp) return cn_prog_op(p, CN_OP_COL2IM, 1, &x, &prm); /* reports the bad value */
     const cn_shape xs = *xsp, ws = *wsp;
     if (!four_d(p, "conv2d_transpose", &xs, &ws, "[Cin,KH,KW,Cout/groups]")) return CN_INVALID_VALUE;
@@ -160,12 +171,8 @@ cn_value cn_op_conv2d_transpose(cn_program *p, cn_value x, cn_value w, cn_value 
     if (ws.d[1] > (1 << 24) || ws.d[2] > (1 << 24))
         return CALL_FAIL(p, CN_ERR_SHAPE, "conv2d_transpose: kernel %s is too large", cn_shape_str(&ws, s1, sizeof s1));
     prm.kh = (int32_t)ws.d[1], prm.kw = (int32_t)ws.d[2];
-    /* the output whose windows are the input's pixels (PyTorch's ConvTranspose2d size) */
-    const int64_t oh = (xs.d[1] - 1) * prm.sh - o->pad_top - o->pad_bottom + (int64_t)prm.dh * (prm.kh - 1) + 1 +
-                       o->out_pad_h;
-    const int64_t ow = (xs.d[2] - 1) * prm.sw - o->pad_left - o->pad_right + (int64_t)prm.dw * (prm.kw - 1) + 1 +
-                       o->out_pad_w;
-    if (oh < 1 || ow < 1)
+    int64_t oh = 0, ow = 0; /* set even when too small, for the message */
+    if (!cn_conv2d_out_size(o, 1, xs.d[1], xs.d[2], ws.d[1], ws.d[2], &oh, &ow))
         return CALL_FAIL(p, CN_ERR_SHAPE, "conv2d_transpose: input %s gives an output of %lldx%lld (the padding "
                                           "removes more than the kernel adds)", cn_shape_str(&xs, s1, sizeof s1),
                          (long long)oh, (long long)ow);

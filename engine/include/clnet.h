@@ -531,6 +531,29 @@ cn_status cn_model_add_mean_tokens(cn_model *m);
  * output is x + f(x), so they must leave the shape unchanged. Blocks nest. */
 cn_status cn_model_begin_residual(cn_model *m);
 cn_status cn_model_end_residual(cn_model *m);
+/* Convolution with every option of cn_conv2d_opts (groups, dilation, per-side padding, strides
+ * per axis); cn_model_add_conv2d is this with square stride and padding. Weights
+ * [K,K,C/groups,filters]. CN_ERR_INVALID_ARG for an option out of range (groups < 1, ...),
+ * CN_ERR_SHAPE when the channels or filters do not divide by groups or the dilated kernel is
+ * larger than the padded input. */
+cn_status cn_model_add_conv2d_ex(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* Transposed convolution (cn_op_conv2d_transpose): weights [C,K,K,filters/groups]. */
+cn_status cn_model_add_conv2d_transpose(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* The image scaled up `scale` times in both directions. */
+cn_status cn_model_add_upsample(cn_model *m, int scale, cn_upsample_mode mode);
+/* The image padded on each side (reflect: each amount smaller than the image). */
+cn_status cn_model_add_pad(cn_model *m, int top, int bottom, int left, int right, cn_pad_mode mode, float value);
+/* Graphs that branch. cn_model_name_output names the last layer's output (or the input, before
+ * any layer); a name is a letter or '_' then letters, digits or '_' (at most 31), and may be
+ * given again (uses refer to the latest). cn_model_add_from continues from a named output;
+ * cn_model_add_concat joins the current output and the named ones along the last axis (the
+ * channels: every other axis must match), cn_model_add_sum adds them (equal shapes). Unknown
+ * names are CN_ERR_INVALID_ARG, mismatched shapes CN_ERR_SHAPE, both naming the output. A name
+ * refers only to outputs above its use, so a model is acyclic by construction. */
+cn_status cn_model_name_output(cn_model *m, const char *name);
+cn_status cn_model_add_from(cn_model *m, const char *name);
+cn_status cn_model_add_concat(cn_model *m, int n, const char *const *names);
+cn_status cn_model_add_sum(cn_model *m, int n, const char *const *names);
 /* The pre-norm transformer block: x + attention(layer_norm(x)), then
  * x + dense_width(gelu(dense_mlp_units(layer_norm(x)))), as the nine layers it is made of. */
 cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, int causal);
