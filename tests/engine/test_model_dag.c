@@ -189,8 +189,69 @@ static void test_refusals(void) {
     tc_end();
 }
 
+/* The C builders refuse the same inputs, naming the call and the problem. */
+static void api_refused(cn_value v, cn_program *p, cn_status st, const char *needle) {
+    CHECK(v == CN_INVALID_VALUE && cn_program_status(p) == st && strstr(cn_program_error(p), needle),
+          "status %d, message \"%s\" lacks \"%s\"", (int)cn_program_status(p), cn_program_error(p), needle);
+}
+
+static void test_api_refusals(void) {
+    tc_begin("the C builders refuse bad groups, dilations, output padding, joins and slices by name");
+    static const struct { int groups, dilation, out_pad, cin, cout, transposed; cn_status st; const char *needle; } t[] = {
+        {0, 1, 0, 4, 8, 0, CN_ERR_INVALID_ARG, "conv2d: groups 0 must be >= 1"},
+        {-3, 1, 0, 4, 8, 1, CN_ERR_INVALID_ARG, "conv2d_transpose: groups -3 must be >= 1"},
+        {3, 1, 0, 6, 8, 0, CN_ERR_SHAPE, "6 input channels and 8 filters must both be divisible by groups 3"},
+        {4, 1, 0, 6, 8, 1, CN_ERR_SHAPE, "conv2d_transpose: 6 input channels are not divisible by groups 4"},
+        {1, 4, 0, 4, 8, 0, CN_ERR_SHAPE, "a 3x3 kernel dilated 4x4 spans 9x9, more than the padded input 8x8"},
+        {1, 1, 2, 4, 8, 1, CN_ERR_INVALID_ARG, "output padding 2x2 must be >= 0 and smaller than the stride 2x2"},
+        {1, 1, 1, 4, 8, 0, CN_ERR_INVALID_ARG, "output padding is for transposed convolution only"},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
+        cn_program *p = NULL;
+        CHECK_OK(cn_program_create(&p));
+        cn_value x = cn_input(p, "x", 4, (int64_t[]){CN_BATCH, 8, 8, t[k].cin}, CN_F32);
+        int g = t[k].groups > 0 ? t[k].groups : 1;
+        int64_t ws[4] = {3, 3, t[k].cin / g, t[k].cout};
+        if (t[k].transposed) ws[0] = t[k].cin, ws[1] = ws[2] = 3, ws[3] = t[k].cout / g;
+        cn_value w = cn_param(p, "w", 4, ws, CN_INIT_GLOROT_UNIFORM, 0);
+        cn_conv2d_opts o = cn_conv2d_default();
+        o.groups = t[k].groups, o.dilation_h = o.dilation_w = t[k].dilation;
+        o.out_pad_h = o.out_pad_w = t[k].out_pad;
+        o.stride_h = o.stride_w = t[k].transposed ? 2 : 1;
+        api_refused(t[k].transposed ? cn_op_conv2d_transpose(p, x, w, CN_INVALID_VALUE, &o)
+                                    : cn_op_conv2d_ex(p, x, w, CN_INVALID_VALUE, &o),
+                    p, t[k].st, t[k].needle);
+        cn_program_free(p);
+    }
+    cn_program *p = NULL;
+    CHECK_OK(cn_program_create(&p));
+    cn_value a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    cn_value b = cn_input(p, "b", 4, (int64_t[]){CN_BATCH, 3, 4, 2}, CN_F32);
+    api_refused(cn_op_concat(p, a, b, -1), p, CN_ERR_SHAPE, "concat: [1,4,4,2] and [1,3,4,2] differ on an axis other than 3");
+    cn_program_free(p);
+    CHECK_OK(cn_program_create(&p));
+    a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    api_refused(cn_op_slice(p, a, 2, 3, 2), p, CN_ERR_INVALID_ARG, "slice: [3, 3 + 2) is not inside axis 2 of size 4");
+    cn_program_free(p);
+    CHECK_OK(cn_program_create(&p));
+    a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    api_refused(cn_op_pad(p, a, 1, 4, 0, CN_PAD_REFLECT, 0.0f), p, CN_ERR_SHAPE,
+                "reflect padding 4, 0 must be >= 0 and below the axis size 4");
+    cn_program_free(p);
+    CHECK_OK(cn_program_create(&p));
+    a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    api_refused(cn_op_pad(p, a, 0, 1, 1, CN_PAD_CONSTANT, 0.0f), p, CN_ERR_INVALID_ARG, "pad: axis 0 is the batch");
+    cn_program_free(p);
+    CHECK_OK(cn_program_create(&p));
+    a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    api_refused(cn_op_upsample2d(p, a, 0, 2, CN_UPSAMPLE_NEAREST), p, CN_ERR_SHAPE, "upsample: factors 0x2");
+    cn_program_free(p);
+    tc_end();
+}
+
 int main(void) {
     test_parse();
+    test_api_refusals();
     test_train();
     test_refusals();
     return tc_finish();
