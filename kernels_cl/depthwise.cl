@@ -3,9 +3,11 @@
  * cn_window_of. One work-item per output element, channels fastest so neighbouring
  * work-items read neighbouring memory; the sums run in (ki, kj) order like the reference.
  * The filter gradient gives each (ki, kj, c) one work-item summing over (n, oh, ow) in order:
- * no atomics, the reference's order, but only KH*KW*C work-items (see backends/opencl/README). */
+ * no atomics, the reference's order, but only KH*KW*C work-items (see backends/opencl/README).
+ * Tensors are STORE_T through LOAD / STORE (common.h.cl), arithmetic float32; the op table
+ * still says f32 (no 16-bit OpenMP side yet), so only CN_STORE=0 programs are built today. */
 
-__kernel void dwconv(__global const float *x, __global const float *w, __global float *y, int N, int H, int W, int C,
+__kernel void dwconv(__global const STORE_T *x, __global const STORE_T *w, __global STORE_T *y, int N, int H, int W, int C,
                      int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {
     int i = get_global_id(0);
     if (i >= N * OH * OW * C) return;
@@ -20,13 +22,13 @@ __kernel void dwconv(__global const float *x, __global const float *w, __global 
         for (int kj = 0; kj < KW; kj++) {
             int iw = ow * SW - PW + kj * DW;
             if (iw < 0 || iw >= W) continue;
-            acc += x[((n * H + ih) * W + iw) * C + c] * w[(ki * KW + kj) * C + c];
+            acc += LOAD(x, ((n * H + ih) * W + iw) * C + c) * LOAD(w, (ki * KW + kj) * C + c);
         }
     }
-    y[i] = acc;
+    STORE(y, i, acc);
 }
 
-__kernel void dwconv_grad_x(__global const float *dy, __global const float *w, __global float *dx, int N, int H, int W,
+__kernel void dwconv_grad_x(__global const STORE_T *dy, __global const STORE_T *w, __global STORE_T *dx, int N, int H, int W,
                             int C, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {
     int i = get_global_id(0);
     if (i >= N * H * W * C) return;
@@ -43,13 +45,13 @@ __kernel void dwconv_grad_x(__global const float *dy, __global const float *w, _
             int tw = x + PW - kj * DW;
             if (tw < 0) break;
             if (tw % SW != 0 || tw / SW >= OW) continue;
-            acc += dy[((n * OH + th / SH) * OW + tw / SW) * C + c] * w[(ki * KW + kj) * C + c];
+            acc += LOAD(dy, ((n * OH + th / SH) * OW + tw / SW) * C + c) * LOAD(w, (ki * KW + kj) * C + c);
         }
     }
-    dx[i] = acc;
+    STORE(dx, i, acc);
 }
 
-__kernel void dwconv_grad_w(__global const float *dy, __global const float *x, __global float *dw, int N, int H, int W,
+__kernel void dwconv_grad_w(__global const STORE_T *dy, __global const STORE_T *x, __global STORE_T *dw, int N, int H, int W,
                             int C, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {
     int i = get_global_id(0);
     if (i >= KH * KW * C) return;
@@ -63,8 +65,8 @@ __kernel void dwconv_grad_w(__global const float *dy, __global const float *x, _
             for (int ow = 0; ow < OW; ow++) {
                 int iw = ow * SW - PW + kj * DW;
                 if (iw < 0 || iw >= W) continue;
-                acc += dy[((n * OH + oh) * OW + ow) * C + c] * x[((n * H + ih) * W + iw) * C + c];
+                acc += LOAD(dy, ((n * OH + oh) * OW + ow) * C + c) * LOAD(x, ((n * H + ih) * W + iw) * C + c);
             }
         }
-    dw[i] = acc;
+    STORE(dw, i, acc);
 }

@@ -3,11 +3,14 @@
  * align_corners=False). One work-item per output element; the adjoints gather in the
  * reference's order, so no atomics. The index rules are engine/ops.h's (cn_reflect_*,
  * cn_up_*), written again here in the same float operations; contraction is off so the
- * bilinear weights round as the reference's do. */
+ * bilinear weights round as the reference's do. Tensors are STORE_T (common.h.cl's storage
+ * types), read and written through LOAD / STORE; the arithmetic is float32. The ops are still
+ * f32-only in the op table (their OpenMP side has no 16-bit tiles yet), so only CN_STORE=0
+ * programs are built today. */
 #pragma OPENCL FP_CONTRACT OFF
 
 /* PAD over [outer, D, inner] -> [outer, DO, inner]. */
-__kernel void pad_axis(__global const float *x, __global float *y, int total, int D, int DO, int inner, int before,
+__kernel void pad_axis(__global const STORE_T *x, __global STORE_T *y, int total, int D, int DO, int inner, int before,
                        int reflect, float fill) {
     int i = get_global_id(0);
     if (i >= total) return;
@@ -15,32 +18,32 @@ __kernel void pad_axis(__global const float *x, __global float *y, int total, in
     int p = t % DO, o = t / DO;
     int s = p - before;
     if (reflect) s = s < 0 ? -s : s >= D ? 2 * (D - 1) - s : s;
-    y[i] = s >= 0 && s < D ? x[(o * D + s) * inner + k] : fill;
+    STORE(y, i, s >= 0 && s < D ? LOAD(x, (o * D + s) * inner + k) : fill);
 }
 
 /* PAD_GRAD (reflect): dx [outer, D, inner] gathers dy [outer, DO, inner] over the left mirror,
  * the position itself and the right mirror, in that (increasing) order. */
-__kernel void pad_reflect_grad(__global const float *dy, __global float *dx, int total, int D, int DO, int inner,
+__kernel void pad_reflect_grad(__global const STORE_T *dy, __global STORE_T *dx, int total, int D, int DO, int inner,
                                int before) {
     int i = get_global_id(0);
     if (i >= total) return;
     int k = i % inner, t = i / inner;
     int j = t % D, o = t / D;
-    __global const float *src = dy + o * DO * inner + k;
+    int src = o * DO * inner + k;
     float acc = 0.0f;
-    if (j >= 1 && j <= before) acc += src[(before - j) * inner];
-    acc += src[(before + j) * inner];
-    if (j <= D - 2 && before + 2 * (D - 1) - j < DO) acc += src[(before + 2 * (D - 1) - j) * inner];
-    dx[i] = acc;
+    if (j >= 1 && j <= before) acc += LOAD(dy, src + (before - j) * inner);
+    acc += LOAD(dy, src + (before + j) * inner);
+    if (j <= D - 2 && before + 2 * (D - 1) - j < DO) acc += LOAD(dy, src + (before + 2 * (D - 1) - j) * inner);
+    STORE(dx, i, acc);
 }
 
 /* CONCAT: y [outer, A + B] from a [outer, A] and b [outer, B] (A, B: the axis times inner). */
-__kernel void concat_axis(__global const float *a, __global const float *b, __global float *y, int total, int A,
-                          int B) {
+__kernel void concat_axis(__global const STORE_T *a, __global const STORE_T *b, __global STORE_T *y, int total,
+                          int A, int B) {
     int i = get_global_id(0);
     if (i >= total) return;
     int k = i % (A + B), o = i / (A + B);
-    y[i] = k < A ? a[o * A + k] : b[o * B + k - A];
+    STORE(y, i, k < A ? LOAD(a, o * A + k) : LOAD(b, o * B + k - A));
 }
 
 /* cn_up_tap_of: the two sources of output position o and their weights. */
@@ -59,7 +62,7 @@ void up_tap(int o, int s, int n, int bilinear, int *i0, int *i1, float *w0, floa
     *w0 = 1.0f - *w1;
 }
 
-__kernel void upsample2d(__global const float *x, __global float *y, int N, int H, int W, int C, int SH, int SW,
+__kernel void upsample2d(__global const STORE_T *x, __global STORE_T *y, int N, int H, int W, int C, int SH, int SW,
                          int bilinear) {
     int i = get_global_id(0);
     int OH = H * SH, OW = W * SW;
@@ -72,15 +75,15 @@ __kernel void upsample2d(__global const float *x, __global float *y, int N, int 
     float a0, a1, b0, b1;
     up_tap(oh, SH, H, bilinear, &h0, &h1, &a0, &a1);
     up_tap(ow, SW, W, bilinear, &v0, &v1, &b0, &b1);
-    __global const float *img = x + n * H * W * C + c;
-    y[i] = a0 * (b0 * img[(h0 * W + v0) * C] + b1 * img[(h0 * W + v1) * C]) +
-           a1 * (b0 * img[(h1 * W + v0) * C] + b1 * img[(h1 * W + v1) * C]);
+    int img = n * H * W * C + c;
+    STORE(y, i, a0 * (b0 * LOAD(x, img + (h0 * W + v0) * C) + b1 * LOAD(x, img + (h0 * W + v1) * C)) +
+                    a1 * (b0 * LOAD(x, img + (h1 * W + v0) * C) + b1 * LOAD(x, img + (h1 * W + v1) * C)));
 }
 
 /* cn_up_weight / cn_up_range */
 float up_weight(int i0, int i1, float w0, float w1, int i) { return (i0 == i ? w0 : 0.0f) + (i1 == i ? w1 : 0.0f); }
 
-__kernel void upsample2d_grad(__global const float *dy, __global float *dx, int N, int H, int W, int C, int SH, int SW,
+__kernel void upsample2d_grad(__global const STORE_T *dy, __global STORE_T *dx, int N, int H, int W, int C, int SH, int SW,
                               int bilinear) {
     int i = get_global_id(0);
     if (i >= N * H * W * C) return;
@@ -106,8 +109,8 @@ __kernel void upsample2d_grad(__global const float *dy, __global float *dx, int 
             up_tap(ow, SW, W, bilinear, &v0, &v1, &b0, &b1);
             float ww = up_weight(v0, v1, b0, b1, w);
             if (ww == 0.0f) continue;
-            acc += wh * ww * dy[((n * OH + oh) * OW + ow) * C + c];
+            acc += wh * ww * LOAD(dy, ((n * OH + oh) * OW + ow) * C + c);
         }
     }
-    dx[i] = acc;
+    STORE(dx, i, acc);
 }
