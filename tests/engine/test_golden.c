@@ -315,6 +315,31 @@ done:
     tc_end();
 }
 
+/* A training session's output "y" and the gradient of every parameter v[i] >= 0 (named as the
+ * fixture's records) against the fixture, rtol 2e-5. */
+static void compare_session(const fixture *f, cn_session *s, const cn_value *v, const char *label) {
+    double worst_rel = 0;
+    for (int i = -1; i < f->n && !tc_bad; i++) {
+        char gname[80];
+        const rec *w = find(f, "out");
+        cn_tensor *g = NULL;
+        if (i >= 0) {
+            if (v[i] < 0) continue;
+            snprintf(gname, sizeof gname, "grad:%s", f->r[i].name);
+            w = find(f, gname);
+            CHECK(w != NULL, "fixture lacks %s", gname);
+            if (!w) break;
+            CHECK_OK(cn_session_gradient(s, f->r[i].name, &g));
+        }
+        int64_t n = cn_shape_numel(&w->shape);
+        float *got = malloc((size_t)n * sizeof *got);
+        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
+        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
+        free(got);
+    }
+    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+}
+
 /* The transformer block again, through the public builders only: cn_op_layer_norm,
  * cn_op_multihead_attention (causal), cn_op_dense on [B,T,C] values, cn_op_gelu, cn_op_add;
  * every input a parameter so a training session's gradients can be read by name. Then the
@@ -333,7 +358,7 @@ static void replay_public(const char *dir, cn_device *dev) {
 #define V(name) v[find(&f, name) - f.r]
     const float eps = param(&f, "eps");
     const int heads = (int)param(&f, "heads");
-    const rec *R = find(&f, "R"), *want = find(&f, "out");
+    const rec *R = find(&f, "R");
     cn_value x = V("x");
     cn_value a = cn_op_multihead_attention(p, cn_op_layer_norm(p, x, V("ln1_g"), V("ln1_b"), eps), V("wq"), V("bq"),
                                            V("wk"), V("bk"), V("wv"), V("bv"), V("wo"), V("bo"), heads, 1);
@@ -346,24 +371,7 @@ static void replay_public(const char *dir, cn_device *dev) {
     CHECK_OK(cn_program_status(p));
     if (!tc_bad) CHECK_OK(cn_session_create_training(p, dev, NULL, &s));
     if (!tc_bad) CHECK_OK(cn_session_compute_gradients(s));
-    double worst_rel = 0;
-    for (int i = -1; i < f.n && !tc_bad; i++) {
-        char gname[80];
-        const rec *w = want;
-        cn_tensor *g = NULL;
-        if (i >= 0) {
-            if (v[i] < 0) continue;
-            snprintf(gname, sizeof gname, "grad:%s", f.r[i].name);
-            w = find(&f, gname);
-            CHECK_OK(cn_session_gradient(s, f.r[i].name, &g));
-        }
-        int64_t n = cn_shape_numel(&w->shape);
-        float *got = malloc((size_t)n * sizeof *got);
-        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
-        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
-        free(got);
-    }
-    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+    compare_session(&f, s, v, label);
     cn_session_free(s);
     /* heads must divide the width (16): 3 do not; the value must be [batch, tokens, width] */
     cn_value bad = cn_op_multihead_attention(p, x, V("wq"), V("bq"), V("wk"), V("bk"), V("wv"), V("bv"), V("wo"),
@@ -431,7 +439,7 @@ static void replay_layers(const char *dir, const char *name, cn_device *dev) {
     cn_value v[64];
     for (int i = 0; i < f.n; i++)
         v[i] = is_input(&f.r[i]) ? cn_param_data(p, f.r[i].name, f.r[i].shape.ndim, f.r[i].shape.d, f.r[i].data) : -1;
-    const rec *R = find(&f, "R"), *want = find(&f, "out");
+    const rec *R = find(&f, "R");
     cn_value y = layers_build(p, name, &f, v);
     CHECK(y != CN_INVALID_VALUE, "building %s: %s", name, cn_program_error(p));
     cn_value r = cn_constant(p, "R", R->shape.ndim, R->shape.d, R->data);
@@ -440,26 +448,7 @@ static void replay_layers(const char *dir, const char *name, cn_device *dev) {
     CHECK_OK(cn_program_status(p));
     if (!tc_bad) CHECK_OK(cn_session_create_training(p, dev, NULL, &s));
     if (!tc_bad) CHECK_OK(cn_session_compute_gradients(s));
-    double worst_rel = 0;
-    for (int i = -1; i < f.n && !tc_bad; i++) {
-        char gname[80];
-        const rec *w = want;
-        cn_tensor *g = NULL;
-        if (i >= 0) {
-            if (v[i] < 0) continue;
-            snprintf(gname, sizeof gname, "grad:%s", f.r[i].name);
-            w = find(&f, gname);
-            CHECK(w != NULL, "fixture lacks %s", gname);
-            if (!w) break;
-            CHECK_OK(cn_session_gradient(s, f.r[i].name, &g));
-        }
-        int64_t n = cn_shape_numel(&w->shape);
-        float *got = malloc((size_t)n * sizeof *got);
-        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
-        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
-        free(got);
-    }
-    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+    compare_session(&f, s, v, label);
     cn_session_free(s);
     cn_program_free(p);
     fixture_free(&f);

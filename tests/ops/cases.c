@@ -56,11 +56,19 @@ void h_in_i32(h_case *c, cn_shape s, h_gen g) {
 
 int64_t h_pool_out(int64_t x, int k, int s, int p) { return (x + 2 * p - k) / s + 1; }
 
-static void reduce_tol(h_case *c, double k) {
+void h_tol_reduce(h_case *c, double k) {
     c->tol.kind = TOL_REDUCE;
     c->tol.k = k;
 }
-static void exact_tol(h_case *c) { c->tol.kind = TOL_EXACT; }
+void h_tol_exact(h_case *c) { c->tol.kind = TOL_EXACT; }
+
+const char *h_sh(cn_shape s) {
+    static char buf[4][64];
+    static int k;
+    char *b = buf[k++ & 3];
+    h_shape_str(&s, b, 64);
+    return b;
+}
 
 static const char *epi_name(int e) {
     static const char *n[] = {"none", "relu", "sigmoid", "tanh"};
@@ -83,7 +91,7 @@ static void mm(h_caselist *L, int B, int M, int K, int N, int ta, int tb, int ep
         h_in(c, h_shape(2, tb ? N : K, tb ? K : N), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(2, M, N);
     }
-    reduce_tol(c, K);
+    h_tol_reduce(c, K);
     c->mag_run = 1; /* run with epilogue none; relu/sigmoid/tanh are 1-Lipschitz */
 }
 
@@ -95,7 +103,7 @@ static void mmb(h_caselist *L, int M, int K, int N, int ta, int tb, int epi) {
     size_t len = strlen(c->desc);
     snprintf(c->desc + len, sizeof c->desc - len, " +bias[%d]", N);
     h_in(c, h_shape(1, N), GEN_UNIFORM, -1, 1);
-    reduce_tol(c, K + 1);
+    h_tol_reduce(c, K + 1);
 }
 
 static void cases_MATMUL_BIAS(h_caselist *L) {
@@ -274,16 +282,16 @@ static void softmax_like(h_caselist *L, cn_op op) {
         h_case *c = h_case_new(L, op, "%s", ss);
         h_in(c, s, GEN_UNIFORM, -5, 5);
         c->out_shape = s;
-        reduce_tol(c, (double)s.d[s.ndim - 1]);
+        h_tol_reduce(c, (double)s.d[s.ndim - 1]);
     }
     h_case *c = h_case_new(L, op, "[6,33] logits in [80,100) (needs max subtraction)");
     h_in(c, h_shape(2, 6, 33), GEN_UNIFORM, 80, 100);
     c->out_shape = c->in[0].shape;
-    reduce_tol(c, 33);
+    h_tol_reduce(c, 33);
     c = h_case_new(L, op, "[4,12] logits in [-100,-80)");
     h_in(c, h_shape(2, 4, 12), GEN_UNIFORM, -100, -80);
     c->out_shape = c->in[0].shape;
-    reduce_tol(c, 12);
+    h_tol_reduce(c, 12);
 }
 static void cases_SOFTMAX(h_caselist *L) { softmax_like(L, CN_OP_SOFTMAX); }
 static void cases_LOG_SOFTMAX(h_caselist *L) { softmax_like(L, CN_OP_LOG_SOFTMAX); }
@@ -298,7 +306,7 @@ static void softmax_grad_like(h_caselist *L, cn_op op, h_gen yg) {
         h_in(c, s, GEN_UNIFORM, -1, 1);
         h_in(c, s, yg, -4, 4);
         c->out_shape = s;
-        reduce_tol(c, (double)s.d[s.ndim - 1]);
+        h_tol_reduce(c, (double)s.d[s.ndim - 1]);
     }
 }
 static void cases_SOFTMAX_GRAD(h_caselist *L) { softmax_grad_like(L, CN_OP_SOFTMAX_GRAD, GEN_SOFTMAX_ROWS); }
@@ -317,7 +325,7 @@ static void cases_XENT(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_UNIFORM, lo, hi);
         h_in_i32(c, h_shape(1, N), GEN_LABELS);
         c->out_shape = h_shape(1, 1);
-        reduce_tol(c, (double)N * C);
+        h_tol_reduce(c, (double)N * C);
     }
 }
 
@@ -331,7 +339,7 @@ static void cases_XENT_GRAD(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_UNIFORM, lo, hi);
         h_in_i32(c, h_shape(1, N), GEN_LABELS);
         c->out_shape = h_shape(2, N, C);
-        reduce_tol(c, C);
+        h_tol_reduce(c, C);
     }
 }
 
@@ -345,7 +353,7 @@ static void sum_all_like(h_caselist *L, cn_op op) {
         h_case *c = h_case_new(L, op, "%s", s);
         h_in(c, ss[k], GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(1, 1);
-        reduce_tol(c, (double)cn_shape_numel(&ss[k]));
+        h_tol_reduce(c, (double)cn_shape_numel(&ss[k]));
         c->mag_run = 1;
     }
 }
@@ -373,7 +381,7 @@ static void cases_SUM_ROWS(h_caselist *L) {
         h_case *c = h_case_new(L, CN_OP_SUM_ROWS, "%s -> %s", sx, so);
         h_in(c, t[k].x, GEN_UNIFORM, -1, 1);
         c->out_shape = t[k].o;
-        reduce_tol(c, (double)(cn_shape_numel(&t[k].x) / cn_shape_numel(&t[k].o)));
+        h_tol_reduce(c, (double)(cn_shape_numel(&t[k].x) / cn_shape_numel(&t[k].o)));
         c->mag_run = 1;
     }
 }
@@ -427,7 +435,7 @@ static void cases_TRANSPOSE(h_caselist *L) {
         }
         h_in(c, t[k].x, GEN_UNIFORM, -1, 1);
         c->out_shape = o;
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
@@ -492,7 +500,7 @@ static void cases_IM2COL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(2, (int)(g->n * geo_oh(g) * geo_ow(g)), g->kh * g->kw * g->c);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
@@ -503,7 +511,7 @@ static void cases_COL2IM(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(2, (int)(g->n * geo_oh(g) * geo_ow(g)), g->kh * g->kw * g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(4, g->n, g->h, g->w, g->c);
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
         c->mag_run = 1;
     }
 }
@@ -517,7 +525,7 @@ static void cases_MAXPOOL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_DISTINCT, -4, 4);
         c->out_shape = pool_out_shape(g);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
@@ -530,7 +538,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_DISTINCT, -4, 4);
         c->out_shape = c->in[1].shape;
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
     }
     /* ties on purpose: ops.h routes dy to the first maximum of the window (row-major) */
     for (int k = 2; k < 4; k++) {
@@ -542,7 +550,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_INTS, -1, 1);
         c->out_shape = c->in[1].shape;
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
     }
 }
 
@@ -553,7 +561,7 @@ static void cases_AVGPOOL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = pool_out_shape(g);
-        reduce_tol(c, (double)g->kh * g->kw);
+        h_tol_reduce(c, (double)g->kh * g->kw);
         c->mag_run = 1;
     }
 }
@@ -566,7 +574,7 @@ static void cases_AVGPOOL_GRAD(h_caselist *L) {
         set_geo(c, g);
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(4, g->n, g->h, g->w, g->c);
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
         c->mag_run = 1;
     }
 }
@@ -609,12 +617,12 @@ static void cases_ARGMAX(h_caselist *L) {
         h_in(c, s, GEN_DISTINCT, -3, 3);
         c->out_shape = o;
         c->out_dt = CN_I32;
-        exact_tol(c);
+        h_tol_exact(c);
     }
     h_case *c = h_case_new(L, CN_OP_ARGMAX, "[5,10] -> f32 indices");
     h_in(c, h_shape(2, 5, 10), GEN_DISTINCT, -3, 3);
     c->out_shape = h_shape(1, 5);
-    exact_tol(c);
+    h_tol_exact(c);
 }
 
 static void cases_ACCURACY(h_caselist *L) {
@@ -624,7 +632,7 @@ static void cases_ACCURACY(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_DISTINCT, -3, 3);
         h_in_i32(c, h_shape(1, N), GEN_LABELS_HALF);
         c->out_shape = h_shape(1, 1);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 

@@ -11,19 +11,6 @@
 
 #include <stdio.h>
 
-static void exact_tol(h_case *c) { c->tol.kind = TOL_EXACT; }
-static void reduce_tol(h_case *c, double k) {
-    c->tol.kind = TOL_REDUCE;
-    c->tol.k = k;
-}
-static const char *sh(cn_shape s) {
-    static char buf[4][64];
-    static int k;
-    char *b = buf[k++ & 3];
-    h_shape_str(&s, b, 64);
-    return b;
-}
-
 /* ---- PAD / PAD_GRAD ---- */
 static const struct {
     cn_shape x;
@@ -49,24 +36,24 @@ static void set_pad(h_case *c, int k) {
 
 void cases_PAD(h_caselist *L) {
     for (int k = 0; k < N_PADS; k++) {
-        h_case *c = h_case_new(L, CN_OP_PAD, "x %s axis %d by %d,%d %s", sh(pads[k].x), pads[k].axis, pads[k].before,
+        h_case *c = h_case_new(L, CN_OP_PAD, "x %s axis %d by %d,%d %s", h_sh(pads[k].x), pads[k].axis, pads[k].before,
                                pads[k].after, pads[k].reflect ? "reflect" : "constant -0.75");
         set_pad(c, k);
         h_in(c, pads[k].x, GEN_UNIFORM, -1, 1);
         c->out_shape = padded(k);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
 void cases_PAD_GRAD(h_caselist *L) {
     for (int k = 0; k < N_PADS; k++) {
         if (!pads[k].reflect) continue;
-        h_case *c = h_case_new(L, CN_OP_PAD_GRAD, "dy %s axis %d by %d,%d", sh(padded(k)), pads[k].axis,
+        h_case *c = h_case_new(L, CN_OP_PAD_GRAD, "dy %s axis %d by %d,%d", h_sh(padded(k)), pads[k].axis,
                                pads[k].before, pads[k].after);
         set_pad(c, k);
         h_in(c, padded(k), GEN_UNIFORM, -1, 1);
         c->out_shape = pads[k].x;
-        reduce_tol(c, 3); /* a position, its left and its right mirror */
+        h_tol_reduce(c, 3); /* a position, its left and its right mirror */
         c->mag_run = 1;
     }
 }
@@ -85,12 +72,12 @@ void cases_CONCAT(h_caselist *L) {
         cn_shape b = cats[k].a, o = cats[k].a;
         b.d[cats[k].axis] = cats[k].nb;
         o.d[cats[k].axis] += cats[k].nb;
-        h_case *c = h_case_new(L, CN_OP_CONCAT, "%s and %s on axis %d", sh(cats[k].a), sh(b), cats[k].axis);
+        h_case *c = h_case_new(L, CN_OP_CONCAT, "%s and %s on axis %d", h_sh(cats[k].a), h_sh(b), cats[k].axis);
         c->p.axis = cats[k].axis;
         h_in(c, cats[k].a, GEN_UNIFORM, -1, 1);
         h_in(c, b, GEN_UNIFORM, 2, 3);
         c->out_shape = o;
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
@@ -107,12 +94,12 @@ static void up_cases(h_caselist *L, cn_op op) {
         for (int bil = 0; bil < 2; bil++) {
             cn_shape x = h_shape(4, ups[k].n, ups[k].h, ups[k].w, ups[k].c);
             cn_shape y = h_shape(4, ups[k].n, ups[k].h * ups[k].sh, ups[k].w * ups[k].sw, ups[k].c);
-            h_case *c = h_case_new(L, op, "x %s x%dx%d %s", sh(x), ups[k].sh, ups[k].sw, bil ? "bilinear" : "nearest");
+            h_case *c = h_case_new(L, op, "x %s x%dx%d %s", h_sh(x), ups[k].sh, ups[k].sw, bil ? "bilinear" : "nearest");
             c->p.sh = ups[k].sh, c->p.sw = ups[k].sw, c->p.variant = bil;
             h_in(c, op == CN_OP_UPSAMPLE ? x : y, GEN_UNIFORM, -1, 1);
             c->out_shape = op == CN_OP_UPSAMPLE ? y : x;
             /* forward: 4 weighted terms; adjoint: up to (2s)^2 terms per input pixel */
-            reduce_tol(c, op == CN_OP_UPSAMPLE ? 4 : 4.0 * ups[k].sh * ups[k].sw * 4);
+            h_tol_reduce(c, op == CN_OP_UPSAMPLE ? 4 : 4.0 * ups[k].sh * ups[k].sw * 4);
             c->mag_run = 1;
         }
 }
@@ -154,7 +141,7 @@ void cases_DWCONV(h_caselist *L) {
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(3, g->kh, g->kw, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = dw_out(g);
-        reduce_tol(c, g->kh * g->kw);
+        h_tol_reduce(c, g->kh * g->kw);
     }
 }
 
@@ -165,7 +152,7 @@ void cases_DWCONV_GRAD_X(h_caselist *L) {
         h_in(c, dw_out(g), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(3, g->kh, g->kw, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(4, g->n, g->h, g->w, g->c);
-        reduce_tol(c, g->kh * g->kw);
+        h_tol_reduce(c, g->kh * g->kw);
     }
 }
 
@@ -177,6 +164,6 @@ void cases_DWCONV_GRAD_W(h_caselist *L) {
         h_in(c, o, GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(3, g->kh, g->kw, g->c);
-        reduce_tol(c, (double)(o.d[0] * o.d[1] * o.d[2]));
+        h_tol_reduce(c, (double)(o.d[0] * o.d[1] * o.d[2]));
     }
 }
