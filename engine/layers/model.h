@@ -149,6 +149,11 @@ void cn_model_output_of(const cn_model *m, int i, cn_form *form, int64_t *h, int
 cn_value cn_layer_lower_dag(cn_program *p, const cn_model *m, const cn_layer *l, cn_value x, int64_t in_c,
                             const cn_value *vals, cn_value input);
 
+/* conv2d_transpose's size=H,W: the output padding that makes the output H x W from the current
+ * image with these options, into o; CN_ERR_SHAPE when none in [0, stride) does (the forward
+ * windows of an H x W image would not number exactly the input's size). */
+cn_status cn_model_transpose_size(const cn_model *m, int kernel, int oh, int ow, cn_conv2d_opts *o);
+
 /* Undoes the layers appended since the model had n layers (a composite that failed midway). */
 void cn_model_truncate(cn_model *m, int n);
 /* Classes the logits distinguish: the last dim of the output (the vocabulary of a token

@@ -66,6 +66,29 @@ cn_status cn_model_add_conv2d_transpose(cn_model *m, int filters, int kernel, co
     return conv_common(m, CN_L_CONV2D_T, filters, kernel, o, act);
 }
 
+cn_status cn_model_transpose_size(const cn_model *m, int kernel, int oh, int ow, cn_conv2d_opts *o) {
+    int64_t h, w, c;
+    CN_TRY(image_input("conv2d_transpose", m, &h, &w, &c));
+    const int64_t in[2] = {h, w}, want[2] = {oh, ow}, s[2] = {o->stride_h, o->stride_w};
+    const int64_t pads[2] = {(int64_t)o->pad_top + o->pad_bottom, (int64_t)o->pad_left + o->pad_right};
+    const int64_t span[2] = {(int64_t)o->dilation_h * (kernel - 1) + 1, (int64_t)o->dilation_w * (kernel - 1) + 1};
+    int *out_pad[2] = {&o->out_pad_h, &o->out_pad_w};
+    for (int a = 0; a < 2; a++) {
+        /* the forward convolution of the asked size must have the input's size: the windows
+         * (size + pads - span) / stride + 1 must come out as exactly that integer */
+        const int64_t extra = want[a] - ((in[a] - 1) * s[a] - pads[a] + span[a]);
+        if (extra < 0 || extra >= s[a] || s[a] < 1)
+            return cn_errorf(CN_ERR_SHAPE, "conv2d_transpose: output size %lld is not reachable from %lld: its windows "
+                             "(%lld + %lld - %lld) / %lld + 1 = %.6g are not the input's %lld (an integer with output "
+                             "padding in 0..stride-1)", (long long)want[a], (long long)in[a], (long long)want[a],
+                             (long long)pads[a], (long long)span[a], (long long)s[a],
+                             s[a] >= 1 ? (double)(want[a] + pads[a] - span[a]) / (double)s[a] + 1.0 : 0.0,
+                             (long long)in[a]);
+        *out_pad[a] = (int)extra;
+    }
+    return CN_OK;
+}
+
 cn_status cn_model_add_upsample(cn_model *m, int scale, cn_upsample_mode mode) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
     if (scale < 1 || scale > MAX_SCALE) return cn_errorf(CN_ERR_INVALID_ARG, "upsample: factor %d (must be 1..%d)", scale, MAX_SCALE);

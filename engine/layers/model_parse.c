@@ -102,7 +102,7 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
     if (strcmp(k, "conv2d") == 0 || strcmp(k, "conv2d_transpose") == 0) {
         const int transposed = k[6] == '_';
         cn_conv2d_opts o = cn_conv2d_default();
-        int same = 0, v[4], n;
+        int same = 0, v[4], n, size[2] = {0, 0};
         if (nt < 3 || !parse_int(tok[1], 1, 65536, &a) || !parse_int(tok[2], 1, 1024, &b))
             LINE_ERR(CN_ERR_PARSE, "expected '%s FILTERS KERNEL [activation] [stride=S] [pad=P|T,B,L,R%s] [groups=G] "
                                    "[dilation=D]%s'", k, transposed ? "" : "|same|valid", transposed ? " [out_pad=P]" : "");
@@ -127,6 +127,9 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
             } else if (transposed && (n = option_ints(t, "out_pad=", 0, 1024, v)) != 0) {
                 if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (P or PH,PW in 0..1024)", t);
                 o.out_pad_h = v[0], o.out_pad_w = v[n - 1];
+            } else if (transposed && (n = option_ints(t, "size=", 1, 1 << 20, v)) != 0) {
+                if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (H or H,W in 1..%d)", t, 1 << 20);
+                size[0] = v[0], size[1] = v[n - 1];
             } else if (!cn_act_parse(t, &act))
                 LINE_ERR(CN_ERR_PARSE, "unknown option '%s' for %s", t, k);
         }
@@ -137,6 +140,7 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
             o.pad_top = o.pad_bottom = o.dilation_h * (b - 1) / 2;
             o.pad_left = o.pad_right = o.dilation_w * (b - 1) / 2;
         }
+        if (size[0]) CN_TRY(cn_model_transpose_size(m, b, size[0], size[1], &o));
         return transposed ? cn_model_add_conv2d_transpose(m, a, b, &o, act) : cn_model_add_conv2d_ex(m, a, b, &o, act);
     }
     if (strcmp(k, "upsample") == 0) {

@@ -58,6 +58,10 @@ static void test_parse(void) {
         CHECK(has_param(p, "conv2d_transpose_2.weight", 4, (int64_t[]){8, 3, 3, 4}), "grouped transposed");
     }
     cn_program_free(p);
+    cn_model *sized = parse("input 7 7 4\nconv2d_transpose 8 3 stride=2 pad=1 size=14\n");
+    if (sized) CHECK(strstr(cn_model_text(sized), "conv2d_transpose 8 3 stride=2 pad=1 out_pad=1\n"), "size=14: %s",
+                     cn_model_text(sized));
+    cn_model_free(sized);
     /* the canonical text keeps what was written, in its long form */
     if (m) CHECK(strstr(cn_model_text(m), "conv2d 8 3 relu stride=1 pad=0,2,1,1\n") &&
                      strstr(cn_model_text(m), "conv2d 8 3 relu stride=1 pad=2 groups=4 dilation=2\n") &&
@@ -146,6 +150,10 @@ static void test_refusals(void) {
     refused("input 8 8 4\nconv2d 8 3 dilation=4\n", "t.net:2", "kernel 3 dilated 4x4 spans 9x9, more than the padded input 8x8");
     refused("input 8 8 4\nconv2d_transpose 8 3 stride=2 out_pad=2\n", "t.net:2", "output padding 2x2 must be >= 0 and smaller than the stride 2x2");
     refused("input 2 2 4\nconv2d_transpose 8 1 pad=2\n", "t.net:2", "gives an output of -2x-2");
+    /* size=: the output padding is found, or the size is refused as not an integer's worth */
+    refused("input 7 7 4\nconv2d_transpose 8 3 stride=2 pad=1 size=12\n", "t.net:2",
+            "output size 12 is not reachable from 7: its windows (12 + 2 - 3) / 2 + 1 = 6.5 are not the input's 7");
+    refused("input 7 7 4\nconv2d_transpose 8 3 stride=2 pad=1 size=15\n", "t.net:2", "= 8 are not the input's 7");
     refused("input 8 8 4\nconv2d 8 2 pad=same\n", "t.net:2", "pad=same needs an odd kernel");
     refused("input 8 8 4\nconv2d 8 3 stride=1,2,3\n", "t.net:2", "bad value in 'stride=1,2,3'");
     refused("input 8 8 4\nconv2d 8 3 pad=1,1\n", "t.net:2", "bad value in 'pad=1,1'");
