@@ -221,7 +221,7 @@ static int col2im_image(const cn_shape *spec, int64_t rows, const cn_op_params *
 
 cn_value cn_prog_col2im(cn_program *p, cn_value cols, const cn_op_params *prm, const cn_shape *img_spec) {
     if (!p) return null_program("col2im");
-    if (!valid(p, cols, "col2im")) return CN_INVALID_VALUE;
+    if (!valid(p, &cols, "col2im")) return CN_INVALID_VALUE;
     cn_shape at1;
     const cn_shape *cs = &p->g.nodes[cols].shape;
     if (cs->ndim != 2 || !col2im_image(img_spec, cs->d[0], prm, &at1)) {

@@ -15,7 +15,8 @@
 #include "program.h"
 
 static const cn_shape *shape_of(cn_program *p, cn_value v) {
-    return p && v >= 0 && v < p->g.n ? &p->g.nodes[v].shape : NULL;
+    int n = p ? cn_prog_node(p, v) : -1;
+    return n >= 0 ? &p->g.nodes[n].shape : NULL;
 }
 
 #define CALL_FAIL(p, st, ...) (cn_errorf((st), __VA_ARGS__), cn_prog_fail((p), (st)))
