@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "ops.h"
+#include "storage.h"
 
 #define CN_OMP_DEVICE "omp"
 
