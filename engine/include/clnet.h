@@ -653,9 +653,17 @@ cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
  * global batch goes into replica 0's gradients; replica 0's hook and update run and its
  * parameters are copied to the other replicas, so every replica holds bit-identical weights
  * whatever its vendor. A group of one device on one rank is that device's session run as is:
- * no copies, no reduction. With several ranks, the calls marked "collective" must be made by
- * every rank in the same order; a failure on one rank leaves the others waiting, so end them
- * (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
+ * no copies, no reduction.
+ * A bad label (outside [0, C)) or, with cn_session_check_numerics on replica 0, a NaN or
+ * infinity in any replica's gradients, on any rank, refuses the step on every replica of every
+ * rank before anything is updated: cn_group_run returns the same error on every rank
+ * (CN_ERR_INVALID_ARG or CN_ERR_NUMERIC, naming the step, the label and its row in the global
+ * batch, the replica and the rank), weights and step count stay as they were, the next fetch
+ * reports it too, and the next step trains again. A replica whose step fails outright is
+ * refused the same way, every rank quoting its message. (A one-device group is its session:
+ * there the refusal comes at the next fetch.) With several ranks, the calls marked
+ * "collective" must be made by every rank in the same order; any other failure on one rank
+ * leaves the others waiting, so end them (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
  * that communication was not hidden by computation.
  */
 typedef struct cn_group cn_group;
@@ -674,7 +682,8 @@ cn_session *cn_group_session(cn_group *g, int i);
 /* Feeds the global batch (rows) of an input, the same on every rank: batch inputs are cut into
  * this rank's rows and split over its replicas, others copied to every replica. */
 cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_t rows);
-/* One step (collective; waits for every replica). */
+/* One step (collective; waits for every replica). A flagged or failed replica refuses the step
+ * everywhere, as above. */
 cn_status cn_group_run(cn_group *g);
 /* A [1] output of the latest step over the global batch (collective): the rows-weighted mean
  * of the replicas' values (mean=1, for a mean loss) or their sum (mean=0, for a count). */
