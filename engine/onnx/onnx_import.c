@@ -14,7 +14,7 @@
 #define ONNX_MAX_FILE ((size_t)4 << 30) /* 4 GiB: a self-contained ONNX file stops at 2 GiB */
 
 cn_status ox_unsupported(const char *fmt, ...) {
-    char msg[400];
+    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -337,7 +337,7 @@ static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(w, 1);
     ox_val *b = ox_in(c, n, 2);
     if (ox_attr_i(n, "group", 1) != 1) return ox_unsupported("group=%lld (grouped convolution: issue 16)", (long long)ox_attr_i(n, "group", 1));
-    if (!w->is_const || w->ndim != 4 || w->c.dt != OX_F32) return ox_unsupported("weights that are not a 4-D float initializer");
+    if (w->ndim != 4 || (w->is_const && w->c.dt != OX_F32) || w->is_int) return ox_unsupported("weights that are not 4-D float values");
     if (x->is_const) return ox_unsupported("a constant image");
     int64_t co = w->d[0], ci = w->d[1], kh = w->d[2], kw = w->d[3];
     cn_op_params wp;
@@ -345,23 +345,30 @@ static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) {
     if (st != CN_OK) return st;
     if (wp.kh != kh || wp.kw != kw) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
     if (x->d[1] != ci) return cn_errorf(CN_ERR_SHAPE, "the input has %lld channels, the weights expect %lld", (long long)x->d[1], (long long)ci);
-    /* OIHW -> the [KH*KW*Cin, Cout] matrix clnet's im2col multiplies, once, at import. */
-    float *hwio = malloc((size_t)w->c.numel * sizeof *hwio);
-    if (!hwio) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "weights '%s'", w->name);
-    for (int64_t o = 0; o < co; o++)
-        for (int64_t i = 0; i < ci; i++)
-            for (int64_t h = 0; h < kh; h++)
-                for (int64_t k = 0; k < kw; k++)
-                    hwio[((h * kw + k) * ci + i) * co + o] = w->c.f[((o * ci + i) * kh + h) * kw + k];
-    cn_value wv = ox_const_value(c, w, "hwio", 4, (const int64_t[]){kh, kw, ci, co}, hwio);
-    free(hwio);
+    /* OIHW -> the [KH,KW,Cin,Cout] clnet's im2col multiplies: once, at import, for an
+     * initializer; a transpose in the program for weights computed or fed at run time. */
+    cn_value wv;
+    if (w->is_const) {
+        float *hwio = malloc((size_t)w->c.numel * sizeof *hwio);
+        if (!hwio) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "weights '%s'", w->name);
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t i = 0; i < ci; i++)
+                for (int64_t h = 0; h < kh; h++)
+                    for (int64_t k = 0; k < kw; k++)
+                        hwio[((h * kw + k) * ci + i) * co + o] = w->c.f[((o * ci + i) * kh + h) * kw + k];
+        wv = ox_const_value(c, w, "hwio", 4, (const int64_t[]){kh, kw, ci, co}, hwio);
+        free(hwio);
+    } else {
+        if (w->bdim >= 0) return ox_unsupported("weights with a batch dim");
+        wv = cn_op_transpose(P, ox_logical(c, w), (const int[]){2, 3, 1, 0});
+    }
     cn_value xv = ox_nhwc(c, x);
     cn_value cols = cn_prog_op(P, CN_OP_IM2COL, 1, &xv, &wp);
     cn_value w2 = cn_op_reshape(P, wv, 2, (const int64_t[]){kh * kw * ci, co});
     cn_value y = cn_op_matmul(P, cols, w2, 0, 0);
     if (b) {
-        if (!b->is_const || b->ndim != 1 || b->d[0] != co) return ox_unsupported("a bias that is not a [Cout] constant");
-        y = cn_op_add(P, y, ox_const_value(c, b, "", 1, b->d, b->c.f));
+        if (b->ndim != 1 || b->d[0] != co || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [Cout]");
+        y = cn_op_add(P, y, ox_logical(c, b));
     }
     int64_t oh = 1, ow = 1;
     cn_window_extent(x->d[2], kh, wp.sh, wp.ph, &oh);
@@ -399,30 +406,50 @@ static cn_status h_global_avgpool(ox_ctx *c, const Onnx__NodeProto *n) {
 
 /* ---- normalisation ---- */
 
+/* Over the last axis, or over every axis from `axis` on by viewing those as one (the scale
+ * and bias flattened alike). */
 static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     NEED(g, 1);
     ox_val *b = ox_in(c, n, 2);
     int64_t axis = ox_attr_i(n, "axis", -1);
     if (axis < 0) axis += x->ndim;
-    if (axis != x->ndim - 1) return ox_unsupported("axis %lld (only the last axis)", (long long)ox_attr_i(n, "axis", -1));
+    if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", -1), x->ndim);
+    if (x->bdim >= axis) return ox_unsupported("normalising over the batch dim");
     for (size_t k = 1; k < n->n_output; k++)
         if (*n->output[k]) return ox_unsupported("the Mean and InvStdDev outputs");
     if (x->is_const) return ox_unsupported("a constant input");
-    int64_t C = x->d[x->ndim - 1];
-    if (!g->is_const || g->c.numel != C || (b && (!b->is_const || b->c.numel != C)))
-        return ox_unsupported("scale and bias that are not [%lld] constants", (long long)C);
-    cn_value gv = ox_const_value(c, g, "", 1, &C, g->c.f), bv;
-    if (b) bv = ox_const_value(c, b, "", 1, &C, b->c.f);
-    else {
-        ox_val z = {0};
-        z.v = CN_INVALID_VALUE;
-        float *zeros = calloc((size_t)C, sizeof *zeros);
-        if (!zeros) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "layer norm");
-        bv = ox_const_value(c, &z, "", 1, &C, zeros);
-        free(zeros);
+    int64_t C = 1;
+    for (int k = (int)axis; k < x->ndim; k++) C *= x->d[k];
+    ox_val *gb[2] = {g, b};
+    cn_value v[2];
+    for (int k = 0; k < 2; k++) {
+        ox_val *t = gb[k];
+        if (!t) {
+            float *zeros = calloc((size_t)C, sizeof *zeros);
+            if (!zeros) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "layer norm");
+            char name[CN_NODE_NAME_MAX];
+            snprintf(name, sizeof name, "onnx_const_%d", c->consts++);
+            v[k] = cn_constant(P, name, 1, &C, zeros);
+            free(zeros);
+            continue;
+        }
+        int64_t tn = 1;
+        for (int j = 0; j < t->ndim; j++) tn *= t->d[j];
+        if (tn != C || t->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "scale or bias '%s' does not hold %lld values", t->name, (long long)C);
+        if (t->is_const) v[k] = ox_const_value(c, t, "", 1, &C, t->c.f);
+        else v[k] = cn_op_reshape(P, ox_logical(c, t), 1, &C);
     }
-    cn_value y = cn_op_layer_norm(P, ox_logical(c, x), gv, bv, ox_attr_f(n, "epsilon", 1e-5f));
+    cn_value xv = ox_logical(c, x);
+    int flat = axis != x->ndim - 1;
+    if (flat) {
+        int64_t d[CN_MAX_DIMS];
+        for (int k = 0; k < axis; k++) d[k] = k == x->bdim ? -1 : x->d[k];
+        d[axis] = C;
+        xv = cn_op_reshape(P, xv, (int)axis + 1, d);
+    }
+    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], ox_attr_f(n, "epsilon", 1e-5f));
+    if (flat) y = cn_onnx_reshape_like(c, y, x);
     return ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
 }
 
