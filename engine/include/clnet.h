@@ -309,6 +309,17 @@ int cn_program_num_params(const cn_program *p);
 cn_status cn_program_param(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape);
 int cn_program_num_outputs(const cn_program *p);
 cn_status cn_program_output_name(const cn_program *p, int i, const char **name);
+/* Inputs and outputs by index, for discovering a program built elsewhere (one read from a
+ * checkpoint): name (borrowed, valid while p lives), shape (room for CN_MAX_DIMS) and dtype;
+ * any out pointer may NULL. An input's first dimension is CN_BATCH when it was declared so.
+ * An output's dimensions that equal the batch are CN_BATCH; one that follows the batch
+ * otherwise (a [batch*context, vocab] view) is given for a batch of 1. Inputs and outputs
+ * keep the order they were declared in. CN_ERR_INVALID_ARG for an index out of range. */
+int cn_program_num_inputs(const cn_program *p);
+cn_status cn_program_input_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                cn_dtype *dt);
+cn_status cn_program_output_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                 cn_dtype *dt);
 
 /* ---- sessions: a program on one device ----
  *

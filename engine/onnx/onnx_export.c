@@ -26,6 +26,7 @@ typedef struct ex {
     size_t n_inits, cap_inits;
     char **name;   /* per template node: its value's name in the file, or NULL */
     int *keep;     /* per template node: computed by an exported output */
+    char *oihw;    /* per template node: a conv kernel parameter written as ONNX's OIHW */
     int tmp;
     cn_status st;
 } ex;
@@ -64,7 +65,7 @@ static int push(ex *e, void ***arr, size_t *n, size_t *cap, void *item) {
 
 static char *fresh(ex *e) {
     char buf[32];
-    snprintf(buf, sizeof buf, "t%d", e->tmp++);
+    snprintf(buf, sizeof buf, "clnet_t%d", e->tmp++);
     return ar_str(e, buf);
 }
 
@@ -149,19 +150,44 @@ static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_
     return t;
 }
 
+/* A Constant node holding data: what the importer reads as a constant. Initializers are kept
+ * for parameters, which it imports as trainable. */
+static char *constant(ex *e, int ndim, const int64_t *d, int32_t dt, const void *v, size_t bytes, const char *out) {
+    Onnx__TensorProto *t = ar(e, sizeof *t);
+    if (!t) return NULL;
+    onnx__tensor_proto__init(t);
+    t->n_dims = (size_t)ndim;
+    t->dims = ar(e, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
+    if (t->dims && ndim) memcpy(t->dims, d, sizeof(int64_t) * (size_t)ndim);
+    t->has_data_type = 1, t->data_type = dt;
+    t->has_raw_data = 1;
+    t->raw_data.len = bytes;
+    t->raw_data.data = ar(e, bytes);
+    if (t->raw_data.data && bytes) memcpy(t->raw_data.data, v, bytes);
+    char *o = emit(e, "Constant", 0, NULL, out, NULL);
+    if (!o) return NULL;
+    Onnx__NodeProto *n = e->nodes[e->n_nodes - 1];
+    Onnx__AttributeProto *a = ar(e, sizeof *a);
+    n->attribute = ar(e, sizeof(Onnx__AttributeProto *));
+    if (!a || !n->attribute) return NULL;
+    onnx__attribute_proto__init(a);
+    a->name = ar_str(e, "value");
+    a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
+    a->t = t;
+    n->n_attribute = 1;
+    n->attribute[0] = a;
+    return o;
+}
+
 static char *const_i64(ex *e, int n, const int64_t *v) {
-    char *name = fresh(e);
     int64_t d = n;
-    tensor(e, name, 1, &d, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, v, sizeof(int64_t) * (size_t)n);
-    return name;
+    return constant(e, 1, &d, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, v, sizeof(int64_t) * (size_t)n, NULL);
 }
 
 static char *const_f32(ex *e, int ndim, const int64_t *d, const float *v) {
-    char *name = fresh(e);
     int64_t numel = 1;
     for (int k = 0; k < ndim; k++) numel *= d[k];
-    tensor(e, name, ndim, d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, v, sizeof(float) * (size_t)numel);
-    return name;
+    return constant(e, ndim, d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, v, sizeof(float) * (size_t)numel, NULL);
 }
 
 static char *scalar(ex *e, float v) { return const_f32(e, 0, NULL, &v); }
@@ -217,6 +243,31 @@ static int mark(ex *e) {
 
 /* ---- one template node ---- */
 
+/* The one consumer of node i among the exported nodes, or -1 (none or several). */
+static int only_use(ex *e, int i) {
+    int use = -1;
+    for (int j = i + 1; j < e->p->g.n; j++)
+        for (int k = 0; k < e->p->g.nodes[j].n_in; k++)
+            if (e->p->g.nodes[j].in[k] == i && e->keep[j]) {
+                if (use >= 0 && use != j) return -1;
+                use = j;
+            }
+    return use;
+}
+
+/* A [KH,KW,Cin,Cout] parameter that only a convolution reads (reshaped to the matrix its
+ * im2col multiplies): written in ONNX's OIHW under its own name, so that importing the file
+ * gives the same parameter back. */
+static int conv_kernel(ex *e, int i) {
+    const cn_graph *g = &e->p->g;
+    if (g->nodes[i].shape.ndim != 4) return 0;
+    int r = only_use(e, i);
+    if (r < 0 || g->nodes[r].op != CN_OP_RESHAPE) return 0;
+    int m = only_use(e, r);
+    return m >= 0 && g->nodes[m].op == CN_OP_MATMUL && g->nodes[m].in[1] == r && !g->nodes[m].p.trans_a &&
+           !g->nodes[m].p.trans_b && g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
+}
+
 static const char *in_name(ex *e, const cn_node *n, int k) { return e->name[n->in[k]]; }
 
 static cn_status node(ex *e, int i, cn_session *s) {
@@ -229,16 +280,32 @@ static cn_status node(ex *e, int i, cn_session *s) {
     switch (n->op) {
     case CN_OP_LEAF:
         if (n->leaf == CN_LEAF_CONST) {
-            y = ar_str(e, n->name);
-            tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, n->const_data,
-                   sizeof(float) * (size_t)cn_shape_numel(sh));
+            y = constant(e, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, n->const_data,
+                         sizeof(float) * (size_t)cn_shape_numel(sh), n->name);
         } else if (n->leaf == CN_LEAF_PARAM) {
             int pi = cn_program_find_param(p, n->name);
             int64_t numel = cn_shape_numel(sh);
             float *w = malloc((size_t)numel * sizeof *w);
             if (!w) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
             cn_status st = s ? cn_session_get_param(s, n->name, w, (size_t)numel * sizeof *w) : cn_prog_param_init(p, pi, w);
-            if (st == CN_OK) tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)numel * sizeof *w);
+            if (st == CN_OK && conv_kernel(e, i)) {
+                int64_t kh = sh->d[0], kw = sh->d[1], ci = sh->d[2], co = sh->d[3];
+                float *t = malloc((size_t)numel * sizeof *t);
+                if (!t) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
+                for (int64_t a = 0; t && a < kh; a++)
+                    for (int64_t b = 0; b < kw; b++)
+                        for (int64_t c = 0; c < ci; c++)
+                            for (int64_t o = 0; o < co; o++)
+                                t[((o * ci + c) * kh + a) * kw + b] = w[((a * kw + b) * ci + c) * co + o];
+                if (t) {
+                    tensor(e, n->name, 4, (int64_t[]){co, ci, kh, kw}, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, t,
+                           (size_t)numel * sizeof *t);
+                    e->oihw[i] = 1;
+                }
+                free(t);
+            } else if (st == CN_OK) {
+                tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)numel * sizeof *w);
+            }
             free(w);
             if (st != CN_OK) return st;
             y = ar_str(e, n->name);
@@ -246,11 +313,23 @@ static cn_status node(ex *e, int i, cn_session *s) {
             y = ar_str(e, n->name); /* an input: declared by the caller */
         }
         break;
-    case CN_OP_RESHAPE: y = reshape(e, x, &p->spec[i].shape); break;
+    case CN_OP_RESHAPE:
+        if (e->oihw[n->in[0]]) { /* the kernel's matrix view: the Conv reads the kernel itself */
+            y = ar_str(e, "");
+            break;
+        }
+        y = reshape(e, x, &p->spec[i].shape);
+        break;
     case CN_OP_MATMUL: {
         const char *a = x, *b = in_name(e, n, 1);
         int nd = p->g.nodes[n->in[0]].shape.ndim;
         int perm[3] = {0, 2, 1};
+        if (nd == 2 && (n->p.trans_a || n->p.trans_b)) { /* Gemm keeps a parameter as it is stored */
+            const char *in[2] = {a, b};
+            attr_spec at[] = {AI("transA", n->p.trans_a), AI("transB", n->p.trans_b), AEND};
+            y = emit(e, "Gemm", 2, in, NULL, at);
+            break;
+        }
         if (n->p.trans_a) a = transpose(e, a, nd, nd == 2 ? (int[]){1, 0} : perm);
         if (n->p.trans_b) b = transpose(e, b, p->g.nodes[n->in[1]].shape.ndim,
                                         p->g.nodes[n->in[1]].shape.ndim == 2 ? (int[]){1, 0} : perm);
@@ -385,7 +464,7 @@ static cn_status node(ex *e, int i, cn_session *s) {
         const cn_shape *ws = &p->g.nodes[wr->in[0]].shape;
         const char *w = e->name[wr->in[0]];
         char *xt = transpose(e, x, 4, (int[]){0, 3, 1, 2});
-        char *wt = transpose(e, w, 4, (int[]){3, 2, 0, 1});
+        const char *wt = e->oihw[wr->in[0]] ? w : transpose(e, w, 4, (int[]){3, 2, 0, 1});
         int64_t ks[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw}, pads[4] = {n->p.ph, n->p.pw, n->p.ph, n->p.pw};
         attr_spec a[] = {AS("kernel_shape", 2, ks), AS("strides", 2, st), AS("pads", 4, pads), AEND};
         const char *in[2] = {xt, wt};
@@ -447,7 +526,8 @@ cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opse
     e.p = p;
     e.name = calloc((size_t)p->g.n + 1, sizeof *e.name);
     e.keep = calloc((size_t)p->g.n + 1, sizeof *e.keep);
-    cn_status st = e.name && e.keep && mark(&e) ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "exporting ONNX");
+    e.oihw = calloc((size_t)p->g.n + 1, 1);
+    cn_status st = e.name && e.keep && e.oihw && mark(&e) ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "exporting ONNX");
     for (int i = 0; i < p->g.n && st == CN_OK; i++)
         if (e.keep[i]) st = node(&e, i, s);
     Onnx__GraphProto g = ONNX__GRAPH_PROTO__INIT;
@@ -503,6 +583,7 @@ cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opse
     free(e.inits);
     free(e.name);
     free(e.keep);
+    free(e.oihw);
     free(ins);
     free(outs);
     if (st != CN_OK) *len = 0;

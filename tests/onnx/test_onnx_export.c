@@ -84,6 +84,22 @@ static void round_trip(const char *what, const cn_program *p, cn_session *s, con
     cn_program *q = NULL;
     st = cn_program_from_onnx_memory(bytes, len, what, &q);
     CHECK(st == CN_OK, "%s: import of the export", what);
+    /* the same parameters, under the same names and shapes: the import can be trained on */
+    CHECK(!q || cn_program_num_params(q) == cn_program_num_params(p), "%s: %d parameters after import(export), %d before",
+          what, cn_program_num_params(q), cn_program_num_params(p));
+    for (int k = 0; q && k < cn_program_num_params(p) && k < cn_program_num_params(q); k++) {
+        const char *na, *nb;
+        int da, db;
+        int64_t sa[CN_MAX_DIMS], sb[CN_MAX_DIMS];
+        cn_program_param(p, k, &na, &da, sa);
+        int j = 0;
+        for (; j < cn_program_num_params(q); j++) {
+            cn_program_param(q, j, &nb, &db, sb);
+            if (!strcmp(na, nb)) break;
+        }
+        CHECK(j < cn_program_num_params(q) && da == db && !memcmp(sa, sb, sizeof(int64_t) * (size_t)da),
+              "%s: parameter '%s' lost or reshaped by import(export)", what, na);
+    }
     int64_t n1 = 0, n2 = 0;
     float *a = run(p, s, input, x, rows, output, &n1);
     float *b = q ? run(q, NULL, input, x, rows, output, &n2) : NULL;
