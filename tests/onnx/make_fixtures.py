@@ -123,11 +123,43 @@ def write(name, model, x, opset):
     print(name, os.path.getsize(path), "bytes")
 
 
+def fashion(n):
+    """The first n training images (NCHW float in [0,1]) and labels of Fashion-MNIST."""
+    import gzip
+    d = "/usr/share/datasets/fashion-mnist"
+    with gzip.open(os.path.join(d, "train-images-idx3-ubyte.gz")) as f:
+        img = np.frombuffer(f.read(), np.uint8, offset=16)[: n * 784]
+    with gzip.open(os.path.join(d, "train-labels-idx1-ubyte.gz")) as f:
+        lab = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    return img.reshape(n, 1, 28, 28).astype(np.float64) / 255.0, lab.astype(np.int64)
+
+
+def train_losses(name, model, steps=20, batch=16, lr=0.01):
+    """20 steps of plain SGD from the exported weights, in float64 (the exact trajectory that
+    clnet's float32 run is compared with), on Fashion-MNIST's first images in file order."""
+    import copy
+    m = copy.deepcopy(model).double().train()
+    opt = torch.optim.SGD(m.parameters(), lr=lr)
+    x, y = fashion(steps * batch)
+    with open(os.path.join(OUT, name, "train_sgd.txt"), "w") as f:
+        f.write("# steps batch lr, then the loss before each step (PyTorch float64)\n%d %d %g\n" % (steps, batch, lr))
+        for s in range(steps):
+            xb = torch.from_numpy(x[s * batch:(s + 1) * batch])
+            yb = torch.from_numpy(y[s * batch:(s + 1) * batch])
+            loss = nn.functional.cross_entropy(m(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            f.write("%.12g\n" % loss.item())
+
+
 def main():
     torch.manual_seed(0)
     img = torch.rand(3, 1, 28, 28)
     write("mlp", MLP(), img, 13)
-    write("seed_cnn", SeedCNN(), img, 13)
+    cnn = SeedCNN()
+    write("seed_cnn", cnn, img, 13)
+    train_losses("seed_cnn", cnn)
     write("vit", ViT(), img, 14)
     write("gpt", GPT(), torch.randint(0, 64, (3, 16)), 14)
 
