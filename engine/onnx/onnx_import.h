@@ -54,7 +54,7 @@ typedef struct ox_val {
     int init;         /* an initializer (becomes a parameter when an op needs it on the device) */
     const Onnx__TensorProto *tp; /* an initializer's data, decoded into c when first read */
     cn_value v;       /* the program's value (physical layout), or a parameter made from c */
-    char vkey[16];    /* of a constant: the layout v was made in ("" logical, "nhwc", ...) */
+    char vkey[32];    /* of a constant: the layout v was made in ("" logical, "nhwc", ...) */
     cn_value alt;     /* the same value in the other layout (NHWC <-> logical), once made */
     int nhwc;         /* a 4-D value whose program value is NHWC (logical NCHW) */
     int bdim;         /* the logical dim that follows the batch, or -1 */

@@ -118,7 +118,7 @@ static cn_value const_onto(ox_ctx *c, ox_val *k, const ox_val *x) {
         }
         buf[e] = k->c.f[src];
     }
-    char key[16];
+    char key[32];
     snprintf(key, sizeof key, "bcast%d%s", from, x->nhwc ? "n" : "");
     cn_value v = ox_const_value(c, k, key, nd - from, od, buf);
     free(buf);
