@@ -132,12 +132,13 @@ static char *emit2(ex *e, const char *type, const char *a, const char *b) {
 }
 
 /* ---- initializers ---- */
-static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
-                                 size_t bytes) {
+/* A tensor of raw little-endian data (name NULL: unnamed, for a Constant node). */
+static Onnx__TensorProto *tensor_data(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
+                                      size_t bytes) {
     Onnx__TensorProto *t = ar(e, sizeof *t);
     if (!t) return NULL;
     onnx__tensor_proto__init(t);
-    t->name = ar_str(e, name);
+    if (name) t->name = ar_str(e, name);
     t->n_dims = (size_t)ndim;
     t->dims = ar(e, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
     if (t->dims && ndim) memcpy(t->dims, d, sizeof(int64_t) * (size_t)ndim);
@@ -146,24 +147,21 @@ static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_
     t->raw_data.len = bytes;
     t->raw_data.data = ar(e, bytes);
     if (t->raw_data.data && bytes) memcpy(t->raw_data.data, data, bytes);
+    return t;
+}
+
+/* An initializer (parameters only: the importer makes initializers trainable). */
+static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
+                                 size_t bytes) {
+    Onnx__TensorProto *t = tensor_data(e, name, ndim, d, dt, data, bytes);
     push(e, (void ***)&e->inits, &e->n_inits, &e->cap_inits, t);
     return t;
 }
 
-/* A Constant node holding data: what the importer reads as a constant. Initializers are kept
- * for parameters, which it imports as trainable. */
+/* A Constant node holding data: what the importer reads as a constant. */
 static char *constant(ex *e, int ndim, const int64_t *d, int32_t dt, const void *v, size_t bytes, const char *out) {
-    Onnx__TensorProto *t = ar(e, sizeof *t);
+    Onnx__TensorProto *t = tensor_data(e, NULL, ndim, d, dt, v, bytes);
     if (!t) return NULL;
-    onnx__tensor_proto__init(t);
-    t->n_dims = (size_t)ndim;
-    t->dims = ar(e, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
-    if (t->dims && ndim) memcpy(t->dims, d, sizeof(int64_t) * (size_t)ndim);
-    t->has_data_type = 1, t->data_type = dt;
-    t->has_raw_data = 1;
-    t->raw_data.len = bytes;
-    t->raw_data.data = ar(e, bytes);
-    if (t->raw_data.data && bytes) memcpy(t->raw_data.data, v, bytes);
     char *o = emit(e, "Constant", 0, NULL, out, NULL);
     if (!o) return NULL;
     Onnx__NodeProto *n = e->nodes[e->n_nodes - 1];

@@ -15,7 +15,6 @@
 
 #include "onnx_import.h"
 
-#define P (c->p)
 
 enum {
     PAT_NONE = 0,

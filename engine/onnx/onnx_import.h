@@ -133,6 +133,13 @@ cn_value ox_nhwc(ox_ctx *c, ox_val *x);
 /* A constant as a program value of the given shape (a parameter when it is an initializer). */
 cn_value ox_const_value(ox_ctx *c, ox_val *x, const char *suffix, int ndim, const int64_t *d, const float *data);
 cn_status ox_unsupported(const char *fmt, ...) CN_PRINTF(1, 2);
+/* In a handler (ox_ctx *c, node n): P is the program; NEED(x, k) reads input k into x or
+ * returns the failure (an absent required input named). */
+#define P (c->p)
+#define NEED(x, k)                                                                  \
+    ox_val *x = ox_in(c, n, k);                                                     \
+    if (!x) return k < (int)n->n_input && *n->input[k] ? cn_last_status()           \
+                                                       : ox_unsupported("input %d is required", k)
 /* Computes a node on the host when its inputs are constants (elementwise ops with numpy
  * broadcasting, Cast, Identity, Gather, ...); unsupported for other op types. */
 cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);

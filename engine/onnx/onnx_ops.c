@@ -7,11 +7,6 @@
 
 #include "onnx_import.h"
 
-#define P (c->p)
-#define NEED(x, k)                                                                  \
-    ox_val *x = ox_in(c, n, k);                                                     \
-    if (!x) return k < (int)n->n_input && *n->input[k] ? cn_last_status()           \
-                                                       : ox_unsupported("input %d is required", k)
 
 /* ---- elementwise ---- */
 

@@ -9,11 +9,6 @@
 
 #include "onnx_import.h"
 
-#define P (c->p)
-#define NEED(x, k)                                                                  \
-    ox_val *x = ox_in(c, n, k);                                                     \
-    if (!x) return k < (int)n->n_input && *n->input[k] ? cn_last_status()           \
-                                                       : ox_unsupported("input %d is required", k)
 
 static int has_batch(const ox_tensor *t) {
     if (t->dt != OX_I64) return 0;
