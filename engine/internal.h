@@ -56,6 +56,16 @@ double cn_now_seconds(void);
 struct stat;
 int cn_open_regular(const char *path, struct stat *st);
 
+/* The project's one hash: 64-bit FNV-1a of n bytes, continuing from h (start from
+ * CN_FNV_OFFSET). Program-cache keys and checksums, the GEMM tuning keys and parameter
+ * checksums (cn_session_checksum) all use it. Not for anything an adversary chooses. */
+#define CN_FNV_OFFSET 0xCBF29CE484222325ULL
+static inline uint64_t cn_fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *p = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001B3ULL;
+    return h;
+}
+
 /* Overflow-checked size arithmetic for readers of untrusted files. */
 static inline int cn_mul_overflows(size_t a, size_t b, size_t *out) {
     return __builtin_mul_overflow(a, b, out);

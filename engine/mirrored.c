@@ -238,13 +238,13 @@ cn_status cn_mirrored_sync_params(cn_mirrored *m) {
 
 cn_status cn_session_checksum(cn_session *s, uint64_t *sum) {
     if (!s || !sum) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_checksum: NULL argument");
-    uint64_t h = 1469598103934665603ull; /* FNV-1a over the parameters' bytes, in order */
+    uint64_t h = CN_FNV_OFFSET; /* over the parameters' bytes, in order */
     for (int i = 0; i < s->prog->n_params; i++) {
         size_t bytes = cn_tensor_bytes(s->param[i]);
         unsigned char *buf = malloc(bytes);
         if (!buf) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "checksum");
         cn_status st = cn_tensor_read(s->param[i], buf, bytes);
-        for (size_t k = 0; k < bytes && st == CN_OK; k++) h = (h ^ buf[k]) * 1099511628211ull;
+        if (st == CN_OK) h = cn_fnv1a(h, buf, bytes);
         free(buf);
         CN_TRY(st);
     }

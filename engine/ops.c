@@ -2,6 +2,7 @@
  * and one shape rule per CN_RULE_<rule>. graph.c calls cn_op_infer() as each node is added
  * and the planner calls cn_op_check() on each launch it builds, so a backend never sees a
  * launch these did not accept. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,7 +31,8 @@ typedef enum cn_shape_rule {
     CN_RULE_POOL_GRAD,    /* (dy pooled, x image) -> x's shape */
     CN_RULE_UNPOOL,       /* dy pooled -> the given image shape */
     CN_RULE_ROWS,         /* last axis dropped ([1] for a 1-D input) */
-    CN_RULE_UPDATE,       /* optimizer: every input has param's shape; out = param's */
+    CN_RULE_UPDATE,       /* optimizer: every input but the rate block has param's shape; out = param's */
+    CN_RULE_CLIP,         /* rate block [CN_RATE_LEN] and a sum [1]; out = the block's shape */
     /* transformer ops, stated in ops_transformer.c (cn_op_infer_transformer) */
     CN_RULE_NORM,         /* LAYERNORM: x [...,C], gamma [C], beta [C] -> x's shape */
     CN_RULE_NORM_GRAD,    /* LAYERNORM_GRAD: dy, x of one shape, gamma [C] -> x's shape */
@@ -44,31 +46,41 @@ typedef enum cn_shape_rule {
     CN_RULE_ATTENTION     /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
 } cn_shape_rule;
 
-#define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule) name,
-#define ROW_ARITY(NAME, name, arity, diff, launches, dtypes, rule) arity,
-#define ROW_DIFF(NAME, name, arity, diff, launches, dtypes, rule) diff,
-#define ROW_LAUNCHES(NAME, name, arity, diff, launches, dtypes, rule) launches,
-#define ROW_DTYPES(NAME, name, arity, diff, launches, dtypes, rule) dtypes,
-#define ROW_RULE(NAME, name, arity, diff, launches, dtypes, rule) CN_RULE_##rule,
+#define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule, ...) name,
+#define ROW_ARITY(NAME, name, arity, diff, launches, dtypes, rule, ...) arity,
+#define ROW_DIFF(NAME, name, arity, diff, launches, dtypes, rule, ...) diff,
+#define ROW_LAUNCHES(NAME, name, arity, diff, launches, dtypes, rule, ...) launches,
+#define ROW_DTYPES(NAME, name, arity, diff, launches, dtypes, rule, ...) dtypes,
+#define ROW_RULE(NAME, name, arity, diff, launches, dtypes, rule, ...) CN_RULE_##rule,
+#define ROW_STORAGE(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) CN_STORE_##storage,
+#define ROW_TAKES(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) takes,
+#define ROW_AS(NAME, name, arity, diff, launches, dtypes, rule, storage, takes, as) CN_EPI_##as,
 static const char *const names[] = {CN_OP_TABLE(ROW_NAME)};
 static const signed char arities[] = {CN_OP_TABLE(ROW_ARITY)};
 static const signed char diffs[] = {CN_OP_TABLE(ROW_DIFF)};
 static const signed char launch_flags[] = {CN_OP_TABLE(ROW_LAUNCHES)};
 static const char *const dtype_sigs[] = {CN_OP_TABLE(ROW_DTYPES)};
 static const unsigned char rules[] = {CN_OP_TABLE(ROW_RULE)};
+static const unsigned char storages[] = {CN_OP_TABLE(ROW_STORAGE)};
+static const unsigned char takes_epi[] = {CN_OP_TABLE(ROW_TAKES)};
+static const unsigned char as_epi[] = {CN_OP_TABLE(ROW_AS)};
 _Static_assert(sizeof(names) / sizeof(names[0]) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(arities) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(diffs) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(launch_flags) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(dtype_sigs) / sizeof(dtype_sigs[0]) == CN_OP_COUNT, "op table");
 _Static_assert(sizeof(rules) == CN_OP_COUNT, "op table");
+_Static_assert(sizeof(storages) == CN_OP_COUNT && sizeof(takes_epi) == CN_OP_COUNT && sizeof(as_epi) == CN_OP_COUNT,
+               "op table");
 
 const char *cn_op_name(cn_op op) { return (unsigned)op < CN_OP_COUNT ? names[op] : "?"; }
 int cn_op_arity(cn_op op) { return (unsigned)op < CN_OP_COUNT ? arities[op] : -1; }
 int cn_op_differentiable(cn_op op) { return (unsigned)op < CN_OP_COUNT ? diffs[op] : 0; }
 int cn_op_launches(cn_op op) { return (unsigned)op < CN_OP_COUNT ? launch_flags[op] : 0; }
 const char *cn_op_dtypes(cn_op op) { return (unsigned)op < CN_OP_COUNT ? dtype_sigs[op] : ""; }
-int cn_op_takes_epilogue(cn_op op) { return op == CN_OP_ADD || op == CN_OP_MATMUL; }
+cn_storage cn_op_storage(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_storage)storages[op] : CN_STORE_OWN; }
+int cn_op_takes_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? takes_epi[op] : 0; }
+cn_epilogue cn_op_as_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_epilogue)as_epi[op] : CN_EPI_NONE; }
 int cn_op_fused_bias(cn_op op, int n_in) { return op == CN_OP_MATMUL && n_in == 3; }
 
 /* ---- shapes ---- */
@@ -299,13 +311,32 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_ROWS:
         *out = a->ndim > 1 ? cn_shape_make(a->ndim - 1, a->d) : cn_shape_of(1, (int64_t)1);
         return CN_OK;
-    case CN_RULE_UPDATE:
-        for (int i = 1; i < arities[op]; i++)
+    case CN_RULE_UPDATE: {
+        const cn_shape rate = cn_shape_of(1, (int64_t)CN_RATE_LEN);
+        if (!cn_shape_eq(&in[arities[op] - 1], &rate))
+            SHAPE_FAIL("%s: rate block %s must be %s", name, cn_shape_str(&in[arities[op] - 1], s1, sizeof s1),
+                       cn_shape_str(&rate, s2, sizeof s2));
+        if (!(p->clip_value >= 0.0f) || !isfinite(p->clip_value))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: clip value %g must be >= 0 and finite (0: off)", name,
+                             (double)p->clip_value);
+        for (int i = 1; i < arities[op] - 1; i++)
             if (!cn_shape_eq(&in[i], a))
                 SHAPE_FAIL("%s: state %d shape %s differs from param %s", name, i, cn_shape_str(&in[i], s1, sizeof s1),
                            cn_shape_str(a, s2, sizeof s2));
         *out = *a;
         return CN_OK;
+    }
+    case CN_RULE_CLIP: {
+        const cn_shape rate = cn_shape_of(1, (int64_t)CN_RATE_LEN), one = cn_shape_of(1, (int64_t)1);
+        if (!cn_shape_eq(a, &rate) || !cn_shape_eq(b, &one))
+            SHAPE_FAIL("%s: rate block %s and sum %s must be %s and [1]", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&rate, s3, sizeof s3));
+        if (!(p->clip_norm > 0.0f) || !isfinite(p->clip_norm))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: clip norm %g must be positive and finite", name,
+                             (double)p->clip_norm);
+        *out = *a;
+        return CN_OK;
+    }
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
         return cn_op_infer_transformer(op, p, in, given, out);

@@ -28,8 +28,17 @@
  *   the output shape given by the node (x broadcasts onto it).
  * - DROPOUT / DROPOUT_GRAD: keep element i iff cn_rng_uniform(seed, step, i) >= rate; kept
  *   elements are scaled by 1/(1-rate). "step" is the launch's step counter.
- * - ADAM(param, grad, m, v) and SGD(param, grad, velocity) update param and their state in
- *   place; the node's output is param itself. "step" (t, 1-based) drives bias correction.
+ * - ADAM(param, grad, m, v, rate) and SGD(param, grad, velocity, rate) update param and their
+ *   state in place; the node's output is param itself. "step" (t, 1-based) drives bias
+ *   correction. rate is the step's block, f32 [CN_RATE_LEN] on the device (below): the
+ *   learning rate is data the session writes once per step, not a launch parameter, so a
+ *   schedule changes no launch and the update plan is built once. Each gradient element is
+ *   first multiplied by rate[CN_RATE_GRAD_SCALE], then, when p.clip_value > 0, clamped to
+ *   [-clip_value, clip_value] (a NaN stays NaN), before weight decay is added.
+ * - CLIP_SCALE(rate [CN_RATE_LEN], sumsq [1]) -> [CN_RATE_LEN]: rate with its grad scale
+ *   multiplied by min(1, p.clip_norm / (sqrt(sumsq) + 1e-6)) (PyTorch's clip_grad_norm_),
+ *   other elements copied. sumsq is the sum of squares of every gradient; the session
+ *   computes it on the device (MUL, SUM_ALL, ADD), so clipping by norm needs no host sync.
  *
  * Transformer ops (gradient ops take the incoming gradient first, as above):
  * - LAYERNORM(x [...,C], gamma [C], beta [C]) -> x's shape: per row of the last axis,
@@ -70,68 +79,76 @@
 
 #include "clnet.h"
 
-/* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule)
+/* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule, storage, takes epilogue,
+ *   as epilogue)
  * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
  * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; an output of
  *   several letters allows each (the first is what the graph makes), "=" is input 0's dtype.
  * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
  *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
+ * - storage (CN_STORE_<storage>): where the value lives: OWN, a buffer of its own; VIEW, input
+ *   0's buffer seen with another shape (no launch); INPLACE, input 0's buffer updated by the
+ *   launch (the optimizer steps). The planner reads it to share and bind buffers.
+ * - takes epilogue: 1 where the launch applies an activation to its output (cn_epilogue);
+ *   as epilogue (CN_EPI_<as>): the epilogue an activation becomes when the planner folds it
+ *   into such a producer (NONE: never folded).
  * Users of the table take (NAME, ...) so a new column does not touch them. */
-#define CN_OP_TABLE(X)                                                  \
-    X(LEAF, "leaf", 0, 1, 0, "", LEAF)                              \
-    X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW)                     \
-    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL)                    \
-    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST)                       \
-    X(SCALE, "scale", 1, 1, 1, "f:f", SAME)                         \
-    X(RELU, "relu", 1, 1, 1, "f:f", SAME)                           \
-    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME)                     \
-    X(TANH, "tanh", 1, 1, 1, "f:f", SAME)                           \
-    X(EXP, "exp", 1, 1, 1, "f:f", SAME)                             \
-    X(LOG, "log", 1, 1, 1, "f:f", SAME)                             \
-    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
-    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
-    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR)           \
-    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME)                     \
-    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME)             \
-    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)     \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR)\
-    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY)             \
-    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD) \
-    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR)                       \
-    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR)                     \
-    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO)              \
-    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO)               \
-    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE)              \
-    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES)                    \
-    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH)                    \
-    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL)                     \
-    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD)     \
-    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL)                     \
-    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL)         \
-    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK)                     \
-    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK)           \
-    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS)                      \
-    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY)              \
-    X(ADAM, "adam", 4, 0, 1, "ffff:f", UPDATE)                      \
-    X(SGD, "sgd", 3, 0, 1, "fff:f", UPDATE)                         \
-    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM)              \
-    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD)\
-    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER)              \
-    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER)   \
-    X(GELU, "gelu", 1, 1, 1, "f:f", GELU)                           \
-    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD)           \
-    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS)                   \
-    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS)                 \
-    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS)                   \
-    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD)   \
-    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS)         \
-    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL)           \
-    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION)          \
-    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION)   \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION)
+#define CN_OP_TABLE(X)                                                                \
+    X(LEAF, "leaf", 0, 1, 0, "", LEAF, OWN, 0, NONE)                                  \
+    X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW, VIEW, 0, NONE)                        \
+    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL, OWN, 1, NONE)                        \
+    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST, OWN, 1, NONE)                           \
+    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
+    X(SCALE, "scale", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                             \
+    X(RELU, "relu", 1, 1, 1, "f:f", SAME, OWN, 0, RELU)                               \
+    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME, OWN, 0, SIGMOID)                      \
+    X(TANH, "tanh", 1, 1, 1, "f:f", SAME, OWN, 0, TANH)                               \
+    X(EXP, "exp", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
+    X(LOG, "log", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
+    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
+    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
+    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
+    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                         \
+    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE) \
+    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                 \
+    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD, OWN, 0, NONE)     \
+    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                           \
+    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                         \
+    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO, OWN, 0, NONE)                  \
+    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO, OWN, 0, NONE)                   \
+    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE, OWN, 0, NONE)                  \
+    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES, OWN, 0, NONE)                        \
+    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH, OWN, 0, NONE)                        \
+    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
+    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD, OWN, 0, NONE)         \
+    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
+    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL, OWN, 0, NONE)             \
+    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK, OWN, 0, NONE)                         \
+    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK, OWN, 0, NONE)               \
+    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS, OWN, 0, NONE)                          \
+    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                  \
+    X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE, INPLACE, 0, NONE)                     \
+    X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE, INPLACE, 0, NONE)                        \
+    X(CLIP_SCALE, "clip_scale", 2, 0, 1, "ff:f", CLIP, OWN, 0, NONE)                  \
+    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM, OWN, 0, NONE)                  \
+    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD, OWN, 0, NONE)   \
+    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER, OWN, 0, NONE)                  \
+    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER, OWN, 0, NONE)       \
+    X(GELU, "gelu", 1, 1, 1, "f:f", GELU, OWN, 0, NONE)                               \
+    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD, OWN, 0, NONE)               \
+    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
+    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                     \
+    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
+    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD, OWN, 0, NONE)       \
+    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS, OWN, 0, NONE)             \
+    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL, OWN, 0, NONE)               \
+    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
+    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -157,9 +174,17 @@ const char *cn_op_dtypes(cn_op op);
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
 typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
 
+/* The optimizer's per-step block, the last input of ADAM and SGD: element CN_RATE_LR is the
+ * step's learning rate (the schedule's value, cn_optimizer_lr_at), CN_RATE_GRAD_SCALE the
+ * factor on every gradient (1, or clipping by global norm's scale from CLIP_SCALE). */
+enum { CN_RATE_LR = 0, CN_RATE_GRAD_SCALE = 1, CN_RATE_LEN = 2 };
+
 /* The fixed parameter block of a node. Which members an op reads is stated per op. */
-/* ADD and MATMUL take an epilogue; a fused bias is a 3-input MATMUL (see above). */
+/* The table's storage and epilogue columns; a fused bias is a 3-input MATMUL (see above). */
+typedef enum cn_storage { CN_STORE_OWN = 0, CN_STORE_VIEW, CN_STORE_INPLACE } cn_storage;
+cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
+cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
 
 typedef struct cn_op_params {
@@ -170,11 +195,13 @@ typedef struct cn_op_params {
     float alpha, beta;              /* SCALE: x*alpha+beta; EXPAND: alpha */
     float rate;                     /* DROPOUT(_GRAD) */
     uint32_t seed;                  /* DROPOUT(_GRAD) */
-    float lr, beta1, beta2, eps;    /* ADAM; SGD uses lr; LAYERNORM(_GRAD) uses eps */
+    float beta1, beta2, eps;        /* ADAM; LAYERNORM(_GRAD) uses eps */
     float weight_decay;             /* ADAM (L2 added to grad) / ADAMW (decoupled) / SGD */
     float momentum;                 /* SGD */
     int32_t decoupled;              /* ADAM: 1 = AdamW */
     int32_t nesterov;               /* SGD */
+    float clip_value;               /* ADAM, SGD: clamp each gradient element (0: off) */
+    float clip_norm;                /* CLIP_SCALE: the largest global norm */
     int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
     int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
@@ -239,7 +266,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
 cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                                   cn_shape *out);
 
-/* Counter-based generator shared by every backend (also written in kernels_cl/rng.h):
+/* Counter-based generator shared by every backend (also written in kernels_cl/common.h.cl):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */
 static inline uint64_t cn_rng_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -11,13 +11,10 @@ static size_t node_bytes(const cn_node *n) {
     return (size_t)cn_shape_numel(&n->shape) * cn_dtype_size(n->dtype);
 }
 
-static int is_view(const cn_node *n) { return n->op == CN_OP_RESHAPE; }
-static int is_inplace(const cn_node *n) { return n->op == CN_OP_ADAM || n->op == CN_OP_SGD; }
-
-static cn_epilogue epilogue_for(cn_op op) {
-    return op == CN_OP_RELU ? CN_EPI_RELU : op == CN_OP_SIGMOID ? CN_EPI_SIGMOID : op == CN_OP_TANH ? CN_EPI_TANH
-                                                                                                     : CN_EPI_NONE;
-}
+/* What an op is to the planner comes from the op table's columns (ops.h), not from a list of
+ * ops here: a new view, in-place or activation op needs no planner change. */
+static int is_view(const cn_node *n) { return cn_op_storage(n->op) == CN_STORE_VIEW; }
+static int is_inplace(const cn_node *n) { return cn_op_storage(n->op) == CN_STORE_INPLACE; }
 
 static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
     const cn_node *n = &p->nodes[i];
@@ -72,7 +69,7 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
 static void fuse_activations(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     for (int i = 0; i < p->n; i++) {
         cn_node *n = &p->nodes[i];
-        cn_epilogue e = epilogue_for(n->op);
+        cn_epilogue e = cn_op_as_epilogue(n->op);
         if (!live[i] || e == CN_EPI_NONE) continue;
         /* Walk to the producer through reshapes and an ADD already folded into its matmul
          * (which hands the epilogue on); every value on the way must have no other reader. */
@@ -87,7 +84,7 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         }
         if (!ok) continue;
         cn_node *prod = &p->nodes[a];
-        if ((prod->op != CN_OP_ADD && prod->op != CN_OP_MATMUL) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
+        if (!cn_op_takes_epilogue(prod->op) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
             p->root[a] != a)
             continue;
         cn_launch l;
@@ -261,7 +258,6 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     *out = NULL;
     int n = g->n;
     cn_plan *p = calloc(1, sizeof *p);
-    if (p) p->lr_scale = 1.0f;
     char *live = calloc((size_t)n + 1, 1), *is_out = calloc((size_t)n + 1, 1);
     int *consumers = calloc((size_t)n + 1, sizeof *consumers);
     if (p) {

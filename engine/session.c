@@ -29,6 +29,10 @@ static cn_status check_optimizer(const cn_optimizer_config *c) {
         return cn_errorf(CN_ERR_INVALID_ARG, "weight decay %g must be >= 0", (double)c->weight_decay);
     if (!(c->momentum >= 0.0f && c->momentum < 1.0f))
         return cn_errorf(CN_ERR_INVALID_ARG, "momentum %g must lie in [0,1)", (double)c->momentum);
+    if (!(c->clip_norm >= 0.0f) || !isfinite(c->clip_norm))
+        return cn_errorf(CN_ERR_INVALID_ARG, "clip norm %g must be >= 0 and finite (0: off)", (double)c->clip_norm);
+    if (!(c->clip_value >= 0.0f) || !isfinite(c->clip_value))
+        return cn_errorf(CN_ERR_INVALID_ARG, "clip value %g must be >= 0 and finite (0: off)", (double)c->clip_value);
     if ((unsigned)c->schedule > CN_LR_COSINE)
         return cn_errorf(CN_ERR_INVALID_ARG, "unknown learning-rate schedule %d", (int)c->schedule);
     if (c->warmup_steps < 0 || c->warmup_steps > CN_LR_MAX_STEPS)
@@ -92,6 +96,7 @@ static cn_status alloc_params(cn_session *s, int init) {
     if (!s->param || !s->grad || !s->state1 || !s->state2 || !s->has_grad || !s->in || !s->selected)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
     memset(s->selected, 1, (size_t)(p->n_outputs ? p->n_outputs : 1));
+    CN_TRY(cn_session__flags_create(s));
     for (int i = 0; i < p->n_inputs; i++) s->in[i].latest = 1;
     for (int i = 0; i < p->n_params && init; i++) {
         const cn_shape *sh = &p->g.nodes[p->params[i].node].shape;
@@ -193,6 +198,7 @@ void cn_session_free(cn_session *s) {
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);
     cn_graph_destroy(&s->apply_g);
+    cn_tensor_release(s->rate);
     int np = s->prog ? s->prog->n_params : 0;
     for (int i = 0; i < np; i++) {
         cn_tensor_release(s->param ? s->param[i] : NULL);
@@ -200,6 +206,7 @@ void cn_session_free(cn_session *s) {
         cn_tensor_release(s->state1 ? s->state1[i] : NULL);
         cn_tensor_release(s->state2 ? s->state2[i] : NULL);
     }
+    cn_tensor_release(s->flags);
     for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) free(s->in[i].buf[0]), free(s->in[i].buf[1]);
     free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->has_grad), free(s->in), free(s->selected);
     if (s->owns_prog) cn_program_free(s->prog);
@@ -231,11 +238,11 @@ cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int
  * inserted where it is a leaf, a view of one, or already another parameter's gradient. */
 static int own_grad(cn_graph *g, int gr, const int *used, int n_used) {
     int r = gr;
-    while (g->nodes[r].op == CN_OP_RESHAPE) r = g->nodes[r].in[0];
+    while (cn_op_storage(g->nodes[r].op) == CN_STORE_VIEW) r = g->nodes[r].in[0];
     int shared = g->nodes[r].op == CN_OP_LEAF;
     for (int k = 0; k < n_used && !shared; k++) {
         int u = used[k];
-        while (g->nodes[u].op == CN_OP_RESHAPE) u = g->nodes[u].in[0];
+        while (cn_op_storage(g->nodes[u].op) == CN_STORE_VIEW) u = g->nodes[u].in[0];
         shared = u == r;
     }
     return shared ? cn_g_scale(g, gr, 1.0f, 0.0f) : gr;
@@ -277,6 +284,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
+    if (st == CN_OK) cn_session__flags_attach(s, sp->plan);
     if (st == CN_OK && s->training) st = cn_session__note_grads(s, sp, gnode);
     if (st != CN_OK) {
         cn_error_context(st, "planning the %s graph for a batch of %lld on %s", s->training ? "training" : "inference",
@@ -354,8 +362,28 @@ static cn_status fed_batch(const cn_session *s, int64_t *batch) {
     return CN_OK;
 }
 
+static cn_status forward(cn_session *s);
+
+/* A run that fails leaves its outputs refused (output_node) until the next one succeeds:
+ * they would be the previous run's values or half computed. */
 cn_status cn_session__forward(cn_session *s) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "session: NULL");
+    s->failed = CN_OK;
+    cn_status st = forward(s);
+    if (st == CN_OK) return st;
+    if (s->training) cn_error_context(st, "step %llu", (unsigned long long)s->step + 1);
+    /* The flags this run raised before it stopped (omp's accuracy before its cross-entropy),
+     * or earlier runs left, are read now, on the failure path, so they are reported once; a
+     * raised flag names the first refused step. */
+    char msg[sizeof s->failed_msg];
+    snprintf(msg, sizeof msg, "%s", cn_last_error());
+    cn_status f = cn_session__settle(s);
+    if (f == CN_ERR_INVALID_ARG || f == CN_ERR_NUMERIC) return f; /* recorded by settle */
+    if (f != CN_OK) cn_errorf(st, "%s", msg);
+    return cn_session__fail_run(s, st);
+}
+
+static cn_status forward(cn_session *s) {
     int64_t batch;
     CN_TRY(fed_batch(s, &batch));
     cn_sess_plan *sp;
@@ -378,48 +406,104 @@ cn_status cn_session_compute_gradients(cn_session *s) {
     return cn_session__forward(s);
 }
 
+/* Clipping by global norm, on the device: the squares of every gradient summed (MUL and
+ * SUM_ALL per gradient, the sums added in parameter order, so the norm does not depend on
+ * timing), then CLIP_SCALE writes the scale into a copy of the step's block, which the
+ * updates read instead of the block itself. Returns that copy's node (-1 on failure). */
+static int add_clip_norm(cn_session *s, cn_graph *g, const int *grad, int rate) {
+    int total = -2; /* -2: no gradient yet */
+    for (int i = 0; i < s->prog->n_params; i++) {
+        if (!s->has_grad[i]) continue;
+        int sq = cn_g_binary(g, CN_OP_MUL, grad[i], grad[i]);
+        int sum = cn_g_unary(g, CN_OP_SUM_ALL, sq);
+        total = total == -2 ? sum : cn_g_binary(g, CN_OP_ADD, total, sum);
+    }
+    if (total == -2) return rate; /* nothing has a gradient: nothing to clip */
+    cn_op_params cp = {0};
+    cp.clip_norm = s->opt.clip_norm;
+    return cn_g_op(g, CN_OP_CLIP_SCALE, 2, (int[]){rate, total}, &cp, NULL);
+}
+
 /* The update: one optimizer op per parameter that has a gradient, reading the gradient
- * tensors, so anything the hook did to them is what is applied. */
+ * tensors, so anything the hook did to them is what is applied. Every op reads the step's
+ * block (the learning rate, the gradients' scale) from one device tensor, so the plan is
+ * built once and a step changes no launch. */
 static cn_status build_apply(cn_session *s) {
     cn_graph *g = &s->apply_g;
     cn_graph_init(g);
     const cn_program *p = s->prog;
     int n = p->n_params, n_out = 0;
-    int *outs = malloc(sizeof(int) * (size_t)(n + 1));
-    cn_tensor **bind = calloc((size_t)(5 * n + 1), sizeof *bind); /* 4 leaves and the update each */
-    cn_status st = outs && bind ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "optimizer graph");
+    int *outs = malloc(sizeof(int) * (size_t)(n + 1)), *grad = malloc(sizeof(int) * (size_t)(n + 1));
+    cn_tensor **bind = NULL;
+    cn_status st = outs && grad ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "optimizer graph");
+    const int64_t rate_len = CN_RATE_LEN;
+    if (st == CN_OK && !s->rate) st = cn_tensor_create(s->dev, 1, &rate_len, CN_F32, &s->rate);
+    const cn_shape rate_shape = cn_shape_of(1, rate_len);
+    int block = st == CN_OK ? cn_g_leaf(g, CN_LEAF_STATE, "optimizer.rate", &rate_shape, CN_F32) : -1;
+    /* the gradients first: clipping by norm reads all of them before any update */
+    for (int i = 0; i < n && st == CN_OK; i++)
+        grad[i] = s->has_grad[i] ? cn_g_leaf(g, CN_LEAF_STATE, p->params[i].name, &s->param[i]->shape, CN_F32) : -1;
+    int rate = st == CN_OK && s->opt.clip_norm > 0.0f ? add_clip_norm(s, g, grad, block) : block;
     cn_op_params op = {0};
-    op.lr = s->opt.lr, op.beta1 = s->opt.beta1, op.beta2 = s->opt.beta2, op.eps = s->opt.eps;
+    op.beta1 = s->opt.beta1, op.beta2 = s->opt.beta2, op.eps = s->opt.eps;
     op.weight_decay = s->opt.weight_decay, op.momentum = s->opt.momentum, op.nesterov = s->opt.nesterov;
     op.decoupled = s->opt.kind == CN_OPT_ADAMW;
+    op.clip_value = s->opt.clip_value;
+    const int k = s->opt.kind == CN_OPT_SGD ? 3 : 4;
     for (int i = 0; i < n && st == CN_OK; i++) {
         if (!s->has_grad[i]) continue;
         const cn_shape *sh = &s->param[i]->shape;
-        int in[4];
-        cn_tensor *t[4] = {s->param[i], s->grad[i], s->state1[i], s->state2[i]};
-        int k = s->opt.kind == CN_OPT_SGD ? 3 : 4;
-        for (int j = 0; j < k; j++) {
-            in[j] = cn_g_leaf(g, j ? CN_LEAF_STATE : CN_LEAF_PARAM, p->params[i].name, sh, CN_F32);
-            if (in[j] >= 0) bind[in[j]] = t[j];
-        }
-        int upd = cn_g_op(g, s->opt.kind == CN_OPT_SGD ? CN_OP_SGD : CN_OP_ADAM, k, in, &op, NULL);
+        int in[5];
+        for (int j = 0; j < k; j++)
+            in[j] = j == 1 ? grad[i] : cn_g_leaf(g, j ? CN_LEAF_STATE : CN_LEAF_PARAM, p->params[i].name, sh, CN_F32);
+        in[k] = rate;
+        int upd = cn_g_op(g, k == 3 ? CN_OP_SGD : CN_OP_ADAM, k + 1, in, &op, NULL);
         if (upd < 0) st = CN_ERR_SHAPE;
         else outs[n_out++] = upd;
     }
+    if (st == CN_OK && (block < 0 || rate < 0)) st = CN_ERR_SHAPE;
+    /* bindings by node, now that the graph is complete */
+    if (st == CN_OK && !(bind = calloc((size_t)g->n + 1, sizeof *bind)))
+        st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "optimizer graph");
+    if (st == CN_OK) {
+        bind[block] = s->rate;
+        for (int u = 0, i = 0; u < n_out; u++, i++) {
+            while (!s->has_grad[i]) i++;
+            const cn_node *nd = &g->nodes[outs[u]];
+            cn_tensor *t[4] = {s->param[i], s->grad[i], s->state1[i], s->state2[i]};
+            for (int j = 0; j < k; j++) bind[nd->in[j]] = t[j];
+        }
+    }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 0, &s->apply);
-    free(outs), free(bind);
+    if (st == CN_OK) cn_session__flags_attach(s, s->apply);
+    free(outs), free(grad), free(bind);
     if (st != CN_OK) cn_error_context(st, "planning the optimizer update on %s", s->dev->info.selector);
     return st;
+}
+
+/* The step's block, written without a host sync: a small upload is copied at the call
+ * (CN_SMALL_UPLOAD), so the next step may refill the host array before the device reads it. */
+_Static_assert(CN_RATE_LEN * sizeof(float) <= CN_SMALL_UPLOAD &&
+                   ((CN_RATE_LEN * sizeof(float)) & (CN_RATE_LEN * sizeof(float) - 1)) == 0,
+               "the rate block must be a small upload");
+static cn_status write_rate(cn_session *s) {
+    float block[CN_RATE_LEN] = {0};
+    block[CN_RATE_LR] = cn_optimizer_lr_at(&s->opt, s->step + 1);
+    block[CN_RATE_GRAD_SCALE] = 1.0f;
+    cn_backend *be = s->dev->be;
+    return be->upload(be->ctx, s->rate->buf, 0, block, sizeof block, 0);
 }
 
 cn_status cn_session_apply_gradients(cn_session *s) {
     if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_apply_gradients: not a training session");
     if (s->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "apply_gradients: no gradients computed yet");
-    if (!s->apply) CN_TRY(build_apply(s));
-    /* The plan's ops hold the base rate; the schedule scales it per step. Without a schedule
-     * the factor is exactly 1, so constant-rate runs are bit-identical to before. */
-    s->apply->lr_scale = cn_optimizer_lr_at(&s->opt, s->step + 1) / s->opt.lr;
-    CN_TRY(cn_plan_run(s->apply, s->step + 1));
+    if (s->failed != CN_OK)
+        return cn_errorf(s->failed, "apply_gradients: the gradients were not computed (%s)", s->failed_msg);
+    cn_status st = s->apply ? CN_OK : build_apply(s);
+    if (st == CN_OK) st = write_rate(s);
+    if (st == CN_OK) st = cn_session__check_numerics_enqueue(s);
+    if (st != CN_OK) return cn_session__fail_run(s, st);
+    CN_TRY(cn_session__fail_run(s, cn_plan_run(s->apply, s->step + 1)));
     s->step++;
     return CN_OK;
 }
@@ -434,9 +518,10 @@ cn_status cn_session_run(cn_session *s) {
         cn_clear_error();
         cn_status st = s->hook(s, s->hook_user);
         if (st != CN_OK && !*cn_last_error())
-            return cn_errorf(st, "gradient hook failed with %s (%s) and left no message", cn_status_name(st),
-                             cn_status_str(st));
-        if (st != CN_OK) return cn_error_context(st, "gradient hook failed with %s", cn_status_name(st));
+            return cn_session__fail_run(s, cn_errorf(st, "gradient hook failed with %s (%s) and left no message",
+                                                     cn_status_name(st), cn_status_str(st)));
+        if (st != CN_OK)
+            return cn_session__fail_run(s, cn_error_context(st, "gradient hook failed with %s", cn_status_name(st)));
     }
     return cn_session_apply_gradients(s);
 }
@@ -455,6 +540,9 @@ static cn_status output_node(cn_session *s, const char *output, int *node) {
     if (!s->selected[o] && !is_loss)
         return cn_errorf(CN_ERR_INVALID_ARG, "output '%s' is not computed by this session (cn_session_select_outputs)", output);
     if (!s->last) return cn_errorf(CN_ERR_INVALID_ARG, "output '%s': the session has not run yet", output);
+    if (s->failed != CN_OK)
+        return cn_errorf(s->failed, "output '%s': the latest run failed, so its outputs are not valid: %s", output,
+                         s->failed_msg);
     *node = s->last->inst.map[s->prog->outputs[o].node];
     return CN_OK;
 }
@@ -463,7 +551,11 @@ cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t 
     if (!s || !dst) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_fetch: NULL argument");
     int node = -1;
     CN_TRY(output_node(s, output, &node));
-    cn_status st = cn_plan_read(s->last->plan, node, dst, bytes);
+    /* The flags are read with the output, in the same wait (session_flags.c). */
+    cn_status st = cn_session__flags_start(s);
+    if (st == CN_OK) st = cn_plan_read(s->last->plan, node, dst, bytes);
+    if (st == CN_OK) st = cn_session__flags_finish(s);
+    else cn_session__flags_abandon(s);
     for (int i = 0; st == CN_OK && i < s->prog->n_inputs; i++) s->in[i].pending[0] = s->in[i].pending[1] = 0;
     return st == CN_OK ? st : cn_error_context(st, "fetching '%s'", output);
 }
@@ -505,7 +597,10 @@ cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size
     int i = -1;
     CN_TRY(find_param(s, name, &i));
     CN_TRY(param_bytes(s, i, bytes));
-    return cn_tensor_read(s->param[i], dst, bytes);
+    CN_TRY(cn_session__flags_start(s));
+    cn_status st = cn_tensor_read(s->param[i], dst, bytes);
+    if (st != CN_OK) return cn_session__flags_abandon(s), st;
+    return cn_session__flags_finish(s);
 }
 
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes) {

@@ -48,7 +48,7 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
     if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_load: NULL argument");
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
-    cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1);
+    cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1, NULL);
     if (st == CN_OK && cn_trainer_mirrored(t)) st = cn_mirrored_sync_params(cn_trainer_mirrored(t));
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
@@ -94,7 +94,7 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_trainer__match_ckpt(c, path, *model, &cfg);
     if (st == CN_OK) st = cn_trainer_create(*model, dev, &cfg, out);
-    if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1);
+    if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
     if (st != CN_OK) {
@@ -118,7 +118,7 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
     if (st == CN_OK) st = cn_session__match_ckpt(prog, c, path); /* before allocating */
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
-    if (st == CN_OK) st = cn_session__load(*out, c, path, 0);
+    if (st == CN_OK) st = cn_session__load(*out, c, path, 0, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, NULL);
     if (st == CN_OK && step) *step = cn_ckpt_get_meta(c)->step;
     cn_ckpt_free(c);

@@ -1,5 +1,5 @@
 /* Last-axis reductions and their adjoints (SUM_LAST, MEAN_LAST, MAX_LAST, MAX_LAST_GRAD,
- * BCAST_LAST) and GELU (engine/ops.h). Reductions: one work-group per row, power-of-two size,
+ * BCAST_LAST), engine/ops.h. Reductions: one work-group per row, power-of-two size,
  * __local scratch of that many floats (and ints for the arg-max). */
 
 __kernel void reduce_last_rows(__global const float *x, __global float *y, int C, int mode, __local float *tmp) {
@@ -45,74 +45,4 @@ __kernel void max_last_grad_rows(__global const float *dy, __global const float 
 __kernel void bcast_last(__global const float *x, __global float *y, int n, int C, float alpha) {
     int i = get_global_id(0);
     if (i < n) y[i] = alpha * x[i / C];
-}
-
-/* sqrt(2/pi), the tanh form's cubic coefficient, 1/sqrt(2), 1/sqrt(2 pi). */
-#define GELU_K0 0.7978845608028654f
-#define GELU_K1 0.044715f
-#define GELU_RSQRT2 0.7071067811865476f
-#define GELU_RSQRT2PI 0.3989422804014327f
-
-/* The formulas once, for floats and for the device's vectors (the span kernels). */
-#define GELU_Y(v, tanh_form)                                                                         \
-    ((tanh_form) ? 0.5f * (v) * (1.0f + tanh(GELU_K0 * ((v) + GELU_K1 * (v) * (v) * (v))))          \
-                 : 0.5f * (v) * (1.0f + erf((v) * GELU_RSQRT2)))
-#define GELU_DTANH(v, t) \
-    (0.5f * (1.0f + (t)) + 0.5f * (v) * (1.0f - (t) * (t)) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * (v) * (v)))
-#define GELU_DERF(v) (0.5f * (1.0f + erf((v) * GELU_RSQRT2)) + (v) * GELU_RSQRT2PI * exp(-0.5f * (v) * (v)))
-
-__kernel void gelu_fwd(__global const float *x, __global float *y, int n, int tanh_form) {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    float v = x[i];
-    y[i] = GELU_Y(v, tanh_form);
-}
-
-__kernel void gelu_bwd(__global const float *dy, __global const float *x, __global float *dx, int n, int tanh_form) {
-    int i = get_global_id(0);
-    if (i >= n) return;
-    float v = x[i], d;
-    if (tanh_form) {
-        float t = tanh(GELU_K0 * (v + GELU_K1 * v * v * v));
-        d = GELU_DTANH(v, t);
-    } else {
-        d = GELU_DERF(v);
-    }
-    dx[i] = dy[i] * d;
-}
-
-/* CPU-type devices: spans of the device's vectors per work-item (elementwise.cl's
- * CN_SPAN_BEGIN), so erf, tanh and exp run on whole vectors. */
-__kernel void gelu_fwd_span(__global const float *x, __global float *y, int n, int tanh_form, int per) {
-    CN_SPAN_BEGIN(n, per)
-    for (int w = v0; w < v1; w++) {
-        floatV v = vloadV(w, x);
-        vstoreV(GELU_Y(v, tanh_form), w, y);
-    }
-    if (has_tail)
-        for (int i = nv * GVW; i < n; i++) {
-            float v = x[i];
-            y[i] = GELU_Y(v, tanh_form);
-        }
-}
-
-__kernel void gelu_bwd_span(__global const float *dy, __global const float *x, __global float *dx, int n,
-                            int tanh_form, int per) {
-    CN_SPAN_BEGIN(n, per)
-    for (int w = v0; w < v1; w++) {
-        floatV v = vloadV(w, x), d;
-        if (tanh_form) {
-            floatV t = tanh(GELU_K0 * (v + GELU_K1 * v * v * v));
-            d = GELU_DTANH(v, t);
-        } else {
-            d = GELU_DERF(v);
-        }
-        vstoreV(vloadV(w, dy) * d, w, dx);
-    }
-    if (has_tail)
-        for (int i = nv * GVW; i < n; i++) {
-            float v = x[i];
-            float d = tanh_form ? GELU_DTANH(v, tanh(GELU_K0 * (v + GELU_K1 * v * v * v))) : GELU_DERF(v);
-            dx[i] = dy[i] * d;
-        }
 }

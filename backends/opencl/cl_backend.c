@@ -90,6 +90,13 @@ static cn_status cl_upload(void *ctx, void *buf, size_t offset, const void *src,
     if (bytes == 0) return CN_OK;
     if (!buf || !src) return cn_errorf(CN_ERR_INVALID_ARG, "upload to OpenCL device '%s': NULL buffer", c->dev_name);
     CN_TRY(check_range(c, "upload", buf, offset, bytes));
+    /* A fill copies its pattern at the call (OpenCL 1.2), so a small block needs no host copy
+     * that outlives the call and no wait (CN_SMALL_UPLOAD). */
+    if (!blocking && bytes <= CN_SMALL_UPLOAD && (bytes & (bytes - 1)) == 0 && offset % bytes == 0) {
+        CN_CL_CHECK(c, "clEnqueueFillBuffer",
+                    clEnqueueFillBuffer(c->queue, cn_cl_mem(buf), src, bytes, offset, bytes, 0, NULL, NULL));
+        return CN_OK;
+    }
     CN_CL_CHECK(c, "clEnqueueWriteBuffer",
                 clEnqueueWriteBuffer(c->queue, cn_cl_mem(buf), blocking ? CL_TRUE : CL_FALSE, offset, bytes, src, 0, NULL, NULL));
     return CN_OK;
@@ -281,6 +288,7 @@ static cn_status cl_create(int platform_index, int device_index, cn_mem_account 
     vt->sync = cl_sync;
     vt->destroy = cl_destroy;
     vt->tune = cn_cl_tune;
+    vt->flag_nonfinite = cn_cl_flag_nonfinite;
     cn_cl_tuning_load(c);
     cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s%s%s; work-groups <= %zu, local memory %llu KiB",
            c->dev_name, c->dev_version, c->driver, platform_index, device_index,

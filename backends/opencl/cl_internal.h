@@ -69,14 +69,15 @@ typedef enum cn_cl_family {
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
     X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
-    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span)                        \
+    X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
+    X(OPTIM, flag_nonfinite)                                                                   \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
     X(GEMM, gemm_splitk_sum)                                                                   \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
-    X(LASTAXIS, gelu_fwd) X(LASTAXIS, gelu_bwd) X(LASTAXIS, gelu_fwd_span) X(LASTAXIS, gelu_bwd_span) \
+    X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
@@ -195,7 +196,6 @@ void cn_cl_programs_release(cn_cl_ctx *c);
 /* The disk cache directory (CLNET_CACHE_DIR, else the user's cache dir); 0 when disabled. */
 int cn_cl_cache_dir(char *buf, size_t cap);
 int cn_cl_mkdir_p(const char *path);
-uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* ---- launching (cl_launch.c) ---- */
 typedef struct cn_cl_arg {
@@ -303,6 +303,7 @@ int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
 /* The vtable entries (cl_launch.c) */
 int cn_cl_supports(void *ctx, const cn_launch *l);
 cn_status cn_cl_run(void *ctx, const cn_launch *l);
+cn_status cn_cl_flag_nonfinite(void *ctx, void *buf, int64_t n, void *flags, uint64_t step); /* cl_ops_optim.c */
 
 static inline cl_mem cn_cl_mem(void *p) { return (cl_mem)p; }
 

@@ -1,5 +1,5 @@
 /* Elementwise ops (elementwise.cl): binary with suffix broadcast and fused epilogue, unary
- * activations and their gradients, scale, expand, dropout. */
+ * activations (GELU among them) and their gradients, scale, expand, dropout. */
 #include "cl_internal.h"
 
 /* Gradient ops take the incoming gradient first (as XENT_GRAD does in ops.h), then the
@@ -117,4 +117,23 @@ cn_status cn_cl_bias_epilogue(cn_cl_ctx *c, cl_mem buf, cl_mem bias, int64_t n, 
 cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue) {
     if (epilogue == CN_EPI_NONE || n == 0) return CN_OK;
     return CN_CL_LAUNCH_1D(c, CN_K_epilogue, (size_t)n, CN_ARG_MEM(buf), CN_ARG_INT(n), CN_ARG_INT(epilogue));
+}
+
+/* GELU and its gradient: one work-item per element, or a span of vectors on CPU-type devices. */
+cn_status cn_cl_op_GELU(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (c->is_cpu)
+        return CN_CL_LAUNCH_SPAN(c, CN_K_gelu_fwd_span, n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                                 CN_ARG_INT(l->p->variant == 1));
+    return CN_CL_LAUNCH_1D(c, CN_K_gelu_fwd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
+                           CN_ARG_INT(l->p->variant == 1));
+}
+
+cn_status cn_cl_op_GELU_GRAD(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    if (c->is_cpu)
+        return CN_CL_LAUNCH_SPAN(c, CN_K_gelu_bwd_span, n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                                 CN_ARG_MEM(l->out), CN_ARG_INT(n), CN_ARG_INT(l->p->variant == 1));
+    return CN_CL_LAUNCH_1D(c, CN_K_gelu_bwd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
+                           CN_ARG_INT(n), CN_ARG_INT(l->p->variant == 1));
 }

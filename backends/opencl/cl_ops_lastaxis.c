@@ -1,6 +1,6 @@
-/* Last-axis reductions, their adjoints and GELU (lastaxis.cl). Reductions run one work-group
- * per row; BCAST_LAST and GELU one work-item per element (GELU a span of vectors on CPU-type
- * devices). Launches come checked against the op contract (ops.h). */
+/* Last-axis reductions and their adjoints (lastaxis.cl). Reductions run one work-group per
+ * row; BCAST_LAST one work-item per element. Launches come checked against the op contract
+ * (ops.h). */
 #include "cl_internal.h"
 
 static cn_status reduce(cn_cl_ctx *c, const cn_launch *l, int mode) {
@@ -32,22 +32,4 @@ cn_status cn_cl_op_BCAST_LAST(cn_cl_ctx *c, const cn_launch *l) {
     int64_t n = rows * C;
     return CN_CL_LAUNCH_1D(c, CN_K_bcast_last, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
                            CN_ARG_INT(C), CN_ARG_FLOAT(l->p->alpha));
-}
-
-cn_status cn_cl_op_GELU(cn_cl_ctx *c, const cn_launch *l) {
-    int64_t n = cn_shape_numel(&l->out_shape);
-    if (c->is_cpu)
-        return CN_CL_LAUNCH_SPAN(c, CN_K_gelu_fwd_span, n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
-                                 CN_ARG_INT(l->p->variant == 1));
-    return CN_CL_LAUNCH_1D(c, CN_K_gelu_fwd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n),
-                           CN_ARG_INT(l->p->variant == 1));
-}
-
-cn_status cn_cl_op_GELU_GRAD(cn_cl_ctx *c, const cn_launch *l) {
-    int64_t n = cn_shape_numel(&l->out_shape);
-    if (c->is_cpu)
-        return CN_CL_LAUNCH_SPAN(c, CN_K_gelu_bwd_span, n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
-                                 CN_ARG_MEM(l->out), CN_ARG_INT(n), CN_ARG_INT(l->p->variant == 1));
-    return CN_CL_LAUNCH_1D(c, CN_K_gelu_bwd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
-                           CN_ARG_INT(n), CN_ARG_INT(l->p->variant == 1));
 }

@@ -71,21 +71,11 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* ---- hashing: FNV-1a 64 ---- */
-uint64_t cn_cl_fnv1a(uint64_t h, const void *data, size_t n) {
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001B3ULL;
-    }
-    return h;
-}
-#define FNV_OFFSET 0xCBF29CE484222325ULL
-
+/* ---- hashing: the engine's FNV-1a (cn_fnv1a, internal.h) ---- */
 /* Each field is followed by a NUL so that ("ab","c") and ("a","bc") differ. */
 static uint64_t fnv1a_field(uint64_t h, const char *s, size_t n) {
-    h = cn_cl_fnv1a(h, s, n);
-    return cn_cl_fnv1a(h, "", 1);
+    h = cn_fnv1a(h, s, n);
+    return cn_fnv1a(h, "", 1);
 }
 
 static const cn_cl_source *find_source(const char *name) {
@@ -181,7 +171,7 @@ static unsigned char *cache_load(const char *path, uint64_t key, uint64_t source
         goto bad;
     data = malloc(h.length);
     if (!data || fread(data, 1, h.length, f) != h.length) goto bad;
-    if (cn_cl_fnv1a(FNV_OFFSET, data, h.length) != h.checksum) goto bad;
+    if (cn_fnv1a(CN_FNV_OFFSET, data, h.length) != h.checksum) goto bad;
     memcpy(&b, data, sizeof b);
     if (b.key != key || b.source_hash != source_hash) goto bad;
     fclose(f);
@@ -237,7 +227,7 @@ static void cache_store(const char *dir, const char *path, uint64_t key, uint64_
     h.header_bytes = sizeof h;
     h.key = key;
     h.length = sizeof b + len;
-    h.checksum = cn_cl_fnv1a(cn_cl_fnv1a(FNV_OFFSET, &b, sizeof b), bin, len);
+    h.checksum = cn_fnv1a(cn_fnv1a(CN_FNV_OFFSET, &b, sizeof b), bin, len);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(&b, sizeof b, 1, f) == 1 && fwrite(bin, 1, len, f) == len;
     ok = (fclose(f) == 0) && ok;
     if (!ok || rename(tmp, path) != 0) {
@@ -346,7 +336,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     char options[CN_CL_OPTIONS_MAX + 256]; /* ours take < 128 bytes */
     family_options(c, fam, options, sizeof options);
 
-    uint64_t key = FNV_OFFSET;
+    uint64_t key = CN_FNV_OFFSET;
     char fmt[32];
     snprintf(fmt, sizeof fmt, "clnet-cl-cache-%u", CN_CL_CACHE_FORMAT);
     key = fnv1a_field(key, fmt, strlen(fmt));
@@ -358,7 +348,7 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
     key = fnv1a_field(key, common->text, common->length);
     key = fnv1a_field(key, src->text, src->length);
     key = fnv1a_field(key, options, strlen(options));
-    uint64_t source_hash = fnv1a_field(fnv1a_field(FNV_OFFSET, common->text, common->length), src->text, src->length);
+    uint64_t source_hash = fnv1a_field(fnv1a_field(CN_FNV_OFFSET, common->text, common->length), src->text, src->length);
 
     char dir[4096], path[4200];
     int disk = cn_cl_cache_dir(dir, sizeof dir);

@@ -89,7 +89,7 @@ static int tune_path(const cn_cl_ctx *c, char *buf, size_t cap, char *dir, size_
                      c->plat_version, c->dev_name, c->dev_version, c->driver, c->gemm_vw,
                      c->emulate_gpu ? "\nCLNET_EMULATE_GPU" : "");
     if (n < 0) return 0;
-    uint64_t key = cn_cl_fnv1a(0xCBF29CE484222325ULL, id, strlen(id));
+    uint64_t key = cn_fnv1a(CN_FNV_OFFSET, id, strlen(id));
     n = snprintf(buf, cap, "%s/gemm-tune-%016llx.txt", dir, (unsigned long long)key);
     return n > 0 && (size_t)n < cap;
 }

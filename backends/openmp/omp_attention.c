@@ -11,14 +11,14 @@
 
 #include "omp_ops.h"
 
-cn_status omp_op_CAUSAL_MASK(const cn_launch *l) {
+cn_status cn_omp_op_CAUSAL_MASK(const cn_launch *l) {
     const cn_shape *s = &l->in_shape[0];
     const int64_t t = s->d[s->ndim - 2], sk = s->d[s->ndim - 1], n = cn_shape_numel(s);
     const int64_t rows = sk ? n / sk : 0;
     const float *x = l->in[0];
     float *y = l->out;
     const float fill = l->p->fill;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const int64_t i = r % t;
         for (int64_t j = 0; j < sk; j++) y[r * sk + j] = j > i ? fill : x[r * sk + j];
@@ -44,7 +44,7 @@ static void get_dims(const cn_launch *l, int qi, dims *g) {
 }
 
 /* Keys a query row sees: [0, n) with n = min(S, i + 1) when causal. */
-static int64_t keys_for(const dims *g, int64_t i) { return g->causal ? OMP_MIN(g->s, i + 1) : g->s; }
+static int64_t keys_for(const dims *g, int64_t i) { return g->causal ? CN_OMP_MIN(g->s, i + 1) : g->s; }
 
 static float dotf(const float *a, const float *b, int64_t n) {
     double s = 0.0;
@@ -70,7 +70,7 @@ static cn_status forward(const cn_launch *l, int lse_only) {
     float *out = l->out;
     int oom = 0;
     const int64_t rows = g.bh * g.t;
-#pragma omp parallel if (rows * g.s * g.d >= OMP_PAR_MIN)
+#pragma omp parallel if (rows * g.s * g.d >= CN_OMP_PAR_MIN)
     {
         double *sc = malloc((size_t)g.s * sizeof(double));
         double *acc = malloc((size_t)g.d * sizeof(double));
@@ -99,15 +99,15 @@ static cn_status forward(const cn_launch *l, int lse_only) {
         free(sc);
         free(acc);
     }
-    if (oom) return omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate a row of %lld scores", (long long)g.s);
+    if (oom) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate a row of %lld scores", (long long)g.s);
     return CN_OK;
 }
 
-cn_status omp_op_ATTENTION(const cn_launch *l) { return forward(l, 0); }
-cn_status omp_op_ATTENTION_LSE(const cn_launch *l) { return forward(l, 1); }
+cn_status cn_omp_op_ATTENTION(const cn_launch *l) { return forward(l, 0); }
+cn_status cn_omp_op_ATTENTION_LSE(const cn_launch *l) { return forward(l, 1); }
 
 /* ATTENTION_GRAD(dO, q, k, v, lse, delta). */
-cn_status omp_op_ATTENTION_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_ATTENTION_GRAD(const cn_launch *l) {
     dims g;
     get_dims(l, 1, &g);
     const int variant = l->p->variant;
@@ -116,7 +116,7 @@ cn_status omp_op_ATTENTION_GRAD(const cn_launch *l) {
     const int64_t d = g.d, per_q = variant == 0;
     const int64_t rows = g.bh * (per_q ? g.t : g.s);
     int oom = 0;
-#pragma omp parallel if (rows * g.s * d >= OMP_PAR_MIN)
+#pragma omp parallel if (rows * g.s * d >= CN_OMP_PAR_MIN)
     {
         double *acc = malloc((size_t)d * sizeof(double));
         if (!acc) {
@@ -150,6 +150,6 @@ cn_status omp_op_ATTENTION_GRAD(const cn_launch *l) {
         }
         free(acc);
     }
-    if (oom) return omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld accumulators", (long long)d);
+    if (oom) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld accumulators", (long long)d);
     return CN_OK;
 }

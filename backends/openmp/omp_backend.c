@@ -18,36 +18,36 @@
 
 #include "omp_ops.h"
 
-#define OMP_ALIGN 64
-#define OMP_MAGIC 0x636e6f6d70627566ULL /* "cnompbuf" */
+#define CN_OMP_ALIGN 64
+#define CN_OMP_MAGIC 0x636e6f6d70627566ULL /* "cnompbuf" */
 
-typedef struct omp_ctx {
+typedef struct cn_omp_ctx {
     int unused; /* host memory needs no device state; the engine does the accounting */
-} omp_ctx;
+} cn_omp_ctx;
 
 /* Sits immediately before every buffer; its size keeps the buffer 64-byte aligned. */
-typedef struct omp_header {
+typedef struct cn_omp_header {
     uint64_t magic;
     uint64_t bytes; /* as requested (what the accounting counts) */
     void *raw;      /* what calloc returned */
     uint64_t pad;
-} omp_header;
-_Static_assert(sizeof(omp_header) == 32, "header layout");
+} cn_omp_header;
+_Static_assert(sizeof(cn_omp_header) == 32, "header layout");
 
 /* ---- dispatch table, derived from the op table ---- */
 
-typedef cn_status (*omp_op_fn)(const cn_launch *l);
+typedef cn_status (*cn_omp_op_fn)(const cn_launch *l);
 
-static const omp_op_fn op_fns[] = {
-#define OMP_X_FN(NAME, ...) [CN_OP_##NAME] = omp_op_##NAME,
-    CN_OP_TABLE(OMP_X_FN)
-#undef OMP_X_FN
+static const cn_omp_op_fn op_fns[] = {
+#define CN_OMP_X_FN(NAME, ...) [CN_OP_##NAME] = cn_omp_op_##NAME,
+    CN_OP_TABLE(CN_OMP_X_FN)
+#undef CN_OMP_X_FN
 };
-_Static_assert(sizeof(op_fns) / sizeof(op_fns[0]) == CN_OP_COUNT, "every op needs omp_op_<NAME>");
+_Static_assert(sizeof(op_fns) / sizeof(op_fns[0]) == CN_OP_COUNT, "every op needs cn_omp_op_<NAME>");
 
 /* ---- shared helpers (declared in omp_ops.h) ---- */
 
-cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
+cn_status cn_omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
     char detail[512], shapes[512], one[128];
     va_list ap;
     va_start(ap, fmt);
@@ -62,16 +62,16 @@ cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) {
     if (used < sizeof shapes)
         snprintf(shapes + used, sizeof shapes - used, " -> %s %s",
                  cn_shape_str(&l->out_shape, one, sizeof one), cn_dtype_name(l->out_dtype));
-    return cn_errorf(s, "%s on " OMP_DEVICE ": %s (%s)", cn_op_name(l->op), detail, shapes);
+    return cn_errorf(s, "%s on " CN_OMP_DEVICE ": %s (%s)", cn_op_name(l->op), detail, shapes);
 }
 
-void omp_apply_epilogue(float *x, int64_t n, int epilogue) {
+void cn_omp_apply_epilogue(float *x, int64_t n, int epilogue) {
     switch (epilogue) {
     case CN_EPI_RELU:
         for (int64_t i = 0; i < n; i++) x[i] = x[i] > 0.0f ? x[i] : 0.0f;
         break;
     case CN_EPI_SIGMOID:
-        for (int64_t i = 0; i < n; i++) x[i] = omp_sigmoid(x[i]);
+        for (int64_t i = 0; i < n; i++) x[i] = cn_omp_sigmoid(x[i]);
         break;
     case CN_EPI_TANH:
         for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
@@ -83,25 +83,25 @@ void omp_apply_epilogue(float *x, int64_t n, int epilogue) {
 
 /* ---- memory ---- */
 
-static omp_header *header_of(void *buf) {
+static cn_omp_header *header_of(void *buf) {
     if (!buf) return NULL;
-    omp_header *h = (omp_header *)buf - 1;
-    return h->magic == OMP_MAGIC ? h : NULL;
+    cn_omp_header *h = (cn_omp_header *)buf - 1;
+    return h->magic == CN_OMP_MAGIC ? h : NULL;
 }
 
 static cn_status be_alloc(void *vctx, size_t bytes, void **buf) {
     (void)vctx;
     *buf = NULL;
-    if (bytes > SIZE_MAX - sizeof(omp_header) - 2 * OMP_ALIGN)
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " OMP_DEVICE ": %zu bytes is not addressable", bytes);
+    if (bytes > SIZE_MAX - sizeof(cn_omp_header) - 2 * CN_OMP_ALIGN)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " CN_OMP_DEVICE ": %zu bytes is not addressable", bytes);
     /* calloc rather than aligned_alloc + memset: large requests come straight from mmap,
      * already zero, and pages are only touched when first used. A zero-byte request still
      * gets a distinct, freeable buffer. */
-    void *raw = calloc(1, bytes + sizeof(omp_header) + OMP_ALIGN);
-    if (!raw) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " OMP_DEVICE ": host allocation of %zu bytes failed", bytes);
-    uintptr_t p = ((uintptr_t)raw + sizeof(omp_header) + OMP_ALIGN - 1) & ~(uintptr_t)(OMP_ALIGN - 1);
-    omp_header *h = (omp_header *)p - 1;
-    h->magic = OMP_MAGIC;
+    void *raw = calloc(1, bytes + sizeof(cn_omp_header) + CN_OMP_ALIGN);
+    if (!raw) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "alloc on " CN_OMP_DEVICE ": host allocation of %zu bytes failed", bytes);
+    uintptr_t p = ((uintptr_t)raw + sizeof(cn_omp_header) + CN_OMP_ALIGN - 1) & ~(uintptr_t)(CN_OMP_ALIGN - 1);
+    cn_omp_header *h = (cn_omp_header *)p - 1;
+    h->magic = CN_OMP_MAGIC;
     h->bytes = bytes;
     h->raw = raw;
     h->pad = 0;
@@ -111,18 +111,18 @@ static cn_status be_alloc(void *vctx, size_t bytes, void **buf) {
 
 static void be_free(void *vctx, void *buf) {
     (void)vctx;
-    omp_header *h = header_of(buf);
+    cn_omp_header *h = header_of(buf);
     if (!h) return; /* NULL, or not ours: freeing it would corrupt the heap */
     h->magic = 0;   /* a double free finds no header and is ignored */
     free(h->raw);
 }
 
 static cn_status check_range(const char *what, void *buf, size_t offset, size_t bytes) {
-    const omp_header *h = header_of(buf);
-    if (!h) return cn_errorf(CN_ERR_INVALID_ARG, "%s on " OMP_DEVICE ": not an omp buffer", what);
+    const cn_omp_header *h = header_of(buf);
+    if (!h) return cn_errorf(CN_ERR_INVALID_ARG, "%s on " CN_OMP_DEVICE ": not an omp buffer", what);
     if (offset > h->bytes || bytes > h->bytes - offset)
         return cn_errorf(CN_ERR_INVALID_ARG,
-                         "%s on " OMP_DEVICE ": range [%zu, %zu + %zu) exceeds the %" PRIu64 "-byte buffer",
+                         "%s on " CN_OMP_DEVICE ": range [%zu, %zu + %zu) exceeds the %" PRIu64 "-byte buffer",
                          what, offset, offset, bytes, h->bytes);
     return CN_OK;
 }
@@ -170,6 +170,16 @@ static cn_status be_run(void *vctx, const cn_launch *l) {
     return op_fns[l->op](l);
 }
 
+static cn_status be_flag_nonfinite(void *vctx, void *buf, int64_t n, void *flags, uint64_t step) {
+    (void)vctx;
+    const float *x = buf;
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) bad |= cn_omp_nonfinite(x[i]);
+    if (bad) cn_omp_flag_raise(flags, CN_FLAG_NONFINITE, -1, -1, step);
+    return CN_OK;
+}
+
 static cn_status be_sync(void *vctx) {
     (void)vctx;
     return CN_OK;
@@ -177,14 +187,14 @@ static cn_status be_sync(void *vctx) {
 
 /* The executor resolves leaves and reshapes itself (a reshape is a view); reaching a
  * backend with one means the planner is broken. */
-cn_status omp_op_LEAF(const cn_launch *l) {
+cn_status cn_omp_op_LEAF(const cn_launch *l) {
     (void)l;
-    return cn_errorf(CN_ERR_INTERNAL, "leaf on " OMP_DEVICE ": leaves are bound by the executor, not run");
+    return cn_errorf(CN_ERR_INTERNAL, "leaf on " CN_OMP_DEVICE ": leaves are bound by the executor, not run");
 }
 
-cn_status omp_op_RESHAPE(const cn_launch *l) {
+cn_status cn_omp_op_RESHAPE(const cn_launch *l) {
     (void)l;
-    return cn_errorf(CN_ERR_INTERNAL, "reshape on " OMP_DEVICE ": reshapes are views made by the executor, not run");
+    return cn_errorf(CN_ERR_INTERNAL, "reshape on " CN_OMP_DEVICE ": reshapes are views made by the executor, not run");
 }
 
 /* ---- lifecycle ---- */
@@ -197,11 +207,11 @@ cn_status cn_omp_backend_create(cn_backend **out) {
     /* Two allocations, as the engine expects: destroy(ctx) releases the context and the
      * owner then free()s the cn_backend itself. */
     cn_backend *b = calloc(1, sizeof *b);
-    omp_ctx *ctx = calloc(1, sizeof *ctx);
+    cn_omp_ctx *ctx = calloc(1, sizeof *ctx);
     if (!b || !ctx) {
         free(b);
         free(ctx);
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cannot create the " OMP_DEVICE " backend");
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cannot create the " CN_OMP_DEVICE " backend");
     }
     b->api_version = CN_BACKEND_API_VERSION;
     b->name = "openmp";
@@ -216,6 +226,7 @@ cn_status cn_omp_backend_create(cn_backend **out) {
     b->sync = be_sync;
     b->destroy = be_destroy;
     b->tune = NULL;
+    b->flag_nonfinite = be_flag_nonfinite;
     *out = b;
     return CN_OK;
 }
@@ -228,7 +239,7 @@ static uint64_t host_memory(void) {
 }
 
 /* One device: the host CPU. */
-static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char *hint, size_t hint_cap) {
+static cn_status cn_omp_enumerate(cn_device_info *infos, int max, int *count, char *hint, size_t hint_cap) {
     (void)hint, (void)hint_cap;
     *count = 1;
     if (max < 1) return CN_OK;
@@ -243,7 +254,7 @@ static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char 
     snprintf(o->version, sizeof o->version, "OpenMP %d", _OPENMP);
 #endif
     /* the GEMM build chosen for this CPU is what decides omp's speed: say which it is */
-    snprintf(o->driver, sizeof o->driver, "%s gemm-%s", cn_version(), omp_gemm_isa());
+    snprintf(o->driver, sizeof o->driver, "%s gemm-%s", cn_version(), cn_omp_gemm_isa());
     o->compute_units = omp_get_max_threads();
     o->global_mem = host_memory();
     o->max_alloc = o->global_mem;
@@ -254,10 +265,10 @@ static cn_status omp_enumerate(cn_device_info *infos, int max, int *count, char 
 }
 
 /* Host scratch (GEMM packing, partial sums) is short-lived host memory, not counted. */
-static cn_status omp_create(const cn_device_info *info, cn_mem_account *mem, cn_backend **out) {
+static cn_status cn_omp_create(const cn_device_info *info, cn_mem_account *mem, cn_backend **out) {
     (void)info, (void)mem;
-    CN_TRY(omp_gemm_init());
+    CN_TRY(cn_omp_gemm_init());
     return cn_omp_backend_create(out);
 }
 
-const cn_backend_reg cn_omp_backend_reg = {"openmp", 1, omp_enumerate, omp_create};
+const cn_backend_reg cn_omp_backend_reg = {"openmp", 1, cn_omp_enumerate, cn_omp_create};

@@ -58,27 +58,27 @@ static void im2col_row(const cn_window *g, const float *img, int64_t oh,
     }
 }
 
-cn_status omp_op_IM2COL(const cn_launch *l) {
+cn_status cn_omp_op_IM2COL(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
     float *col = l->out;
     const int64_t kk = g.kh * g.kw * g.c;
     const int64_t total = cn_shape_numel(&l->out_shape);
-#pragma omp parallel for schedule(static) if (total >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (total >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.oh; r++)
         im2col_row(&g, x + (r / g.oh) * g.h * g.w * g.c, r % g.oh, col + r * g.ow * kk);
     return CN_OK;
 }
 
-cn_status omp_op_COL2IM(const cn_launch *l) {
+cn_status cn_omp_op_COL2IM(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
     const float *col = l->in[0];
     float *x = l->out;
     const int64_t C = g.c, kk = g.kh * g.kw * C;
     const int64_t total = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (total >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (total >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.h; r++) {
         const int64_t n = r / g.h, h = r % g.h;
         for (int64_t w = 0; w < g.w; w++) {

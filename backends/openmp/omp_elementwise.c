@@ -1,7 +1,8 @@
 /* Elementwise ops: broadcast binary arithmetic (with the fused epilogue on ADD), unary
- * maths and activations, their gradients, SCALE and DROPOUT.
+ * maths and activations (GELU with libm's erff / tanhf, its gradient written out
+ * analytically), their gradients, SCALE and DROPOUT.
  *
- * Every op walks its output in OMP_TILE-sized tiles, one tile per loop iteration, so the
+ * Every op walks its output in CN_OMP_TILE-sized tiles, one tile per loop iteration, so the
  * parallel split is the same whatever the shape and the epilogue runs on a tile while it is
  * still in L1. Pointers are not restrict-qualified: the planner may reuse an input's buffer
  * for the output, which is safe here because element i only reads element i.
@@ -47,31 +48,31 @@ static cn_status run_binary(const cn_launch *l, bin_vv_fn vv, bin_vs_fn vs) {
     const float *a = l->in[0], *b = l->in[1];
     float *o = l->out;
     const int epi = l->p->epilogue;
-    const int64_t tiles = (na + OMP_TILE - 1) / OMP_TILE;
-#pragma omp parallel for schedule(static) if (na >= OMP_PAR_MIN)
+    const int64_t tiles = (na + CN_OMP_TILE - 1) / CN_OMP_TILE;
+#pragma omp parallel for schedule(static) if (na >= CN_OMP_PAR_MIN)
     for (int64_t t = 0; t < tiles; t++) {
-        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, na);
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, na);
         if (nb == 1) {
             vs(a + lo, b[0], o + lo, hi - lo);
         } else {
             for (int64_t i = lo; i < hi;) {
-                const int64_t j = i % nb, len = OMP_MIN(hi - i, nb - j);
+                const int64_t j = i % nb, len = CN_OMP_MIN(hi - i, nb - j);
                 vv(a + i, b + j, o + i, len);
                 i += len;
             }
         }
-        if (epi != CN_EPI_NONE) omp_apply_epilogue(o + lo, hi - lo, epi);
+        if (epi != CN_EPI_NONE) cn_omp_apply_epilogue(o + lo, hi - lo, epi);
     }
     return CN_OK;
 }
 
-cn_status omp_op_ADD(const cn_launch *l) { return run_binary(l, add_vv, add_vs); }
-cn_status omp_op_SUB(const cn_launch *l) { return run_binary(l, sub_vv, sub_vs); }
-cn_status omp_op_MUL(const cn_launch *l) { return run_binary(l, mul_vv, mul_vs); }
-cn_status omp_op_DIV(const cn_launch *l) { return run_binary(l, div_vv, div_vs); }
-cn_status omp_op_RELU_GRAD(const cn_launch *l) { return run_binary(l, relu_grad_vv, relu_grad_vs); }
-cn_status omp_op_SIGMOID_GRAD(const cn_launch *l) { return run_binary(l, sigmoid_grad_vv, sigmoid_grad_vs); }
-cn_status omp_op_TANH_GRAD(const cn_launch *l) { return run_binary(l, tanh_grad_vv, tanh_grad_vs); }
+cn_status cn_omp_op_ADD(const cn_launch *l) { return run_binary(l, add_vv, add_vs); }
+cn_status cn_omp_op_SUB(const cn_launch *l) { return run_binary(l, sub_vv, sub_vs); }
+cn_status cn_omp_op_MUL(const cn_launch *l) { return run_binary(l, mul_vv, mul_vs); }
+cn_status cn_omp_op_DIV(const cn_launch *l) { return run_binary(l, div_vv, div_vs); }
+cn_status cn_omp_op_RELU_GRAD(const cn_launch *l) { return run_binary(l, relu_grad_vv, relu_grad_vs); }
+cn_status cn_omp_op_SIGMOID_GRAD(const cn_launch *l) { return run_binary(l, sigmoid_grad_vv, sigmoid_grad_vs); }
+cn_status cn_omp_op_TANH_GRAD(const cn_launch *l) { return run_binary(l, tanh_grad_vv, tanh_grad_vs); }
 
 /* ---- unary ops ---- */
 
@@ -87,7 +88,7 @@ typedef void (*unary_fn)(const float *x, float *o, int64_t n, const cn_op_params
     }
 
 UNARY_KERNEL(relu, v > 0.0f ? v : 0.0f)
-UNARY_KERNEL(sigmoid, omp_sigmoid(v))
+UNARY_KERNEL(sigmoid, cn_omp_sigmoid(v))
 UNARY_KERNEL(tanh, tanhf(v))
 UNARY_KERNEL(exp, expf(v))
 UNARY_KERNEL(log, logf(v))
@@ -101,21 +102,21 @@ static cn_status run_unary(const cn_launch *l, unary_fn fn) {
     const int64_t n = cn_shape_numel(&l->out_shape);
     const float *x = l->in[0];
     float *o = l->out;
-    const int64_t tiles = (n + OMP_TILE - 1) / OMP_TILE;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t t = 0; t < tiles; t++) {
-        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, n);
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
         fn(x + lo, o + lo, hi - lo, l->p);
     }
     return CN_OK;
 }
 
-cn_status omp_op_RELU(const cn_launch *l) { return run_unary(l, relu_k); }
-cn_status omp_op_SIGMOID(const cn_launch *l) { return run_unary(l, sigmoid_k); }
-cn_status omp_op_TANH(const cn_launch *l) { return run_unary(l, tanh_k); }
-cn_status omp_op_EXP(const cn_launch *l) { return run_unary(l, exp_k); }
-cn_status omp_op_LOG(const cn_launch *l) { return run_unary(l, log_k); }
-cn_status omp_op_SCALE(const cn_launch *l) { return run_unary(l, scale_k); }
+cn_status cn_omp_op_RELU(const cn_launch *l) { return run_unary(l, relu_k); }
+cn_status cn_omp_op_SIGMOID(const cn_launch *l) { return run_unary(l, sigmoid_k); }
+cn_status cn_omp_op_TANH(const cn_launch *l) { return run_unary(l, tanh_k); }
+cn_status cn_omp_op_EXP(const cn_launch *l) { return run_unary(l, exp_k); }
+cn_status cn_omp_op_LOG(const cn_launch *l) { return run_unary(l, log_k); }
+cn_status cn_omp_op_SCALE(const cn_launch *l) { return run_unary(l, scale_k); }
 
 /* ---- dropout ---- */
 
@@ -130,15 +131,57 @@ static cn_status run_dropout(const cn_launch *l) {
     /* rate == 1 drops everything; 1/(1-rate) would be infinite. */
     const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
     const uint64_t seed = l->p->seed, step = l->step;
-    const int64_t tiles = (n + OMP_TILE - 1) / OMP_TILE;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN / 8)
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN / 8)
     for (int64_t t = 0; t < tiles; t++) {
-        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, n);
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
         for (int64_t i = lo; i < hi; i++)
             o[i] = cn_rng_uniform(seed, step, (uint64_t)i) >= rate ? x[i] * scale : 0.0f;
     }
     return CN_OK;
 }
 
-cn_status omp_op_DROPOUT(const cn_launch *l) { return run_dropout(l); }
-cn_status omp_op_DROPOUT_GRAD(const cn_launch *l) { return run_dropout(l); }
+cn_status cn_omp_op_DROPOUT(const cn_launch *l) { return run_dropout(l); }
+cn_status cn_omp_op_DROPOUT_GRAD(const cn_launch *l) { return run_dropout(l); }
+
+/* ---- GELU (exact erf form or tanh approximation) and its gradient ---- */
+
+/* sqrt(2/pi) and the cubic coefficient of the tanh approximation; 1/sqrt(2), 1/sqrt(2 pi). */
+#define GELU_K0 0.7978845608028654f
+#define GELU_K1 0.044715f
+#define GELU_RSQRT2 0.7071067811865476f
+#define GELU_RSQRT2PI 0.3989422804014327f
+
+static float gelu(float x, int tanh_form) {
+    if (tanh_form) return 0.5f * x * (1.0f + tanhf(GELU_K0 * (x + GELU_K1 * x * x * x)));
+    return 0.5f * x * (1.0f + erff(x * GELU_RSQRT2));
+}
+
+/* d/dx of the above: Phi(x) + x phi(x), or the tanh form's product rule. */
+static float gelu_grad(float x, int tanh_form) {
+    if (tanh_form) {
+        const float t = tanhf(GELU_K0 * (x + GELU_K1 * x * x * x));
+        return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * x * x);
+    }
+    return 0.5f * (1.0f + erff(x * GELU_RSQRT2)) + x * GELU_RSQRT2PI * expf(-0.5f * x * x);
+}
+
+cn_status cn_omp_op_GELU(const cn_launch *l) {
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *x = l->in[0];
+    float *y = l->out;
+    const int t = l->p->variant;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i], t);
+    return CN_OK;
+}
+
+cn_status cn_omp_op_GELU_GRAD(const cn_launch *l) {
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const float *dy = l->in[0], *x = l->in[1];
+    float *dx = l->out;
+    const int t = l->p->variant;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad(x[i], t);
+    return CN_OK;
+}

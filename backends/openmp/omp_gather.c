@@ -22,13 +22,13 @@ static void dims(const cn_launch *l, const cn_shape *table, int64_t *n, int64_t 
     *n = cn_shape_numel(&l->in_shape[1]);
 }
 
-cn_status omp_op_EMBEDDING(const cn_launch *l) {
+cn_status cn_omp_op_EMBEDDING(const cn_launch *l) {
     int64_t n, v, d;
     dims(l, &l->in_shape[0], &n, &v, &d);
     const float *table = l->in[0];
     const int32_t *ids = l->in[1];
     float *out = l->out;
-#pragma omp parallel for schedule(static) if (n * d >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n * d >= CN_OMP_PAR_MIN)
     for (int64_t i = 0; i < n; i++) {
         const int64_t id = ids[i];
         float *o = out + i * d;
@@ -42,16 +42,16 @@ cn_status omp_op_EMBEDDING(const cn_launch *l) {
     return CN_OK;
 }
 
-cn_status omp_op_EMBEDDING_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_EMBEDDING_GRAD(const cn_launch *l) {
     int64_t n, v, d;
     dims(l, &l->out_shape, &n, &v, &d);
     const float *dy = l->in[0];
     const int32_t *ids = l->in[1];
     float *out = l->out;
     const int64_t units = (v + ROWS_PER_UNIT - 1) / ROWS_PER_UNIT;
-#pragma omp parallel for schedule(static) if (n * d >= OMP_PAR_MIN && units > 1)
+#pragma omp parallel for schedule(static) if (n * d >= CN_OMP_PAR_MIN && units > 1)
     for (int64_t u = 0; u < units; u++) {
-        const int64_t v0 = u * ROWS_PER_UNIT, v1 = OMP_MIN(v0 + ROWS_PER_UNIT, v);
+        const int64_t v0 = u * ROWS_PER_UNIT, v1 = CN_OMP_MIN(v0 + ROWS_PER_UNIT, v);
         for (int64_t r = v0 * d; r < v1 * d; r++) out[r] = 0.0f;
         for (int64_t i = 0; i < n; i++) {
             const int64_t id = ids[i];

@@ -24,10 +24,10 @@
 
 /* This file is compiled once per instruction set (see meson.build and omp_gemm_dispatch.c):
  * the register tile below is fixed at compile time, so each build names its entry point. */
-#ifndef OMP_GEMM_NAME
-#define OMP_GEMM_NAME omp_gemm_generic
+#ifndef CN_OMP_GEMM_NAME
+#define CN_OMP_GEMM_NAME cn_omp_gemm_generic
 #endif
-cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, int epilogue);
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
@@ -59,9 +59,9 @@ cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int6
  * for the micro-kernel; fmaf() says what we mean and compiles to vfmadd where the target
  * has it. Without hardware FMA, fmaf() is a slow libm call, so fall back to mul+add. */
 #if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define OMP_FMA(a, b, c) fmaf((a), (b), (c))
+#define CN_OMP_FMA(a, b, c) fmaf((a), (b), (c))
 #else
-#define OMP_FMA(a, b, c) ((a) * (b) + (c))
+#define CN_OMP_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
 /* Work below this many flops runs on one thread: below it, waking the team and the two
@@ -102,7 +102,7 @@ static void micro_kernel(int64_t kc, const float *restrict ap, const float *rest
         for (int i = 0; i < MR; i++) {
             const float ai = ak[i];
 #pragma omp simd
-            for (int j = 0; j < NR; j++) acc[i][j] = OMP_FMA(ai, bk[j], acc[i][j]);
+            for (int j = 0; j < NR; j++) acc[i][j] = CN_OMP_FMA(ai, bk[j], acc[i][j]);
         }
     }
     if (accumulate) {
@@ -125,7 +125,7 @@ static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64
                    float *restrict ap) {
     for (int64_t s = 0; s < mc; s += MR) {
         float *restrict dst = ap + s * kc;
-        const int64_t rows = OMP_MIN(MR, mc - s);
+        const int64_t rows = CN_OMP_MIN(MR, mc - s);
         if (g->ta) {
             /* A is stored [K,M]: a sliver row is contiguous along M. */
             for (int64_t p = 0; p < kc; p++) {
@@ -154,7 +154,7 @@ static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64
 /* Packs one NR-wide sliver of op(B): rows [p0, p0+kc), cols [j0, j0+NR) (zero past n). */
 static void pack_b_sliver(const gemm_args *g, int64_t p0, int64_t kc, int64_t j0,
                           float *restrict dst) {
-    const int64_t cols = OMP_MIN(NR, g->n - j0);
+    const int64_t cols = CN_OMP_MIN(NR, g->n - j0);
     if (g->tb && cols == NR) {
         /* B is stored [N,K]: a transpose, done NR columns side by side (see pack_a). */
         const float *src = g->b + j0 * g->ldb + p0;
@@ -184,7 +184,7 @@ static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const flo
         float *row = c + r * ldc;
         if (bias)
             for (int64_t q = 0; q < nr; q++) row[q] += bias[q];
-        omp_apply_epilogue(row, nr, epilogue);
+        cn_omp_apply_epilogue(row, nr, epilogue);
     }
 }
 
@@ -196,10 +196,10 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
     float edge[MR * NR];
     for (int64_t js = js0; js < js1; js++) {
         const int64_t j = jc + js * NR;
-        const int64_t nr = OMP_MIN(NR, g->n - j);
+        const int64_t nr = CN_OMP_MIN(NR, g->n - j);
         const float *bs = bp + js * kc * NR;
         for (int64_t s = 0; s < mc; s += MR) {
-            const int64_t mr = OMP_MIN(MR, mc - s);
+            const int64_t mr = CN_OMP_MIN(MR, mc - s);
             float *c = g->c + (i0 + s) * g->n + j;
             if (mr == MR && nr == NR) {
                 micro_kernel(kc, ap + s * kc, bs, c, g->n, accumulate);
@@ -224,12 +224,12 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                          int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     for (int64_t jc = 0; jc < n; jc += NC) {
-        const int64_t nc = OMP_MIN(NC, n - jc);
+        const int64_t nc = CN_OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
-        const int64_t nsplit = split_n ? OMP_MIN(nt, slivers) : 1;
+        const int64_t nsplit = split_n ? CN_OMP_MIN(nt, slivers) : 1;
         const int64_t tiles = mblocks * nsplit;
         for (int64_t pc = 0; pc < k; pc += KC) {
-            const int64_t kc = OMP_MIN(KC, k - pc);
+            const int64_t kc = CN_OMP_MIN(KC, k - pc);
             for (int64_t js = slivers * tid / nt; js < slivers * (tid + 1) / nt; js++)
                 pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + js * kc * NR);
             if (nt > 1) {
@@ -238,7 +238,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
             int64_t packed = -1;
             for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
                 const int64_t ib = t / nsplit, part = t % nsplit;
-                const int64_t i0 = ib * mc, mcur = OMP_MIN(mc, m - i0);
+                const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
                 if (packed != ib) {
                     pack_a(g, i0, mcur, pc, kc, ap);
                     packed = ib;
@@ -270,7 +270,7 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
      * balances better, as when C has only a few row slivers (a 64-row batch: 5 slivers
      * split 3:2 by rows, or 5:5 by its two column slivers). Splitting by columns makes
      * each thread pack the same A block, which costs little next to the multiply. */
-    const int64_t msl = ceil_div(m, MR), nsl = ceil_div(OMP_MIN(n, NC), NR);
+    const int64_t msl = ceil_div(m, MR), nsl = ceil_div(CN_OMP_MIN(n, NC), NR);
     const int split_n = nt > 1 && msl * ceil_div(nsl, nt) < ceil_div(msl, nt) * nsl;
     int64_t mblocks = split_n ? ceil_div(m, MC) : round_up(ceil_div(m, MC), nt);
     const int64_t mc = round_up(ceil_div(m, mblocks), MR);
@@ -304,10 +304,10 @@ static int use_ksplit(int64_t m, int64_t n, int64_t k) {
 static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     const int64_t m = g->m, n = g->n, mn = m * n;
     const int64_t pieces = ceil_div(g->k, KSPLIT_PIECE);
-    const size_t per = (size_t)MC * KC + (size_t)KC * (size_t)round_up(OMP_MIN(n, NC), NR);
+    const size_t per = (size_t)MC * KC + (size_t)KC * (size_t)round_up(CN_OMP_MIN(n, NC), NR);
     float *part = malloc(((size_t)pieces * (size_t)mn + (size_t)max_nt * per) * sizeof(float));
     if (!part)
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
                          (long long)pieces, (long long)m, (long long)n);
     float *scratch = part + pieces * mn;
 #pragma omp parallel num_threads(max_nt) if (max_nt > 1)
@@ -317,7 +317,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
         for (int64_t p = 0; p < pieces; p++) {
             const int64_t k0 = p * KSPLIT_PIECE;
             gemm_args gp = *g;
-            gp.k = OMP_MIN(KSPLIT_PIECE, g->k - k0);
+            gp.k = CN_OMP_MIN(KSPLIT_PIECE, g->k - k0);
             gp.a = g->a + (g->ta ? k0 * g->lda : k0);
             gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
             gp.c = part + p * mn;
@@ -337,7 +337,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     return CN_OK;
 }
 
-cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
@@ -362,12 +362,12 @@ cn_status OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int6
     const int bufs = by_batch ? max_nt : 1;
 
     const size_t a_floats = (size_t)inner_nt * MC * KC;
-    const size_t b_floats = (size_t)KC * (size_t)round_up(OMP_MIN(n, NC), NR);
+    const size_t b_floats = (size_t)KC * (size_t)round_up(CN_OMP_MIN(n, NC), NR);
     const size_t per = a_floats + b_floats;
     float *scratch = malloc((size_t)bufs * per * sizeof(float));
     if (!scratch)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY,
-                         "matmul on " OMP_DEVICE ": cannot allocate %zu bytes of packing scratch",
+                         "matmul on " CN_OMP_DEVICE ": cannot allocate %zu bytes of packing scratch",
                          (size_t)bufs * per * sizeof(float));
 
     if (by_batch) {

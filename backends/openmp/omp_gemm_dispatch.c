@@ -14,12 +14,12 @@
 typedef cn_status (*gemm_fn)(int, int, int64_t, int64_t, int64_t, int64_t, const float *, const float *, float *,
                              const float *, int);
 
-cn_status omp_gemm_generic(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+cn_status cn_omp_gemm_generic(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                            const float *a, const float *b, float *c, const float *bias, int epilogue);
-#ifdef OMP_GEMM_MULTIARCH
-cn_status omp_gemm_avx2(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+#ifdef CN_OMP_GEMM_MULTIARCH
+cn_status cn_omp_gemm_avx2(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, int epilogue);
-cn_status omp_gemm_avx512(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+cn_status cn_omp_gemm_avx512(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                           const float *a, const float *b, float *c, const float *bias, int epilogue);
 #endif
 
@@ -30,7 +30,7 @@ typedef struct gemm_build {
 } gemm_build;
 
 static int always(void) { return 1; }
-#ifdef OMP_GEMM_MULTIARCH
+#ifdef CN_OMP_GEMM_MULTIARCH
 static int has_avx2(void) {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -44,11 +44,11 @@ static int has_avx512(void) {
 
 /* Best first. */
 static const gemm_build builds[] = {
-#ifdef OMP_GEMM_MULTIARCH
-    {"avx512", omp_gemm_avx512, has_avx512},
-    {"avx2", omp_gemm_avx2, has_avx2},
+#ifdef CN_OMP_GEMM_MULTIARCH
+    {"avx512", cn_omp_gemm_avx512, has_avx512},
+    {"avx2", cn_omp_gemm_avx2, has_avx2},
 #endif
-    {"generic", omp_gemm_generic, always},
+    {"generic", cn_omp_gemm_generic, always},
 };
 #define N_BUILDS ((int)(sizeof builds / sizeof builds[0]))
 
@@ -77,24 +77,24 @@ static void choose(void) {
     chosen_status = CN_ERR_INVALID_ARG;
 }
 
-cn_status omp_gemm_init(void) {
+cn_status cn_omp_gemm_init(void) {
     pthread_once(&chosen_once, choose);
     /* the message is set on every call's thread: the first call may have been another's */
     return chosen_status == CN_OK ? CN_OK : cn_errorf(chosen_status, "%s", chosen_error);
 }
 
-const char *omp_gemm_isa(void) {
+const char *cn_omp_gemm_isa(void) {
     pthread_once(&chosen_once, choose);
     return chosen->name;
 }
 
-cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
+cn_status cn_omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
                    const float *b, float *c, const float *bias, int epilogue) {
     pthread_once(&chosen_once, choose);
     return chosen->fn(trans_a, trans_b, batch, m, n, k, a, b, c, bias, epilogue);
 }
 
-cn_status omp_op_MATMUL(const cn_launch *l) {
+cn_status cn_omp_op_MATMUL(const cn_launch *l) {
     const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1];
     const int ta = l->p->trans_a != 0, tb = l->p->trans_b != 0;
     const int d = sa->ndim;
@@ -103,5 +103,5 @@ cn_status omp_op_MATMUL(const cn_launch *l) {
     const int64_t k = ta ? sa->d[d - 2] : sa->d[d - 1];
     const int64_t n = tb ? sb->d[d - 2] : sb->d[d - 1];
     const float *bias = cn_op_fused_bias(l->op, l->n_in) ? l->in[2] : NULL;
-    return omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
+    return cn_omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
 }

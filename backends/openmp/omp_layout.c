@@ -28,7 +28,7 @@ static void decompose(int64_t idx, const int *dims, int nd, const int64_t *out_d
     *out_off = oo;
 }
 
-cn_status omp_op_TRANSPOSE(const cn_launch *l) {
+cn_status cn_omp_op_TRANSPOSE(const cn_launch *l) {
     const cn_shape *si = &l->in_shape[0], *so = &l->out_shape;
     const int k = si->ndim;
     const int64_t n = cn_shape_numel(so);
@@ -57,7 +57,7 @@ cn_status omp_op_TRANSPOSE(const cn_launch *l) {
     if (q == last) {
         for (int i = 0; i < last; i++) outer_dims[nd++] = i;
         const int64_t len = so->d[last], rows = n / len;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
         for (int64_t r = 0; r < rows; r++) {
             int64_t io, oo;
             decompose(r, outer_dims, nd, so->d, src_stride, out_stride, &io, &oo);
@@ -71,14 +71,14 @@ cn_status omp_op_TRANSPOSE(const cn_launch *l) {
     const int64_t dq = so->d[q], dl = so->d[last];
     const int64_t outer = n / (dq * dl), qtiles = (dq + TILE - 1) / TILE;
     const int64_t sl = src_stride[last], oq = out_stride[q];
-#pragma omp parallel for collapse(2) schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for collapse(2) schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t o = 0; o < outer; o++) {
         for (int64_t qt = 0; qt < qtiles; qt++) {
             int64_t io, oo;
             decompose(o, outer_dims, nd, so->d, src_stride, out_stride, &io, &oo);
-            const int64_t i0 = qt * TILE, i1 = OMP_MIN(i0 + TILE, dq);
+            const int64_t i0 = qt * TILE, i1 = CN_OMP_MIN(i0 + TILE, dq);
             for (int64_t j0 = 0; j0 < dl; j0 += TILE) {
-                const int64_t j1 = OMP_MIN(j0 + TILE, dl);
+                const int64_t j1 = CN_OMP_MIN(j0 + TILE, dl);
                 for (int64_t i = i0; i < i1; i++)
                     for (int64_t j = j0; j < j1; j++) y[oo + i * oq + j] = x[io + i + j * sl];
             }

@@ -28,13 +28,13 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
     *rows = cn_shape_numel(sx) / *c;
 }
 
-cn_status omp_op_LAYERNORM(const cn_launch *l) {
+cn_status cn_omp_op_LAYERNORM(const cn_launch *l) {
     int64_t rows, c;
     rows_of(l, 0, &rows, &c);
     const float *x = l->in[0], *gamma = l->in[1], *beta = l->in[2];
     float *y = l->out;
     const float eps = l->p->eps;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
         float *yr = y + r * c;
@@ -50,14 +50,14 @@ cn_status omp_op_LAYERNORM(const cn_launch *l) {
 
 /* variant 0: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma;
  * variant 1: dy * xhat (summed over rows by SUM_ROWS, that is dgamma). */
-cn_status omp_op_LAYERNORM_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_LAYERNORM_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(l, 1, &rows, &c);
     const int variant = l->p->variant;
     const float *dy = l->in[0], *x = l->in[1], *gamma = l->in[2];
     float *dx = l->out;
     const float eps = l->p->eps;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c, *dyr = dy + r * c;
         float *dxr = dx + r * c;

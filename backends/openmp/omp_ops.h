@@ -1,10 +1,10 @@
 /* Private declarations shared by the OpenMP reference backend's op families.
  *
- * Every op in CN_OP_TABLE has one entry point omp_op_<NAME>(); omp_backend.c builds its
+ * Every op in CN_OP_TABLE has one entry point cn_omp_op_<NAME>(); omp_backend.c builds its
  * dispatch table from the same X-macro, so an op added to the table without an
  * implementation here fails to link. Launches reach an entry point only after the planner
  * checked them against the op contract (ops.h), so entry points do not check shapes, dtypes
- * or parameters again; omp_fail() reports what only a run can find (host allocation
+ * or parameters again; cn_omp_fail() reports what only a run can find (host allocation
  * failures, labels out of range).
  *
  * Conventions for the backward ops whose operand order ops.h leaves implicit (the same as
@@ -25,29 +25,47 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend.h"
 #include "internal.h"
 #include "ops.h"
 
-#define OMP_DEVICE "omp"
+#define CN_OMP_DEVICE "omp"
 
 /* Below this many elements an elementwise op runs on one thread: waking the team costs a
  * few microseconds, more than streaming 32K floats through one core. */
-#define OMP_PAR_MIN ((int64_t)1 << 15)
+#define CN_OMP_PAR_MIN ((int64_t)1 << 15)
 /* Elementwise ops work on tiles of this many elements (fits L1 with room for two inputs). */
-#define OMP_TILE ((int64_t)4096)
+#define CN_OMP_TILE ((int64_t)4096)
 
-#define OMP_MIN(a, b) ((a) < (b) ? (a) : (b))
-#define OMP_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CN_OMP_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CN_OMP_MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Records "<op> on omp: <detail> (in: [..] [..], out: [..])" and returns s. */
-cn_status omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) CN_PRINTF(3, 4);
+cn_status cn_omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) CN_PRINTF(3, 4);
+
+/* Run flags (backend.h) on host memory: the first bit raised records a, b and step.
+ * Call from one thread. */
+static inline void cn_omp_flag_raise(void *flags, int bit, int32_t a, int32_t b, uint64_t step) {
+    int32_t *f = flags;
+    if (!f) return;
+    if (f[0] == 0) f[1] = a, f[2] = b, f[3] = (int32_t)(uint32_t)step;
+    f[0] |= bit;
+}
+/* ADAM and SGD do nothing while a flag is raised. */
+static inline int cn_omp_flag_stop(const void *flags) { return flags && ((const int32_t *)flags)[0] != 0; }
+/* NaN or infinity, by the bits (a compiler assuming finite math cannot fold it). */
+static inline int cn_omp_nonfinite(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
 
 /* Fused epilogue (ADD, MATMUL): applied to n contiguous floats in place. */
-void omp_apply_epilogue(float *x, int64_t n, int epilogue);
+void cn_omp_apply_epilogue(float *x, int64_t n, int epilogue);
 
-static inline float omp_sigmoid(float x) {
+static inline float cn_omp_sigmoid(float x) {
     /* Two branches so exp never overflows: exp(-|x|) <= 1. */
     if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
     const float e = expf(x);
@@ -58,16 +76,16 @@ static inline float omp_sigmoid(float x) {
  * is [M,K] (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]; bias is [N] or NULL.
  * The bias and the epilogue are applied to each tile of C after its last K block, while it
  * is still in cache. Allocates packing scratch: CN_ERR_OUT_OF_MEMORY if that fails. */
-cn_status omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
+cn_status cn_omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                    const float *a, const float *b, float *c, const float *bias, int epilogue);
 
 /* Which build of omp_gemm.c runs: "avx512", "avx2" or "generic" (the best this CPU runs, or
- * CLNET_OMP_GEMM). omp_gemm_init fails when CLNET_OMP_GEMM names a build this CPU cannot run. */
-const char *omp_gemm_isa(void);
-cn_status omp_gemm_init(void);
+ * CLNET_OMP_GEMM). cn_omp_gemm_init fails when CLNET_OMP_GEMM names a build this CPU cannot run. */
+const char *cn_omp_gemm_isa(void);
+cn_status cn_omp_gemm_init(void);
 
-#define OMP_X_DECL(NAME, ...) cn_status omp_op_##NAME(const cn_launch *l);
-CN_OP_TABLE(OMP_X_DECL)
-#undef OMP_X_DECL
+#define CN_OMP_X_DECL(NAME, ...) cn_status cn_omp_op_##NAME(const cn_launch *l);
+CN_OP_TABLE(CN_OMP_X_DECL)
+#undef CN_OMP_X_DECL
 
 #endif

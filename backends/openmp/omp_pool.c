@@ -24,14 +24,14 @@ static void clip(int64_t start, int64_t k, int64_t size, int64_t *k0, int64_t *k
     if (*k1 < *k0) *k1 = *k0;
 }
 
-cn_status omp_op_MAXPOOL(const cn_launch *l) {
+cn_status cn_omp_op_MAXPOOL(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
     float *y = l->out;
     const int64_t C = g.c;
     const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.oh; r++) {
         const int64_t n = r / g.oh, oh = r % g.oh;
         const float *img = x + n * g.h * g.w * C;
@@ -71,7 +71,7 @@ static int covered(int64_t i, int64_t pad, int64_t stride, int64_t k, int64_t nw
 }
 
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape. */
-cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[1], l->p, &g);
     const float *dy = l->in[0], *x = l->in[1];
@@ -81,10 +81,10 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     /* The usual pool (stride >= window) has disjoint windows: each pixel gets at most one
      * dy, so dx is written once instead of zeroed and then scattered into. */
     const int disjoint = g.sh >= g.kh && g.sw >= g.kw;
-#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t item = 0; item < g.n * blocks; item++) {
         const int64_t n = item / blocks, c0 = (item % blocks) * CH_BLOCK;
-        const int64_t cw = OMP_MIN(CH_BLOCK, C - c0);
+        const int64_t cw = CN_OMP_MIN(CH_BLOCK, C - c0);
         const float *img = x + n * g.h * g.w * C + c0;
         float *dimg = dx + n * g.h * g.w * C + c0;
         /* Disjoint windows write their pixels outright below; only the pixels no window
@@ -148,7 +148,7 @@ cn_status omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     return CN_OK;
 }
 
-cn_status omp_op_AVGPOOL(const cn_launch *l) {
+cn_status cn_omp_op_AVGPOOL(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
     const float *x = l->in[0];
@@ -156,7 +156,7 @@ cn_status omp_op_AVGPOOL(const cn_launch *l) {
     const int64_t C = g.c;
     const float inv = 1.0f / (float)(g.kh * g.kw);
     const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.oh; r++) {
         const int64_t n = r / g.oh, oh = r % g.oh;
         const float *img = x + n * g.h * g.w * C;
@@ -182,7 +182,7 @@ cn_status omp_op_AVGPOOL(const cn_launch *l) {
 
 /* AVGPOOL_GRAD(dy) -> dx with the node's (image) shape: each pixel gathers dy/(kh*kw)
  * from every window that covers it. */
-cn_status omp_op_AVGPOOL_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
     const float *dy = l->in[0];
@@ -190,7 +190,7 @@ cn_status omp_op_AVGPOOL_GRAD(const cn_launch *l) {
     const int64_t C = g.c;
     const float inv = 1.0f / (float)(g.kh * g.kw);
     const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
-#pragma omp parallel for schedule(static) if (work >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.h; r++) {
         const int64_t n = r / g.h, h = r % g.h;
         for (int64_t w = 0; w < g.w; w++) {

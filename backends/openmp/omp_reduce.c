@@ -36,11 +36,11 @@ static cn_status sum_all(const cn_launch *l, double *out) {
         return CN_OK;
     }
     double *part = malloc((size_t)pieces * sizeof(double));
-    if (!part) return omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld partial sums", (long long)pieces);
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    if (!part) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld partial sums", (long long)pieces);
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t p = 0; p < pieces; p++) {
         const int64_t lo = p * SUM_PIECE;
-        part[p] = sum_piece(x + lo, OMP_MIN(SUM_PIECE, n - lo));
+        part[p] = sum_piece(x + lo, CN_OMP_MIN(SUM_PIECE, n - lo));
     }
     double s = 0.0;
     for (int64_t p = 0; p < pieces; p++) s += part[p];
@@ -49,14 +49,14 @@ static cn_status sum_all(const cn_launch *l, double *out) {
     return CN_OK;
 }
 
-cn_status omp_op_SUM_ALL(const cn_launch *l) {
+cn_status cn_omp_op_SUM_ALL(const cn_launch *l) {
     double s = 0.0;
     CN_TRY(sum_all(l, &s));
     *(float *)l->out = (float)s;
     return CN_OK;
 }
 
-cn_status omp_op_MEAN_ALL(const cn_launch *l) {
+cn_status cn_omp_op_MEAN_ALL(const cn_launch *l) {
     double s = 0.0;
     CN_TRY(sum_all(l, &s));
     /* The mean of nothing is 0/0 = NaN, as in NumPy and PyTorch. */
@@ -77,7 +77,7 @@ static void sum_block(const float *x, int64_t cols, int64_t r0, int64_t r1, int6
 /* out[c] = sum over r of x[r, c], x viewed as [rows, cols] with cols = numel(out). Wide
  * outputs split over column chunks alone; narrow ones (a conv bias gradient: 32 columns,
  * 43264 rows) also over row blocks, summed afterwards in block order. */
-cn_status omp_op_SUM_ROWS(const cn_launch *l) {
+cn_status cn_omp_op_SUM_ROWS(const cn_launch *l) {
     const cn_shape *sx = &l->in_shape[0], *so = &l->out_shape;
     const int64_t cols = cn_shape_numel(so), n = cn_shape_numel(sx);
     if (cols == 0) return CN_OK;
@@ -85,16 +85,16 @@ cn_status omp_op_SUM_ROWS(const cn_launch *l) {
     const float *x = l->in[0];
     float *out = l->out;
     const int64_t chunks = (cols + COL_CHUNK - 1) / COL_CHUNK;
-    const int64_t blocks = cols >= 4 * COL_CHUNK ? 1 : OMP_MAX(1, OMP_MIN(ROW_BLOCKS, rows / 16));
+    const int64_t blocks = cols >= 4 * COL_CHUNK ? 1 : CN_OMP_MAX(1, CN_OMP_MIN(ROW_BLOCKS, rows / 16));
     double *part = NULL;
     if (blocks > 1) {
         part = malloc((size_t)blocks * (size_t)cols * sizeof(double));
-        if (!part) return omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate partial sums");
+        if (!part) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate partial sums");
     }
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t item = 0; item < blocks * chunks; item++) {
         const int64_t b = item / chunks, ch = item % chunks;
-        const int64_t c0 = ch * COL_CHUNK, w = OMP_MIN(COL_CHUNK, cols - c0);
+        const int64_t c0 = ch * COL_CHUNK, w = CN_OMP_MIN(COL_CHUNK, cols - c0);
         double acc[COL_CHUNK];
         sum_block(x, cols, rows * b / blocks, rows * (b + 1) / blocks, c0, w, acc);
         if (part) {
@@ -116,24 +116,24 @@ cn_status omp_op_SUM_ROWS(const cn_launch *l) {
 
 /* out[i] = alpha * x[i % numel(x)]: the adjoint of SUM_ROWS (alpha = 1) and of SUM_ALL /
  * MEAN_ALL (x of one element, alpha = 1 or 1/n). */
-cn_status omp_op_EXPAND(const cn_launch *l) {
+cn_status cn_omp_op_EXPAND(const cn_launch *l) {
     const cn_shape *sx = &l->in_shape[0], *so = &l->out_shape;
     const int64_t n = cn_shape_numel(so), nx = cn_shape_numel(sx);
     if (n == 0) return CN_OK;
     const float *x = l->in[0];
     float *o = l->out;
     const float alpha = l->p->alpha;
-    const int64_t tiles = (n + OMP_TILE - 1) / OMP_TILE;
-#pragma omp parallel for schedule(static) if (n >= OMP_PAR_MIN)
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t t = 0; t < tiles; t++) {
-        const int64_t lo = t * OMP_TILE, hi = OMP_MIN(lo + OMP_TILE, n);
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
         if (nx == 1) {
             const float v = alpha * x[0];
             for (int64_t i = lo; i < hi; i++) o[i] = v;
             continue;
         }
         for (int64_t i = lo; i < hi;) {
-            const int64_t j = i % nx, len = OMP_MIN(hi - i, nx - j);
+            const int64_t j = i % nx, len = CN_OMP_MIN(hi - i, nx - j);
             for (int64_t q = 0; q < len; q++) o[i + q] = alpha * x[j + q];
             i += len;
         }
@@ -157,12 +157,12 @@ static void last_axis(const cn_launch *l, int64_t *rows, int64_t *c) {
 }
 
 /* ARGMAX over the last axis; the node's dtype picks i32 indices or f32 ones. */
-cn_status omp_op_ARGMAX(const cn_launch *l) {
+cn_status cn_omp_op_ARGMAX(const cn_launch *l) {
     int64_t rows, c;
     last_axis(l, &rows, &c);
     const float *x = l->in[0];
     const int as_int = l->out_dtype == CN_I32;
-#pragma omp parallel for schedule(static) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) {
         const int64_t k = row_argmax(x + r * c, c);
         if (as_int)
@@ -174,15 +174,21 @@ cn_status omp_op_ARGMAX(const cn_launch *l) {
 }
 
 /* ACCURACY: how many rows' argmax equals the label, as a float. A label outside [0, C)
- * simply never matches. Integer counting is exact, so the reduction order cannot matter. */
-cn_status omp_op_ACCURACY(const cn_launch *l) {
+ * never matches and raises CN_FLAG_LABEL. Integer counting is exact, so the reduction order
+ * cannot matter. */
+cn_status cn_omp_op_ACCURACY(const cn_launch *l) {
     int64_t rows, c;
     last_axis(l, &rows, &c);
     const float *x = l->in[0];
     const int32_t *labels = l->in[1];
     int64_t correct = 0;
-#pragma omp parallel for schedule(static) reduction(+ : correct) if (rows * c >= OMP_PAR_MIN)
+#pragma omp parallel for schedule(static) reduction(+ : correct) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) correct += row_argmax(x + r * c, c) == (int64_t)labels[r];
     *(float *)l->out = (float)correct;
+    for (int64_t r = 0; l->flags && r < rows; r++)
+        if (labels[r] < 0 || labels[r] >= c) {
+            cn_omp_flag_raise(l->flags, CN_FLAG_LABEL, labels[r], (int32_t)r, l->step);
+            break;
+        }
     return CN_OK;
 }

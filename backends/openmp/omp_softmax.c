@@ -33,9 +33,9 @@ static double row_log_sum_exp(const float *x, int64_t c, float m) {
 
 /* Rows per parallel chunk are cheap for tiny C (10 classes): only go parallel when the
  * whole tensor is large enough to repay the team's wake-up. */
-#define ROWS_PAR(rows, c) ((rows) > 1 && (rows) * (c) >= OMP_PAR_MIN / 4)
+#define ROWS_PAR(rows, c) ((rows) > 1 && (rows) * (c) >= CN_OMP_PAR_MIN / 4)
 
-cn_status omp_op_SOFTMAX(const cn_launch *l) {
+cn_status cn_omp_op_SOFTMAX(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->in_shape[0], &rows, &c);
     const float *x = l->in[0];
@@ -56,7 +56,7 @@ cn_status omp_op_SOFTMAX(const cn_launch *l) {
     return CN_OK;
 }
 
-cn_status omp_op_LOG_SOFTMAX(const cn_launch *l) {
+cn_status cn_omp_op_LOG_SOFTMAX(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->in_shape[0], &rows, &c);
     const float *x = l->in[0];
@@ -73,7 +73,7 @@ cn_status omp_op_LOG_SOFTMAX(const cn_launch *l) {
 }
 
 /* dx = y * (dy - sum(dy * y)) */
-cn_status omp_op_SOFTMAX_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_SOFTMAX_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->in_shape[0], &rows, &c); /* (dy, y), one shape */
     const float *dy = l->in[0], *y = l->in[1];
@@ -91,7 +91,7 @@ cn_status omp_op_SOFTMAX_GRAD(const cn_launch *l) {
 }
 
 /* dx = dy - softmax(x) * sum(dy), with softmax(x) = exp(y). */
-cn_status omp_op_LOG_SOFTMAX_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_LOG_SOFTMAX_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(&l->in_shape[0], &rows, &c); /* (dy, y), one shape */
     const float *dy = l->in[0], *y = l->in[1];
@@ -115,20 +115,20 @@ static cn_status check_labels(const cn_launch *l, int logits_idx, int64_t *rows,
     const int32_t *labels = l->in[logits_idx + 1];
     for (int64_t r = 0; r < *rows; r++)
         if (labels[r] < 0 || labels[r] >= *c)
-            return omp_fail(CN_ERR_INVALID_ARG, l, "label %d at row %lld is outside [0, %lld)",
+            return cn_omp_fail(CN_ERR_INVALID_ARG, l, "label %d at row %lld is outside [0, %lld)",
                             (int)labels[r], (long long)r, (long long)*c);
     return CN_OK;
 }
 
 /* mean over rows of logsumexp(x) - x[label] = -log_softmax(x)[label]. Per-row losses are
  * summed afterwards in row order, so the result does not depend on the thread count. */
-cn_status omp_op_XENT(const cn_launch *l) {
+cn_status cn_omp_op_XENT(const cn_launch *l) {
     int64_t rows, c;
     CN_TRY(check_labels(l, 0, &rows, &c));
     const float *x = l->in[0];
     const int32_t *labels = l->in[1];
-    double *loss = malloc((size_t)OMP_MAX(rows, 1) * sizeof(double));
-    if (!loss) return omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld row losses", (long long)rows);
+    double *loss = malloc((size_t)CN_OMP_MAX(rows, 1) * sizeof(double));
+    if (!loss) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate %lld row losses", (long long)rows);
 #pragma omp parallel for schedule(static) if (ROWS_PAR(rows, c))
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * c;
@@ -143,7 +143,7 @@ cn_status omp_op_XENT(const cn_launch *l) {
 }
 
 /* dx = dy * (softmax(x) - onehot(label)) / rows */
-cn_status omp_op_XENT_GRAD(const cn_launch *l) {
+cn_status cn_omp_op_XENT_GRAD(const cn_launch *l) {
     int64_t rows, c;
     CN_TRY(check_labels(l, 1, &rows, &c));
     if (rows == 0) return CN_OK;

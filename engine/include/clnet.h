@@ -127,7 +127,11 @@ cn_status cn_device_info_get(int index, cn_device_info *info);
 /* If no OpenCL device could be listed, a hint for the user ("install pocl-opencl-icd ..."),
  * else "". */
 const char *cn_device_hint(void);
-/* Restrict the visible devices to a comma-separated list of selectors (NULL: all). */
+/* Restrict the visible devices to a comma-separated list of exact selectors ("omp,cl:0";
+ * NULL or "": all). A selector that names no device is CN_ERR_NOT_FOUND naming it, the list
+ * and every device, and the filter in force stays. The same list in CLNET_VISIBLE_DEVICES,
+ * when it names a device that does not exist, makes cn_device_count, cn_device_info_get and
+ * cn_device_open fail that way until cn_set_visible_devices replaces it. */
 cn_status cn_set_visible_devices(const char *selectors);
 
 /* Open a device by selector: "omp", "cl:N", "gpu", "gpu:N", "cpu", "auto" (first GPU,
@@ -176,14 +180,8 @@ int64_t cn_tensor_dim(const cn_tensor *t, int axis);
 int64_t cn_tensor_numel(const cn_tensor *t);
 cn_dtype cn_tensor_dtype(const cn_tensor *t);
 cn_device *cn_tensor_device(const cn_tensor *t);
-
-/* Eager ops on tensors (each runs one graph node on the tensors' device). Inputs on
- * different devices fail with CN_ERR_DEVICE_MISMATCH naming both. */
-cn_status cn_add(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_mul(cn_tensor *a, cn_tensor *b, cn_tensor **out);
-cn_status cn_matmul(cn_tensor *a, cn_tensor *b, int trans_a, int trans_b, cn_tensor **out);
-cn_status cn_relu(cn_tensor *x, cn_tensor **out);
-cn_status cn_softmax(cn_tensor *x, cn_tensor **out);
+/* Tensors hold data on a device; computation on them is a program run by a session (below),
+ * which plans every op for its device once. There are no eager ops on tensors. */
 
 /* ---- programs: graphs built through the public API ----
  *
@@ -242,9 +240,14 @@ cn_value cn_param(cn_program *p, const char *name, int ndim, const int64_t *shap
 cn_value cn_param_data(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
 /* A constant (copied), uploaded once per session. */
 cn_value cn_constant(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
-/* Names a value as an output that sessions can fetch. */
+/* Names a value as an output that sessions can fetch. A name already used (also "loss" after
+ * cn_set_loss) fails with CN_ERR_INVALID_ARG. Like a builder call's, every failure of
+ * cn_output and cn_set_loss is also recorded in the program (cn_program_status), so sessions
+ * refuse a program whose output was lost. */
 cn_status cn_output(cn_program *p, const char *name, cn_value v);
-/* The scalar ([1]) value training minimises; also an output named "loss". */
+/* The scalar ([1]) value training minimises; also the output named "loss". An output "loss"
+ * named before must be this same value: another one is CN_ERR_INVALID_ARG (training would
+ * minimise one value while fetching "loss" returned the other). */
 cn_status cn_set_loss(cn_program *p, cn_value v);
 
 /* Ops (see the conventions above). */
@@ -357,6 +360,15 @@ typedef struct cn_optimizer_config {
     int64_t warmup_steps;    /* 0 (at most CN_LR_MAX_STEPS) */
     int64_t total_steps;     /* COSINE: where it reaches min_lr (> warmup_steps, <= CN_LR_MAX_STEPS) */
     float min_lr;            /* COSINE: 0 (< lr) */
+    /* Gradient clipping, on the device, with no host sync; both 0 (off) by default. With
+     * clip_norm > 0 every gradient is multiplied by min(1, clip_norm / (norm + 1e-6)), norm
+     * being the global L2 norm of all the session's gradients as the update reads them (after
+     * the hook), as PyTorch's clip_grad_norm_. With clip_value > 0 each gradient element is
+     * then clamped to [-clip_value, clip_value] (clip_grad_value_). Both act before weight
+     * decay is added. Each must be finite and >= 0 (CN_ERR_INVALID_ARG otherwise); a NaN
+     * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
+    float clip_norm;
+    float clip_value;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
@@ -378,11 +390,26 @@ cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int
 /* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
  * length (for an input without one, its first dimension). The data is copied at once. */
 cn_status cn_session_feed(cn_session *s, const char *input, const void *data, int64_t rows);
-/* Inference: one forward pass. Training: one whole step (gradients, hook, update). */
+/* Inference: one forward pass. Training: one whole step (gradients, hook, update).
+ * Labels of cn_op_cross_entropy / cn_op_accuracy outside [0, C) are refused on every device,
+ * and no update is applied: the omp device fails the run itself; an OpenCL device raises a
+ * flag on the device, the update kernels skip while it is up, and the error (CN_ERR_INVALID_ARG
+ * naming the step, the label and its row) comes from the next call that waits for the device
+ * (fetch, get_param, save), so no step waits for the device to check. Updates enqueued after
+ * the refused step are skipped too, and the step count is rolled back to before it: the
+ * session is exactly as it was before that step, and the next run trains again. */
 cn_status cn_session_run(cn_session *s);
-/* Blocking read of an output of the last run; bytes must match its size. */
+/* Blocking read of an output of the last run; bytes must match its size. After a run that
+ * failed (or whose refusal a fetch reported), its outputs are refused with that run's status
+ * and message until a run succeeds; dst is then unspecified. */
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
-/* Shape of an output for the current batch. */
+/* Opt-in (off by default): before every update, check the loss and every gradient for NaN
+ * and infinity on the device. A step that has one applies no update (parameters, optimizer
+ * state and step count stay as they were) and is reported as CN_ERR_NUMERIC naming the step,
+ * the way refused labels are (cn_session_run). It costs one read of the gradients per step
+ * on the device and no host sync. CN_ERR_INVALID_ARG for an inference session. */
+cn_status cn_session_check_numerics(cn_session *s, int on);
+/* Shape of an output for the current batch (refused after a failed run, as fetch is). */
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
 
 /* The three parts of a training step (cn_session_run does all three). */
@@ -401,15 +428,37 @@ cn_status cn_session_gradient(cn_session *s, const char *param, cn_tensor **out)
 uint64_t cn_session_steps(const cn_session *s);
 cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out);
 
-/* Parameters in and out, by name, as host f32 arrays in the layout of docs/LAYOUT.md. */
+/* Parameters in and out, by name, as host f32 arrays in the layout of docs/LAYOUT.md.
+ * get_param also reports a refused step (see cn_session_run); dst then holds the parameters
+ * as they are, from before that step. */
 cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes);
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes);
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
-/* Parameters (and, for a training session, optimizer state, settings and step count) to or
- * from a checkpoint file, matched by name and shape; a mismatch names the first parameter
- * that differs. Writing is atomic. */
+/* Parameters (and, for a training session, optimizer state, settings and step count) to a
+ * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
+ * reported instead of saved as taken: nothing is written. */
 cn_status cn_session_save(cn_session *s, const char *path);
+/* Parameters from a checkpoint, matched by name and shape (a mismatch names the first
+ * parameter that differs), and for a training session its optimizer state and step count.
+ * Everything is checked before anything is written: a load that fails changes nothing. The
+ * session keeps its own optimizer settings (lr, betas, schedule: those given at creation;
+ * cn_checkpoint_read_config reads the stored ones). Into a training session:
+ *  - a checkpoint with this optimizer's state restores it and the step count; state that is
+ *    missing for a parameter or malformed is CN_ERR_FORMAT;
+ *  - one with no optimizer state (saved by an inference session, or weights only) is a start
+ *    for fine-tuning: parameters loaded, optimizer state zeroed, step count 0;
+ *  - one with another optimizer's state (Adam into SGD) is CN_ERR_INVALID_ARG; use
+ *    cn_session_restore to load its parameters with fresh optimizer state. */
 cn_status cn_session_load(cn_session *s, const char *path);
+/* What cn_session_restore did with a training session's optimizer state. */
+typedef enum cn_restored {
+    CN_RESTORED_ALL = 0, /* restored with the step count (an inference session: parameters only) */
+    CN_RESTORED_FRESH,   /* the checkpoint holds none: zeroed, step count 0 */
+    CN_RESTORED_DROPPED  /* it holds another optimizer's, not loaded: zeroed, step count 0 */
+} cn_restored;
+/* cn_session_load that also accepts another optimizer's checkpoint, and says in *how (may be
+ * NULL) what happened to the optimizer state. */
+cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);

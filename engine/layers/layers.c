@@ -10,24 +10,12 @@
 #include "internal.h"
 #include "model.h"
 
-static cn_op act_op(cn_act a) {
-    switch (a) {
-    case CN_ACT_RELU: return CN_OP_RELU;
-    case CN_ACT_SIGMOID: return CN_OP_SIGMOID;
-    case CN_ACT_TANH: return CN_OP_TANH;
-    case CN_ACT_SOFTMAX: return CN_OP_SOFTMAX;
-    case CN_ACT_NONE: case CN_ACT_GELU: break; /* GELU takes its variant: activation() */
-    }
-    return CN_OP_LEAF;
-}
-
 /* U(-a, a) with a = 0.02 sqrt(3): standard deviation 0.02, how GPT-2 and ViT initialise their
  * token and position embeddings. */
 #define EMBED_SCALE 0.034641016f
 
 static cn_value activation(cn_program *p, cn_value x, cn_act a) {
-    if (a == CN_ACT_GELU) return cn_op_gelu(p, x, 0);
-    return a == CN_ACT_NONE ? x : cn_prog_op(p, act_op(a), 1, &x, NULL);
+    return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, NULL);
 }
 
 /* Parameter "<layer>_<index>.<what>", e.g. "dense_2.weight", "attention_1.query.bias". */

@@ -17,21 +17,38 @@ static const char *const kind_names[CN_L_KIND_COUNT] = {
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
 
-static const char *act_name(cn_act a) {
-    switch (a) {
-    case CN_ACT_RELU: return "relu";
-    case CN_ACT_SIGMOID: return "sigmoid";
-    case CN_ACT_TANH: return "tanh";
-    case CN_ACT_SOFTMAX: return "softmax";
-    case CN_ACT_GELU: return "gelu";
-    case CN_ACT_NONE: break;
-    }
+/* The activations, written once: the name model files and the canonical text use, and the op
+ * that computes it (GELU's params left zero: variant 0, the exact erf form of CN_ACT_GELU).
+ * "linear" and "none" also parse, as CN_ACT_NONE, which has no name and no op. */
+static const struct { cn_act act; const char *name; cn_op op; } acts[] = {
+    {CN_ACT_RELU, "relu", CN_OP_RELU},       {CN_ACT_SIGMOID, "sigmoid", CN_OP_SIGMOID}, {CN_ACT_TANH, "tanh", CN_OP_TANH},
+    {CN_ACT_SOFTMAX, "softmax", CN_OP_SOFTMAX}, {CN_ACT_GELU, "gelu", CN_OP_GELU},
+};
+#define N_ACTS (sizeof acts / sizeof acts[0])
+
+const char *cn_act_name(cn_act a) {
+    for (size_t i = 0; i < N_ACTS; i++)
+        if (acts[i].act == a) return acts[i].name;
     return "";
+}
+
+cn_op cn_act_op(cn_act a) {
+    for (size_t i = 0; i < N_ACTS; i++)
+        if (acts[i].act == a) return acts[i].op;
+    return CN_OP_LEAF;
+}
+
+int cn_act_parse(const char *s, cn_act *a) {
+    for (size_t i = 0; i < N_ACTS; i++)
+        if (strcmp(s, acts[i].name) == 0) return *a = acts[i].act, 1;
+    if (strcmp(s, "linear") && strcmp(s, "none")) return 0;
+    *a = CN_ACT_NONE;
+    return 1;
 }
 
 /* One layer's line of the canonical text (what the parser reads back). */
 static void layer_line(const cn_layer *l, char *b, size_t cap) {
-    const char *an = act_name(l->act), *sp = *an ? " " : "";
+    const char *an = cn_act_name(l->act), *sp = *an ? " " : "";
     switch (l->kind) {
     case CN_L_DENSE: snprintf(b, cap, "dense %d%s%s", l->units, sp, an); break;
     case CN_L_CONV2D:
@@ -290,7 +307,7 @@ static cn_status add_same_shape(cn_model *m, cn_layer l) {
     char fb[96];
     cn_model_current(m, &f, &h, &w, &c);
     if (f == CN_FORM_IDS)
-        return cn_errorf(CN_ERR_SHAPE, "%s: input is %s", l.kind == CN_L_DROPOUT ? "dropout" : act_name(l.act),
+        return cn_errorf(CN_ERR_SHAPE, "%s: input is %s", l.kind == CN_L_DROPOUT ? "dropout" : cn_act_name(l.act),
                          cn_form_str(f, h, w, c, fb, sizeof fb));
     l.form = f, l.oh = h, l.ow = w, l.oc = c;
     l.flops = CN_PRODUCT(h, w, c);
@@ -363,7 +380,7 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
         const cn_layer *l = &m->layers[i];
         /* an END is the sum of its block, named after the RESIDUAL it closes */
         snprintf(name, sizeof name, "%s_%d (%s%s%s)", l->kind == CN_L_END ? "residual" : kind_names[l->kind], l->index,
-                 kinds[l->kind], l->act ? "+" : "", act_name(l->act));
+                 kinds[l->kind], l->act ? "+" : "", cn_act_name(l->act));
         if (l->form == CN_FORM_FLAT) snprintf(shape, sizeof shape, "(None, %lld)", (long long)l->oc);
         else if (l->form == CN_FORM_SEQ) snprintf(shape, sizeof shape, "(None, %lld, %lld)", (long long)l->oh, (long long)l->oc);
         else snprintf(shape, sizeof shape, "(None, %lld, %lld, %lld)", (long long)l->oh, (long long)l->ow, (long long)l->oc);

@@ -99,6 +99,12 @@ static inline int64_t cn_size_sum(int64_t a, int64_t b) {
 
 /* Layer kind names as the model file writes them ("dense", "layer_norm", ...). */
 const char *cn_layer_kind_name(cn_layer_kind k);
+/* Activations (one table in model.c): the name in model files and text ("" for none), the op
+ * computing it (CN_OP_LEAF for none), and a name's activation ("linear" and "none" too; 0 if
+ * unknown). */
+const char *cn_act_name(cn_act a);
+cn_op cn_act_op(cn_act a);
+int cn_act_parse(const char *s, cn_act *a);
 /* Output of the last layer (or the input) as a form and dims. */
 void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, int64_t *c);
 /* "an image 28x28x1", "a sequence of 49 tokens of width 64", ... for messages. */

@@ -37,18 +37,6 @@ static int parse_int(const char *s, int lo, int hi, int *out) {
     return 1;
 }
 
-static int parse_act(const char *s, cn_act *a) {
-    static const struct { const char *n; cn_act a; } acts[] = {
-        {"relu", CN_ACT_RELU}, {"sigmoid", CN_ACT_SIGMOID}, {"tanh", CN_ACT_TANH}, {"softmax", CN_ACT_SOFTMAX},
-        {"gelu", CN_ACT_GELU}, {"linear", CN_ACT_NONE}, {"none", CN_ACT_NONE}};
-    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
-        if (strcmp(s, acts[i].n) == 0) {
-            *a = acts[i].a;
-            return 1;
-        }
-    return 0;
-}
-
 #define LINE_ERR(st, ...)                                                        \
     do {                                                                         \
         char msg_[512];                                                          \
@@ -97,7 +85,7 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
             else if (strcmp(tok[i], "pad=valid") == 0 || strcmp(tok[i], "valid") == 0) pad = 0;
             else if (strncmp(tok[i], "pad=", 4) == 0) {
                 if (!parse_int(tok[i] + 4, 0, 1024, &pad)) LINE_ERR(CN_ERR_PARSE, "bad number in '%s'", tok[i]);
-            } else if (!parse_act(tok[i], &act))
+            } else if (!cn_act_parse(tok[i], &act))
                 LINE_ERR(CN_ERR_PARSE, "unknown option '%s' for conv2d", tok[i]);
         }
         if (same) {
@@ -118,7 +106,7 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
     if (strcmp(k, "dense") == 0) {
         if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 1 << 24, &a))
             LINE_ERR(CN_ERR_PARSE, "expected 'dense UNITS [activation]' with UNITS in 1..16777216");
-        if (nt == 3 && !parse_act(tok[2], &act)) LINE_ERR(CN_ERR_PARSE, "unknown activation '%s'", tok[2]);
+        if (nt == 3 && !cn_act_parse(tok[2], &act)) LINE_ERR(CN_ERR_PARSE, "unknown activation '%s'", tok[2]);
         return cn_model_add_dense(m, a, act);
     }
     if (strcmp(k, "dropout") == 0) {
@@ -149,7 +137,7 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         if (nt != 2 || !parse_int(tok[1], 1, 65536, &a)) LINE_ERR(CN_ERR_PARSE, "expected 'embed WIDTH'");
         return cn_model_add_embed(m, a);
     }
-    if (parse_act(k, &act) && act != CN_ACT_NONE) {
+    if (cn_act_parse(k, &act) && act != CN_ACT_NONE) {
         if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
         return cn_model_add_activation(m, act);
     }

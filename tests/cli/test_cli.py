@@ -350,8 +350,9 @@ def test_resume():
 
 @test
 def test_optimizer_settings():
-    """--weight-decay and friends change training, are stored in the checkpoint and come back
-    on --resume: 1 epoch + resume 1 without the flags gives the same bytes as 2 straight."""
+    """--weight-decay and friends (gradient clipping too) change training, are stored in the
+    checkpoint and come back on --resume: 1 epoch + resume 1 without the flags gives the same
+    bytes as 2 straight."""
     need_data()
     model = write("linear.net", "input 28 28 1\nflatten\ndense 10\n")
     common = ["--data", DATA, "--limit", "256", "--device", DEVICE, "--batch", "32", "-q"]
@@ -402,6 +403,22 @@ def test_optimizer_settings():
     fails(run(["train", model, *common, "--epochs", "1", "--lr-schedule", "cosine", "--warmup", "8"]), 1, ["warm-up"])
     fails(run(["train", model, *common, "--lr-schedule", "cosine", "--min-lr", "0.01"]), 1,
           ["minimum learning rate"])
+
+    # Gradient clipping: --clip-norm and --clip-value change training, do nothing when far
+    # above the gradients, come back on --resume (byte-identical) and refuse bad values.
+    plain = test_loss(adam)
+    check(test_loss(train("bynorm.ckpt", "--clip-norm", "0.05")) != plain, "--clip-norm 0.05 changes training")
+    check(test_loss(train("byvalue.ckpt", "--clip-value", "0.0005")) != plain, "--clip-value 0.0005 changes training")
+    check(test_loss(train("loose.ckpt", "--clip-norm", "1e9", "--clip-value", "1e9")) == plain,
+          "clipping far above the gradients trains exactly as without it")
+    clip = ["--clip-norm", "0.05", "--clip-value", "0.002"]
+    clip_straight = train("clip_straight.ckpt", *clip, epochs=2)
+    clip_first = train("clip_first.ckpt", *clip, epochs=1)
+    clip_resumed = train("clip_first.ckpt", epochs=2, resume=clip_first)
+    check(open(clip_straight, "rb").read() == open(clip_resumed, "rb").read(),
+          "resuming without the flags keeps the stored clipping (byte-identical checkpoint)")
+    for bad in (["--clip-norm", "-1"], ["--clip-value", "nan"], ["--clip-norm", "x"], ["--clip-value", "inf"]):
+        fails(run(["train", model, *common, *bad]), 2, [bad[0]])
 
 
 @test

@@ -29,6 +29,40 @@ static void test_table(void) {
     tc_end();
 }
 
+/* The planner's view of an op comes from these columns alone, so they must agree with the
+ * rest of the row: a view launches nothing, an in-place op launches and writes input 0's
+ * buffer (so its output has input 0's shape: the UPDATE rule), an op folded as an epilogue
+ * is a one-input elementwise activation, and an op that takes an epilogue launches. */
+static void test_planner_columns(void) {
+    tc_begin("storage and epilogue columns agree with the rest of the op table");
+    int views = 0, inplace = 0, folded = 0, takers = 0;
+    for (int i = 0; i < CN_OP_COUNT; i++) {
+        cn_op op = (cn_op)i;
+        const char *nm = cn_op_name(op);
+        if (cn_op_storage(op) == CN_STORE_VIEW) views++, CHECK(!cn_op_launches(op), "%s: a view that launches", nm);
+        if (cn_op_storage(op) == CN_STORE_INPLACE) {
+            inplace++;
+            CHECK(cn_op_launches(op) && !cn_op_differentiable(op), "%s: in place but not a launched update", nm);
+        }
+        if (cn_op_as_epilogue(op) != CN_EPI_NONE) {
+            folded++;
+            CHECK(cn_op_arity(op) == 1 && cn_op_storage(op) == CN_STORE_OWN && strcmp(cn_op_dtypes(op), "f:f") == 0,
+                  "%s: folded as an epilogue but not a one-input f32 activation", nm);
+        }
+        if (cn_op_takes_epilogue(op)) takers++, CHECK(cn_op_launches(op), "%s: takes an epilogue but never launches", nm);
+    }
+    /* the rows the planner relied on before the columns existed keep their roles */
+    CHECK(cn_op_storage(CN_OP_RESHAPE) == CN_STORE_VIEW, "%d views, reshape not among them", views);
+    CHECK(cn_op_storage(CN_OP_ADAM) == CN_STORE_INPLACE && cn_op_storage(CN_OP_SGD) == CN_STORE_INPLACE,
+          "%d in-place ops, adam or sgd not among them", inplace);
+    CHECK(cn_op_as_epilogue(CN_OP_RELU) == CN_EPI_RELU && cn_op_as_epilogue(CN_OP_TANH) == CN_EPI_TANH &&
+              cn_op_as_epilogue(CN_OP_SIGMOID) == CN_EPI_SIGMOID,
+          "%d activations folded, relu/sigmoid/tanh not each to its own", folded);
+    CHECK(cn_op_takes_epilogue(CN_OP_ADD) && cn_op_takes_epilogue(CN_OP_MATMUL), "%d producers, add or matmul missing",
+          takers);
+    tc_end();
+}
+
 static void test_broadcast_rule(void) {
     tc_begin("one broadcasting rule: trailing part, leading 1s aside");
     cn_shape full = cn_shape_of(3, (int64_t)2, (int64_t)3, (int64_t)4);
@@ -152,12 +186,14 @@ static void test_step_checked_once(void) {
     cn_graph g;
     cn_graph_init(&g);
     cn_shape s = cn_shape_of(1, (int64_t)8);
-    int in[4];
+    int in[5];
     const char *names[4] = {"p", "g", "m", "v"};
     for (int i = 0; i < 4; i++) in[i] = cn_g_leaf(&g, i == 1 ? CN_LEAF_INPUT : CN_LEAF_STATE, names[i], &s, CN_F32);
+    const cn_shape rs = cn_shape_of(1, (int64_t)CN_RATE_LEN);
+    in[4] = cn_g_leaf(&g, CN_LEAF_STATE, "rate", &rs, CN_F32);
     cn_op_params p = {0};
-    p.lr = 0.1f, p.beta1 = 0.9f, p.beta2 = 0.999f, p.eps = 1e-8f;
-    int up = cn_g_op(&g, CN_OP_ADAM, 4, in, &p, NULL);
+    p.beta1 = 0.9f, p.beta2 = 0.999f, p.eps = 1e-8f;
+    int up = cn_g_op(&g, CN_OP_ADAM, 5, in, &p, NULL);
     cn_plan *plan = NULL;
     if (up >= 0 && dev) CHECK_OK(cn_plan_create(&g, dev, &up, 1, NULL, 0, &plan));
     if (plan) {
@@ -172,6 +208,7 @@ static void test_step_checked_once(void) {
 
 int main(void) {
     test_table();
+    test_planner_columns();
     test_broadcast_rule();
     test_window_rule();
     test_dtypes_and_fused_forms();

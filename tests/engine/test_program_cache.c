@@ -121,7 +121,7 @@ int main(void) {
     forged.b = malloc(forged.n);
     memcpy(forged.b, g.b, HDR + BINDING);
     memcpy(forged.b + HDR + BINDING, l.b + HDR + BINDING, bin);
-    uint64_t len = BINDING + bin, sum = cn_cl_fnv1a(0xCBF29CE484222325ULL, forged.b + HDR, (size_t)len);
+    uint64_t len = BINDING + bin, sum = cn_fnv1a(CN_FNV_OFFSET, forged.b + HDR, (size_t)len);
     memcpy(forged.b + LEN_AT, &len, 8);
     memcpy(forged.b + SUM_AT, &sum, 8);
     put(gpath, forged.b, forged.n);

@@ -53,7 +53,7 @@ int h_isfinite_buf(const float *x, int64_t n) {
 /* ---- checked buffers ---- */
 int h_checked_count(const h_case *c) {
     if (!c->inplace) return 1;
-    return c->n_in - 1; /* param + state (grad, in[1], is read-only) */
+    return c->n_in - 2; /* param + state (grad, in[1], and the rate block, the last, are read-only) */
 }
 int h_checked_input(const h_case *c, int j) {
     if (!c->inplace) return -1;
@@ -175,6 +175,10 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
         break;
     case GEN_ZERO:
         break;
+    case GEN_RATE:
+        f[CN_RATE_LR] = in->lo;
+        f[CN_RATE_GRAD_SCALE] = in->hi;
+        break;
     }
 }
 
@@ -277,11 +281,10 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
     l.p = &c->p;
     l.n_in = c->n_in;
     l.step = c->step;
-    l.lr_scale = 1.0f; /* schedules are the session's; an op case runs at its own lr */
     l.out_shape = c->out_shape;
     l.out_dtype = c->out_dt;
     for (int i = 0; i < c->n_in; i++) {
-        int written = c->inplace && i != 1;
+        int written = c->inplace && i != 1 && i != c->n_in - 1;
         if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->in[i].shape), in_host[i], written, in_names[i], err, cap)) {
             nb++;
             goto done;

@@ -36,7 +36,9 @@ typedef enum h_gen {
     GEN_LOGSOFTMAX_ROWS,
     GEN_INTS,          /* integers uniform in [lo, hi] (ties on purpose) */
     GEN_IDS,           /* i32 uniform in [lo, hi] (embedding ids; outside [0, V) on purpose) */
-    GEN_ZERO
+    GEN_ZERO,
+    GEN_RATE           /* the optimizer's step block (ops.h, CN_RATE_*): learning rate lo,
+                          gradient scale hi */
 } h_gen;
 
 typedef struct h_input {

@@ -119,11 +119,11 @@ void check_harness(void) {
     c.out_shape = c.in[0].shape;
     h_case a = rc_case(CN_OP_ADAM, "[100]");
     a.inplace = 1;
-    a.p.lr = 1e-3f;
     a.p.beta1 = 0.9f;
     a.p.beta2 = 0.999f;
     a.p.eps = 1e-8f;
     for (int i = 0; i < 4; i++) h_in(&a, h_shape(1, 100), GEN_UNIFORM, 0.01f, 0.5f);
+    h_in(&a, h_shape(1, CN_RATE_LEN), GEN_RATE, 1e-3f, 1);
     a.out_shape = a.in[0].shape;
     static const struct { int fault; const char *what; int on_adam; } t[] = {
         {F_OOB, "out-of-bounds write past the output", 0},

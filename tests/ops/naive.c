@@ -247,30 +247,39 @@ void nv_transpose(const cn_shape *in, const int32_t *perm, const float *x, doubl
     }
 }
 
-void nv_adam(int64_t n, const cn_op_params *p, uint64_t t, double *param, const float *grad, double *m,
-             double *v) {
+/* The gradient an update reads: scaled by the block's gradient scale (in f32, as the
+ * definition in ops.h says: the product is the gradient), then clamped when clip > 0. */
+double nv_clip_grad(float g, const float *rate, float clip) {
+    float s = g * rate[CN_RATE_GRAD_SCALE];
+    if (clip > 0 && s > clip) return clip;
+    if (clip > 0 && s < -clip) return -clip;
+    return s;
+}
+
+void nv_adam(int64_t n, const cn_op_params *p, const float *rate, uint64_t t, double *param, const float *grad,
+             double *m, double *v) {
     double bc1 = 1 - pow(p->beta1, (double)t), bc2 = 1 - pow(p->beta2, (double)t);
     for (int64_t i = 0; i < n; i++) {
-        double g = grad[i];
+        double g = nv_clip_grad(grad[i], rate, p->clip_value);
         if (!p->decoupled) g += p->weight_decay * param[i];
         m[i] = p->beta1 * m[i] + (1 - p->beta1) * g;
         v[i] = p->beta2 * v[i] + (1 - p->beta2) * g * g;
         double mh = m[i] / bc1, vh = v[i] / bc2;
         double upd = mh / (sqrt(vh) + p->eps);
         if (p->decoupled) upd += p->weight_decay * param[i];
-        param[i] -= p->lr * upd;
+        param[i] -= rate[CN_RATE_LR] * upd;
     }
 }
 
-void nv_sgd(int64_t n, const cn_op_params *p, double *param, const float *grad, double *vel) {
+void nv_sgd(int64_t n, const cn_op_params *p, const float *rate, double *param, const float *grad, double *vel) {
     for (int64_t i = 0; i < n; i++) {
-        double g = grad[i] + p->weight_decay * param[i];
+        double g = nv_clip_grad(grad[i], rate, p->clip_value) + p->weight_decay * param[i];
         double d = g;
         if (p->momentum != 0) {
             vel[i] = p->momentum * vel[i] + g;
             d = p->nesterov ? g + p->momentum * vel[i] : vel[i];
         }
-        param[i] -= p->lr * d;
+        param[i] -= rate[CN_RATE_LR] * d;
     }
 }
 

@@ -41,9 +41,10 @@ void nv_transpose(const cn_shape *in, const int32_t *perm, const float *x, doubl
 
 /* One ADAM / SGD step in double (PyTorch conventions: L2 decay added to the gradient,
  * AdamW decay decoupled: p -= lr*wd*p; SGD velocity v = momentum*v + g). */
-void nv_adam(int64_t n, const cn_op_params *p, uint64_t t, double *param, const float *grad, double *m,
-             double *v);
-void nv_sgd(int64_t n, const cn_op_params *p, double *param, const float *grad, double *vel);
+double nv_clip_grad(float g, const float *rate, float clip);
+void nv_adam(int64_t n, const cn_op_params *p, const float *rate, uint64_t t, double *param, const float *grad,
+             double *m, double *v);
+void nv_sgd(int64_t n, const cn_op_params *p, const float *rate, double *param, const float *grad, double *vel);
 
 int nv_dropout_keep(uint32_t seed, uint64_t step, int64_t i, float rate);
 

@@ -344,25 +344,30 @@ static void opt_compare(const char *what, const float *p0, const float *p1, cons
 }
 
 void check_adam(void) {
-    static const struct { int n; uint64_t t; float wd; int dec; int fresh; } t[] = {
-        {1, 1, 0, 0, 1}, {1000, 1, 0, 0, 1}, {1000, 5, 0, 0, 0}, {1037, 17, 0.01f, 0, 0}, {640, 3, 0.05f, 1, 0}, {333, 1, 0.1f, 1, 1},
+    static const struct { int n; uint64_t t; float wd; int dec; int fresh; float gs, clip; } t[] = {
+        {1, 1, 0, 0, 1, 1, 0}, {1000, 1, 0, 0, 1, 1, 0}, {1000, 5, 0, 0, 0, 1, 0}, {1037, 17, 0.01f, 0, 0, 1, 0},
+        {640, 3, 0.05f, 1, 0, 1, 0}, {333, 1, 0.1f, 1, 1, 1, 0},
+        /* clipping: scaled by norm, clamped by value (about half the elements), both */
+        {1000, 5, 0.01f, 0, 0, 0.3f, 0}, {1000, 2, 0.05f, 1, 0, 1, 0.25f}, {777, 1, 0, 0, 1, 0.5f, 0.1f},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         int n = t[k].n;
-        h_case c = rc_case(CN_OP_ADAM, "[%d] t=%llu wd=%g %s, %s state", n, (unsigned long long)t[k].t, t[k].wd,
-                           t[k].dec ? "AdamW" : "L2", t[k].fresh ? "zero" : "random");
+        h_case c = rc_case(CN_OP_ADAM, "[%d] t=%llu wd=%g %s, %s state, grad scale %g clip %g", n,
+                           (unsigned long long)t[k].t, t[k].wd, t[k].dec ? "AdamW" : "L2", t[k].fresh ? "zero" : "random",
+                           t[k].gs, t[k].clip);
         c.inplace = 1;
         c.step = t[k].t;
-        c.p.lr = 1e-3f;
         c.p.beta1 = 0.9f;
         c.p.beta2 = 0.999f;
         c.p.eps = 1e-8f;
         c.p.weight_decay = t[k].wd;
         c.p.decoupled = t[k].dec;
+        c.p.clip_value = t[k].clip;
         h_in(&c, h_shape(1, n), GEN_UNIFORM, -1, 1);
         h_in(&c, h_shape(1, n), GEN_UNIFORM, -0.5f, 0.5f);
         h_in(&c, h_shape(1, n), t[k].fresh ? GEN_ZERO : GEN_UNIFORM, -0.05f, 0.05f);
         h_in(&c, h_shape(1, n), t[k].fresh ? GEN_ZERO : GEN_UNIFORM, 1e-4f, 1e-2f);
+        h_in(&c, h_shape(1, CN_RATE_LEN), GEN_RATE, 1e-3f, t[k].gs);
         c.out_shape = c.in[0].shape;
         h_data d;
         if (!run(&c, NULL, &d)) continue;
@@ -374,7 +379,7 @@ void check_adam(void) {
             mm[i] = 0.9 * fabs(m[i]) + 0.1 * g;
             vm[i] = 0.999 * v[i] + 0.001 * g * g;
         }
-        if (t[k].fresh && t[k].t == 1 && t[k].wd == 0) {
+        if (t[k].fresh && t[k].t == 1 && t[k].wd == 0 && t[k].gs == 1 && t[k].clip == 0) {
             /* closed form of the first step: m = (1-b1) g, v = (1-b2) g^2, mhat = g,
              * vhat = g^2, so p -= lr * g / (|g| + eps) */
             for (int i = 0; i < n; i++) {
@@ -384,7 +389,7 @@ void check_adam(void) {
                 v[i] = (1 - (double)0.999f) * g * g;
             }
         } else {
-            nv_adam(n, &c.p, c.step, p, d.in[1], m, v);
+            nv_adam(n, &c.p, d.in[4], c.step, p, d.in[1], m, v);
         }
         opt_compare(name_of(&c), d.in[0], d.chk[0], p, n);
         char what[256];
@@ -405,8 +410,11 @@ void check_adam(void) {
  * trajectory must follow the naive one. (The velocity is compared with PyTorch's
  * convention v = momentum*v + g as well.) */
 void check_sgd(void) {
-    static const struct { int n; float lr, mom, wd; int nest; } t[] = {
-        {1, 0.1f, 0, 0, 0}, {1000, 0.01f, 0, 1e-2f, 0}, {1000, 0.05f, 0.9f, 0, 0}, {777, 0.05f, 0.9f, 0, 1}, {500, 0.1f, 0.5f, 1e-3f, 1},
+    static const struct { int n; float lr, mom, wd; int nest; float gs, clip; } t[] = {
+        {1, 0.1f, 0, 0, 0, 1, 0}, {1000, 0.01f, 0, 1e-2f, 0, 1, 0}, {1000, 0.05f, 0.9f, 0, 0, 1, 0},
+        {777, 0.05f, 0.9f, 0, 1, 1, 0}, {500, 0.1f, 0.5f, 1e-3f, 1, 1, 0},
+        /* clipping: scaled by norm, clamped by value (about half the elements), both */
+        {1000, 0.05f, 0.9f, 0, 0, 0.4f, 0}, {777, 0.05f, 0.9f, 1e-3f, 1, 1, 0.25f}, {500, 0.1f, 0, 0, 0, 0.5f, 0.1f},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         int n = t[k].n;
@@ -414,25 +422,26 @@ void check_sgd(void) {
         double *vw = dalloc(n);
         int ok_all = 1;
         for (int step = 1; step <= 4 && ok_all; step++) {
-            h_case c = rc_case(CN_OP_SGD, "[%d] lr=%g momentum=%g wd=%g nesterov=%d, step %d", n, t[k].lr, t[k].mom,
-                               t[k].wd, t[k].nest, step);
+            h_case c = rc_case(CN_OP_SGD, "[%d] lr=%g momentum=%g wd=%g nesterov=%d grad scale %g clip %g, step %d", n,
+                               t[k].lr, t[k].mom, t[k].wd, t[k].nest, t[k].gs, t[k].clip, step);
             c.inplace = 1;
             c.step = (uint64_t)step;
-            c.p.lr = t[k].lr;
             c.p.momentum = t[k].mom;
             c.p.weight_decay = t[k].wd;
             c.p.nesterov = t[k].nest;
+            c.p.clip_value = t[k].clip;
             h_in(&c, h_shape(1, n), GEN_UNIFORM, -1, 1);
             h_in(&c, h_shape(1, n), GEN_UNIFORM, -0.5f, 0.5f);
             h_in(&c, h_shape(1, n), GEN_ZERO, 0, 0);
+            h_in(&c, h_shape(1, CN_RATE_LEN), GEN_RATE, t[k].lr, t[k].gs);
             c.out_shape = c.in[0].shape;
             h_data d;
-            void *in[3] = {step == 1 ? NULL : p, NULL, vel};
+            void *in[4] = {step == 1 ? NULL : p, NULL, vel, NULL};
             if (!run(&c, in, &d)) break;
             double *pw_f = dalloc(n);
             for (int i = 0; i < n; i++) pw_f[i] = ((float *)d.in[0])[i]; /* start from the f32 param */
             for (int i = 0; i < n; i++) vw[i] = vel[i];
-            nv_sgd(n, &c.p, pw_f, d.in[1], vw);
+            nv_sgd(n, &c.p, d.in[3], pw_f, d.in[1], vw);
             char what[256];
             snprintf(what, sizeof what, "%s", name_of(&c));
             opt_compare(what, d.in[0], d.chk[0], pw_f, n);

@@ -191,11 +191,11 @@ int main(int argc, char **argv) {
     }
     /* CLNET_OMP_GEMM picks one of the GEMM builds (meson runs the matmul checks once per
      * build); a build this CPU cannot run is a skip, not a failure. */
-    if (omp_gemm_init() != CN_OK) {
+    if (cn_omp_gemm_init() != CN_OK) {
         printf("SKIP %s\n0 passed, 0 failed, 1 skipped\n", cn_last_error());
         return 77;
     }
-    printf("GEMM build: %s\n", omp_gemm_isa());
+    printf("GEMM build: %s\n", cn_omp_gemm_isa());
     for (const ref_check *k = ref_checks; k->fn; k++) {
         int any = !n_filter, done = 0;
         for (int j = 0; j < 4 && k->ops[j]; j++) any |= want_op(k->ops[j]);

@@ -1,6 +1,8 @@
 /* The vtable every backend fills, and the registration through which the engine finds a
- * backend's devices. The engine talks to a backend only through these structs: it asks
- * supports() and never switches on a backend's identity. */
+ * backend's devices. The engine defines this interface, so it lives with the engine (as
+ * ops.h does); backends include it, and the engine includes nothing of theirs. The engine
+ * talks to a backend only through these structs: it asks supports() and never switches on a
+ * backend's identity. */
 #ifndef CN_BACKEND_H
 #define CN_BACKEND_H
 
@@ -10,7 +12,7 @@
 #include "clnet.h"
 #include "ops.h"
 
-#define CN_BACKEND_API_VERSION 2
+#define CN_BACKEND_API_VERSION 3
 
 /* One planned node, ready to run. Buffers are the backend's own handles (cl_mem for
  * OpenCL, host pointers for OpenMP); in-place ops (ADAM, SGD) get out == in[0]. */
@@ -25,11 +27,25 @@ typedef struct cn_launch {
     cn_dtype out_dtype;
     void *out;
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
-    float lr_scale; /* ADAM/SGD: the schedule's factor on p->lr for this step (cn_launch_lr) */
+    void *flags;    /* NULL, or the session's run flags (CN_FLAG_WORDS int32, see below) */
 } cn_launch;
 
-/* The learning rate an optimizer launch applies: the op's base rate times the step's factor. */
-static inline float cn_launch_lr(const cn_launch *l) { return l->p->lr * l->lr_scale; }
+/* Run flags: a small device buffer a session gives every launch, so that what only the data
+ * can tell is found on the device and stops the update without a host sync per step.
+ * Word 0 collects CN_FLAG_* bits (set atomically; the launch that sets the first bit also
+ * writes words 1..3: the offending label, its row, the low 32 bits of the launch's step).
+ * XENT, XENT_GRAD and ACCURACY set CN_FLAG_LABEL for a label outside [0, C) (the OpenMP
+ * backend may instead fail the launch at once); ADAM and SGD do nothing while word 0 is
+ * nonzero. The host reads the words when it waits for the device anyway (engine/session_flags.c). */
+#define CN_FLAG_LABEL 1     /* a label outside [0, C) */
+#define CN_FLAG_NONFINITE 2 /* flag_nonfinite found a NaN or an infinity */
+#define CN_FLAG_WORDS 4
+
+/* An upload of at most this many bytes (a power of two, at an offset that is a multiple of
+ * it) copies src before it returns, even with blocking = 0: the engine writes small per-step
+ * blocks (the optimizer's rate) that way without a host sync and without keeping the source
+ * alive until the device reaches the copy. */
+#define CN_SMALL_UPLOAD 64
 
 typedef struct cn_backend {
     int api_version;      /* CN_BACKEND_API_VERSION */
@@ -38,7 +54,8 @@ typedef struct cn_backend {
     /* Zero-filled memory. The engine counts it against the device's cap before calling. */
     cn_status (*alloc)(void *ctx, size_t bytes, void **buf);
     void (*free)(void *ctx, void *buf);
-    /* blocking=0 may return before the copy ends; src must stay valid until sync(). */
+    /* blocking=0 may return before the copy ends; src must stay valid until sync() (except
+     * for small uploads: CN_SMALL_UPLOAD). */
     cn_status (*upload)(void *ctx, void *buf, size_t offset, const void *src, size_t bytes, int blocking);
     /* Always blocking: waits for all work queued before it. */
     cn_status (*download)(void *ctx, void *buf, size_t offset, void *dst, size_t bytes);
@@ -54,6 +71,10 @@ typedef struct cn_backend {
     cn_status (*download_async)(void *ctx, void *buf, size_t offset, void *dst, size_t bytes);
     /* Optional (may be NULL): tune performance-critical kernels for this device. */
     cn_status (*tune)(void *ctx, int verbose);
+    /* Sets CN_FLAG_NONFINITE in flags (run flags, above; words 1..2 = -1, word 3 = step) if
+     * any of the n floats of buf is a NaN or an infinity. Enqueued like run(), never waits.
+     * NULL: the backend cannot check, and sessions refuse the check. */
+    cn_status (*flag_nonfinite)(void *ctx, void *buf, int64_t n, void *flags, uint64_t step);
 } cn_backend;
 
 /* A device's memory account, owned by the engine (engine/memory.c). A backend charges the
