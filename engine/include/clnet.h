@@ -497,6 +497,12 @@ cn_status cn_program_from_onnx_memory(const void *data, size_t len, const char *
  * unfused) or a tanh GELU is involved. The file is written atomically (a temporary file and
  * a rename). CN_ERR_UNSUPPORTED names a node clnet cannot express in ONNX. */
 cn_status cn_program_to_onnx(const cn_program *p, cn_session *s, const char *path, int opset);
+/* Reads an ONNX TensorProto file (.pb, the format of the ONNX backend tests' data): float and
+ * double become CN_F32, integers and bool CN_I32 (a value outside int32 is CN_ERR_DTYPE). The
+ * dtype, dims (room for CN_MAX_DIMS; a scalar reads as [1]) and byte size are returned; the
+ * values are copied into dst when it is not NULL (cap bytes of room). */
+cn_status cn_onnx_tensor_read(const char *path, cn_dtype *dt, int *ndim, int64_t *shape, void *dst, size_t cap,
+                              size_t *bytes);
 /* The same into a malloc'd buffer the caller frees with free(). */
 cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opset, void **data, size_t *len);
 

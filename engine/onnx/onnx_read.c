@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data/data.h"
 #include "onnx_import.h"
 
 /* protobuf-c allocates every message it unpacks; this allocator refuses to go past a budget
@@ -241,4 +242,43 @@ void cn_onnx_file_free(cn_onnx_file *f) {
     if (!f) return;
     if (f->m) onnx__model_proto__free_unpacked(f->m, &f->alloc);
     free(f);
+}
+
+/* ---- TensorProto files (.pb: the ONNX backend tests' inputs and outputs) ---- */
+
+#define ONNX_MAX_TENSOR_FILE ((size_t)4 << 30)
+
+cn_status cn_onnx_tensor_read(const char *path, cn_dtype *dt, int *ndim, int64_t *shape, void *dst, size_t cap,
+                              size_t *bytes) {
+    if (!path || !dt || !ndim || !shape || !bytes) return cn_errorf(CN_ERR_INVALID_ARG, "cn_onnx_tensor_read: NULL argument");
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    cn_status st = cn_data_read_file(path, ONNX_MAX_TENSOR_FILE, &buf, &len);
+    if (st != CN_OK) return st;
+    budget b = {0, 2 * len + ((size_t)64 << 20)};
+    ProtobufCAllocator alloc = {b_alloc, b_free, &b};
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(&alloc, len, buf);
+    free(buf);
+    if (!t) return cn_errorf(CN_ERR_FORMAT, "%s: not an ONNX TensorProto file (protobuf decoding failed)", path);
+    ox_tensor h = {0};
+    st = check_tensor(t, "tensor", path);
+    if (st == CN_OK) st = cn_onnx_tensor_decode(t, "tensor", &h);
+    onnx__tensor_proto__free_unpacked(t, &alloc);
+    if (st != CN_OK) return st;
+    *dt = h.dt == OX_F32 ? CN_F32 : CN_I32;
+    *ndim = h.ndim ? h.ndim : 1;
+    for (int k = 0; k < *ndim; k++) shape[k] = h.ndim ? h.d[k] : 1;
+    *bytes = (size_t)h.numel * 4;
+    if (dst) {
+        if (cap < *bytes) st = cn_errorf(CN_ERR_INVALID_ARG, "%s: %zu bytes of room for %zu", path, cap, *bytes);
+        else if (h.dt == OX_F32) memcpy(dst, h.f, *bytes);
+        else
+            for (int64_t k = 0; k < h.numel && st == CN_OK; k++) {
+                if (h.i[k] < INT32_MIN || h.i[k] > INT32_MAX)
+                    st = cn_errorf(CN_ERR_DTYPE, "%s: value %lld outside the int32 range", path, (long long)h.i[k]);
+                else ((int32_t *)dst)[k] = (int32_t)h.i[k];
+            }
+    }
+    ox_tensor_free(&h);
+    return st;
 }

@@ -64,6 +64,17 @@ def test_run_bad_inputs():
 
 
 @test
+def test_run_tensorproto_input():
+    d = os.path.join(FIX, "gpt")
+    ok(run(["run", os.path.join(d, "model.onnx"), "--input", os.path.join(d, "test_data_set_0", "input_0.pb"),
+            "--output", path("g.npy"), "--device", DEVICE]))
+    head, y = read_npy(path("g.npy"))
+    check("(3, 16, 64" in head, "output header %r" % head)
+    fails(run(["run", os.path.join(d, "model.onnx"), "--input", write("bad.pb", b"\xff\xff\xff")]), 1,
+          ["not an ONNX TensorProto"])
+
+
+@test
 def test_export_checkpoint_and_run():
     ckpt = os.path.join(ROOT, "tests", "fixtures", "old_cnn.ckpt")
     out = path("old.onnx")

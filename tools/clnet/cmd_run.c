@@ -14,7 +14,8 @@ void help_run(void) {
            "\n"
            "Import an ONNX model (see README, \"Models from other frameworks\") and run it once\n"
            "on the inputs given, on one device. Inputs are NumPy .npy files of float32, or of\n"
-           "int64/int32 for token ids; their shape is the model's, NCHW for images, with any\n"
+           "int64/int32 for token ids, or ONNX TensorProto files (.pb, as in the ONNX backend\n"
+           "tests); their shape is the model's, NCHW for images, with any\n"
            "batch size where the model's first dimension is symbolic. Every output is printed\n"
            "(its shape and first values) unless written with --output.\n"
            "\n"
@@ -159,7 +160,18 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
         char err[1200];
-        if (npy_read(ins[k].file, &arrays[k], err, sizeof err) != 0) {
+        size_t flen = strlen(ins[k].file);
+        if (flen > 3 && !strcmp(ins[k].file + flen - 3, ".pb")) { /* an ONNX TensorProto */
+            npy_array *a = &arrays[k];
+            size_t bytes = 0;
+            st = cn_onnx_tensor_read(ins[k].file, &a->dt, &a->ndim, a->shape, NULL, 0, &bytes);
+            if (st == CN_OK && !(a->data = malloc(bytes ? bytes : 1))) st = CN_ERR_OUT_OF_MEMORY;
+            if (st == CN_OK) st = cn_onnx_tensor_read(ins[k].file, &a->dt, &a->ndim, a->shape, a->data, bytes, &bytes);
+            if (st != CN_OK) {
+                status = st == CN_ERR_OUT_OF_MEMORY ? cli_errorf("out of memory") : cli_error(st);
+                goto done;
+            }
+        } else if (npy_read(ins[k].file, &arrays[k], err, sizeof err) != 0) {
             status = cli_errorf("%s", err);
             goto done;
         }
