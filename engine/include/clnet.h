@@ -497,6 +497,11 @@ cn_status cn_program_from_onnx_memory(const void *data, size_t len, const char *
  * unfused) or a tanh GELU is involved. The file is written atomically (a temporary file and
  * a rename). CN_ERR_UNSUPPORTED names a node clnet cannot express in ONNX. */
 cn_status cn_program_to_onnx(const cn_program *p, cn_session *s, const char *path, int opset);
+/* The value an output names, to build on a program made elsewhere: a loss on an imported
+ * model's logits, say (cn_op_cross_entropy(p, cn_program_output_value(p, "output"), labels)
+ * and cn_set_loss make it trainable). CN_INVALID_VALUE with cn_last_error() set when there is
+ * no such output (nothing is recorded in the program). */
+cn_value cn_program_output_value(const cn_program *p, const char *name);
 /* Reads an ONNX TensorProto file (.pb, the format of the ONNX backend tests' data): float and
  * double become CN_F32, integers and bool CN_I32 (a value outside int32 is CN_ERR_DTYPE). The
  * dtype, dims (room for CN_MAX_DIMS; a scalar reads as [1]) and byte size are returned; the

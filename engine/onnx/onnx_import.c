@@ -395,3 +395,16 @@ cn_status cn_program_from_onnx(const char *path, cn_program **out) {
     free(buf);
     return st == CN_OK ? import_file(f, path, out) : st;
 }
+
+cn_value cn_program_output_value(const cn_program *p, const char *name) {
+    if (!p || !name) {
+        cn_errorf(CN_ERR_INVALID_ARG, "cn_program_output_value: NULL %s", p ? "name" : "program");
+        return CN_INVALID_VALUE;
+    }
+    int k = cn_program_find_output(p, name);
+    if (k < 0) {
+        cn_errorf(CN_ERR_NOT_FOUND, "the program has no output '%s'", name);
+        return CN_INVALID_VALUE;
+    }
+    return p->outputs[k].node;
+}
