@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Checks clnet's ONNX exports two ways: Debian's python3-onnx checker (full check, with shape
-inference) accepts every file, and ONNX Runtime (PyPI, test-only, installed into a venv under
-the cache directory on first use) computes clnet's outputs within 1e-5 of each output's
+inference) accepts every file, and ONNX Runtime (PyPI, test-only, installed into a venv on
+first use) computes clnet's outputs within 1e-5 of each output's
 largest magnitude. test_onnx_export writes the files (model, input and clnet's output).
+The venv lives in ~/.cache/clnet/ort-venv ($XDG_CACHE_HOME), made once.
 
 Usage: check_export.py TEST_ONNX_EXPORT SOURCE_ROOT WORK_DIR
 Exit 77 (skipped) only when ONNX Runtime cannot be installed (no network)."""
@@ -34,7 +35,8 @@ for m in models:
     onnx.checker.check_model(onnx.load(m), full_check=True)
     print("checker ok:", os.path.relpath(m, out))
 
-cache = os.environ.get("CLNET_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "clnet")
+# Outside the build directory, so that fresh CI builds reuse it: ~/.cache/clnet/ort-venv.
+cache = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "clnet")
 venv = os.path.join(cache, "ort-venv")
 py = os.path.join(venv, "bin", "python3")
 if not os.path.exists(py) or subprocess.run([py, "-c", "import onnxruntime"], capture_output=True).returncode:
