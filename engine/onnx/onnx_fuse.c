@@ -65,6 +65,7 @@ static cn_status set_part(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *lik
 }
 
 static cn_value zeros_or_ones(ox_ctx *c, int64_t C, float v) {
+    if (!ox_fold_ok(C, "layer norm's scale or bias")) return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     float *buf = malloc((size_t)C * sizeof *buf);
     if (!buf) return cn_prog_fail(P, cn_errorf(CN_ERR_OUT_OF_MEMORY, "layer norm"));
     for (int64_t i = 0; i < C; i++) buf[i] = v;

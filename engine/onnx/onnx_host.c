@@ -23,6 +23,27 @@ int ox_tensor_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d) {
     return 1;
 }
 
+int ox_fold_ok(int64_t n, const char *what) {
+    if (n >= 0 && n <= CN_ONNX_MAX_FOLD) return 1;
+    if (n < 0)
+        cn_errorf(CN_ERR_UNSUPPORTED, "%s: more than 2^63 elements to compute at import (at most %lld)", what,
+                  (long long)CN_ONNX_MAX_FOLD);
+    else
+        cn_errorf(CN_ERR_UNSUPPORTED, "%s: %lld elements to compute at import (at most %lld)", what, (long long)n,
+                  (long long)CN_ONNX_MAX_FOLD);
+    return 0;
+}
+
+int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what) {
+    int64_t n = 1;
+    for (int k = 0; k < ndim; k++)
+        if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) n = INT64_MAX; /* reported as such */
+    if (!ox_fold_ok(n == INT64_MAX ? -1 : n, what)) return 0;
+    if (ox_tensor_alloc(t, dt, ndim, d)) return 1;
+    cn_errorf(CN_ERR_OUT_OF_MEMORY, "%s: %lld elements", what, (long long)n);
+    return 0;
+}
+
 void ox_tensor_free(ox_tensor *t) {
     free(t->f);
     free(t->i);

@@ -42,6 +42,14 @@ typedef struct ox_tensor {
  * bool) into a host tensor; the reader has checked its byte count already. */
 cn_status cn_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, ox_tensor *out);
 int ox_tensor_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d);
+/* Tensors the importer computes on the host (folded constants, broadcast copies, rows of
+ * ones) hold at most 2^24 elements, so that a small file cannot make an import allocate
+ * gigabytes; initializers are bounded by the file itself. */
+#define CN_ONNX_MAX_FOLD ((int64_t)1 << 24)
+/* 1 when n elements may be computed, else 0 with CN_ERR_UNSUPPORTED naming what. */
+int ox_fold_ok(int64_t n, const char *what);
+/* ox_tensor_alloc for a computed tensor: 0 with the error set when too large or out of memory. */
+int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what);
 void ox_tensor_free(ox_tensor *t);
 double ox_get(const ox_tensor *t, int64_t k);
 

@@ -99,6 +99,7 @@ static cn_value const_onto(ox_ctx *c, ox_val *k, const ox_val *x) {
     if (trailing) from = first;
     int64_t od[CN_MAX_DIMS], total = 1;
     for (int i = from; i < nd; i++) od[i - from] = trailing ? pk[i] : px[i], total *= od[i - from];
+    if (!ox_fold_ok(total, "broadcasting a constant")) return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     float *buf = malloc((size_t)(total ? total : 1) * sizeof *buf);
     if (!buf) return cn_prog_fail(P, cn_errorf(CN_ERR_OUT_OF_MEMORY, "broadcasting '%s'", k->name));
     int64_t kstride[CN_MAX_DIMS], s = 1;
@@ -125,6 +126,7 @@ static cn_value const_onto(ox_ctx *c, ox_val *k, const ox_val *x) {
 cn_value cn_onnx_expand_last(ox_ctx *c, cn_value b, int64_t cols) {
     int64_t col[2] = {-1, 1};
     cn_value b2 = cn_op_reshape(P, b, 2, col);
+    if (!ox_fold_ok(cols, "a row of ones")) return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     float *ones = malloc((size_t)cols * sizeof *ones);
     if (!ones) return cn_prog_fail(P, cn_errorf(CN_ERR_OUT_OF_MEMORY, "broadcast"));
     for (int64_t i = 0; i < cols; i++) ones[i] = 1.0f;
@@ -421,6 +423,7 @@ static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     for (int k = 0; k < 2; k++) {
         ox_val *t = gb[k];
         if (!t) {
+            if (!ox_fold_ok(C, "a zero bias")) return cn_last_status();
             float *zeros = calloc((size_t)C, sizeof *zeros);
             if (!zeros) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "layer norm");
             char name[CN_NODE_NAME_MAX];

@@ -22,8 +22,6 @@ static cn_status batch_arith(void) {
                           "batch or without shape arithmetic)");
 }
 
-static cn_status oom(const char *what) { return cn_errorf(CN_ERR_OUT_OF_MEMORY, "folding %s", what); }
-
 /* ---- host elementwise with numpy broadcasting ---- */
 
 typedef double (*fn1)(double);
@@ -106,7 +104,7 @@ static cn_status fold_elementwise(ox_ctx *c, const Onnx__NodeProto *n, int f) {
     }
     ox_dtype odt = folds[f].cmp ? OX_I64 : in[0]->c.dt;
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, odt, nd, od)) return oom(n->op_type);
+    if (!ox_fold_alloc(&o, odt, nd, od, n->op_type)) return cn_last_status();
     for (int64_t e = 0; e < o.numel; e++) {
         if (pass && odt == OX_I64) { o.i[e] = in[0]->c.i[e]; continue; }
         double a = ox_get(&in[0]->c, bsrc(&in[0]->c, nd, od, e)), r;
@@ -128,7 +126,7 @@ static cn_status fold_cast(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x) {
     if (!to_f && !to_i) return ox_unsupported("Cast to type %lld", (long long)to);
     if (to_f && has_batch(&x->c)) return batch_arith();
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, to_f ? OX_F32 : OX_I64, x->c.ndim, x->c.d)) return oom("Cast");
+    if (!ox_fold_alloc(&o, to_f ? OX_F32 : OX_I64, x->c.ndim, x->c.d, "Cast")) return cn_last_status();
     for (int64_t e = 0; e < o.numel; e++) {
         if (to_f) o.f[e] = (float)ox_get(&x->c, e);
         else if (x->c.dt == OX_I64) o.i[e] = to == 9 ? x->c.i[e] != 0 : x->c.i[e];
@@ -151,7 +149,7 @@ static cn_status fold_gather(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_
     for (int k = 0; k < axis; k++) outer *= x->c.d[k];
     for (int k = (int)axis + 1; k < x->c.ndim; k++) inner *= x->c.d[k];
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, x->c.dt, nd, od)) return oom("Gather");
+    if (!ox_fold_alloc(&o, x->c.dt, nd, od, "Gather")) return cn_last_status();
     for (int64_t a = 0; a < outer; a++)
         for (int64_t j = 0; j < idx->c.numel; j++) {
             int64_t i = idx->c.i[j];
@@ -226,7 +224,7 @@ static cn_status h_shape(ox_ctx *c, const Onnx__NodeProto *n) {
     if (end > x->ndim) end = x->ndim;
     int64_t len = end > start ? end - start : 0;
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, OX_I64, 1, &len)) return oom("Shape");
+    if (!ox_fold_alloc(&o, OX_I64, 1, &len, "Shape")) return cn_last_status();
     for (int64_t k = 0; k < len; k++) o.i[k] = (int)(start + k) == x->bdim ? CN_ONNX_BATCH : x->d[start + k];
     return ox_set_const(c, n, 0, &o);
 }
@@ -238,18 +236,18 @@ static cn_status h_constant(ox_ctx *c, const Onnx__NodeProto *n) {
         cn_status st = cn_onnx_tensor_decode(a->t, "Constant", &o);
         if (st != CN_OK) return st;
     } else if ((a = ox_attr(n, "value_float")) && a->has_f) {
-        if (!ox_tensor_alloc(&o, OX_F32, 0, NULL)) return oom("Constant");
+        if (!ox_fold_alloc(&o, OX_F32, 0, NULL, "Constant")) return cn_last_status();
         o.f[0] = a->f;
     } else if ((a = ox_attr(n, "value_int")) && a->has_i) {
-        if (!ox_tensor_alloc(&o, OX_I64, 0, NULL)) return oom("Constant");
+        if (!ox_fold_alloc(&o, OX_I64, 0, NULL, "Constant")) return cn_last_status();
         o.i[0] = a->i;
     } else if ((a = ox_attr(n, "value_floats"))) {
         int64_t len = (int64_t)a->n_floats;
-        if (!ox_tensor_alloc(&o, OX_F32, 1, &len)) return oom("Constant");
+        if (!ox_fold_alloc(&o, OX_F32, 1, &len, "Constant")) return cn_last_status();
         memcpy(o.f, a->floats, a->n_floats * sizeof(float));
     } else if ((a = ox_attr(n, "value_ints"))) {
         int64_t len = (int64_t)a->n_ints;
-        if (!ox_tensor_alloc(&o, OX_I64, 1, &len)) return oom("Constant");
+        if (!ox_fold_alloc(&o, OX_I64, 1, &len, "Constant")) return cn_last_status();
         memcpy(o.i, a->ints, a->n_ints * sizeof(int64_t));
     } else {
         return ox_unsupported("a Constant without a tensor, float(s) or int(s) value");
@@ -277,9 +275,9 @@ static cn_status h_constant_of_shape(ox_ctx *c, const Onnx__NodeProto *n) {
     const Onnx__AttributeProto *a = ox_attr(n, "value");
     if (a && a->t && (st = cn_onnx_tensor_decode(a->t, "value", &val)) != CN_OK) return st;
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, a && a->t ? val.dt : OX_F32, nd, d)) {
+    if (!ox_fold_alloc(&o, a && a->t ? val.dt : OX_F32, nd, d, "ConstantOfShape")) {
         ox_tensor_free(&val);
-        return oom("ConstantOfShape");
+        return cn_last_status();
     }
     double v = a && a->t && val.numel ? ox_get(&val, 0) : 0.0;
     for (int64_t e = 0; e < o.numel; e++) {
@@ -329,7 +327,7 @@ static cn_status reshape_to(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, int 
         o.ndim = nd;
         memcpy(o.d, d, sizeof(int64_t) * (size_t)nd);
         ox_tensor cp;
-        if (!ox_tensor_alloc(&cp, o.dt, nd, d)) return oom("Reshape");
+        if (!ox_fold_alloc(&cp, o.dt, nd, d, "Reshape")) return cn_last_status();
         if (o.dt == OX_F32) memcpy(cp.f, x->c.f, (size_t)o.numel * sizeof(float));
         else memcpy(cp.i, x->c.i, (size_t)o.numel * sizeof(int64_t));
         return ox_set_const(c, n, 0, &cp);
@@ -444,7 +442,7 @@ static cn_status h_concat(ox_ctx *c, const Onnx__NodeProto *n) {
     memcpy(d, first->c.d, sizeof d);
     d[axis] = total;
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, first->c.dt, first->c.ndim, d)) return oom("Concat");
+    if (!ox_fold_alloc(&o, first->c.dt, first->c.ndim, d, "Concat")) return cn_last_status();
     int64_t outer = 1, inner = 1;
     for (int j = 0; j < axis; j++) outer *= d[j];
     for (int j = (int)axis + 1; j < first->c.ndim; j++) inner *= d[j];
@@ -479,7 +477,7 @@ static cn_status h_transpose(ox_ctx *c, const Onnx__NodeProto *n) {
         for (int k = nd - 1; k >= 0; k--) istr[k] = s, s *= x->c.d[k];
         for (int k = 0; k < nd; k++) d[k] = x->c.d[perm[k]];
         ox_tensor o;
-        if (!ox_tensor_alloc(&o, x->c.dt, nd, d)) return oom("Transpose");
+        if (!ox_fold_alloc(&o, x->c.dt, nd, d, "Transpose")) return cn_last_status();
         for (int64_t e = 0; e < o.numel; e++) {
             int64_t r = e, src = 0;
             for (int k = nd - 1; k >= 0; k--) src += (r % d[k]) * istr[perm[k]], r /= d[k];
@@ -521,10 +519,11 @@ static cn_status h_range(ox_ctx *c, const Onnx__NodeProto *n) {
     if (has_batch(&s->c) || has_batch(&l->c) || has_batch(&d->c)) return batch_arith();
     double a = ox_get(&s->c, 0), b = ox_get(&l->c, 0), st = ox_get(&d->c, 0);
     double cnt = st != 0 ? ceil((b - a) / st) : -1;
-    if (!(cnt >= 0) || cnt > 1e8) return cn_errorf(CN_ERR_SHAPE, "Range of %g elements", cnt);
+    if (!(cnt >= 0)) return cn_errorf(CN_ERR_SHAPE, "Range of %g elements", cnt);
+    if (!ox_fold_ok(cnt > (double)CN_ONNX_MAX_FOLD ? -1 : (int64_t)cnt, "Range")) return cn_last_status();
     int64_t len = (int64_t)cnt;
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, s->c.dt, 1, &len)) return oom("Range");
+    if (!ox_fold_alloc(&o, s->c.dt, 1, &len, "Range")) return cn_last_status();
     for (int64_t e = 0; e < len; e++) {
         if (o.dt == OX_F32) o.f[e] = (float)(a + (double)e * st);
         else o.i[e] = (int64_t)a + e * (int64_t)st;
@@ -557,7 +556,7 @@ static cn_status h_expand(ox_ctx *c, const Onnx__NodeProto *n) {
         return ox_unsupported("Expand of a program value (broadcasting ops take the smaller operand directly)");
     }
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, x->c.dt, onn, od)) return oom("Expand");
+    if (!ox_fold_alloc(&o, x->c.dt, onn, od, "Expand")) return cn_last_status();
     for (int64_t e = 0; e < o.numel; e++) {
         int64_t src = bsrc(&x->c, onn, od, e);
         if (o.dt == OX_F32) o.f[e] = x->c.f[src];
@@ -601,7 +600,7 @@ static cn_status h_slice(ox_ctx *c, const Onnx__NodeProto *n) {
         b[a] = s0, step[a] = stp;
     }
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, x->c.dt, nd, d)) return oom("Slice");
+    if (!ox_fold_alloc(&o, x->c.dt, nd, d, "Slice")) return cn_last_status();
     int64_t istr[CN_MAX_DIMS], s1 = 1;
     for (int k = nd - 1; k >= 0; k--) istr[k] = s1, s1 *= x->c.d[k];
     for (int64_t e = 0; e < o.numel; e++) {
@@ -633,7 +632,7 @@ static cn_status h_where(ox_ctx *c, const Onnx__NodeProto *n) {
         }
     }
     ox_tensor o;
-    if (!ox_tensor_alloc(&o, x->c.dt, nd, od)) return oom("Where");
+    if (!ox_fold_alloc(&o, x->c.dt, nd, od, "Where")) return cn_last_status();
     for (int64_t e = 0; e < o.numel; e++) {
         const ox_tensor *src = ox_get(t[0], bsrc(t[0], nd, od, e)) != 0 ? t[1] : t[2];
         int64_t k = bsrc(src, nd, od, e);

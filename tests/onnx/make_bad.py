@@ -92,6 +92,12 @@ def main():
     m.graph.node[0].attribute.append(helper.make_attribute("transA", 1))
     save("gemm_shape", m)
 
+    # A tiny file that asks the importer to compute a constant of 2^40 elements.
+    shape = numpy_helper.from_array(np.array([1 << 20, 1 << 20], dtype=np.int64), "shape")
+    big = helper.make_graph([helper.make_node("ConstantOfShape", ["shape"], ["y"], name="big")], "big", [],
+                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
+    save("huge_constant", helper.make_model(big, opset_imports=[helper.make_opsetid("", 13)]))
+
     os.makedirs(CORPUS, exist_ok=True)
     for f in sorted(os.listdir(OUT)):
         shutil.copy(os.path.join(OUT, f), os.path.join(CORPUS, "seed-" + f[:-5]))
