@@ -192,6 +192,8 @@ static cn_status h_sqrt(ox_ctx *c, const Onnx__NodeProto *n) {
 static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {
     ox_val *x = ox_in_raw(c, n, 0), *e = ox_in(c, n, 1);
     if (!x || !e) return cn_last_status();
+    cn_status lst = cn_onnx_legacy_broadcast(c, n, x, e);
+    if (lst != CN_OK) return lst;
     if (x->is_const && e->is_const) return cn_onnx_fold(c, n);
     if (!scalar_is(e, 2.0, 0.0)) return ox_unsupported("Pow of a program value other than squaring");
     if (x->pat == PAT_CENT) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
@@ -206,10 +208,27 @@ static ox_val *const_side(ox_val *a, ox_val *b, ox_val **other) {
     return NULL;
 }
 
+/* Opsets 1 to 6 broadcast only with broadcast=1, b aligned at `axis` (default: its trailing
+ * dims, as numpy aligns them); without it the shapes must be equal, which numpy rules accept. */
+cn_status cn_onnx_legacy_broadcast(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *a, const ox_val *b) {
+    if (c->opset >= 7 || !a || !b) return CN_OK;
+    const Onnx__AttributeProto *ax = ox_attr(n, "axis");
+    if (!ox_attr_i(n, "broadcast", 0)) {
+        int same = a->ndim == b->ndim;
+        for (int k = 0; same && k < a->ndim; k++) same = a->d[k] == b->d[k];
+        return same ? CN_OK : cn_errorf(CN_ERR_SHAPE, "shapes differ without broadcast=1 (opset %lld)", (long long)c->opset);
+    }
+    if (ax && ax->has_i && ax->i != a->ndim - b->ndim)
+        return ox_unsupported("broadcast along axis %lld (only the trailing dims)", (long long)ax->i);
+    return CN_OK;
+}
+
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     enum { ADD, SUB, MUL, DIV };
     ox_val *a = ox_in_raw(c, n, 0), *b = ox_in_raw(c, n, 1), *o = NULL;
     if (!a || !b) return cn_last_status();
+    cn_status lst = cn_onnx_legacy_broadcast(c, n, a, b);
+    if (lst != CN_OK) return lst;
     ox_val *k = const_side(a, b, &o);
     const double r2 = sqrt(2.0);
     if (kind == DIV && b->is_const && !a->is_const && scalar_is(b, r2, 1e-6) && !a->pat) {
@@ -274,6 +293,6 @@ const ox_op cn_onnx_fuse_ops[] = {
     {"ReduceSum", 1, h_reduce_sum},
     {"Erf", 9, h_erf},
     {"Sqrt", 6, h_sqrt},
-    {"Pow", 7, h_pow},
+    {"Pow", 1, h_pow},
 };
 const int cn_onnx_n_fuse_ops = (int)(sizeof cn_onnx_fuse_ops / sizeof cn_onnx_fuse_ops[0]);

@@ -155,5 +155,8 @@ cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
+/* The broadcast rule of opsets 1 to 6 (a broadcast attribute and axis), as far as numpy's
+ * trailing alignment expresses it; CN_OK from opset 7 on. */
+cn_status cn_onnx_legacy_broadcast(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *a, const ox_val *b);
 
 #endif

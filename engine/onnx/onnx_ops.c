@@ -251,6 +251,7 @@ static cn_status h_gemm(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(b, 1);
     ox_val *cc = ox_in(c, n, 2);
     if (a->ndim != 2 || b->ndim != 2) return cn_errorf(CN_ERR_SHAPE, "Gemm needs 2-D A and B");
+    /* opsets 1-6: C broadcasts only with broadcast=1; numpy's rule covers both forms */
     int ta = (int)ox_attr_i(n, "transA", 0), tb = (int)ox_attr_i(n, "transB", 0);
     float alpha = ox_attr_f(n, "alpha", 1.0f), beta = ox_attr_f(n, "beta", 1.0f);
     if (a->is_const && !a->init && b->is_const) return ox_unsupported("Gemm of two constants");
@@ -475,13 +476,13 @@ const ox_op cn_onnx_ops[] = {
     {"Identity", 1, h_identity},
     {"Dropout", 1, h_dropout},
     {"Gelu", 20, h_gelu},
-    {"Add", 7, h_add},
-    {"Sub", 7, h_sub},
-    {"Mul", 7, h_mul},
-    {"Div", 7, h_div},
+    {"Add", 1, h_add},
+    {"Sub", 1, h_sub},
+    {"Mul", 1, h_mul},
+    {"Div", 1, h_div},
     {"Softmax", 1, h_softmax},
     {"LogSoftmax", 1, h_log_softmax},
-    {"Gemm", 7, h_gemm},
+    {"Gemm", 1, h_gemm},
     {"MatMul", 1, h_matmul},
     {"Conv", 1, h_conv},
     {"MaxPool", 1, h_maxpool},

@@ -81,6 +81,8 @@ static const struct {
 
 static cn_status fold_elementwise(ox_ctx *c, const Onnx__NodeProto *n, int f) {
     ox_val *in[2] = {0};
+    if ((int)n->n_input > folds[f].nin && folds[f].f1 != d_id) /* Max, Min, Sum of more than two */
+        return ox_unsupported("%zu inputs (at most %d)", n->n_input, folds[f].nin);
     for (int k = 0; k < folds[f].nin; k++) {
         in[k] = ox_in(c, n, k);
         if (!in[k]) return k < (int)n->n_input ? cn_last_status() : ox_unsupported("input %d is required", k);
