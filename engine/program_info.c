@@ -48,3 +48,6 @@ cn_status cn_program_output_info(const cn_program *p, int i, const char **name, 
     if (dt) *dt = p->g.nodes[node].dtype;
     return CN_OK;
 }
+
+/* The header's name limit is the graph's. */
+_Static_assert(CN_NODE_NAME_MAX == CN_MAX_NAME + 1, "CN_MAX_NAME must match CN_NODE_NAME_MAX");

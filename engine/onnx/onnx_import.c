@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/data.h"
+#include "data/fileio.h"
 #include "onnx_import.h"
 
 #define ONNX_MAX_FILE ((size_t)4 << 30) /* 4 GiB: a self-contained ONNX file stops at 2 GiB */
@@ -406,5 +406,5 @@ cn_value cn_program_output_value(const cn_program *p, const char *name) {
         cn_errorf(CN_ERR_NOT_FOUND, "the program has no output '%s'", name);
         return CN_INVALID_VALUE;
     }
-    return p->outputs[k].node;
+    return cn_prog_value(p, p->outputs[k].node);
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/data.h"
+#include "data/fileio.h"
 #include "onnx_import.h"
 
 /* protobuf-c allocates every message it unpacks; this allocator refuses to go past a budget

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/data.h"
 #include "onnx_import.h"
 #include "session.h"
 
