@@ -28,10 +28,10 @@
  * - Device open and release, device reference counts and memory accounting are locked:
  *   any thread may open, release and allocate on any device.
  * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
- *   on different devices may run at the same time on different threads (the mirrored
- *   trainer does); sessions on one device should be run from one thread, or serialised.
+ *   on different devices may run at the same time on different threads (a replica group
+ *   does); sessions on one device should be run from one thread, or serialised.
  * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
- * - The gradient hook runs in the thread that called cn_session_run (or cn_mirrored_run,
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_group_run,
  *   cn_trainer_step), between the gradients and the update; it may read and change the
  *   session's gradients and parameters, but must not run the session.
  * - The log callback may be called from any thread that calls into clnet, several at once:
@@ -637,47 +637,75 @@ cn_status cn_onnx_tensor_read(const char *path, cn_dtype *dt, int *ndim, int64_t
 /* The same into a malloc'd buffer the caller frees with free(). */
 cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opset, void **data, size_t *len);
 
-/* ---- several devices in one process: mirrored data parallelism ----
+/* ---- data parallelism: replica groups (several devices, several machines) ----
  *
- * One training session (a replica) per device over the same program. A step splits the
- * global batch across the replicas in proportion to their measured throughput (re-measured
- * continuously, re-split every 16 steps, in multiples of 1/32 of the batch, each replica at
- * least one row), computes every replica's gradients at once, sums them on the host weighted
- * by rows (the mean gradient of the global batch, summed in replica order so the result does
- * not depend on timing), writes the sum into replica 0's gradients, runs replica 0's hook and
- * update, then copies replica 0's parameters to the others: every replica holds bit-identical
- * weights, whatever its vendor. Devices of different backends and speeds can be mixed.
+ * A group trains one program on L local devices (a replica, i.e. a training session, per
+ * device) times R MPI ranks, and is used like one training session: feed the global batch, run
+ * a step, fetch outputs reduced over every replica. Each rank takes its contiguous part of
+ * every global batch (cn_group_slice) and splits it over its replicas in proportion to their
+ * measured throughput (re-measured continuously, re-split every 16 steps, in multiples of 1/32
+ * of the rows; with fewer rows than replicas, or than ranks, some sit the step out).
+ * A step computes every replica's gradients at once and reduces them bucket by bucket in
+ * backward order: summed over the local replicas weighted by rows (in double, in replica order,
+ * so the result does not depend on timing), then over the ranks, where each bucket's all-reduce
+ * starts as soon as every local replica has finished it and overlaps the rest of the backward
+ * pass (CLNET_MPI_OVERLAP=0: after it; the results are bit-identical). The mean gradient of the
+ * global batch goes into replica 0's gradients; replica 0's hook and update run and its
+ * parameters are copied to the other replicas, so every replica holds bit-identical weights
+ * whatever its vendor. A group of one device on one rank is that device's session run as is:
+ * no copies, no reduction. With several ranks, the calls marked "collective" must be made by
+ * every rank in the same order; a failure on one rank leaves the others waiting, so end them
+ * (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
+ * that communication was not hidden by computation.
  */
-typedef struct cn_mirrored cn_mirrored;
-cn_status cn_mirrored_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
-                             cn_mirrored **out);
-void cn_mirrored_free(cn_mirrored *m);
-int cn_mirrored_replicas(const cn_mirrored *m);
-cn_session *cn_mirrored_replica(cn_mirrored *m, int i); /* borrowed */
-/* Feeds the global batch (rows) of an input; batch inputs are split, others copied. */
-cn_status cn_mirrored_feed(cn_mirrored *m, const char *input, const void *data, int64_t rows);
-/* One step on every replica (waits for it). */
-cn_status cn_mirrored_run(cn_mirrored *m);
-/* A [1] output over the global batch: the rows-weighted mean of the replicas' values (mean=1,
- * for a mean loss) or their sum (mean=0, for a count). */
-cn_status cn_mirrored_fetch_scalar(cn_mirrored *m, const char *output, int mean, float *out);
-/* Rows of replica i in the latest split. */
-cn_status cn_mirrored_rows(const cn_mirrored *m, int i, int64_t *rows);
+typedef struct cn_group cn_group;
+#define CN_GROUP_MPI 1 /* every rank of the MPI job takes part (cn_mpi_init first) */
+/* flags: 0 (this process only) or CN_GROUP_MPI (collective). Devices must differ. opt NULL:
+ * Adam with its defaults. */
+cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
+                          int flags, cn_group **out);
+void cn_group_free(cn_group *g);
+int cn_group_replicas(const cn_group *g); /* local devices */
+int cn_group_rank(const cn_group *g);     /* 0 of 1 without CN_GROUP_MPI */
+int cn_group_ranks(const cn_group *g);
+/* Replica i's session (borrowed): replica 0 holds the reduced gradients, the parameters and
+ * the optimizer state (save, load, hooks, inference sessions go there). */
+cn_session *cn_group_session(cn_group *g, int i);
+/* Feeds the global batch (rows) of an input, the same on every rank: batch inputs are cut into
+ * this rank's rows and split over its replicas, others copied to every replica. */
+cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_t rows);
+/* One step (collective; waits for every replica). */
+cn_status cn_group_run(cn_group *g);
+/* A [1] output of the latest step over the global batch (collective): the rows-weighted mean
+ * of the replicas' values (mean=1, for a mean loss) or their sum (mean=0, for a count). */
+cn_status cn_group_fetch_scalar(cn_group *g, const char *output, int mean, float *out);
+/* Rows of replica i in the latest step (0: it sat the step out). */
+cn_status cn_group_rows(const cn_group *g, int i, int64_t *rows);
 /* Copies replica 0's parameters (and step count) to the others, after loading into it. */
-cn_status cn_mirrored_sync_params(cn_mirrored *m);
+cn_status cn_group_sync_params(cn_group *g);
+/* This rank's contiguous part [*lo, *lo + *n) of count rows (parts differ by at most one). */
+void cn_group_slice(const cn_group *g, int64_t count, int64_t *lo, int64_t *n);
+/* In-place sum of n values over the ranks (collective; nothing to do on one rank). */
+cn_status cn_group_sum(cn_group *g, double *v, int64_t n);
+/* Checks that every rank passed the same bytes (a 64-bit hash of them and their length) for
+ * what (collective): CN_ERR_INVALID_ARG on every rank otherwise, naming what and the first
+ * rank that differs from rank 0. The trainer checks its model and settings itself. */
+cn_status cn_group_agree(cn_group *g, const char *what, const void *data, size_t bytes);
 
 /* ---- several machines: MPI (when built with it) ----
  *
- * Every rank runs the same program on its own shard of each global batch; the gradient
- * all-reduce is a training session's hook, after the in-process sum of mirrored replicas.
- * Without MPI at build time cn_mpi_available() is 0 and the others fail with
- * CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing).
+ * The transport under CN_GROUP_MPI. Without MPI at build time cn_mpi_available() is 0 and
+ * the others fail with CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing). Every call made
+ * before cn_mpi_init or after cn_mpi_finalize fails with CN_ERR_INVALID_ARG instead of letting
+ * MPI end the process.
  */
 int cn_mpi_available(void);
+/* 1 when this process was started by mpirun (Open MPI, PMI or PMIx variables are set). */
+int cn_mpi_launched(void);
 /* MPI_Init_thread unless MPI is already initialised; this process's rank and the world size. */
 cn_status cn_mpi_init(int *rank, int *size);
 cn_status cn_mpi_finalize(void);
-/* In-place sum over every rank (for metrics and start-up checks). */
+/* In-place sum over every rank. */
 cn_status cn_mpi_allreduce_sum(double *buf, int64_t n);
 /* Ends every rank at once (after a failure that the others cannot see). */
 cn_status cn_mpi_abort(int code);
@@ -769,16 +797,16 @@ typedef struct cn_trainer cn_trainer;
  * uniform with standard deviation 0.02). The trainer keeps its own reference to model data. */
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
-/* A trainer over several devices (mirrored, see above): one replica per device, the global
- * batch cfg->batch split between them. cn_trainer_session gives replica 0. */
-cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
-                                     cn_trainer **out);
-cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
-/* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
- * over this trainer's own replicas, in buckets; with one device per rank each bucket's
- * all-reduce starts as soon as the backward pass has finished it (CLNET_MPI_OVERLAP=0: after
- * the backward pass; the results are bit-identical). cn_mpi_init first. */
-cn_status cn_trainer_enable_mpi(cn_trainer *t);
+/* A trainer over a replica group (see above): one replica per device of devs, on this process
+ * (flags 0) or on every MPI rank (CN_GROUP_MPI; collective, and it checks that every rank has
+ * the same model, loss, batch, seed and optimizer settings, naming the first that differs).
+ * cfg->batch is the global batch, and so is n of cn_trainer_step: every rank passes the same
+ * samples. cn_trainer_session gives replica 0. cn_trainer_create is this with one device and
+ * flags 0. */
+cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                  int flags, cn_trainer **out);
+cn_group *cn_trainer_group(cn_trainer *t); /* borrowed */
+
 /* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
  * label; a token model's is a window of context token ids (i32) with context labels, the
  * token that follows each position. Predictions count labels: one per image, context per
@@ -792,13 +820,15 @@ cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labe
                           float *loss, int *correct);
 /* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
  * loss x predictions), predictions right, predictions. Waits for those steps; a non-finite
- * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
+ * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. Over several
+ * ranks these are this rank's rows; cn_group_sum (cn_trainer_group) makes them global. */
 cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *predictions);
 /* Inference: class probabilities (softmax of the logits, whatever the last layer is), n x
  * outputs (n x context x vocab for a token model), for any n. For any other output use an
  * inference session (cn_trainer_session, cn_session_create_shared). */
 cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs);
-/* Mean loss and count of right predictions over n samples, in batches. */
+/* Mean loss and count of right predictions over n samples, in batches (on replica 0 of this
+ * rank only; split a test set over the ranks with cn_group_slice and add with cn_group_sum). */
 cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
 uint64_t cn_trainer_steps(const cn_trainer *t);
@@ -806,7 +836,9 @@ uint64_t cn_trainer_steps(const cn_trainer *t);
 cn_session *cn_trainer_session(cn_trainer *t);
 cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t rng_state);
 /* Load weights + optimizer state + counters saved by cn_trainer_save into a trainer of the
- * same network (parameters matched by name and shape). */
+ * same network (parameters matched by name and shape), on every replica of its group. Over
+ * several ranks it is collective and checks that every rank loaded the same weights, step,
+ * epoch and shuffling state (a different checkpoint per rank is named, not trained on). */
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer
  * settings and loss it was saved with), weights, optimizer state and step count loaded. */
