@@ -388,7 +388,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {
         base = 2;
-        if (dt[2] != CN_F32 || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
+        if (dt[2] != dt[0] || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
             return cn_errorf(CN_ERR_SHAPE, "matmul: a fused bias %s %s needs a 2-D product, got output %s",
                              cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]), cn_shape_str(out, s2, sizeof s2));
     }

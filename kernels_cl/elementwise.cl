@@ -90,11 +90,10 @@ __kernel void epilogue(__global STORE_T *buf, int n, int epi) {
     STORE(buf, i, cn_epi(LOAD(buf, i), epi));
 }
 
-/* EXPAND belongs to the reductions' contract (f32 until that family takes storage types). */
-__kernel void expand(__global const float *in, __global float *out, int n, int nin, float alpha) {
+__kernel void expand(__global const STORE_T *in, __global STORE_T *out, int n, int nin, float alpha) {
     int i = get_global_id(0);
     if (i >= n) return;
-    out[i] = alpha * in[i % nin];
+    STORE(out, i, alpha * LOAD(in, i % nin));
 }
 
 /* Keep element i iff cn_rng_uniform(seed, step, i) >= rate (common.h.cl), scaled by 1/(1-rate);

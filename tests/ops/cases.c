@@ -731,8 +731,8 @@ static void store_variants(h_caselist *L, cn_op op, int from, int to) {
             memcpy(desc, v->desc, sizeof desc);
             *v = base;
             memcpy(v->desc, desc, sizeof desc);
-            for (int i = 0; i < v->n_in && sig + i < colon; i++)
-                if (sig[i] == 'h') v->in[i].dt = types[t].dt;
+            for (int i = 0; i < v->n_in; i++) /* past the signature: MATMUL's fused bias, of the same type */
+                if (sig + i >= colon || sig[i] == 'h') v->in[i].dt = types[t].dt;
             if (colon[1] == 'h') v->out_dt = types[t].dt;
             v->tol.store_rel = types[t].rel;
             v->tol.store_abs = types[t].abs;
