@@ -86,7 +86,8 @@
  * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; h = a float
  *   storage type (f32, f16 or bf16: engine/storage.h), the same for every h of one launch; an
  *   output of several letters allows each (the first is what the graph makes), "=" is input 0's
- *   dtype, an output h the inputs' storage type.
+ *   dtype, an output h the inputs' storage type, an output c the float type p.variant names
+ *   (CAST).
  * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
  *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
  * - storage (CN_STORE_<storage>): where the value lives: OWN, a buffer of its own; VIEW, input
@@ -151,7 +152,8 @@
     X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "h:h", CAUSAL, OWN, 0, NONE)               \
     X(ATTENTION, "attention", 3, 1, 1, "hhh:h", ATTENTION, OWN, 0, NONE)              \
     X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "hh:f", ATTENTION, OWN, 0, NONE)       \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "hhhhfh:h", ATTENTION, OWN, 0, NONE)
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "hhhhfh:h", ATTENTION, OWN, 0, NONE) \
+    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -206,7 +208,8 @@ typedef struct cn_op_params {
     float clip_value;               /* ADAM, SGD: clamp each gradient element (0: off) */
     float clip_norm;                /* CLIP_SCALE: the largest global norm */
     int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
-    int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
+    int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above; CAST: the
+                                       cn_dtype converted to (f32, f16 or bf16) */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
     float fill;                     /* CAUSAL_MASK */
 } cn_op_params;

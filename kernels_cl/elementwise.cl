@@ -259,3 +259,19 @@ __kernel void gelu_bwd_span(__global const STORE_T *dy, __global const STORE_T *
             STORE(dx, i, LOAD(dy, i) * d);
         }
 }
+
+/* ---- CAST: from each storage type into this program's STORE_T (the host builds the
+ * program of the output's type and picks the kernel of the input's). Widening is exact;
+ * narrowing rounds to nearest even like every store. */
+__kernel void cast_f32(__global const float *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, in[i]);
+}
+__kernel void cast_f16(__global const half *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, vload_half(i, in));
+}
+__kernel void cast_bf16(__global const ushort *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, as_float((uint)in[i] << 16));
+}

@@ -304,6 +304,12 @@ cn_value cn_op_exp(cn_program *p, cn_value x);
 cn_value cn_op_log(cn_program *p, cn_value x);
 cn_value cn_op_softmax(cn_program *p, cn_value x);     /* over the last axis */
 cn_value cn_op_log_softmax(cn_program *p, cn_value x); /* over the last axis */
+/* x converted to float storage type dt (CN_F32, CN_F16 or CN_BF16): widening is exact,
+ * narrowing rounds to nearest even (overflow to f16 gives infinity). The ops that follow
+ * compute in float32 and store in x's new type; gradients flow back through the cast to
+ * x's type (so an f32 parameter cast to bf16 still has an f32 gradient). Another dt is
+ * CN_ERR_DTYPE. */
+cn_value cn_op_cast(cn_program *p, cn_value x, cn_dtype dt);
 /* Sum or mean along one axis (negative counts from the end); keepdims leaves it as size 1.
  * axis CN_ALL_AXES reduces everything to [1]. */
 #define CN_ALL_AXES 127

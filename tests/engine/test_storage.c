@@ -120,6 +120,77 @@ static void tensors(const char *sel) {
     cn_device_release(dev);
 }
 
+/* A bf16 product between f32 values through the public API: x and w cast to bf16, y = x w
+ * in bf16, cast back to f32 and summed into the loss. The weight gradient is x^T dy in bf16
+ * (dy = 1), cast back to the f32 master: exactly round_bf16(sum_b round_bf16(x[b][i])) (the
+ * f32 sums of 5 bf16 values are exact), on every device. Checks CAST, its backward and a
+ * session whose intermediate values are 16-bit. */
+static void mixed_program(const char *sel) {
+    cn_device *dev = NULL;
+    if (cn_device_open(sel, &dev) != CN_OK) {
+        printf("skip %s: %s\n", sel, cn_last_error());
+        return;
+    }
+    enum { B = 5, I = 4, J = 3 };
+    float x[B * I], w[I * J];
+    for (int k = 0; k < B * I; k++) x[k] = 0.1f * (float)(k % 7) - 0.27f + 0.013f * (float)k;
+    for (int k = 0; k < I * J; k++) w[k] = 0.05f * (float)k - 0.3f;
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    int64_t xs[2] = {CN_BATCH, I}, ws[2] = {I, J};
+    cn_value xv = cn_input(p, "x", 2, xs, CN_F32);
+    cn_value wv = cn_param_data(p, "w", 2, ws, w);
+    cn_value y = cn_op_matmul(p, cn_op_cast(p, xv, CN_BF16), cn_op_cast(p, wv, CN_BF16), 0, 0);
+    cn_value loss = cn_op_sum(p, cn_op_cast(p, y, CN_F32), CN_ALL_AXES, 0);
+    OK(cn_set_loss(p, loss));
+    CHECK(cn_op_cast(p, xv, CN_I32) == CN_INVALID_VALUE, "a cast to i32 is refused");
+    cn_session *s = NULL;
+    cn_program *ok = NULL; /* the refused cast above leaves its error in p: rebuild without it */
+    OK(cn_program_create(&ok));
+    xv = cn_input(ok, "x", 2, xs, CN_F32);
+    wv = cn_param_data(ok, "w", 2, ws, w);
+    y = cn_op_matmul(ok, cn_op_cast(ok, xv, CN_BF16), cn_op_cast(ok, wv, CN_BF16), 0, 0);
+    OK(cn_set_loss(ok, cn_op_sum(ok, cn_op_cast(ok, y, CN_F32), CN_ALL_AXES, 0)));
+    CHECK(cn_program_status(p) == CN_ERR_DTYPE, "the refused cast is recorded as CN_ERR_DTYPE");
+    if (cn_session_create_training(ok, dev, NULL, &s) == CN_OK) {
+        OK(cn_session_feed(s, "x", x, B));
+        OK(cn_session_compute_gradients(s));
+        cn_tensor *g = NULL;
+        float got[I * J];
+        OK(cn_session_gradient(s, "w", &g));
+        if (g) {
+            CHECK(cn_tensor_dtype(g) == CN_F32, "%s: the master gradient is f32", sel);
+            OK(cn_tensor_read(g, got, sizeof got));
+            for (int i = 0; i < I; i++) {
+                float sum = 0.0f;
+                for (int b = 0; b < B; b++) sum += cn_bf16_to_f32(cn_f32_to_bf16(x[b * I + i]));
+                float want = cn_bf16_to_f32(cn_f32_to_bf16(sum));
+                for (int j = 0; j < J; j++)
+                    CHECK(got[i * J + j] == want, "%s: dw[%d][%d] = %.9g, expected %.9g", sel, i, j,
+                          (double)got[i * J + j], (double)want);
+            }
+        }
+        float l = 0;
+        OK(cn_session_fetch(s, "loss", &l, sizeof l));
+        float want = 0.0f;
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < J; j++) {
+                float acc = 0.0f;
+                for (int i = 0; i < I; i++)
+                    acc = fmaf(cn_bf16_to_f32(cn_f32_to_bf16(x[b * I + i])), cn_bf16_to_f32(cn_f32_to_bf16(w[i * J + j])), acc);
+                want += cn_bf16_to_f32(cn_f32_to_bf16(acc));
+            }
+        /* the products' order and fma contraction may differ by device: one bf16 ulp each */
+        CHECK(fabsf(l - want) <= 15 * 0x1p-7f * 2.0f, "%s: loss %.9g, expected about %.9g", sel, (double)l, (double)want);
+        cn_session_free(s);
+    } else {
+        CHECK(0, "%s: a training session over a bf16 program", sel);
+    }
+    cn_program_free(p);
+    cn_program_free(ok);
+    cn_device_release(dev);
+}
+
 int main(void) {
     CHECK(cn_dtype_size(CN_F16) == 2 && cn_dtype_size(CN_BF16) == 2 && cn_dtype_size(CN_F32) == 4, "dtype sizes");
     CHECK(!strcmp(cn_dtype_name(CN_BF16), "bf16") && !strcmp(cn_dtype_name(CN_F16), "f16"), "dtype names");
@@ -132,6 +203,8 @@ int main(void) {
     conversions();
     tensors("omp");
     tensors("cl:0");
+    mixed_program("omp");
+    mixed_program("cl:0");
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }
