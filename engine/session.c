@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "session.h"
+#include "storage.h"
 
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind) {
     if (!c) return;
@@ -19,6 +20,7 @@ void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind)
 
 static cn_status check_optimizer(const cn_optimizer_config *c) {
     if ((unsigned)c->kind > CN_OPT_ADAMW) return cn_errorf(CN_ERR_INVALID_ARG, "unknown optimizer %d", (int)c->kind);
+    CN_TRY(cn_precision_check(c->precision));
     if (!(c->lr > 0.0f) || !isfinite(c->lr))
         return cn_errorf(CN_ERR_INVALID_ARG, "learning rate %g must be positive", (double)c->lr);
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
@@ -252,7 +254,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
     const cn_program *p = s->prog;
     memset(sp, 0, sizeof *sp);
     sp->batch = batch;
-    CN_TRY(cn_program_instantiate(p, batch, s->training, &sp->inst));
+    CN_TRY(cn_program_instantiate_as(p, batch, s->training, s->opt.precision, &sp->inst));
     cn_graph *g = &sp->inst.g;
     const int *map = sp->inst.map;
     int n0 = g->n, n_out = 0;
@@ -645,5 +647,14 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
     }
     if (planned) *planned = pl;
     if (persistent) *persistent = ps;
+    return CN_OK;
+}
+
+cn_status cn_session_set_precision(cn_session *s, cn_dtype precision) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: NULL session");
+    CN_TRY(cn_precision_check(precision));
+    if (s->n_plans > 0)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: the session has run already (set it before the first run)");
+    s->opt.precision = precision;
     return CN_OK;
 }

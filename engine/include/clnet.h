@@ -404,6 +404,16 @@ typedef struct cn_optimizer_config {
      * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
     float clip_norm;
     float clip_value;
+    /* Mixed precision (docs/DESIGN.md, storage types): CN_F32 (default) trains in float32;
+     * CN_BF16 or CN_F16 stores activations, saved tensors and activation gradients in 16 bits.
+     * Parameters, their gradients, the optimizer state and checkpoints stay f32: every f32
+     * parameter, constant and input is cast to the 16-bit type where it is used, and every
+     * output and the loss is cast back to f32, so feeds, fetches and checkpoints do not
+     * change. All arithmetic is float32. Another value is CN_ERR_INVALID_ARG. fp16 has no
+     * loss scaling yet: gradients below 2^-24 vanish and values above 65504 overflow (use
+     * bf16, or cn_session_check_numerics to stop on the first non-finite step). Not stored in
+     * checkpoints. */
+    cn_dtype precision;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
@@ -418,6 +428,10 @@ cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const 
  * updates by src are seen). src stays alive at least as long as *out. */
 cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
+/* The storage type of an inference session's activations (CN_F32, CN_BF16 or CN_F16; see
+ * cn_optimizer_config.precision, which sets a training session's and the inference sessions
+ * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type). */
+cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
 /* Compute only these outputs (names of cn_output values), before the first run; NULL or n
  * = 0 restores the default (every output). Fewer outputs: less memory, more fusion. */
 cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n);
