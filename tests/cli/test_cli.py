@@ -428,6 +428,11 @@ def test_optimizer_settings():
         check(open(ck, "rb").read() != open(adam, "rb").read(), "--precision %s changes the weights' rounding" % prec)
         test_loss(ck)  # and the checkpoint evaluates
     fails(run(["train", model, *common, "--precision", "fp8"]), 2, ["--precision", "fp32, bf16, fp16"])
+    for prec in ("bf16", "fp16"):  # inference in 16 bits from the same f32 checkpoint
+        r = run(["eval", adam, "--data", DATA, "--limit", "256", "--device", DEVICE, "--precision", prec])
+        ok(r)
+        check("accuracy" in r.out, "eval --precision %s reports" % prec, r)
+    fails(run(["eval", adam, "--data", DATA, "--limit", "16", "--precision", "int8"]), 2, ["fp32, bf16, fp16"])
 
 
 @test

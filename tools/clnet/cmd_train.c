@@ -108,8 +108,6 @@ static const arg_cmd train_cmd = {"train", "clnet train MODEL [options]", help_t
 static const char *const optimizer_names[] = {"adam", "sgd", "adamw", NULL};
 static const cn_optimizer_kind optimizer_kinds[] = {CN_OPT_ADAM, CN_OPT_SGD, CN_OPT_ADAMW};
 static const char *const schedule_names[] = {"constant", "cosine", NULL}; /* cn_lr_schedule order */
-static const char *const precision_names[] = {"fp32", "bf16", "fp16", NULL};
-static const cn_dtype precision_types[] = {CN_F32, CN_BF16, CN_F16};
 
 static volatile sig_atomic_t interrupted; /* the signal that asked us to stop, or 0 */
 
@@ -280,7 +278,7 @@ static int parse_options(train_opts *o, int argc, char **argv) {
         {"--min-lr", NULL, ARG_FLOAT, &o->min_lr, 0, 100, NULL, "X", 0},
         {"--clip-norm", NULL, ARG_FLOAT, &o->clip_norm, 0, 1e9, NULL, "X", 0},
         {"--clip-value", NULL, ARG_FLOAT, &o->clip_value, 0, 1e9, NULL, "X", 0},
-        {"--precision", NULL, ARG_CHOICE, &o->precision, 0, 0, precision_names, "NAME", 0},
+        {"--precision", NULL, ARG_CHOICE, &o->precision, 0, 0, cli_precision_names, "NAME", 0},
         {"--device", NULL, ARG_STRING, &o->device, 0, 0, NULL, "SEL", 0},
         {"--devices", NULL, ARG_STRING, &o->devices, 0, 0, NULL, "LIST", 0},
         {"--seed", NULL, ARG_U64, &o->seed, 0, 0, NULL, "N", 0},
@@ -319,7 +317,7 @@ static void make_config(train_run *r) {
     if (o->given[G_SCHEDULE]) cfg->opt.schedule = (cn_lr_schedule)o->schedule;
     if (o->given[G_WARMUP]) cfg->opt.warmup_steps = o->warmup;
     if (o->given[G_MIN_LR]) cfg->opt.min_lr = (float)o->min_lr;
-    cfg->opt.precision = precision_types[o->precision]; /* not in checkpoints: the run's own */
+    cfg->opt.precision = cli_precision_types[o->precision]; /* not in checkpoints: the run's own */
     /* the schedule spans the whole run, resumed epochs included: its end is --epochs' end */
     r->steps_per_epoch = (r->data.n_train + o->batch - 1) / o->batch;
     if (cfg->opt.schedule == CN_LR_COSINE) cfg->opt.total_steps = o->epochs * r->steps_per_epoch;
