@@ -77,6 +77,9 @@ static const gcase cases[] = {
     {"attention causal", CN_OP_ATTENTION, 3, {S3(2, 5, 4), S3(2, 5, 4), S3(2, 5, 4)}, {0}, -1,
      {.causal = 1, .scale = 0.5f}, 0, {0}},
     {"attention S != T", CN_OP_ATTENTION, 3, {S3(1, 3, 4), S3(1, 6, 4), S3(1, 6, 4)}, {0}, -1, {.scale = 0.5f}, 0, {0}},
+    /* f32 to f32: finite differences see no 16-bit rounding; the 16-bit backward is checked
+     * exactly in tests/engine/test_storage.c */
+    {"cast", CN_OP_CAST, 1, {S2(3, 4)}, {0}, -1, {.variant = CN_F32}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
