@@ -11,6 +11,37 @@
  * - The library never prints: messages go to the log callback (none by default).
  * - Free and release calls accept NULL.
  * - Public struct layouts never depend on build options.
+ *
+ * Ownership and lifetimes:
+ * - A program is copied by every session made from it: free it whenever you like.
+ * - Tensors are reference-counted: each create, from_host or to call hands one reference to
+ *   the caller; cn_tensor_release drops it and the buffer goes with the last one. A tensor
+ *   keeps its device alive. Tensors a session hands out (cn_session_param, _gradient) are
+ *   borrowed: valid while the session lives, retain them to keep them longer.
+ * - A session keeps its device alive (so the order of cn_session_free and
+ *   cn_device_release does not matter). A shared inference session
+ *   (cn_session_create_shared) must be freed before the session it shares.
+ * - Names and info pointers returned by getters live as long as the handle they came from.
+ *
+ * Threads:
+ * - cn_last_error() is per thread; everything else below is shared state.
+ * - Device open and release, device reference counts and memory accounting are locked:
+ *   any thread may open, release and allocate on any device.
+ * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
+ *   on different devices may run at the same time on different threads (a replica group
+ *   does); sessions on one device should be run from one thread, or serialised.
+ * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_group_run,
+ *   cn_trainer_step), between the gradients and the update; it may read and change the
+ *   session's gradients and parameters, but must not run the session.
+ * - The log callback may be called from any thread that calls into clnet, several at once:
+ *   make it thread-safe. cn_set_log_callback itself is not synchronised: set it first.
+ *
+ * Limits (each a clear error when exceeded, never a crash):
+ * - names (inputs, parameters, outputs, constants, checkpoint tensors): 1..CN_MAX_NAME bytes;
+ * - tensors: 1..CN_MAX_DIMS dims, every dim >= 1 (no empty tensors), at most 2^48 elements;
+ * - a batch (the rows fed to an input with CN_BATCH): 1..CN_MAX_BATCH;
+ * - model descriptions: 16384 layers, 1 MiB of text; checkpoint files: 16 GiB.
  */
 #ifndef CLNET_H
 #define CLNET_H
@@ -32,6 +63,8 @@ extern "C" {
 #define CN_VERSION_MINOR 1
 #define CN_VERSION_PATCH 0
 #define CN_MAX_DIMS 6
+#define CN_MAX_NAME 63        /* bytes of a name, without its NUL */
+#define CN_MAX_BATCH 16777216 /* rows of one run (2^24) */
 
 /* ---- status codes: one table, names and messages derived from it ----
  * The numbers are part of the ABI: never renumber a code, only append new ones. */
@@ -230,7 +263,11 @@ cn_device *cn_tensor_device(const cn_tensor *t);
  * It belongs to no device; sessions (below) run it on one. The layer builders and the model
  * file parser lower into the same programs.
  *
- * Builder calls return a cn_value (a node of the program, >= 0). A call that fails returns
+ * Builder calls return a cn_value (a node of the program, >= 0). A value belongs to the program
+ * that made it (and to that program's copies): passed to another program it is refused
+ * with CN_ERR_INVALID_ARG naming both programs (values carry a tag of their program, drawn
+ * in turn from 2047, so only a program created 2047 programs later can be confused with it).
+ * A program holds at most 2^20 nodes. A call that fails returns
  * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
  * the next call fail too, so a builder can check once, at the end, with
  * cn_program_status() (every session create also refuses a program that holds an error).
@@ -358,6 +395,17 @@ int cn_program_num_params(const cn_program *p);
 cn_status cn_program_param(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape);
 int cn_program_num_outputs(const cn_program *p);
 cn_status cn_program_output_name(const cn_program *p, int i, const char **name);
+/* Inputs and outputs by index, for discovering a program built elsewhere (one read from a
+ * checkpoint): name (borrowed, valid while p lives), shape (room for CN_MAX_DIMS) and dtype;
+ * any out pointer may NULL. An input's first dimension is CN_BATCH when it was declared so.
+ * An output's dimensions that equal the batch are CN_BATCH; one that follows the batch
+ * otherwise (a [batch*context, vocab] view) is given for a batch of 1. Inputs and outputs
+ * keep the order they were declared in. CN_ERR_INVALID_ARG for an index out of range. */
+int cn_program_num_inputs(const cn_program *p);
+cn_status cn_program_input_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                cn_dtype *dt);
+cn_status cn_program_output_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                 cn_dtype *dt);
 
 /* ---- sessions: a program on one device ----
  *
@@ -432,8 +480,10 @@ void cn_session_free(cn_session *s);
  * cn_optimizer_config.precision, which sets a training session's and the inference sessions
  * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type). */
 cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
-/* Compute only these outputs (names of cn_output values), before the first run; NULL or n
- * = 0 restores the default (every output). Fewer outputs: less memory, more fusion. */
+/* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
+ * restores the default: every output whose inputs were all fed (so an inference session fed
+ * no labels computes no loss; a training session always computes its loss). Fewer outputs:
+ * less memory, more fusion. */
 cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n);
 
 /* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
@@ -452,6 +502,22 @@ cn_status cn_session_run(cn_session *s);
  * failed (or whose refusal a fetch reported), its outputs are refused with that run's status
  * and message until a run succeeds; dst is then unspecified. */
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
+/* One run that computes exactly the named outputs (a training session also computes its loss
+ * and takes its step): only the inputs they need must be fed. Fetching another output
+ * afterwards fails naming it. Plans are kept per batch size and set of outputs. */
+cn_status cn_session_run_outputs(cn_session *s, const char *const *names, int n);
+/* Feed an input from a tensor on the session's device, with no host copy: its dtype is the
+ * input's, its dims after the first are the input's and its first is the rows fed. The
+ * session holds a reference until the input is fed again or the session is freed; the run
+ * copies it on the device, so the tensor may be changed (by device work queued later) after
+ * cn_session_run returns. A tensor of another device: CN_ERR_DEVICE_MISMATCH naming both. */
+cn_status cn_session_feed_tensor(cn_session *s, const char *input, cn_tensor *t);
+/* Copy an output of the last run into a tensor on the session's device (no host copy); its
+ * shape must equal the output's for that run (cn_session_output_shape) and its dtype the
+ * output's. The copy is queued after the run; reading dst waits for it. Being no host wait,
+ * it does not read the run's device-side checks (labels out of range, non-finite values):
+ * those are reported by the next call that waits (cn_session_fetch, get_param, save). */
+cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *dst);
 /* Opt-in (off by default): before every update, check the loss and every gradient for NaN
  * and infinity on the device. A step that has one applies no update (parameters, optimizer
  * state and step count stay as they were) and is reported as CN_ERR_NUMERIC naming the step,
@@ -485,7 +551,9 @@ cn_status cn_session_set_param(cn_session *s, const char *name, const float *src
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
 /* Parameters (and, for a training session, optimizer state, settings and step count) to a
  * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
- * reported instead of saved as taken: nothing is written. */
+ * reported instead of saved as taken: nothing is written. cn_session_save also stores the
+ * session's program ("program.graph", docs/CHECKPOINT.md), so cn_program_from_checkpoint
+ * rebuilds it in another process. */
 cn_status cn_session_save(cn_session *s, const char *path);
 /* Parameters from a checkpoint, matched by name and shape (a mismatch names the first
  * parameter that differs), and for a training session its optimizer state and step count.
@@ -508,6 +576,43 @@ typedef enum cn_restored {
 /* cn_session_load that also accepts another optimizer's checkpoint, and says in *how (may be
  * NULL) what happened to the optimizer state. */
 cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
+
+/* ---- checkpoints of programs: discover, rebuild, transfer ---- */
+
+/* The program a checkpoint carries, its parameters holding the checkpoint's weights as
+ * initial values (a session made from it starts from them; a training session gets fresh
+ * optimizer state: fine-tuning). A checkpoint of cn_session_save holds the program itself;
+ * one of cn_trainer_save holds a model description, whose classifier program
+ * (cn_model_program, with the loss it was trained with) is built. CN_ERR_NOT_FOUND for a
+ * checkpoint with neither; CN_ERR_FORMAT (naming the node) for a program section that does
+ * not replay. The caller frees *out. */
+cn_status cn_program_from_checkpoint(const char *path, cn_program **out);
+
+typedef struct cn_checkpoint_entry {
+    char name[CN_MAX_NAME + 1]; /* "dense_1.weight", "dense_1.weight.m", "optimizer.settings", ... */
+    cn_dtype dtype;
+    int ndim;      /* 0..CN_MAX_DIMS */
+    int64_t shape[CN_MAX_DIMS];
+} cn_checkpoint_entry;
+/* The tensors of a checkpoint in file order: fills min(cap, count) entries (entries may be
+ * NULL when cap is 0) and sets *count to how many there are; call twice to size the array. */
+cn_status cn_checkpoint_list(const char *path, cn_checkpoint_entry *entries, int cap, int *count);
+
+/* How cn_session_load_params pairs parameters with checkpoint tensors. Zero-initialised: by
+ * name, every parameter must be found and every stored parameter used. */
+typedef struct cn_load_options {
+    /* n_rename pairs: rename[2k] a parameter of the session, rename[2k+1] the checkpoint
+     * tensor it is read from (NULL or "": not loaded, it keeps its value). */
+    const char *const *rename;
+    int n_rename;
+    int ignore_missing; /* a parameter whose tensor is absent keeps its value */
+    int ignore_extra;   /* a stored parameter that no parameter reads is skipped */
+} cn_load_options;
+/* Transfer learning: loads only parameter values (opt NULL: by name, strictly), never
+ * optimizer state or the step count. Every pairing is checked (presence, f32, shape) before
+ * anything is written, so a failure changes nothing. *n_loaded (may be NULL): parameters
+ * written. */
+cn_status cn_session_load_params(cn_session *s, const char *path, const cn_load_options *opt, int *n_loaded);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
@@ -515,47 +620,75 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
 /* FNV-1a hash of a session's parameter bytes, in order: equal sums, equal weights. */
 cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
 
-/* ---- several devices in one process: mirrored data parallelism ----
+/* ---- data parallelism: replica groups (several devices, several machines) ----
  *
- * One training session (a replica) per device over the same program. A step splits the
- * global batch across the replicas in proportion to their measured throughput (re-measured
- * continuously, re-split every 16 steps, in multiples of 1/32 of the batch, each replica at
- * least one row), computes every replica's gradients at once, sums them on the host weighted
- * by rows (the mean gradient of the global batch, summed in replica order so the result does
- * not depend on timing), writes the sum into replica 0's gradients, runs replica 0's hook and
- * update, then copies replica 0's parameters to the others: every replica holds bit-identical
- * weights, whatever its vendor. Devices of different backends and speeds can be mixed.
+ * A group trains one program on L local devices (a replica, i.e. a training session, per
+ * device) times R MPI ranks, and is used like one training session: feed the global batch, run
+ * a step, fetch outputs reduced over every replica. Each rank takes its contiguous part of
+ * every global batch (cn_group_slice) and splits it over its replicas in proportion to their
+ * measured throughput (re-measured continuously, re-split every 16 steps, in multiples of 1/32
+ * of the rows; with fewer rows than replicas, or than ranks, some sit the step out).
+ * A step computes every replica's gradients at once and reduces them bucket by bucket in
+ * backward order: summed over the local replicas weighted by rows (in double, in replica order,
+ * so the result does not depend on timing), then over the ranks, where each bucket's all-reduce
+ * starts as soon as every local replica has finished it and overlaps the rest of the backward
+ * pass (CLNET_MPI_OVERLAP=0: after it; the results are bit-identical). The mean gradient of the
+ * global batch goes into replica 0's gradients; replica 0's hook and update run and its
+ * parameters are copied to the other replicas, so every replica holds bit-identical weights
+ * whatever its vendor. A group of one device on one rank is that device's session run as is:
+ * no copies, no reduction. With several ranks, the calls marked "collective" must be made by
+ * every rank in the same order; a failure on one rank leaves the others waiting, so end them
+ * (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
+ * that communication was not hidden by computation.
  */
-typedef struct cn_mirrored cn_mirrored;
-cn_status cn_mirrored_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
-                             cn_mirrored **out);
-void cn_mirrored_free(cn_mirrored *m);
-int cn_mirrored_replicas(const cn_mirrored *m);
-cn_session *cn_mirrored_replica(cn_mirrored *m, int i); /* borrowed */
-/* Feeds the global batch (rows) of an input; batch inputs are split, others copied. */
-cn_status cn_mirrored_feed(cn_mirrored *m, const char *input, const void *data, int64_t rows);
-/* One step on every replica (waits for it). */
-cn_status cn_mirrored_run(cn_mirrored *m);
-/* A [1] output over the global batch: the rows-weighted mean of the replicas' values (mean=1,
- * for a mean loss) or their sum (mean=0, for a count). */
-cn_status cn_mirrored_fetch_scalar(cn_mirrored *m, const char *output, int mean, float *out);
-/* Rows of replica i in the latest split. */
-cn_status cn_mirrored_rows(const cn_mirrored *m, int i, int64_t *rows);
+typedef struct cn_group cn_group;
+#define CN_GROUP_MPI 1 /* every rank of the MPI job takes part (cn_mpi_init first) */
+/* flags: 0 (this process only) or CN_GROUP_MPI (collective). Devices must differ. opt NULL:
+ * Adam with its defaults. */
+cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
+                          int flags, cn_group **out);
+void cn_group_free(cn_group *g);
+int cn_group_replicas(const cn_group *g); /* local devices */
+int cn_group_rank(const cn_group *g);     /* 0 of 1 without CN_GROUP_MPI */
+int cn_group_ranks(const cn_group *g);
+/* Replica i's session (borrowed): replica 0 holds the reduced gradients, the parameters and
+ * the optimizer state (save, load, hooks, inference sessions go there). */
+cn_session *cn_group_session(cn_group *g, int i);
+/* Feeds the global batch (rows) of an input, the same on every rank: batch inputs are cut into
+ * this rank's rows and split over its replicas, others copied to every replica. */
+cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_t rows);
+/* One step (collective; waits for every replica). */
+cn_status cn_group_run(cn_group *g);
+/* A [1] output of the latest step over the global batch (collective): the rows-weighted mean
+ * of the replicas' values (mean=1, for a mean loss) or their sum (mean=0, for a count). */
+cn_status cn_group_fetch_scalar(cn_group *g, const char *output, int mean, float *out);
+/* Rows of replica i in the latest step (0: it sat the step out). */
+cn_status cn_group_rows(const cn_group *g, int i, int64_t *rows);
 /* Copies replica 0's parameters (and step count) to the others, after loading into it. */
-cn_status cn_mirrored_sync_params(cn_mirrored *m);
+cn_status cn_group_sync_params(cn_group *g);
+/* This rank's contiguous part [*lo, *lo + *n) of count rows (parts differ by at most one). */
+void cn_group_slice(const cn_group *g, int64_t count, int64_t *lo, int64_t *n);
+/* In-place sum of n values over the ranks (collective; nothing to do on one rank). */
+cn_status cn_group_sum(cn_group *g, double *v, int64_t n);
+/* Checks that every rank passed the same bytes (a 64-bit hash of them and their length) for
+ * what (collective): CN_ERR_INVALID_ARG on every rank otherwise, naming what and the first
+ * rank that differs from rank 0. The trainer checks its model and settings itself. */
+cn_status cn_group_agree(cn_group *g, const char *what, const void *data, size_t bytes);
 
 /* ---- several machines: MPI (when built with it) ----
  *
- * Every rank runs the same program on its own shard of each global batch; the gradient
- * all-reduce is a training session's hook, after the in-process sum of mirrored replicas.
- * Without MPI at build time cn_mpi_available() is 0 and the others fail with
- * CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing).
+ * The transport under CN_GROUP_MPI. Without MPI at build time cn_mpi_available() is 0 and
+ * the others fail with CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing). Every call made
+ * before cn_mpi_init or after cn_mpi_finalize fails with CN_ERR_INVALID_ARG instead of letting
+ * MPI end the process.
  */
 int cn_mpi_available(void);
+/* 1 when this process was started by mpirun (Open MPI, PMI or PMIx variables are set). */
+int cn_mpi_launched(void);
 /* MPI_Init_thread unless MPI is already initialised; this process's rank and the world size. */
 cn_status cn_mpi_init(int *rank, int *size);
 cn_status cn_mpi_finalize(void);
-/* In-place sum over every rank (for metrics and start-up checks). */
+/* In-place sum over every rank. */
 cn_status cn_mpi_allreduce_sum(double *buf, int64_t n);
 /* Ends every rank at once (after a failure that the others cannot see). */
 cn_status cn_mpi_abort(int code);
@@ -647,16 +780,16 @@ typedef struct cn_trainer cn_trainer;
  * uniform with standard deviation 0.02). The trainer keeps its own reference to model data. */
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
-/* A trainer over several devices (mirrored, see above): one replica per device, the global
- * batch cfg->batch split between them. cn_trainer_session gives replica 0. */
-cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
-                                     cn_trainer **out);
-cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
-/* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
- * over this trainer's own replicas, in buckets; with one device per rank each bucket's
- * all-reduce starts as soon as the backward pass has finished it (CLNET_MPI_OVERLAP=0: after
- * the backward pass; the results are bit-identical). cn_mpi_init first. */
-cn_status cn_trainer_enable_mpi(cn_trainer *t);
+/* A trainer over a replica group (see above): one replica per device of devs, on this process
+ * (flags 0) or on every MPI rank (CN_GROUP_MPI; collective, and it checks that every rank has
+ * the same model, loss, batch, seed and optimizer settings, naming the first that differs).
+ * cfg->batch is the global batch, and so is n of cn_trainer_step: every rank passes the same
+ * samples. cn_trainer_session gives replica 0. cn_trainer_create is this with one device and
+ * flags 0. */
+cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                  int flags, cn_trainer **out);
+cn_group *cn_trainer_group(cn_trainer *t); /* borrowed */
+
 /* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
  * label; a token model's is a window of context token ids (i32) with context labels, the
  * token that follows each position. Predictions count labels: one per image, context per
@@ -670,13 +803,15 @@ cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labe
                           float *loss, int *correct);
 /* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
  * loss x predictions), predictions right, predictions. Waits for those steps; a non-finite
- * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
+ * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. Over several
+ * ranks these are this rank's rows; cn_group_sum (cn_trainer_group) makes them global. */
 cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *predictions);
 /* Inference: class probabilities (softmax of the logits, whatever the last layer is), n x
  * outputs (n x context x vocab for a token model), for any n. For any other output use an
  * inference session (cn_trainer_session, cn_session_create_shared). */
 cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs);
-/* Mean loss and count of right predictions over n samples, in batches. */
+/* Mean loss and count of right predictions over n samples, in batches (on replica 0 of this
+ * rank only; split a test set over the ranks with cn_group_slice and add with cn_group_sum). */
 cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
 uint64_t cn_trainer_steps(const cn_trainer *t);
@@ -684,7 +819,9 @@ uint64_t cn_trainer_steps(const cn_trainer *t);
 cn_session *cn_trainer_session(cn_trainer *t);
 cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t rng_state);
 /* Load weights + optimizer state + counters saved by cn_trainer_save into a trainer of the
- * same network (parameters matched by name and shape). */
+ * same network (parameters matched by name and shape), on every replica of its group. Over
+ * several ranks it is collective and checks that every rank loaded the same weights, step,
+ * epoch and shuffling state (a different checkpoint per rank is named, not trained on). */
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer
  * settings and loss it was saved with), weights, optimizer state and step count loaded. */
@@ -693,8 +830,8 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
 /* Reads a checkpoint once: its model and an inference session of the model's program (the
  * classifier program below, with the loss it was trained with) on dev, weights loaded; its
  * epoch and optimizer step count (either pointer may be NULL). CN_ERR_FORMAT when the file
- * holds no model description (cn_session_save writes tensors only: load those with
- * cn_session_load into a session of a program built in code). */
+ * holds no model description (cn_session_save writes its program instead: rebuild that with
+ * cn_program_from_checkpoint). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
