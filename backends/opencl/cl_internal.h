@@ -33,7 +33,9 @@
     X(NORM, "norm.cl")                \
     X(LASTAXIS, "lastaxis.cl")        \
     X(GATHER, "gather.cl")            \
-    X(ATTENTION, "attention.cl")
+    X(ATTENTION, "attention.cl")      \
+    X(RESIZE, "resize.cl")            \
+    X(DEPTHWISE, "depthwise.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -81,7 +83,10 @@ typedef enum cn_cl_family {
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
-    X(ATTENTION, attn_bwd_dkv_rows)                                                            \
+    X(ATTENTION, attn_bwd_dkv_rows)                                                           \
+    X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
+    X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
+    X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w) \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)
 
 typedef enum cn_cl_kernel_id {

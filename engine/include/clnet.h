@@ -356,6 +356,43 @@ cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape
 cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm); /* out dim i = in dim perm[i] */
 /* x [N,H,W,Cin] (NHWC), w [KH,KW,Cin,Cout], bias [Cout] or CN_INVALID_VALUE for none. */
 cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int stride, int pad);
+/* Convolution options: start from cn_conv2d_default() (stride 1, no padding, dilation 1, one
+ * group) and change what differs. Every builder taking them refuses (CN_ERR_INVALID_ARG,
+ * naming the call and the option) groups < 1, strides or dilations < 1, negative padding,
+ * and output padding outside [0, stride) or on a forward convolution. */
+typedef struct cn_conv2d_opts {
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int dilation_h, dilation_w;
+    int groups;               /* input channels and filters are split into this many groups */
+    int out_pad_h, out_pad_w; /* cn_op_conv2d_transpose: rows / columns added after the output */
+} cn_conv2d_opts;
+cn_conv2d_opts cn_conv2d_default(void);
+/* Convolution with groups, dilation and per-side padding (PyTorch's Conv2d, NHWC): x [N,H,W,Cin],
+ * w [KH,KW,Cin/groups,Cout], bias [Cout] or CN_INVALID_VALUE; Cin and Cout divisible by
+ * groups; output [N,OH,OW,Cout] with OH = (H + top + bottom - (dilation_h(KH-1)+1))/stride_h
+ * + 1. groups == Cin == Cout runs the depthwise kernel. CN_ERR_SHAPE when the channels do not
+ * divide or the dilated kernel is larger than the padded input. */
+cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+/* Transposed convolution (PyTorch's ConvTranspose2d, NHWC): x [N,H,W,Cin], w [Cin,KH,KW,
+ * Cout/groups], bias [Cout] or CN_INVALID_VALUE; output [N,OH,OW,Cout] with OH = (H-1)stride_h
+ * - top - bottom + dilation_h(KH-1) + 1 + out_pad_h (the adjoint of cn_op_conv2d_ex with the
+ * same options). CN_ERR_SHAPE when Cin is not divisible by groups or OH or OW < 1. */
+cn_value cn_op_conv2d_transpose(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+typedef enum cn_upsample_mode { CN_UPSAMPLE_NEAREST = 0, CN_UPSAMPLE_BILINEAR = 1 } cn_upsample_mode;
+/* x [N,H,W,C] -> [N, H*scale_h, W*scale_w, C], integer factors in 1..4096; bilinear is
+ * PyTorch's align_corners=False. */
+cn_value cn_op_upsample2d(cn_program *p, cn_value x, int scale_h, int scale_w, cn_upsample_mode mode);
+/* a and b equal on every axis but `axis` (negative counts from the end); CN_ERR_SHAPE names
+ * both shapes otherwise. */
+cn_value cn_op_concat(cn_program *p, cn_value a, cn_value b, int axis);
+typedef enum cn_pad_mode { CN_PAD_CONSTANT = 0, CN_PAD_REFLECT = 1 } cn_pad_mode;
+/* before / after elements added at either end of `axis` (negative counts from the end; not
+ * axis 0, the batch): `value`, or the reflection without the edge (PyTorch's "reflect",
+ * amounts below the axis size). Negative amounts crop (constant mode only). */
+cn_value cn_op_pad(cn_program *p, cn_value x, int axis, int before, int after, cn_pad_mode mode, float value);
+/* Elements [start, start + length) of `axis` (not axis 0, the batch). */
+cn_value cn_op_slice(cn_program *p, cn_value x, int axis, int start, int length);
 cn_value cn_op_maxpool2d(cn_program *p, cn_value x, int size, int stride);
 cn_value cn_op_avgpool2d(cn_program *p, cn_value x, int size, int stride);
 /* Training only (inference sessions pass x through); masks differ per step and per node. */
@@ -733,6 +770,29 @@ cn_status cn_model_add_mean_tokens(cn_model *m);
  * output is x + f(x), so they must leave the shape unchanged. Blocks nest. */
 cn_status cn_model_begin_residual(cn_model *m);
 cn_status cn_model_end_residual(cn_model *m);
+/* Convolution with every option of cn_conv2d_opts (groups, dilation, per-side padding, strides
+ * per axis); cn_model_add_conv2d is this with square stride and padding. Weights
+ * [K,K,C/groups,filters]. CN_ERR_INVALID_ARG for an option out of range (groups < 1, ...),
+ * CN_ERR_SHAPE when the channels or filters do not divide by groups or the dilated kernel is
+ * larger than the padded input. */
+cn_status cn_model_add_conv2d_ex(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* Transposed convolution (cn_op_conv2d_transpose): weights [C,K,K,filters/groups]. */
+cn_status cn_model_add_conv2d_transpose(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* The image scaled up `scale` times in both directions. */
+cn_status cn_model_add_upsample(cn_model *m, int scale, cn_upsample_mode mode);
+/* The image padded on each side (reflect: each amount smaller than the image). */
+cn_status cn_model_add_pad(cn_model *m, int top, int bottom, int left, int right, cn_pad_mode mode, float value);
+/* Graphs that branch. cn_model_name_output names the last layer's output (or the input, before
+ * any layer); a name is a letter or '_' then letters, digits or '_' (at most 31), and may be
+ * given again (uses refer to the latest). cn_model_add_from continues from a named output;
+ * cn_model_add_concat joins the current output and the named ones along the last axis (the
+ * channels: every other axis must match), cn_model_add_sum adds them (equal shapes). Unknown
+ * names are CN_ERR_INVALID_ARG, mismatched shapes CN_ERR_SHAPE, both naming the output. A name
+ * refers only to outputs above its use, so a model is acyclic by construction. */
+cn_status cn_model_name_output(cn_model *m, const char *name);
+cn_status cn_model_add_from(cn_model *m, const char *name);
+cn_status cn_model_add_concat(cn_model *m, int n, const char *const *names);
+cn_status cn_model_add_sum(cn_model *m, int n, const char *const *names);
 /* The pre-norm transformer block: x + attention(layer_norm(x)), then
  * x + dense_width(gelu(dense_mlp_units(layer_norm(x)))), as the nine layers it is made of. */
 cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, int causal);
