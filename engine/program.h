@@ -67,6 +67,12 @@ int cn_prog_node(const cn_program *p, cn_value v);
 cn_status cn_prog_value_error(const cn_program *p, cn_value v, const char *what);
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
+/* The same in a precision (cn_optimizer_config.precision): with CN_BF16 or CN_F16, every f32
+ * leaf's users read a CAST of it to that type (map[] keeps the leaf, which is what sessions
+ * bind and feed), and every output and the loss that came out 16-bit is mapped to a CAST
+ * back to f32 (so fetches, the loss and the gradients' seed stay f32). */
+cn_status cn_program_instantiate_as(const cn_program *p, int64_t batch, int training, cn_dtype precision,
+                                    cn_prog_inst *out);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

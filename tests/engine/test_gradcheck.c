@@ -88,6 +88,9 @@ static const gcase cases[] = {
     {"upsample bilinear", CN_OP_UPSAMPLE, 1, {S4(2, 3, 3, 2)}, {0}, -1, {.sh = 2, .sw = 3, .variant = 1}, 0, {0}},
     {"depthwise conv", CN_OP_DWCONV, 2, {S4(2, 5, 5, 3), S3(3, 3, 3)}, {0}, -1,
      {.kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .pw_extra = -1, .dh = 1, .dw = 2}, 0, {0}},
+    /* f32 to f32: finite differences see no 16-bit rounding; the 16-bit backward is checked
+     * exactly in tests/engine/test_storage.c */
+    {"cast", CN_OP_CAST, 1, {S2(3, 4)}, {0}, -1, {.variant = CN_F32}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
