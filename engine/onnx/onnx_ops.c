@@ -77,11 +77,21 @@ static cn_value const_onto(ox_ctx *c, ox_val *k, const ox_val *x) {
         return cn_prog_fail(P, CN_ERR_DTYPE);
     }
     int nd = x->ndim;
-    int64_t kd[CN_MAX_DIMS], xd[CN_MAX_DIMS];
-    for (int i = 0; i < nd; i++) {
+    int64_t kd[CN_MAX_DIMS], xd[CN_MAX_DIMS], kn = 1;
+    /* The expansion below indexes k by x's shape: a k that does not broadcast onto it (a Gemm
+     * bias of the wrong width, a rank above x's) would be read past its end. */
+    int fits = k->ndim <= nd;
+    for (int i = 0; i < nd && fits; i++) {
         int j = i - (nd - k->ndim);
         kd[i] = j >= 0 ? k->d[j] : 1;
         xd[i] = x->d[i];
+        fits = kd[i] == 1 || kd[i] == xd[i];
+        kn *= kd[i];
+    }
+    if (!fits || kn != k->c.numel) {
+        cn_errorf(CN_ERR_SHAPE, "'%s' (%d dims, %lld values) does not broadcast onto a value of %d dims", k->name,
+                  k->ndim, (long long)k->c.numel, nd);
+        return cn_prog_fail(P, CN_ERR_SHAPE);
     }
     int perm[CN_MAX_DIMS];
     for (int i = 0; i < nd; i++) perm[i] = i;
