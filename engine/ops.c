@@ -43,7 +43,16 @@ typedef enum cn_shape_rule {
     CN_RULE_ROWS_GRAD,    /* MAX_LAST_GRAD: dy (x's rows), x -> x's shape */
     CN_RULE_UNROWS,       /* BCAST_LAST: the given shape, whose rows are the input */
     CN_RULE_CAUSAL,       /* CAUSAL_MASK: [..., T, S] -> same */
-    CN_RULE_ATTENTION     /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
+    CN_RULE_ATTENTION,    /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
+    /* layer ops of issue 16, stated in ops_layers.c (cn_op_infer_layers) */
+    CN_RULE_ACT,          /* SAME, with the activation's parameters checked */
+    CN_RULE_ACT_GRAD,     /* (dy, x) of one shape, p.variant an activation op */
+    CN_RULE_CHANNEL,      /* x [N,...,C], s [N,C] -> x's shape */
+    CN_RULE_CHANNEL_REDUCE, /* x [N,...,C] -> [N,C] */
+    CN_RULE_CHANNEL_GRAD, /* dy [N,C], x [N,...,C] -> x's shape */
+    CN_RULE_CHANNEL_BCAST, /* s [N,C] -> the given [N,...,C] */
+    CN_RULE_BATCHNORM,    /* BATCHNORM(_GRAD): x (dy, x) [...,C], gamma [C], running [2,C] */
+    CN_RULE_BN_RUNNING    /* running [2,C], x [...,C] -> running's shape */
 } cn_shape_rule;
 
 #define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule, ...) name,
@@ -340,6 +349,9 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
         return cn_op_infer_transformer(op, p, in, given, out);
+    case CN_RULE_ACT: case CN_RULE_ACT_GRAD: case CN_RULE_CHANNEL: case CN_RULE_CHANNEL_REDUCE:
+    case CN_RULE_CHANNEL_GRAD: case CN_RULE_CHANNEL_BCAST: case CN_RULE_BATCHNORM: case CN_RULE_BN_RUNNING:
+        return cn_op_infer_layers(op, p, in, given, out);
     }
     SHAPE_FAIL("%s: no shape rule", name);
 }
@@ -363,8 +375,8 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     if (!p) p = &none;
     if ((unsigned)op >= CN_OP_COUNT || !launch_flags[op])
         return cn_errorf(CN_ERR_INVALID_ARG, "%s is not a launch", cn_op_name(op));
-    if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue > CN_EPI_TANH))
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, relu/sigmoid/tanh)",
+    if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue >= CN_EPI_COUNT))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, of cn_epilogue)",
                          names[op], (int)p->epilogue);
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {

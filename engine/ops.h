@@ -70,6 +70,31 @@
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
  *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
+ *
+ * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
+ * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
+ *   default 0.01); ELU x > 0 ? x : p.alpha * expm1(x); CLIP min(max(x, p.alpha), p.beta)
+ *   (ReLU6 is CLIP 0 6; hardtanh); SILU x / (1 + exp(-x)); HARD_SIGMOID min(max(x + 3, 0), 6)
+ *   / 6; HARD_SWISH x * min(max(x + 3, 0), 6) / 6; SOFTPLUS x > 20 ? x : log1p(exp(x))
+ *   (beta 1, threshold 20). ACT_GRAD(dy, x) -> x's shape is the gradient of the activation
+ *   whose op is p.variant (with that op's alpha and beta), computed from the forward input x
+ *   as PyTorch's *_backward: at the kinks LEAKY_RELU and ELU take the x <= 0 side, CLIP and
+ *   HARD_SIGMOID give 0 at their ends, HARD_SWISH gives dy * (x/3 + 1/2) on [-3, 3].
+ * - Channel ops treat an image [N,H,W,C] (any x of 2 or more dims) as [N, S, C]:
+ *   CHANNEL_ADD(x, s [N,C]) and CHANNEL_MUL(x, s) -> x's shape, out[n,i,c] = x[n,i,c] (+|*)
+ *   s[n,c] (squeeze-and-excitation). CHANNEL_SUM(x) -> [N,C], p.alpha * sum over S (global
+ *   average pooling: alpha = 1/S); CHANNEL_MAX(x) -> [N,C] (global max pooling);
+ *   CHANNEL_MAX_GRAD(dy [N,C], x) -> x's shape, dy routed to the first maximum over S;
+ *   CHANNEL_BCAST(s [N,C]) -> the given shape [N,...,C], p.alpha * s[n,c] (CHANNEL_SUM's
+ *   adjoint).
+ * - BATCHNORM(x [..., C], gamma [C], beta [C], running [2,C]) -> x's shape: per channel c over
+ *   every other axis (R rows), (x - mean) / sqrt(var + p.eps) * gamma + beta. p.running 0:
+ *   mean and the biased var of this batch (R must be > 1: PyTorch refuses one value per
+ *   channel too); 1: running[0] and running[1]. BATCHNORM_GRAD(dy, x, gamma, running): p.variant
+ *   0 gives dx (through the batch statistics when p.running is 0), 1 gives dy * xhat, whose
+ *   SUM_ROWS is dgamma; dbeta is SUM_ROWS(dy). BN_RUNNING(running [2,C], x) updates running
+ *   in place: running[0] = (1-m) running[0] + m mean, running[1] = (1-m) running[1] +
+ *   m var * R/(R-1) (the unbiased variance, as PyTorch), m = p.momentum.
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -148,7 +173,24 @@
     X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL, OWN, 0, NONE)               \
     X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
     X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)           \
+    X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                        \
+    X(ELU, "elu", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                                      \
+    X(CLIP, "clip", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                                    \
+    X(SILU, "silu", 1, 1, 1, "f:f", ACT, OWN, 0, SILU)                                    \
+    X(HARD_SIGMOID, "hard_sigmoid", 1, 1, 1, "f:f", ACT, OWN, 0, HARD_SIGMOID)            \
+    X(HARD_SWISH, "hard_swish", 1, 1, 1, "f:f", ACT, OWN, 0, HARD_SWISH)                  \
+    X(SOFTPLUS, "softplus", 1, 1, 1, "f:f", ACT, OWN, 0, SOFTPLUS)                        \
+    X(ACT_GRAD, "activation_grad", 2, 0, 1, "ff:f", ACT_GRAD, OWN, 0, NONE)               \
+    X(CHANNEL_ADD, "channel_add", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_MUL, "channel_mul", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_SUM, "channel_sum", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX, "channel_max", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX_GRAD, "channel_max_grad", 2, 0, 1, "ff:f", CHANNEL_GRAD, OWN, 0, NONE)  \
+    X(CHANNEL_BCAST, "channel_broadcast", 1, 1, 1, "f:f", CHANNEL_BCAST, OWN, 0, NONE)    \
+    X(BATCHNORM, "batch_norm", 4, 1, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)                \
+    X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
+    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -172,7 +214,19 @@ const char *cn_op_dtypes(cn_op op);
  * Fused bias: the planner may also fold ADD(MATMUL(a,b), bias) into a MATMUL launch with
  * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
-typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
+/* The parameter-free activations of issue 16 are epilogues too; LEAKY_RELU, ELU and CLIP take
+ * parameters that no GEMM or conv launch carries, so they stay separate launches. */
+typedef enum cn_epilogue {
+    CN_EPI_NONE = 0,
+    CN_EPI_RELU,
+    CN_EPI_SIGMOID,
+    CN_EPI_TANH,
+    CN_EPI_SILU,
+    CN_EPI_HARD_SIGMOID,
+    CN_EPI_HARD_SWISH,
+    CN_EPI_SOFTPLUS,
+    CN_EPI_COUNT
+} cn_epilogue;
 
 /* The optimizer's per-step block, the last input of ADAM and SGD: element CN_RATE_LR is the
  * step's learning rate (the schedule's value, cn_optimizer_lr_at), CN_RATE_GRAD_SCALE the
@@ -206,6 +260,7 @@ typedef struct cn_op_params {
     int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
     float fill;                     /* CAUSAL_MASK */
+    int32_t running;                /* BATCHNORM(_GRAD): 1 = normalise with the running statistics */
 } cn_op_params;
 
 typedef struct cn_shape {
@@ -265,6 +320,13 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
  * NORM .. ATTENTION; CN_ERR_SHAPE naming the op and the shapes. Engine-internal. */
 cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                                   cn_shape *out);
+
+/* The layer ops' shape rules (ops_layers.c): cn_op_infer's cases for the rules ACT ..
+ * BN_RUNNING. Engine-internal. */
+cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+                             cn_shape *out);
+/* 1 for the activation ops of issue 16 (LEAKY_RELU .. SOFTPLUS): the ops ACT_GRAD differentiates. */
+static inline int cn_op_is_activation(cn_op op) { return op >= CN_OP_LEAKY_RELU && op <= CN_OP_SOFTPLUS; }
 
 /* Counter-based generator shared by every backend (also written in kernels_cl/common.h.cl):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */

@@ -33,7 +33,10 @@
     X(NORM, "norm.cl")                \
     X(LASTAXIS, "lastaxis.cl")        \
     X(GATHER, "gather.cl")            \
-    X(ATTENTION, "attention.cl")
+    X(ATTENTION, "attention.cl")      \
+    X(ACTIVATION, "activation.cl")    \
+    X(CHANNEL, "channel.cl")          \
+    X(BATCHNORM, "batchnorm.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -80,7 +83,12 @@ typedef enum cn_cl_family {
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
-    X(ATTENTION, attn_bwd_dkv_rows)
+    X(ATTENTION, attn_bwd_dkv_rows)                                                            \
+    X(ACTIVATION, act_fwd) X(ACTIVATION, act_bwd)                                              \
+    X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
+    X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
+    X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
+    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
