@@ -431,6 +431,8 @@ cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int trainin
     memset(out, 0, sizeof *out);
     cn_graph_init(&out->g);
     out->map = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->map);
+    out->roots = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->roots);
+    if (!out->map || !out->roots) cn_prog_inst_destroy(out);
     if (!out->map) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
     cn_graph *g = &out->g;
     for (int i = 0; i < p->g.n; i++) {
@@ -454,9 +456,17 @@ cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int trainin
                                     (double)cn_shape_numel(&g->nodes[out->map[sp->mean_of]].shape));
             cn_shape given;
             int has = given_shape(n, sp, g, in, &given);
+            if (n->op == CN_OP_BATCHNORM) prm.running = !training;
             if (has >= 0) {
                 prm.epilogue = CN_EPI_NONE;
                 id = cn_g_op(g, n->op, n->n_in, in, &prm, has ? &given : NULL);
+            }
+            if (id >= 0 && n->op == CN_OP_BATCHNORM && training) {
+                /* the running statistics' update, run with the step (build_plan asks for it) */
+                int up[2] = {in[3], in[0]};
+                int u = cn_g_op(g, CN_OP_BN_RUNNING, 2, up, &prm, NULL);
+                if (u < 0) id = -1;
+                else out->roots[out->n_roots++] = u;
             }
             if (id >= 0) snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", n->name);
         }
@@ -473,7 +483,10 @@ cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int trainin
 void cn_prog_inst_destroy(cn_prog_inst *inst) {
     cn_graph_destroy(&inst->g);
     free(inst->map);
+    free(inst->roots);
     inst->map = NULL;
+    inst->roots = NULL;
+    inst->n_roots = 0;
 }
 
 cn_status cn_program_clone(const cn_program *p, cn_program **out) {

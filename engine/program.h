@@ -46,10 +46,16 @@ struct cn_program {
 };
 
 /* A program instantiated for one batch: graph, template-to-graph node map. Dropout is kept
- * only when training (else its node maps to its input). Params become PARAM leaves. */
+ * only when training (else its node maps to its input). Params become PARAM leaves. Batch norm
+ * normalises with the batch's statistics when training (and gains its running update, a
+ * root), with the running statistics otherwise. */
 typedef struct cn_prog_inst {
     cn_graph g;
     int *map; /* template node -> instance node */
+    /* Nodes that must run although nothing reads them: in a training instance, each batch
+     * norm's in-place update of its running statistics (BN_RUNNING). */
+    int *roots;
+    int n_roots;
 } cn_prog_inst;
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);

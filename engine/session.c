@@ -254,12 +254,13 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
     cn_graph *g = &sp->inst.g;
     const int *map = sp->inst.map;
     int n0 = g->n, n_out = 0;
-    int *grads = NULL, *outs = malloc(sizeof(int) * (size_t)(p->n_outputs + 2 * p->n_params + 2));
+    int *grads = NULL, *outs = malloc(sizeof(int) * (size_t)(p->n_outputs + 2 * p->n_params + 2 + sp->inst.n_roots));
     cn_tensor **bind = NULL;
     cn_status st = outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     for (int i = 0; i < p->n_outputs && st == CN_OK; i++)
         if (s->selected[i]) outs[n_out++] = map[p->outputs[i].node];
     if (st == CN_OK && s->training) {
+        for (int k = 0; k < sp->inst.n_roots; k++) outs[n_out++] = sp->inst.roots[k]; /* state updates */
         outs[n_out++] = map[p->loss];
         grads = malloc(sizeof(int) * (size_t)n0);
         st = grads ? cn_graph_backward(g, map[p->loss], grads) : cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");

@@ -296,6 +296,38 @@ cn_value cn_op_attention(cn_program *p, cn_value q, cn_value k, cn_value v, floa
 cn_value cn_op_multihead_attention(cn_program *p, cn_value x, cn_value wq, cn_value bq, cn_value wk, cn_value bk,
                                    cn_value wv, cn_value bv, cn_value wo, cn_value bo, int heads, int causal);
 
+/* Activations of any shape, as PyTorch defines them: leaky ReLU (x > 0 ? x : slope x; PyTorch's
+ * slope is 0.01), ELU (x > 0 ? x : alpha (exp(x) - 1)), clip to [lo, hi] (ReLU6 is
+ * cn_op_clip(p, x, 0, 6); lo > hi fails), SiLU x sigmoid(x), hard sigmoid relu6(x + 3) / 6,
+ * hard swish x relu6(x + 3) / 6, softplus log(1 + exp(x)) (x above 20: x). */
+cn_value cn_op_leaky_relu(cn_program *p, cn_value x, float slope);
+cn_value cn_op_elu(cn_program *p, cn_value x, float alpha);
+cn_value cn_op_clip(cn_program *p, cn_value x, float lo, float hi);
+cn_value cn_op_silu(cn_program *p, cn_value x);
+cn_value cn_op_hard_sigmoid(cn_program *p, cn_value x);
+cn_value cn_op_hard_swish(cn_program *p, cn_value x);
+cn_value cn_op_softplus(cn_program *p, cn_value x);
+/* Per image and channel: x [N,...,C] (an NHWC image, or [N,C]) times or plus s [N,C], each
+ * s[n,c] applied to every position of image n (squeeze-and-excitation). */
+cn_value cn_op_channel_mul(cn_program *p, cn_value x, cn_value s);
+cn_value cn_op_channel_add(cn_program *p, cn_value x, cn_value s);
+/* Global pooling: x [N,...,C] -> [N,C], the mean or the maximum over every position. */
+cn_value cn_op_global_avgpool(cn_program *p, cn_value x);
+cn_value cn_op_global_maxpool(cn_program *p, cn_value x);
+/* Batch normalisation over the last axis of x [...,C] (the channels of an NHWC image, the
+ * features of a vector): (x - mean) / sqrt(var + eps) * gamma + beta, gamma and beta [C].
+ * running is a parameter [2,C] holding the running mean (row 0) and variance (row 1); create
+ * it with cn_param_data, means 0 and variances 1. A training session normalises with the
+ * batch's mean and biased variance and updates running in place, running = (1 - momentum)
+ * running + momentum (mean, unbiased variance) (PyTorch's rule; its momentum is 0.1); an
+ * inference session normalises with running. running never gets a gradient, so optimizers
+ * leave it alone; checkpoints and replicas carry it like any parameter. Training needs more
+ * than one value per channel (a batch of one vector fails when the session plans it, as
+ * PyTorch raises). CN_ERR_INVALID_ARG for momentum outside [0,1], a negative eps or a
+ * running value that is not a parameter. */
+cn_value cn_op_batch_norm(cn_program *p, cn_value x, cn_value gamma, cn_value beta, cn_value running, float momentum,
+                          float eps);
+
 /* Shape and dtype of a value (with a batch of 1 where the batch appears). */
 cn_status cn_value_shape(const cn_program *p, cn_value v, int *ndim, int64_t *shape, cn_dtype *dt);
 int cn_program_num_params(const cn_program *p);
