@@ -493,7 +493,15 @@ typedef enum cn_act {
     CN_ACT_SIGMOID,
     CN_ACT_TANH,
     CN_ACT_SOFTMAX,
-    CN_ACT_GELU /* exact (erf) form */
+    CN_ACT_GELU, /* exact (erf) form */
+    /* issue 16, with PyTorch's default parameters (cn_op_leaky_relu etc. take others) */
+    CN_ACT_LEAKY_RELU,   /* slope 0.01 */
+    CN_ACT_ELU,          /* alpha 1 */
+    CN_ACT_RELU6,        /* clip to [0, 6] */
+    CN_ACT_SILU,
+    CN_ACT_HARD_SIGMOID,
+    CN_ACT_HARD_SWISH,
+    CN_ACT_SOFTPLUS
 } cn_act;
 
 typedef struct cn_model cn_model;
@@ -510,6 +518,13 @@ cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride);
 cn_status cn_model_add_flatten(cn_model *m); /* an image or a sequence -> one vector */
 cn_status cn_model_add_activation(cn_model *m, cn_act act);
 cn_status cn_model_add_dropout(cn_model *m, float rate);
+/* Batch normalisation over the channels of an image or the features of a vector (see
+ * cn_op_batch_norm; PyTorch's defaults are momentum 0.1, eps 1e-5). Its parameters are
+ * "batch_norm_K.weight", ".bias" and ".running" (the non-trainable statistics). */
+cn_status cn_model_add_batch_norm(cn_model *m, float momentum, float eps);
+/* An image [h,w,c] -> a vector [c]: the mean or the maximum of each channel. */
+cn_status cn_model_add_global_avgpool(cn_model *m);
+cn_status cn_model_add_global_maxpool(cn_model *m);
 /* Sequences. Patch embedding: the image cut into non-overlapping patch x patch squares (H and W
  * divisible by patch), each projected to width features, plus a learned position per patch.
  * Token embedding: a learned width-vector per token id plus one per position. */

@@ -15,7 +15,8 @@
 #define EMBED_SCALE 0.034641016f
 
 static cn_value activation(cn_program *p, cn_value x, cn_act a) {
-    return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, NULL);
+    cn_op_params prm = cn_act_params(a);
+    return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, &prm);
 }
 
 /* Parameter "<layer>_<index>.<what>", e.g. "dense_2.weight", "attention_1.query.bias". */
@@ -116,6 +117,7 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
         case CN_L_MEAN_TOKENS: pre = x = cn_op_mean(p, x, 1, 0); break;
         case CN_L_RESIDUAL: block_in[i] = x; break;
         case CN_L_END: pre = x = cn_op_add(p, x, block_in[l->partner]); break;
+        case CN_L_BATCH_NORM: case CN_L_GLOBAL_AVGPOOL: case CN_L_GLOBAL_MAXPOOL: pre = x = cn_lower_norm_pool(p, l, x); break;
         case CN_L_KIND_COUNT: break;
         }
         in_c = l->oc;

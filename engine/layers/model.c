@@ -13,16 +13,23 @@
 
 static const char *const kind_names[CN_L_KIND_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
-    "attention", "patch_embed", "embed", "mean_tokens", "residual", "end"};
+    "attention", "patch_embed", "embed", "mean_tokens", "residual", "end", "batch_norm", "global_avgpool",
+    "global_maxpool"};
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
 
 /* The activations, written once: the name model files and the canonical text use, and the op
  * that computes it (GELU's params left zero: variant 0, the exact erf form of CN_ACT_GELU).
  * "linear" and "none" also parse, as CN_ACT_NONE, which has no name and no op. */
-static const struct { cn_act act; const char *name; cn_op op; } acts[] = {
-    {CN_ACT_RELU, "relu", CN_OP_RELU},       {CN_ACT_SIGMOID, "sigmoid", CN_OP_SIGMOID}, {CN_ACT_TANH, "tanh", CN_OP_TANH},
-    {CN_ACT_SOFTMAX, "softmax", CN_OP_SOFTMAX}, {CN_ACT_GELU, "gelu", CN_OP_GELU},
+static const struct { cn_act act; const char *name; cn_op op; float alpha, beta; } acts[] = {
+    {CN_ACT_RELU, "relu", CN_OP_RELU, 0, 0},       {CN_ACT_SIGMOID, "sigmoid", CN_OP_SIGMOID, 0, 0},
+    {CN_ACT_TANH, "tanh", CN_OP_TANH, 0, 0},       {CN_ACT_SOFTMAX, "softmax", CN_OP_SOFTMAX, 0, 0},
+    {CN_ACT_GELU, "gelu", CN_OP_GELU, 0, 0},
+    /* issue 16, with PyTorch's default parameters */
+    {CN_ACT_LEAKY_RELU, "leaky_relu", CN_OP_LEAKY_RELU, 0.01f, 0}, {CN_ACT_ELU, "elu", CN_OP_ELU, 1.0f, 0},
+    {CN_ACT_RELU6, "relu6", CN_OP_CLIP, 0.0f, 6.0f},              {CN_ACT_SILU, "silu", CN_OP_SILU, 0, 0},
+    {CN_ACT_HARD_SIGMOID, "hard_sigmoid", CN_OP_HARD_SIGMOID, 0, 0},
+    {CN_ACT_HARD_SWISH, "hard_swish", CN_OP_HARD_SWISH, 0, 0},   {CN_ACT_SOFTPLUS, "softplus", CN_OP_SOFTPLUS, 0, 0},
 };
 #define N_ACTS (sizeof acts / sizeof acts[0])
 
@@ -37,6 +44,15 @@ cn_op cn_act_op(cn_act a) {
         if (acts[i].act == a) return acts[i].op;
     return CN_OP_LEAF;
 }
+
+cn_op_params cn_act_params(cn_act a) {
+    cn_op_params p = {0};
+    for (size_t i = 0; i < N_ACTS; i++)
+        if (acts[i].act == a) p.alpha = acts[i].alpha, p.beta = acts[i].beta;
+    return p;
+}
+
+int cn_act_known(cn_act a) { return a == CN_ACT_NONE || cn_act_op(a) != CN_OP_LEAF; }
 
 int cn_act_parse(const char *s, cn_act *a) {
     for (size_t i = 0; i < N_ACTS; i++)
@@ -66,7 +82,9 @@ static void layer_line(const cn_layer *l, char *b, size_t cap) {
     case CN_L_ATTENTION: snprintf(b, cap, "attention %d%s", l->units, l->causal ? " causal" : ""); break;
     case CN_L_PATCH_EMBED: snprintf(b, cap, "patch_embed %d %d", l->kernel, l->units); break;
     case CN_L_EMBED: snprintf(b, cap, "embed %d", l->units); break;
-    case CN_L_FLATTEN: case CN_L_MEAN_TOKENS: case CN_L_RESIDUAL: case CN_L_END: case CN_L_KIND_COUNT:
+    case CN_L_BATCH_NORM: cn_batch_norm_line(l, b, cap); break;
+    case CN_L_FLATTEN: case CN_L_MEAN_TOKENS: case CN_L_RESIDUAL: case CN_L_END: case CN_L_GLOBAL_AVGPOOL:
+    case CN_L_GLOBAL_MAXPOOL: case CN_L_KIND_COUNT:
         snprintf(b, cap, "%s", cn_layer_kind_name(l->kind));
         break;
     }
@@ -233,7 +251,7 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
     char fb[96];
     cn_model_current(m, &f, &h, &w, &c);
     if (units < 1 || units > (1 << 24)) return cn_errorf(CN_ERR_INVALID_ARG, "dense: %d units (must be 1..16777216)", units);
-    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "dense: unknown activation %d", (int)act);
+    if (!cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "dense: unknown activation %d", (int)act);
     if (f == CN_FORM_IMAGE)
         return cn_errorf(CN_ERR_SHAPE, "dense: input is %s; add 'flatten' first", cn_form_str(f, h, w, c, fb, sizeof fb));
     if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "dense: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
@@ -258,7 +276,7 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
     if (filters < 1 || filters > 65536) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: %d filters (must be 1..65536)", filters);
     if (kernel < 1 || stride < 1 || pad < 0 || kernel > 1024 || stride > 1024 || pad > 1024)
         return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: kernel %d stride %d pad %d out of range", kernel, stride, pad);
-    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: unknown activation %d", (int)act);
+    if (!cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: unknown activation %d", (int)act);
     CN_TRY(need_image("conv2d", f, h, w, c));
     if (!cn_window_extent(h, kernel, stride, pad, &oh) || !cn_window_extent(w, kernel, stride, pad, &ow))
         return cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %d (pad %d) does not fit input %lldx%lldx%lld", kernel, pad,
@@ -316,7 +334,7 @@ static cn_status add_same_shape(cn_model *m, cn_layer l) {
 
 cn_status cn_model_add_activation(cn_model *m, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    if (act == CN_ACT_NONE || (unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
+    if (act == CN_ACT_NONE || !cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
     return add_same_shape(m, (cn_layer){.kind = CN_L_ACTIVATION, .act = act});
 }
 
@@ -364,7 +382,8 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     if (!m || !buf || cap == 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_summary: NULL argument");
     static const char *const kinds[CN_L_KIND_COUNT] = {
         "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
-        "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add"};
+        "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add", "BatchNorm", "GlobalAvgPool",
+        "GlobalMaxPool"};
     size_t o = 0;
     const char *sample = m->in_form == CN_FORM_IDS ? "window" : "image";
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)

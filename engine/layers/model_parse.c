@@ -5,7 +5,9 @@
  *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|gelu|softmax] [stride=S] [pad=P|same|valid]
  *   maxpool2d SIZE [STRIDE]      avgpool2d SIZE [STRIDE]
  *   flatten                      dense UNITS [activation]        dropout RATE
- *   relu | sigmoid | tanh | gelu | softmax
+ *   relu | sigmoid | tanh | gelu | softmax | leaky_relu | elu | relu6 | silu | hard_sigmoid |
+ *   hard_swish | softplus         (also as a dense or conv2d activation)
+ *   batch_norm [momentum=M] [eps=X]    global_avgpool    global_maxpool   (model_norm_pool.c)
  *   patch_embed PATCH WIDTH      embed WIDTH                     mean_tokens
  *   layer_norm [eps=X]           attention HEADS [causal]
  *   transformer HEADS MLP_UNITS [causal]
@@ -137,14 +139,17 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         if (nt != 2 || !parse_int(tok[1], 1, 65536, &a)) LINE_ERR(CN_ERR_PARSE, "expected 'embed WIDTH'");
         return cn_model_add_embed(m, a);
     }
+    cn_status st;
+    if (cn_model_parse_norm_pool(m, tok, nt, origin, lineno, &st)) return st;
     if (cn_act_parse(k, &act) && act != CN_ACT_NONE) {
         if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
         return cn_model_add_activation(m, act);
     }
     LINE_ERR(CN_ERR_PARSE,
              "unknown layer '%s' (known: input, conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, sigmoid, "
-             "tanh, gelu, softmax, patch_embed, embed, layer_norm, attention, transformer, mean_tokens, residual, "
-             "repeat, end)", k);
+             "tanh, gelu, softmax, leaky_relu, elu, relu6, silu, hard_sigmoid, hard_swish, softplus, patch_embed, "
+             "embed, layer_norm, batch_norm, global_avgpool, global_maxpool, attention, transformer, mean_tokens, "
+             "residual, repeat, end)", k);
 }
 
 /* An open block: a residual, or a repeat whose body is parsed again until its passes are
