@@ -155,12 +155,22 @@ int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) 
     return 1;
 }
 
+int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil, int64_t *out) {
+    if (!cn_window_extent(in, k, s, p, out)) return 0;
+    if (!ceil) return 1;
+    int64_t o = (in + 2 * p - k + s - 1) / s + 1;
+    if ((o - 1) * s >= in + p) o--;
+    *out = o;
+    return 1;
+}
+
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
     if (img->ndim != 4) return 0;
     memset(g, 0, sizeof *g);
     g->n = img->d[0], g->h = img->d[1], g->w = img->d[2], g->c = img->d[3];
     g->kh = p->kh, g->kw = p->kw, g->sh = p->sh, g->sw = p->sw, g->ph = p->ph, g->pw = p->pw;
-    if (!cn_window_extent(g->h, g->kh, g->sh, g->ph, &g->oh) || !cn_window_extent(g->w, g->kw, g->sw, g->pw, &g->ow))
+    if (!cn_window_extent_ceil(g->h, g->kh, g->sh, g->ph, p->ceil_mode, &g->oh) ||
+        !cn_window_extent_ceil(g->w, g->kw, g->sw, g->pw, p->ceil_mode, &g->ow))
         return 0;
     /* the patch matrix multiplies sizes: it must fit as a shape, or the window does not */
     cn_shape pooled = cn_window_pooled(g), patch = cn_shape_of(3, g->kh, g->kw, g->c);
@@ -201,8 +211,8 @@ static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
 
 static cn_status window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
     char s1[96];
-    SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
-               p->sw, p->ph, p->pw, cn_shape_str(img, s1, sizeof s1));
+    SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d%s does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
+               p->sw, p->ph, p->pw, p->ceil_mode ? " ceil_mode" : "", cn_shape_str(img, s1, sizeof s1));
 }
 
 static cn_status infer_matmul(const cn_op_params *p, const cn_shape *sa, const cn_shape *sb, cn_shape *out) {

@@ -17,8 +17,9 @@
  *   c fastest, zero padding. COL2IM is its adjoint (sums overlapping windows) and gets the
  *   image shape as its output shape.
  * - Pools: x [N,H,W,C] -> [N,OH,OW,C], window (kh,kw), stride (sh,sw), padding (ph,pw);
- *   OH = (H + 2ph - kh)/sh + 1. Max pool ignores padding; MAXPOOL_GRAD routes each dy to the
- *   first maximum of its window (row-major scan). Avg pool divides by kh*kw.
+ *   OH = (H + 2ph - kh)/sh + 1 (p.ceil_mode: cn_window_extent_ceil). Max pool ignores
+ *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan).
+ *   Avg pool divides by cn_pool_divisor (kh*kw unless p.ceil_mode or p.exclude_pad).
  * - Last-axis ops (SOFTMAX, LOG_SOFTMAX, ARGMAX) treat x as [rows, C] with C the last dim.
  * - XENT: logits [N,C], labels i32 [N] -> [1] mean over N of -log_softmax(logits)[label].
  *   XENT_GRAD(dy[1], logits, labels) = dy * (softmax(logits) - onehot(label)) / N.
@@ -261,6 +262,8 @@ typedef struct cn_op_params {
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
     float fill;                     /* CAUSAL_MASK */
     int32_t running;                /* BATCHNORM(_GRAD): 1 = normalise with the running statistics */
+    int32_t ceil_mode;              /* pools: output size rounded up (cn_window_extent_ceil) */
+    int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
 } cn_op_params;
 
 typedef struct cn_shape {
@@ -298,6 +301,24 @@ typedef struct cn_window {
 /* The one window rule, per axis: 1 and *out = (in + 2p - k)/s + 1 positions when k, s >= 1,
  * p >= 0 and the window fits the padded extent; else 0. */
 int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out);
+/* The same with ceil true: PyTorch's ceil_mode, (in + 2p - k + s - 1)/s + 1 positions, less
+ * the last when it would start past in + p (so every window starts inside the image or its
+ * left padding); windows may then reach past the right padding, and kernels clip them to the
+ * image. Pools pass p->ceil_mode; everything else rounds down. */
+int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil, int64_t *out);
+/* Average pooling's divisor for window (oh, ow): kh*kw clipped to the padded image (ceil mode's
+ * last windows are smaller), or with exclude_pad the positions inside the image alone
+ * (PyTorch's count_include_pad=False). kh*kw for every window unless one of the two is set. */
+static inline int64_t cn_pool_divisor(const cn_window *g, int64_t oh, int64_t ow, int exclude_pad) {
+    int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
+    int64_t h1 = h0 + g->kh < g->h + g->ph ? h0 + g->kh : g->h + g->ph;
+    int64_t w1 = w0 + g->kw < g->w + g->pw ? w0 + g->kw : g->w + g->pw;
+    if (exclude_pad) {
+        h0 = h0 < 0 ? 0 : h0, w0 = w0 < 0 ? 0 : w0;
+        h1 = h1 > g->h ? g->h : h1, w1 = w1 > g->w ? g->w : w1;
+    }
+    return (h1 - h0) * (w1 - w0);
+}
 /* 1 and g filled when img is 4-D, kernel and stride >= 1, padding >= 0 and the window fits
  * the padded image; else 0. */
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g);

@@ -66,3 +66,28 @@ cn_value cn_op_batch_norm(cn_program *p, cn_value x, cn_value gamma, cn_value be
     cn_value in[4] = {x, gamma, beta, running};
     return cn_prog_op(p, CN_OP_BATCHNORM, 4, in, &prm);
 }
+
+/* PyTorch's pools refuse padding above half the window: a window could then lie wholly in
+ * the padding (max pool of nothing, an average over no pixel). */
+static cn_value pool_ex(cn_program *p, const char *call, cn_op op, cn_value x, int size, int stride, int pad,
+                        int ceil_mode, int exclude_pad) {
+    if (p && (size < 1 || pad < 0 || pad > size / 2)) {
+        cn_errorf(CN_ERR_INVALID_ARG, "%s: pad %d must be in 0..%d (half the window %d)", call, pad, size / 2, size);
+        return cn_prog_fail(p, CN_ERR_INVALID_ARG);
+    }
+    cn_op_params prm = {0};
+    prm.kh = prm.kw = size;
+    prm.sh = prm.sw = stride > 0 ? stride : size;
+    prm.ph = prm.pw = pad;
+    prm.ceil_mode = !!ceil_mode;
+    prm.exclude_pad = exclude_pad;
+    return cn_prog_op(p, op, 1, &x, &prm);
+}
+
+cn_value cn_op_maxpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode) {
+    return pool_ex(p, "cn_op_maxpool2d_ex", CN_OP_MAXPOOL, x, size, stride, pad, ceil_mode, 0);
+}
+
+cn_value cn_op_avgpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode, int count_include_pad) {
+    return pool_ex(p, "cn_op_avgpool2d_ex", CN_OP_AVGPOOL, x, size, stride, pad, ceil_mode, !count_include_pad);
+}

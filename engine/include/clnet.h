@@ -311,6 +311,12 @@ cn_value cn_op_softplus(cn_program *p, cn_value x);
  * s[n,c] applied to every position of image n (squeeze-and-excitation). */
 cn_value cn_op_channel_mul(cn_program *p, cn_value x, cn_value s);
 cn_value cn_op_channel_add(cn_program *p, cn_value x, cn_value s);
+/* Pools with PyTorch's options: pad on every side (0..size/2; max pool never picks padding),
+ * ceil_mode (the output size rounded up; a last window may reach past the padding and is
+ * clipped), count_include_pad (1: average over size*size positions, padding counted as zeros;
+ * 0: over the positions inside the image). stride <= 0 means stride = size. */
+cn_value cn_op_maxpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode);
+cn_value cn_op_avgpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode, int count_include_pad);
 /* Global pooling: x [N,...,C] -> [N,C], the mean or the maximum over every position. */
 cn_value cn_op_global_avgpool(cn_program *p, cn_value x);
 cn_value cn_op_global_maxpool(cn_program *p, cn_value x);
@@ -515,6 +521,10 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act); /* on a sequen
 cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, int pad, cn_act act);
 cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride);
 cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride);
+/* With PyTorch's options (see cn_op_maxpool2d_ex): pad in 0..size/2, ceil_mode, and for the
+ * average count_include_pad. Model files: "avgpool2d 3 2 pad=1 ceil_mode=1 count_include_pad=0". */
+cn_status cn_model_add_maxpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode);
+cn_status cn_model_add_avgpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode, int count_include_pad);
 cn_status cn_model_add_flatten(cn_model *m); /* an image or a sequence -> one vector */
 cn_status cn_model_add_activation(cn_model *m, cn_act act);
 cn_status cn_model_add_dropout(cn_model *m, float rate);

@@ -94,7 +94,9 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
             break;
         }
         case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
-            pre = x = (l->kind == CN_L_MAXPOOL2D ? cn_op_maxpool2d : cn_op_avgpool2d)(p, x, l->kernel, l->stride);
+            pre = x = l->kind == CN_L_MAXPOOL2D
+                          ? cn_op_maxpool2d_ex(p, x, l->kernel, l->stride, l->pad, l->ceil_mode)
+                          : cn_op_avgpool2d_ex(p, x, l->kernel, l->stride, l->pad, l->ceil_mode, !l->exclude_pad);
             break;
         case CN_L_FLATTEN:
             pre = x = cn_prog_reshape(p, x, &(cn_shape){2, {-1, l->oc}});

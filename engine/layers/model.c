@@ -71,7 +71,9 @@ static void layer_line(const cn_layer *l, char *b, size_t cap) {
         snprintf(b, cap, "conv2d %d %d%s%s stride=%d pad=%d", l->units, l->kernel, sp, an, l->stride, l->pad);
         break;
     case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
-        snprintf(b, cap, "%s %d %d", kind_names[l->kind], l->kernel, l->stride);
+        /* options only where set, so older models keep their text */
+        snprintf(b, cap, "%s %d %d%s%.0d%s%s", kind_names[l->kind], l->kernel, l->stride, l->pad ? " pad=" : "", l->pad,
+                 l->ceil_mode ? " ceil_mode=1" : "", l->exclude_pad ? " count_include_pad=0" : "");
         break;
     case CN_L_ACTIVATION: snprintf(b, cap, "%s", an); break;
     case CN_L_DROPOUT: snprintf(b, cap, "dropout %.9g", (double)l->rate); break;
@@ -288,7 +290,7 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
     return cn_model_push(m, &l);
 }
 
-static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride) {
+static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride, int pad, int ceil_mode, int exclude_pad) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
     const char *nm = kind_names[kind];
     cn_form f;
@@ -296,16 +298,25 @@ static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride)
     cn_model_current(m, &f, &h, &w, &c);
     if (stride <= 0) stride = size;
     if (size < 1 || size > 1024 || stride > 1024) return cn_errorf(CN_ERR_INVALID_ARG, "%s: size %d stride %d out of range", nm, size, stride);
+    /* PyTorch's rule: a window never lies wholly in the padding */
+    if (pad < 0 || pad > size / 2) return cn_errorf(CN_ERR_INVALID_ARG, "%s: pad %d must be in 0..%d (half the window)", nm, pad, size / 2);
     CN_TRY(need_image(nm, f, h, w, c));
-    if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
+    if (!cn_window_extent_ceil(h, size, stride, pad, ceil_mode, &oh) || !cn_window_extent_ceil(w, size, stride, pad, ceil_mode, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
-    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
+    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .pad = pad, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
+    l.ceil_mode = !!ceil_mode, l.exclude_pad = !!exclude_pad;
     l.flops = CN_PRODUCT(oh, ow, c, size, size);
     return cn_model_push(m, &l);
 }
 
-cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_MAXPOOL2D, size, stride); }
-cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_AVGPOOL2D, size, stride); }
+cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_MAXPOOL2D, size, stride, 0, 0, 0); }
+cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_AVGPOOL2D, size, stride, 0, 0, 0); }
+cn_status cn_model_add_maxpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode) {
+    return add_pool(m, CN_L_MAXPOOL2D, size, stride, pad, ceil_mode, 0);
+}
+cn_status cn_model_add_avgpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode, int count_include_pad) {
+    return add_pool(m, CN_L_AVGPOOL2D, size, stride, pad, ceil_mode, !count_include_pad);
+}
 
 cn_status cn_model_add_flatten(cn_model *m) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");

@@ -49,6 +49,8 @@ typedef struct cn_layer {
     float rate;              /* dropout */
     float eps;               /* layer norm, batch norm */
     float momentum;          /* batch norm */
+    int ceil_mode;           /* pools: PyTorch's ceil_mode */
+    int exclude_pad;         /* avgpool2d: count_include_pad = 0 */
     int causal;              /* attention */
     int partner;             /* RESIDUAL: the enclosing open residual or -1; END: its RESIDUAL */
     int index;               /* 1-based count among the layers of its kind (END: its RESIDUAL's);

@@ -3,7 +3,8 @@
  *
  *   input H W C                  input tokens CONTEXT VOCAB
  *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|gelu|softmax] [stride=S] [pad=P|same|valid]
- *   maxpool2d SIZE [STRIDE]      avgpool2d SIZE [STRIDE]
+ *   maxpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1]
+ *   avgpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1] [count_include_pad=0|1]
  *   flatten                      dense UNITS [activation]        dropout RATE
  *   relu | sigmoid | tanh | gelu | softmax | leaky_relu | elu | relu6 | silu | hard_sigmoid |
  *   hard_swish | softplus         (also as a dense or conv2d activation)
@@ -97,9 +98,21 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         return cn_model_add_conv2d(m, a, b, stride, pad, act);
     }
     if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
-        if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 1024, &a) || (nt == 3 && !parse_int(tok[2], 1, 1024, &b)))
-            LINE_ERR(CN_ERR_PARSE, "expected '%s SIZE [STRIDE]'", k);
-        return k[0] == 'm' ? cn_model_add_maxpool2d(m, a, b) : cn_model_add_avgpool2d(m, a, b);
+        int pad = 0, ceil_mode = 0, include = 1, i = 2;
+        if (nt >= 3 && !strchr(tok[2], '=') && parse_int(tok[2], 1, 1024, &b)) i = 3;
+        if (nt < 2 || !parse_int(tok[1], 1, 1024, &a))
+            LINE_ERR(CN_ERR_PARSE, "expected '%s SIZE [STRIDE] [pad=P] [ceil_mode=0|1]%s'", k,
+                     k[0] == 'a' ? " [count_include_pad=0|1]" : "");
+        for (; i < nt; i++) {
+            if (strncmp(tok[i], "pad=", 4) == 0 && parse_int(tok[i] + 4, 0, 512, &pad)) continue;
+            if (strncmp(tok[i], "ceil_mode=", 10) == 0 && parse_int(tok[i] + 10, 0, 1, &ceil_mode)) continue;
+            if (k[0] == 'a' && strncmp(tok[i], "count_include_pad=", 18) == 0 && parse_int(tok[i] + 18, 0, 1, &include))
+                continue;
+            LINE_ERR(CN_ERR_PARSE, "bad option '%s' for %s (pad=P, ceil_mode=0|1%s)", tok[i], k,
+                     k[0] == 'a' ? ", count_include_pad=0|1" : "");
+        }
+        return k[0] == 'm' ? cn_model_add_maxpool2d_ex(m, a, b, pad, ceil_mode)
+                           : cn_model_add_avgpool2d_ex(m, a, b, pad, ceil_mode, include);
     }
     if (strcmp(k, "flatten") == 0 || strcmp(k, "mean_tokens") == 0) {
         if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);

@@ -211,6 +211,14 @@ static int build(ctx *c, const char *name) {
     if (!strcmp(name, "channel_add")) return cn_g_binary(c->g, CN_OP_CHANNEL_ADD, in(c, "x"), in(c, "s"));
     if (!strcmp(name, "global_avgpool")) return p.alpha = 1.0f / 12, op1(c, CN_OP_CHANNEL_SUM, in(c, "x"), p);
     if (!strcmp(name, "global_maxpool")) return op1(c, CN_OP_CHANNEL_MAX, in(c, "x"), p);
+    if (!strcmp(name, "maxpool_ceil") || !strncmp(name, "avgpool_ceil_", 13)) {
+        p.kh = p.kw = (int32_t)param(c->f, "kernel");
+        p.sh = p.sw = (int32_t)param(c->f, "stride");
+        p.ph = p.pw = (int32_t)param(c->f, "pad");
+        p.ceil_mode = 1;
+        p.exclude_pad = strstr(name, "exclude") != NULL;
+        return op1(c, name[0] == 'm' ? CN_OP_MAXPOOL : CN_OP_AVGPOOL, in(c, "x"), p);
+    }
     if (!strncmp(name, "batch_norm_", 11)) {
         const rec *run = find(c->f, "const:running");
         if (!run) return -1;
@@ -454,7 +462,8 @@ static const char *const fixtures[] = {
     "attention_causal", "attention_full", "transformer_block",
     /* issue 16 */
     "leaky_relu", "elu", "relu6", "silu", "hard_sigmoid", "hard_swish", "softplus", "channel_mul", "channel_add",
-    "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors",
+    "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
+    "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
 };
 
 int main(int argc, char **argv) {

@@ -514,6 +514,7 @@ static void cases_MAXPOOL(h_caselist *L) {
         c->out_shape = pool_out_shape(g);
         exact_tol(c);
     }
+    cases_pool_modes(L, CN_OP_MAXPOOL);
 }
 
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape */
@@ -539,6 +540,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         c->out_shape = c->in[1].shape;
         reduce_tol(c, geo_overlap(g));
     }
+    cases_pool_modes(L, CN_OP_MAXPOOL_GRAD);
 }
 
 static void cases_AVGPOOL(h_caselist *L) {
@@ -551,6 +553,7 @@ static void cases_AVGPOOL(h_caselist *L) {
         reduce_tol(c, (double)g->kh * g->kw);
         c->mag_run = 1;
     }
+    cases_pool_modes(L, CN_OP_AVGPOOL);
 }
 
 /* AVGPOOL_GRAD(dy) -> dx; the output shape (the image) comes from the node */
@@ -564,6 +567,7 @@ static void cases_AVGPOOL_GRAD(h_caselist *L) {
         reduce_tol(c, geo_overlap(g));
         c->mag_run = 1;
     }
+    cases_pool_modes(L, CN_OP_AVGPOOL_GRAD);
 }
 
 /* ---- dropout ---- */

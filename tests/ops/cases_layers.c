@@ -182,3 +182,55 @@ void cases_BN_RUNNING(h_caselist *L) {
         bn_tol(c);
     }
 }
+
+/* ---- pooling with padding, ceil mode and exclude_pad ----
+ * Geometries where ceil mode adds a last window that reaches past the right padding (so its
+ * average divisor is smaller), with C % 4 == 0 too (the CPU row kernels of max pool). */
+void cases_pool_modes(h_caselist *L, cn_op op) {
+    static const int t[][10] = {
+        /* n, h, w, c, kh, kw, sh, sw, ph, pw */
+        {2, 7, 7, 3, 3, 3, 2, 2, 1, 1}, {1, 8, 6, 4, 3, 2, 2, 2, 1, 1}, {2, 5, 9, 8, 2, 3, 2, 2, 0, 1},
+        {1, 6, 6, 16, 3, 3, 3, 3, 1, 1}, {1, 1, 1, 2, 2, 2, 2, 2, 1, 1},
+    };
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++)
+        for (int mode = 0; mode < 4; mode++) {
+            const int ceil = mode & 1, exclude = mode >> 1;
+            if (exclude && op != CN_OP_AVGPOOL && op != CN_OP_AVGPOOL_GRAD) continue;
+            cn_op_params p = {0};
+            p.kh = t[k][4], p.kw = t[k][5], p.sh = t[k][6], p.sw = t[k][7], p.ph = t[k][8], p.pw = t[k][9];
+            p.ceil_mode = ceil, p.exclude_pad = exclude;
+            cn_shape img = h_shape(4, t[k][0], t[k][1], t[k][2], t[k][3]);
+            cn_window g;
+            if (!cn_window_of(&img, &p, &g)) continue;
+            cn_shape pooled = cn_window_pooled(&g);
+            h_case *c = h_case_new(L, op, "x %s k=%dx%d s=%dx%d p=%dx%d%s%s", sh(img), p.kh, p.kw, p.sh, p.sw, p.ph, p.pw,
+                                   ceil ? " ceil_mode" : "", exclude ? " exclude_pad" : "");
+            c->p = p;
+            const double overlap = (double)((p.kh + p.sh - 1) / p.sh) * ((p.kw + p.sw - 1) / p.sw);
+            switch (op) {
+            case CN_OP_MAXPOOL:
+                h_in(c, img, GEN_DISTINCT, -4, 4);
+                c->out_shape = pooled;
+                c->tol.kind = TOL_EXACT;
+                break;
+            case CN_OP_MAXPOOL_GRAD:
+                h_in(c, pooled, GEN_UNIFORM, -1, 1);
+                h_in(c, img, GEN_DISTINCT, -4, 4);
+                c->out_shape = img;
+                c->tol.kind = TOL_REDUCE, c->tol.k = overlap;
+                break;
+            case CN_OP_AVGPOOL:
+                h_in(c, img, GEN_UNIFORM, -1, 1);
+                c->out_shape = pooled;
+                c->tol.kind = TOL_REDUCE, c->tol.k = (double)p.kh * p.kw;
+                c->mag_run = 1;
+                break;
+            default: /* AVGPOOL_GRAD */
+                h_in(c, pooled, GEN_UNIFORM, -1, 1);
+                c->out_shape = img;
+                c->tol.kind = TOL_REDUCE, c->tol.k = overlap;
+                c->mag_run = 1;
+                break;
+            }
+        }
+}

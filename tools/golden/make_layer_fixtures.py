@@ -51,6 +51,16 @@ def main():
     mf.write("global_maxpool", {"x": uniform((2, 3, 4, 5))}, {},
              lambda x: F.adaptive_max_pool2d(nchw(x), 1).flatten(1))
 
+    # pools with padding and ceil mode: on 8x8, k3 s2 p1 rounds 3.5 up to 5 windows, the last
+    # one starting at row 7 and clipped to the padded 9 (a divisor of 2 rows, not 3)
+    geo = {"kernel": 3, "stride": 2, "pad": 1}
+    mf.write("maxpool_ceil", {"x": uniform((2, 8, 8, 3))}, geo,
+             lambda x: nhwc(F.max_pool2d(nchw(x), 3, 2, 1, ceil_mode=True)))
+    for include in (True, False):
+        mf.write("avgpool_ceil_" + ("include_pad" if include else "exclude_pad"), {"x": uniform((2, 8, 8, 3))}, geo,
+                 lambda x, include=include: nhwc(F.avg_pool2d(nchw(x), 3, 2, 1, ceil_mode=True,
+                                                              count_include_pad=include)))
+
     eps, momentum, C = 1e-5, 0.1, 5
     for mode in ("train", "eval"):
         run_mean, run_var = uniform((C,), -0.5, 0.5), uniform((C,), 0.5, 2.0)
