@@ -52,7 +52,8 @@ typedef enum cn_shape_rule {
     CN_RULE_CHANNEL_GRAD, /* dy [N,C], x [N,...,C] -> x's shape */
     CN_RULE_CHANNEL_BCAST, /* s [N,C] -> the given [N,...,C] */
     CN_RULE_BATCHNORM,    /* BATCHNORM(_GRAD): x (dy, x) [...,C], gamma [C], running [2,C] */
-    CN_RULE_BN_RUNNING    /* running [2,C], x [...,C] -> running's shape */
+    CN_RULE_BN_RUNNING,   /* running [2,C], x [...,C] -> running's shape */
+    CN_RULE_BN_FOLD       /* gamma [C], beta [C], running [2,C] -> [C] */
 } cn_shape_rule;
 
 #define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule, ...) name,
@@ -361,6 +362,7 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         return cn_op_infer_transformer(op, p, in, given, out);
     case CN_RULE_ACT: case CN_RULE_ACT_GRAD: case CN_RULE_CHANNEL: case CN_RULE_CHANNEL_REDUCE:
     case CN_RULE_CHANNEL_GRAD: case CN_RULE_CHANNEL_BCAST: case CN_RULE_BATCHNORM: case CN_RULE_BN_RUNNING:
+    case CN_RULE_BN_FOLD:
         return cn_op_infer_layers(op, p, in, given, out);
     }
     SHAPE_FAIL("%s: no shape rule", name);

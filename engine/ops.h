@@ -96,6 +96,10 @@
  *   SUM_ROWS is dgamma; dbeta is SUM_ROWS(dy). BN_RUNNING(running [2,C], x) updates running
  *   in place: running[0] = (1-m) running[0] + m mean, running[1] = (1-m) running[1] +
  *   m var * R/(R-1) (the unbiased variance, as PyTorch), m = p.momentum.
+ *   BN_FOLD(gamma [C], beta [C], running [2,C]) -> [C]: p.variant 0 gives the scale
+ *   gamma / sqrt(running[1] + p.eps), 1 the shift beta - running[0] * scale, so that the
+ *   inference form is x * scale + shift (an inference session folds them into the weights
+ *   and bias of the convolution or dense layer before it, program_fold.c).
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -191,7 +195,8 @@
     X(CHANNEL_BCAST, "channel_broadcast", 1, 1, 1, "f:f", CHANNEL_BCAST, OWN, 0, NONE)    \
     X(BATCHNORM, "batch_norm", 4, 1, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)                \
     X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
-    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)
+    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
+    X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -343,7 +348,7 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
                                   cn_shape *out);
 
 /* The layer ops' shape rules (ops_layers.c): cn_op_infer's cases for the rules ACT ..
- * BN_RUNNING. Engine-internal. */
+ * BN_FOLD. Engine-internal. */
 cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                              cn_shape *out);
 /* 1 for the activation ops of issue 16 (LEAKY_RELU .. SOFTPLUS): the ops ACT_GRAD differentiates. */

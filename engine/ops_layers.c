@@ -97,6 +97,15 @@ cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in
         if (!(p->momentum >= 0.0f && p->momentum <= 1.0f)) BAD_ARG("%s: momentum %g outside [0,1]", name, (double)p->momentum);
         *out = in[0];
         return CN_OK;
+    case CN_OP_BN_FOLD:
+        c = in[0].d[0];
+        if (!is_vec(&in[0], c) || !is_vec(&in[1], c) || !cn_shape_eq(&in[2], &(cn_shape){2, {2, c}}))
+            FAIL("%s: gamma %s, beta %s and running statistics %s must be [C], [C] and [2,C]", name,
+                 cn_shape_str(&in[0], b1, sizeof b1), cn_shape_str(&in[1], b2, sizeof b2), cn_shape_str(&in[2], b3, sizeof b3));
+        if (p->variant != 0 && p->variant != 1) BAD_ARG("%s: variant %d is neither 0 (scale) nor 1 (shift)", name, p->variant);
+        if (!(p->eps >= 0.0f) || !isfinite(p->eps)) BAD_ARG("%s: eps %g must be >= 0 and finite", name, (double)p->eps);
+        *out = in[0];
+        return CN_OK;
     default:
         break;
     }

@@ -428,6 +428,10 @@ static int given_shape(const cn_node *n, const cn_prog_spec *spec, const cn_grap
 }
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out) {
+    return cn_program_instantiate_ex(p, batch, training, !training, out);
+}
+
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_prog_inst *out) {
     memset(out, 0, sizeof *out);
     cn_graph_init(&out->g);
     out->map = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->map);
@@ -457,7 +461,10 @@ cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int trainin
             cn_shape given;
             int has = given_shape(n, sp, g, in, &given);
             if (n->op == CN_OP_BATCHNORM) prm.running = !training;
-            if (has >= 0) {
+            /* -2: nothing to fold into, batch norm as it is */
+            int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm) : -2;
+            if (folded != -2) id = folded;
+            else if (has >= 0) {
                 prm.epilogue = CN_EPI_NONE;
                 id = cn_g_op(g, n->op, n->n_in, in, &prm, has ? &given : NULL);
             }

@@ -59,6 +59,14 @@ typedef struct cn_prog_inst {
 } cn_prog_inst;
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
+/* The same, choosing whether an inference instance folds batch norm into the convolution or
+ * dense layer before it (cn_program_instantiate folds whenever it does not train; the test
+ * of the fold builds both). */
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_prog_inst *out);
+/* In graph g, BATCHNORM (inference form) of in[0..3] rewritten as the layer before it with
+ * folded weights (program_fold.c): the new node, -2 when in[0] is not ADD(MATMUL(a, w), b)
+ * (seen through one reshape), -1 when building failed (cn_last_error set). */
+int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

@@ -78,3 +78,12 @@ __kernel void bn_running(__global const float *old, __global const float *st, __
     run[c] = (1.0f - m) * old[c] + m * st[c];
     run[C + c] = (1.0f - m) * old[C + c] + m * (st[C + c] * ((float)R / (float)(R - 1)));
 }
+
+/* BN_FOLD: scale gamma / sqrt(var + eps) (variant 0) or shift beta - mean * scale (1). */
+__kernel void bn_fold(__global const float *gamma, __global const float *beta, __global const float *run,
+                      __global float *out, int C, float eps, int variant) {
+    int c = get_global_id(0);
+    if (c >= C) return;
+    float scale = gamma[c] * (1.0f / sqrt(run[C + c] + eps));
+    out[c] = variant ? beta[c] - run[c] * scale : scale;
+}

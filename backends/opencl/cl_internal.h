@@ -88,7 +88,7 @@ typedef enum cn_cl_family {
     X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
-    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running)
+    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,

@@ -54,3 +54,9 @@ cn_status cn_cl_op_BN_RUNNING(cn_cl_ctx *c, const cn_launch *l) {
     return CN_CL_LAUNCH_1D(c, CN_K_bn_running, (size_t)C, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(st), CN_ARG_MEM(l->out),
                            CN_ARG_INT(C), CN_ARG_INT(R), CN_ARG_FLOAT(l->p->momentum));
 }
+
+cn_status cn_cl_op_BN_FOLD(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t C = l->in_shape[0].d[0];
+    return CN_CL_LAUNCH_1D(c, CN_K_bn_fold, (size_t)C, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),
+                           CN_ARG_MEM(l->out), CN_ARG_INT(C), CN_ARG_FLOAT(l->p->eps), CN_ARG_INT(l->p->variant));
+}

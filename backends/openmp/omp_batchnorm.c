@@ -105,3 +105,17 @@ cn_status cn_omp_op_BN_RUNNING(const cn_launch *l) {
     free(mean);
     return CN_OK;
 }
+
+/* BN_FOLD: the inference form's per-channel scale (variant 0) or shift (1), in f32 as the
+ * OpenCL kernel computes it. */
+cn_status cn_omp_op_BN_FOLD(const cn_launch *l) {
+    const float *gamma = l->in[0], *beta = l->in[1], *run = l->in[2];
+    float *out = l->out;
+    const int64_t C = l->in_shape[0].d[0];
+    const float eps = l->p->eps;
+    for (int64_t c = 0; c < C; c++) {
+        const float scale = gamma[c] * (1.0f / sqrtf(run[C + c] + eps));
+        out[c] = l->p->variant ? beta[c] - run[c] * scale : scale;
+    }
+    return CN_OK;
+}

@@ -42,11 +42,18 @@ static cn_status add_global(cn_model *m, cn_layer_kind kind) {
 cn_status cn_model_add_global_avgpool(cn_model *m) { return add_global(m, CN_L_GLOBAL_AVGPOOL); }
 cn_status cn_model_add_global_maxpool(cn_model *m) { return add_global(m, CN_L_GLOBAL_MAXPOOL); }
 
+/* The shortest of %g and %.9g that reads back as v (0.2, not 0.200000003). */
+static const char *short_float(float v, char *buf, size_t cap) {
+    snprintf(buf, cap, "%g", (double)v);
+    if (strtof(buf, NULL) != v) snprintf(buf, cap, "%.9g", (double)v);
+    return buf;
+}
+
 void cn_batch_norm_line(const cn_layer *l, char *b, size_t cap) {
-    int n = snprintf(b, cap, "batch_norm");
-    if (n > 0 && (size_t)n < cap && l->momentum != CN_BATCH_NORM_MOMENTUM)
-        n += snprintf(b + n, cap - (size_t)n, " momentum=%.9g", (double)l->momentum);
-    if (n > 0 && (size_t)n < cap && l->eps != CN_BATCH_NORM_EPS) snprintf(b + n, cap - (size_t)n, " eps=%.9g", (double)l->eps);
+    char f1[32], f2[32];
+    snprintf(b, cap, "batch_norm%s%s%s%s", l->momentum != CN_BATCH_NORM_MOMENTUM ? " momentum=" : "",
+             l->momentum != CN_BATCH_NORM_MOMENTUM ? short_float(l->momentum, f1, sizeof f1) : "",
+             l->eps != CN_BATCH_NORM_EPS ? " eps=" : "", l->eps != CN_BATCH_NORM_EPS ? short_float(l->eps, f2, sizeof f2) : "");
 }
 
 static int parse_option(const char *tok, const char *key, float *out) {

@@ -58,6 +58,7 @@ void cases_CHANNEL_BCAST(h_caselist *L);
 void cases_BATCHNORM(h_caselist *L);
 void cases_BATCHNORM_GRAD(h_caselist *L);
 void cases_BN_RUNNING(h_caselist *L);
+void cases_BN_FOLD(h_caselist *L);
 /* Pools with padding, ceil mode and exclude_pad (count_include_pad = False), appended to the
  * pool ops' cases. */
 void cases_pool_modes(h_caselist *L, cn_op op);

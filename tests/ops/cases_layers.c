@@ -234,3 +234,17 @@ void cases_pool_modes(h_caselist *L, cn_op op) {
             }
         }
 }
+
+void cases_BN_FOLD(h_caselist *L) {
+    static const int cs[] = {1, 5, 64, 1031};
+    for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++)
+        for (int v = 0; v < 2; v++) {
+            h_case *c = h_case_new(L, CN_OP_BN_FOLD, "C=%d %s", cs[k], v ? "shift" : "scale");
+            c->p.eps = 1e-5f;
+            c->p.variant = v;
+            h_in(c, h_shape(1, cs[k]), GEN_UNIFORM, 0.5f, 1.5f);
+            h_in(c, h_shape(1, cs[k]), GEN_UNIFORM, -0.5f, 0.5f);
+            h_in(c, h_shape(2, 2, cs[k]), GEN_UNIFORM, 0.2f, 1.5f);
+            c->out_shape = h_shape(1, cs[k]);
+        }
+}
