@@ -29,6 +29,16 @@ typedef struct cn_launch {
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
 } cn_launch;
 
+/* The storage type of a launch's float tensors (ops.h's 'h' letters; engine/storage.h): f16
+ * or bf16 when any input or the output is stored in 16 bits, else f32. Kernels load from and
+ * store to that type and compute in float32. */
+static inline cn_dtype cn_launch_storage(const cn_launch *l) {
+    if (l->out_dtype == CN_F16 || l->out_dtype == CN_BF16) return l->out_dtype;
+    for (int i = 0; i < l->n_in; i++)
+        if (l->in_dtype[i] == CN_F16 || l->in_dtype[i] == CN_BF16) return l->in_dtype[i];
+    return CN_F32;
+}
+
 /* An upload of at most this many bytes (a power of two, at an offset that is a multiple of
  * it) copies src before it returns, even with blocking = 0: the engine writes small per-step
  * blocks (the optimizer's rate) that way without a host sync and without keeping the source

@@ -9,6 +9,7 @@
 
 #include "internal.h"
 #include "ops.h"
+#include "storage.h"
 
 /* The shape rules named in the table's last column. */
 typedef enum cn_shape_rule {
@@ -184,11 +185,20 @@ cn_shape cn_window_patches(const cn_window *g) { return cn_shape_of(2, g->n * g-
 /* ---- dtypes ---- */
 
 static int dtype_letter_ok(char letter, cn_dtype dt) {
-    return letter == '*' || (letter == 'f' && dt == CN_F32) || (letter == 'i' && dt == CN_I32);
+    return letter == '*' || (letter == 'f' && dt == CN_F32) || (letter == 'i' && dt == CN_I32) ||
+           (letter == 'h' && cn_dtype_is_float(dt));
 }
 
-static cn_dtype dtype_of_letter(char letter, const cn_dtype *in) {
-    return letter == 'i' ? CN_I32 : letter == '=' ? in[0] : CN_F32;
+/* The storage type of a launch's 'h' tensors: that of its first 'h' input (f32 if none). */
+static cn_dtype storage_of(cn_op op, int n_in, const cn_dtype *in) {
+    const char *sig = dtype_sigs[op];
+    for (int i = 0; i < n_in && sig[i] && sig[i] != ':'; i++)
+        if (sig[i] == 'h') return in[i];
+    return CN_F32;
+}
+
+static cn_dtype dtype_of_letter(cn_op op, int n_in, char letter, const cn_dtype *in) {
+    return letter == 'i' ? CN_I32 : letter == '=' ? in[0] : letter == 'h' ? storage_of(op, n_in, in) : CN_F32;
 }
 
 /* The output letters of a signature ("fi:f" -> "f"). */
@@ -197,12 +207,21 @@ static const char *out_letters(cn_op op) {
     return colon ? colon + 1 : "";
 }
 
+static const char *letter_name(char letter) {
+    return letter == 'i' ? "i32" : letter == 'h' ? "f32, f16 or bf16" : "f32";
+}
+
 static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
     const char *sig = dtype_sigs[op];
-    for (int i = 0; i < n_in; i++)
+    cn_dtype st = storage_of(op, n_in, dt);
+    for (int i = 0; i < n_in; i++) {
         if (!dtype_letter_ok(sig[i], dt[i]))
             return cn_errorf(CN_ERR_DTYPE, "%s: input %d has dtype %s, expected %s", names[op], i, cn_dtype_name(dt[i]),
-                             sig[i] == 'i' ? "i32" : "f32");
+                             letter_name(sig[i]));
+        if (sig[i] == 'h' && dt[i] != st)
+            return cn_errorf(CN_ERR_DTYPE, "%s: input %d has dtype %s, the op's other float inputs %s (one storage type "
+                             "per op: convert with a cast)", names[op], i, cn_dtype_name(dt[i]), cn_dtype_name(st));
+    }
     return CN_OK;
 }
 
@@ -376,7 +395,7 @@ cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     CN_TRY(check_inputs(op, n_in, dt));
     memset(out, 0, sizeof *out);
     CN_TRY(infer_shape(op, p ? p : &none, in, given, out));
-    *out_dt = dtype_of_letter(out_letters(op)[0], dt);
+    *out_dt = dtype_of_letter(op, n_in, out_letters(op)[0], dt);
     return CN_OK;
 }
 
@@ -404,7 +423,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
         return cn_errorf(CN_ERR_SHAPE, "%s: output %s, the inputs give %s", names[op], cn_shape_str(out, s1, sizeof s1),
                          cn_shape_str(&want, s2, sizeof s2));
     int dt_ok = 0;
-    for (const char *l = out_letters(op); *l && !dt_ok; l++) dt_ok = dtype_of_letter(*l, dt) == out_dt;
+    for (const char *l = out_letters(op); *l && !dt_ok; l++) dt_ok = dtype_of_letter(op, base, *l, dt) == out_dt;
     if (!dt_ok)
         return cn_errorf(CN_ERR_DTYPE, "%s: output dtype %s, expected %s", names[op], cn_dtype_name(out_dt),
                          cn_dtype_name(want_dt));

@@ -112,8 +112,10 @@
 /* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule, storage, takes epilogue,
  *   as epilogue)
  * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
- * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; an output of
- *   several letters allows each (the first is what the graph makes), "=" is input 0's dtype.
+ * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; h = a float
+ *   storage type (f32, f16 or bf16: engine/storage.h), the same for every h of one launch; an
+ *   output of several letters allows each (the first is what the graph makes), "=" is input 0's
+ *   dtype, an output h the inputs' storage type.
  * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
  *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
  * - storage (CN_STORE_<storage>): where the value lives: OWN, a buffer of its own; VIEW, input
@@ -127,19 +129,19 @@
     X(LEAF, "leaf", 0, 1, 0, "", LEAF, OWN, 0, NONE)                                  \
     X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW, VIEW, 0, NONE)                        \
     X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL, OWN, 1, NONE)                        \
-    X(ADD, "add", 2, 1, 1, "ff:f", BROADCAST, OWN, 1, NONE)                           \
-    X(SUB, "sub", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
-    X(MUL, "mul", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
-    X(DIV, "div", 2, 1, 1, "ff:f", BROADCAST, OWN, 0, NONE)                           \
-    X(SCALE, "scale", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                             \
-    X(RELU, "relu", 1, 1, 1, "f:f", SAME, OWN, 0, RELU)                               \
-    X(SIGMOID, "sigmoid", 1, 1, 1, "f:f", SAME, OWN, 0, SIGMOID)                      \
-    X(TANH, "tanh", 1, 1, 1, "f:f", SAME, OWN, 0, TANH)                               \
-    X(EXP, "exp", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
-    X(LOG, "log", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                                 \
-    X(RELU_GRAD, "relu_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
-    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
-    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)               \
+    X(ADD, "add", 2, 1, 1, "hh:h", BROADCAST, OWN, 1, NONE)                           \
+    X(SUB, "sub", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                           \
+    X(MUL, "mul", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                           \
+    X(DIV, "div", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                           \
+    X(SCALE, "scale", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                             \
+    X(RELU, "relu", 1, 1, 1, "h:h", SAME, OWN, 0, RELU)                               \
+    X(SIGMOID, "sigmoid", 1, 1, 1, "h:h", SAME, OWN, 0, SIGMOID)                      \
+    X(TANH, "tanh", 1, 1, 1, "h:h", SAME, OWN, 0, TANH)                               \
+    X(EXP, "exp", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
+    X(LOG, "log", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
+    X(RELU_GRAD, "relu_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)               \
+    X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)         \
+    X(TANH_GRAD, "tanh_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)               \
     X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                         \
     X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                 \
     X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
@@ -157,8 +159,8 @@
     X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD, OWN, 0, NONE)         \
     X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
     X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL, OWN, 0, NONE)             \
-    X(DROPOUT, "dropout", 1, 1, 1, "f:f", MASK, OWN, 0, NONE)                         \
-    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "f:f", MASK, OWN, 0, NONE)               \
+    X(DROPOUT, "dropout", 1, 1, 1, "h:h", MASK, OWN, 0, NONE)                         \
+    X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "h:h", MASK, OWN, 0, NONE)               \
     X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS, OWN, 0, NONE)                          \
     X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                  \
     X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE, INPLACE, 0, NONE)                     \
@@ -168,8 +170,8 @@
     X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD, OWN, 0, NONE)   \
     X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER, OWN, 0, NONE)                  \
     X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER, OWN, 0, NONE)       \
-    X(GELU, "gelu", 1, 1, 1, "f:f", GELU, OWN, 0, NONE)                               \
-    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "ff:f", GELU_GRAD, OWN, 0, NONE)               \
+    X(GELU, "gelu", 1, 1, 1, "h:h", GELU, OWN, 0, NONE)                               \
+    X(GELU_GRAD, "gelu_grad", 2, 0, 1, "hh:h", GELU_GRAD, OWN, 0, NONE)               \
     X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
     X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                     \
     X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \

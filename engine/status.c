@@ -159,12 +159,21 @@ int cn_log_placement_enabled(void) {
     return placement;
 }
 
-size_t cn_dtype_size(cn_dtype dt) { return dt == CN_F16 ? 2 : 4; }
+size_t cn_dtype_size(cn_dtype dt) {
+    switch (dt) {
+    case CN_F32:
+    case CN_I32: return 4;
+    case CN_F16:
+    case CN_BF16: return 2;
+    }
+    return 0;
+}
 const char *cn_dtype_name(cn_dtype dt) {
     switch (dt) {
     case CN_F32: return "f32";
     case CN_I32: return "i32";
     case CN_F16: return "f16";
+    case CN_BF16: return "bf16";
     }
     return "?";
 }

@@ -11,7 +11,7 @@ size_t cn_tensor_bytes(const cn_tensor *t) { return t->bytes; }
 static cn_status check_shape(int ndim, const int64_t *shape, cn_dtype dt, size_t *bytes) {
     if (ndim < 1 || ndim > CN_MAX_DIMS || !shape)
         return cn_errorf(CN_ERR_SHAPE, "tensor: %d dims (1..%d allowed)", ndim, CN_MAX_DIMS);
-    if (dt != CN_F32 && dt != CN_I32) return cn_errorf(CN_ERR_DTYPE, "tensor: dtype %s not supported yet", cn_dtype_name(dt));
+    if (cn_dtype_size(dt) == 0) return cn_errorf(CN_ERR_DTYPE, "tensor: dtype %d is not a cn_dtype", (int)dt);
     size_t n = cn_dtype_size(dt);
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 1 || cn_mul_overflows(n, (size_t)shape[i], &n))

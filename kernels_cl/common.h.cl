@@ -91,6 +91,60 @@ floatV cn_epiV(floatV v, int epi) {
     return v;
 }
 
+/* ---- Storage types: every kernel is written once over STORE_T ----
+ * The host builds each family once per storage type a launch uses, with -DCN_STORE=0 (f32),
+ * 1 (f16) or 2 (bf16), and the option enters the program-cache key like any other. A kernel
+ * declares the tensors of the launch's storage type as STORE_T pointers (scratch and float32
+ * results stay float) and touches them only through:
+ *   LOAD(p, i) / STORE(p, i, v)      element i, as a float
+ *   LOAD4(p, i) / STORE4(p, i, v)    the float4 at elements 4i..4i+3
+ *   LOADV(p, i) / STOREV(p, i, v)    the floatV (GVW floats) at elements GVW*i..
+ * All arithmetic and every reduction stay float32; stores round to nearest even:
+ * vstore_half_rte for f16 (vload_half/vstore_half are core OpenCL since 1.0: no cl_khr_fp16),
+ * and integer arithmetic on a ushort for bf16 (cn_bf16_round below). For f32 the macros are
+ * the plain accesses the kernels made before, so f32 programs compile to the same code. */
+#ifndef CN_STORE
+#define CN_STORE 0
+#endif
+#if CN_STORE == 1
+#define STORE_T half
+#define LOAD(p, i) vload_half((i), (p))
+#define STORE(p, i, v) vstore_half_rte((v), (i), (p))
+#define LOAD4(p, i) vload_half4((i), (p))
+#define STORE4(p, i, v) vstore_half4_rte((v), (i), (p))
+#define LOADV(p, i) CN_V_CAT(vload_half, GVW)((i), (p))
+#define STOREV(p, i, v) CN_V_CAT(CN_V_CAT(vstore_half, GVW), _rte)((v), (i), (p))
+#elif CN_STORE == 2
+#define STORE_T ushort
+/* bfloat16: the top half of a float32; rounding to nearest even on the bits, NaN kept quiet. */
+#define CN_BF16_FUNCS(SUF, N)                                                                           \
+    CN_V_CAT(float, N) cn_bf16_load##SUF(CN_V_CAT(ushort, N) u) {                                       \
+        return CN_V_CAT(as_float, N)(CN_V_CAT(convert_uint, N)(u) << 16);                               \
+    }                                                                                                   \
+    CN_V_CAT(ushort, N) cn_bf16_round##SUF(CN_V_CAT(float, N) f) {                                      \
+        CN_V_CAT(uint, N) u = CN_V_CAT(as_uint, N)(f);                                                  \
+        CN_V_CAT(uint, N) r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16, q = (u >> 16) | 0x40u;            \
+        return CN_V_CAT(convert_ushort, N)(select(r, q, CN_V_CAT(as_uint, N)((u & 0x7fffffffu) > 0x7f800000u))); \
+    }
+CN_BF16_FUNCS(, )
+CN_BF16_FUNCS(4, 4)
+CN_BF16_FUNCS(V, GVW)
+#define LOAD(p, i) cn_bf16_load((p)[i])
+#define STORE(p, i, v) ((p)[i] = cn_bf16_round(v))
+#define LOAD4(p, i) cn_bf16_load4(vload4((i), (p)))
+#define STORE4(p, i, v) vstore4(cn_bf16_round4(v), (i), (p))
+#define LOADV(p, i) cn_bf16_loadV(vloadV((i), (p)))
+#define STOREV(p, i, v) vstoreV(cn_bf16_roundV(v), (i), (p))
+#else
+#define STORE_T float
+#define LOAD(p, i) ((p)[i])
+#define STORE(p, i, v) ((p)[i] = (v))
+#define LOAD4(p, i) (((__global const float4 *)(p))[i])
+#define STORE4(p, i, v) (((__global float4 *)(p))[i] = (v))
+#define LOADV(p, i) vloadV((i), (p))
+#define STOREV(p, i, v) vstoreV((v), (i), (p))
+#endif
+
 /* Span kernels (the host picks them on CPU-type devices, cn_cl_launch_span). Work-item w
  * handles the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW,
  * as one contiguous run (a CPU driver pays per work-group, and a long run of vector loads is

@@ -1,27 +1,29 @@
 /* Elementwise family: binary ops with suffix broadcast (b[i % nb]) and a fused epilogue,
  * unary activations, their gradients, scale, expand and dropout. Each op has a scalar
- * kernel and a float4 kernel the host picks when every length is a multiple of 4. */
+ * kernel and a float4 kernel the host picks when every length is a multiple of 4.
+ * Tensors are STORE_T, read and written through LOAD/STORE (common.h.cl): one source for
+ * f32, f16 and bf16, computing in float. */
 
 /* cn_relu, cn_sigmoid and the epilogue helpers cn_epi/cn_epi4 come from common.h.cl. */
 
 /* nb == n is the common no-broadcast case: skip the modulo. In the float4 kernel nb4 = nb/4
  * and, since nb % 4 == 0, element 4*i pairs with b[(4*i) % nb], i.e. b4[i % nb4]. */
 #define CN_BINARY(NAME, EXPR)                                                                 \
-    __kernel void NAME(__global const float *a, __global const float *b, __global float *out, \
+    __kernel void NAME(__global const STORE_T *a, __global const STORE_T *b, __global STORE_T *out, \
                        int n, int nb, int epi) {                                              \
         int i = get_global_id(0);                                                             \
         if (i >= n) return;                                                                   \
-        float x = a[i];                                                                       \
-        float y = b[nb == n ? i : i % nb];                                                    \
-        out[i] = cn_epi(EXPR, epi);                                                           \
+        float x = LOAD(a, i);                                                                 \
+        float y = LOAD(b, nb == n ? i : i % nb);                                              \
+        STORE(out, i, cn_epi(EXPR, epi));                                                     \
     }                                                                                         \
-    __kernel void NAME##4(__global const float4 *a, __global const float4 *b,                 \
-                          __global float4 *out, int n4, int nb4, int epi) {                   \
+    __kernel void NAME##4(__global const STORE_T *a, __global const STORE_T *b,               \
+                          __global STORE_T *out, int n4, int nb4, int epi) {                  \
         int i = get_global_id(0);                                                             \
         if (i >= n4) return;                                                                  \
-        float4 x = a[i];                                                                      \
-        float4 y = b[nb4 == n4 ? i : i % nb4];                                                \
-        out[i] = cn_epi4(EXPR, epi);                                                          \
+        float4 x = LOAD4(a, i);                                                               \
+        float4 y = LOAD4(b, nb4 == n4 ? i : i % nb4);                                         \
+        STORE4(out, i, cn_epi4(EXPR, epi));                                                   \
     }
 
 CN_BINARY(add, x + y)
@@ -30,17 +32,17 @@ CN_BINARY(mul, x * y)
 CN_BINARY(div_, x / y)
 
 #define CN_UNARY(NAME, EXPR, EXPR4)                                                                     \
-    __kernel void NAME(__global const float *in, __global float *out, int n) {                         \
+    __kernel void NAME(__global const STORE_T *in, __global STORE_T *out, int n) {                     \
         int i = get_global_id(0);                                                                       \
         if (i >= n) return;                                                                             \
-        float x = in[i];                                                                                \
-        out[i] = EXPR;                                                                                  \
+        float x = LOAD(in, i);                                                                          \
+        STORE(out, i, EXPR);                                                                            \
     }                                                                                                   \
-    __kernel void NAME##4(__global const float4 *in, __global float4 *out, int n4) {                   \
+    __kernel void NAME##4(__global const STORE_T *in, __global STORE_T *out, int n4) {                 \
         int i = get_global_id(0);                                                                       \
         if (i >= n4) return;                                                                            \
-        float4 x = in[i];                                                                               \
-        out[i] = EXPR4;                                                                                 \
+        float4 x = LOAD4(in, i);                                                                        \
+        STORE4(out, i, EXPR4);                                                                          \
     }
 
 CN_UNARY(relu, cn_relu(x), cn_relu4(x))
@@ -49,32 +51,32 @@ CN_UNARY(tanh_, tanh(x), tanh(x))
 CN_UNARY(exp_, exp(x), exp(x))
 CN_UNARY(log_, log(x), log(x))
 
-__kernel void scale(__global const float *in, __global float *out, int n, float alpha, float beta) {
+__kernel void scale(__global const STORE_T *in, __global STORE_T *out, int n, float alpha, float beta) {
     int i = get_global_id(0);
     if (i >= n) return;
-    out[i] = in[i] * alpha + beta;
+    STORE(out, i, LOAD(in, i) * alpha + beta);
 }
-__kernel void scale4(__global const float4 *in, __global float4 *out, int n4, float alpha, float beta) {
+__kernel void scale4(__global const STORE_T *in, __global STORE_T *out, int n4, float alpha, float beta) {
     int i = get_global_id(0);
     if (i >= n4) return;
-    out[i] = in[i] * alpha + beta;
+    STORE4(out, i, LOAD4(in, i) * alpha + beta);
 }
 
 /* Gradients: dy is the incoming gradient; v is the forward input x for relu and the
  * forward output y for sigmoid (y(1-y)) and tanh (1-y^2). */
 #define CN_GRAD(NAME, EXPR, EXPR4)                                                                      \
-    __kernel void NAME(__global const float *dyp, __global const float *vp, __global float *out, int n) { \
+    __kernel void NAME(__global const STORE_T *dyp, __global const STORE_T *vp, __global STORE_T *out, int n) { \
         int i = get_global_id(0);                                                                       \
         if (i >= n) return;                                                                             \
-        float dy = dyp[i], v = vp[i];                                                                   \
-        out[i] = EXPR;                                                                                  \
+        float dy = LOAD(dyp, i), v = LOAD(vp, i);                                                       \
+        STORE(out, i, EXPR);                                                                            \
     }                                                                                                   \
-    __kernel void NAME##4(__global const float4 *dyp, __global const float4 *vp, __global float4 *out,  \
+    __kernel void NAME##4(__global const STORE_T *dyp, __global const STORE_T *vp, __global STORE_T *out, \
                           int n4) {                                                                     \
         int i = get_global_id(0);                                                                       \
         if (i >= n4) return;                                                                            \
-        float4 dy = dyp[i], v = vp[i];                                                                  \
-        out[i] = EXPR4;                                                                                 \
+        float4 dy = LOAD4(dyp, i), v = LOAD4(vp, i);                                                    \
+        STORE4(out, i, EXPR4);                                                                          \
     }
 
 CN_GRAD(relu_grad, v > 0.0f ? dy : 0.0f, select((float4)(0.0f), dy, v > (float4)(0.0f)))
@@ -82,12 +84,13 @@ CN_GRAD(sigmoid_grad, dy * v * (1.0f - v), dy * v * (1.0f - v))
 CN_GRAD(tanh_grad, dy * (1.0f - v * v), dy * (1.0f - v * v))
 
 /* In-place activation after a GEMM whose library cannot fuse it. */
-__kernel void epilogue(__global float *buf, int n, int epi) {
+__kernel void epilogue(__global STORE_T *buf, int n, int epi) {
     int i = get_global_id(0);
     if (i >= n) return;
-    buf[i] = cn_epi(buf[i], epi);
+    STORE(buf, i, cn_epi(LOAD(buf, i), epi));
 }
 
+/* EXPAND belongs to the reductions' contract (f32 until that family takes storage types). */
 __kernel void expand(__global const float *in, __global float *out, int n, int nin, float alpha) {
     int i = get_global_id(0);
     if (i >= n) return;
@@ -96,12 +99,12 @@ __kernel void expand(__global const float *in, __global float *out, int n, int n
 
 /* Keep element i iff cn_rng_uniform(seed, step, i) >= rate (common.h.cl), scaled by 1/(1-rate);
  * the same kernel serves DROPOUT_GRAD since the mask depends only on (seed, step, i). */
-__kernel void dropout(__global const float *in, __global float *out, int n, ulong seed, ulong step,
+__kernel void dropout(__global const STORE_T *in, __global STORE_T *out, int n, ulong seed, ulong step,
                       float rate, float keep_scale) {
     int i = get_global_id(0);
     if (i >= n) return;
     float u = cn_rng_uniform(seed, step, (ulong)i);
-    out[i] = u >= rate ? in[i] * keep_scale : 0.0f;
+    STORE(out, i, u >= rate ? LOAD(in, i) * keep_scale : 0.0f);
 }
 
 /* ---- CPU-style span kernels (the host picks them on CPU-type devices; CN_SPAN_BEGIN in
@@ -110,26 +113,26 @@ __kernel void dropout(__global const float *in, __global float *out, int n, ulon
 /* b with suffix broadcast: nb == n, or nb % GVW == 0 (then vector v pairs with b's vector
  * v % (nb / GVW), and n is a multiple of GVW, so there is no tail). */
 #define CN_BINARY_SPAN(NAME, EXPR)                                                                 \
-    __kernel void NAME##_span(__global const float *a, __global const float *b,  \
-                              __global float *out, int n, int nb, int epi, int per) {     \
+    __kernel void NAME##_span(__global const STORE_T *a, __global const STORE_T *b,            \
+                              __global STORE_T *out, int n, int nb, int epi, int per) {   \
         CN_SPAN_BEGIN(n, per)                                                                      \
         if (nb == n) {                                                                             \
             for (int v = v0; v < v1; v++) {                                                        \
-                floatV x = vloadV(v, a), y = vloadV(v, b);                                         \
-                vstoreV(cn_epiV(EXPR, epi), v, out);                                               \
+                floatV x = LOADV(a, v), y = LOADV(b, v);                                           \
+                STOREV(out, v, cn_epiV(EXPR, epi));                                                \
             }                                                                                      \
         } else {                                                                                   \
             int nbv = nb / GVW, j = v0 % nbv;                                                      \
             for (int v = v0; v < v1; v++) {                                                        \
-                floatV x = vloadV(v, a), y = vloadV(j, b);                                         \
-                vstoreV(cn_epiV(EXPR, epi), v, out);                                               \
+                floatV x = LOADV(a, v), y = LOADV(b, j);                                           \
+                STOREV(out, v, cn_epiV(EXPR, epi));                                                \
                 if (++j == nbv) j = 0;                                                             \
             }                                                                                      \
         }                                                                                          \
         if (has_tail)                                                                              \
             for (int i = nv * GVW; i < n; i++) {                                                   \
-                float x = a[i], y = b[nb == n ? i : i % nb];                                       \
-                out[i] = cn_epi(EXPR, epi);                                                        \
+                float x = LOAD(a, i), y = LOAD(b, nb == n ? i : i % nb);                           \
+                STORE(out, i, cn_epi(EXPR, epi));                                                  \
             }                                                                                      \
     }
 
@@ -139,17 +142,17 @@ CN_BINARY_SPAN(mul, x * y)
 CN_BINARY_SPAN(div_, x / y)
 
 #define CN_UNARY_SPAN(NAME, EXPR, EXPRV)                                                           \
-    __kernel void NAME##_span(__global const float *in, __global float *out, int n, \
+    __kernel void NAME##_span(__global const STORE_T *in, __global STORE_T *out, int n,          \
                               int per) {                                                           \
         CN_SPAN_BEGIN(n, per)                                                                      \
         for (int v = v0; v < v1; v++) {                                                            \
-            floatV x = vloadV(v, in);                                                              \
-            vstoreV(EXPRV, v, out);                                                                \
+            floatV x = LOADV(in, v);                                                               \
+            STOREV(out, v, EXPRV);                                                                 \
         }                                                                                          \
         if (has_tail)                                                                              \
             for (int i = nv * GVW; i < n; i++) {                                                   \
-                float x = in[i];                                                                   \
-                out[i] = EXPR;                                                                     \
+                float x = LOAD(in, i);                                                             \
+                STORE(out, i, EXPR);                                                               \
             }                                                                                      \
     }
 
@@ -159,26 +162,26 @@ CN_UNARY_SPAN(tanh_, tanh(x), tanh(x))
 CN_UNARY_SPAN(exp_, exp(x), exp(x))
 CN_UNARY_SPAN(log_, log(x), log(x))
 
-__kernel void scale_span(__global const float *in, __global float *out, int n, float alpha,
+__kernel void scale_span(__global const STORE_T *in, __global STORE_T *out, int n, float alpha,
                          float beta, int per) {
     CN_SPAN_BEGIN(n, per)
-    for (int v = v0; v < v1; v++) vstoreV(vloadV(v, in) * alpha + beta, v, out);
+    for (int v = v0; v < v1; v++) STOREV(out, v, LOADV(in, v) * alpha + beta);
     if (has_tail)
-        for (int i = nv * GVW; i < n; i++) out[i] = in[i] * alpha + beta;
+        for (int i = nv * GVW; i < n; i++) STORE(out, i, LOAD(in, i) * alpha + beta);
 }
 
 #define CN_GRAD_SPAN(NAME, EXPR, EXPRV)                                                            \
-    __kernel void NAME##_span(__global const float *dyp, __global const float *vp, \
-                              __global float *out, int n, int per) {                      \
+    __kernel void NAME##_span(__global const STORE_T *dyp, __global const STORE_T *vp,          \
+                              __global STORE_T *out, int n, int per) {                             \
         CN_SPAN_BEGIN(n, per)                                                                      \
         for (int v = v0; v < v1; v++) {                                                            \
-            floatV dy = vloadV(v, dyp), x = vloadV(v, vp);                                         \
-            vstoreV(EXPRV, v, out);                                                                \
+            floatV dy = LOADV(dyp, v), x = LOADV(vp, v);                                           \
+            STOREV(out, v, EXPRV);                                                                 \
         }                                                                                          \
         if (has_tail)                                                                              \
             for (int i = nv * GVW; i < n; i++) {                                                   \
-                float dy = dyp[i], x = vp[i];                                                      \
-                out[i] = EXPR;                                                                     \
+                float dy = LOAD(dyp, i), x = LOAD(vp, i);                                          \
+                STORE(out, i, EXPR);                                                               \
             }                                                                                      \
     }
 
@@ -202,58 +205,58 @@ CN_GRAD_SPAN(tanh_grad, dy * (1.0f - x * x), dy * (1.0f - x * x))
     (0.5f * (1.0f + (t)) + 0.5f * (v) * (1.0f - (t) * (t)) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * (v) * (v)))
 #define GELU_DERF(v) (0.5f * (1.0f + erf((v) * GELU_RSQRT2)) + (v) * GELU_RSQRT2PI * exp(-0.5f * (v) * (v)))
 
-__kernel void gelu_fwd(__global const float *x, __global float *y, int n, int tanh_form) {
+__kernel void gelu_fwd(__global const STORE_T *x, __global STORE_T *y, int n, int tanh_form) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float v = x[i];
-    y[i] = GELU_Y(v, tanh_form);
+    float v = LOAD(x, i);
+    STORE(y, i, GELU_Y(v, tanh_form));
 }
 
-__kernel void gelu_bwd(__global const float *dy, __global const float *x, __global float *dx, int n, int tanh_form) {
+__kernel void gelu_bwd(__global const STORE_T *dy, __global const STORE_T *x, __global STORE_T *dx, int n, int tanh_form) {
     int i = get_global_id(0);
     if (i >= n) return;
-    float v = x[i], d;
+    float v = LOAD(x, i), d;
     if (tanh_form) {
         float t = tanh(GELU_K0 * (v + GELU_K1 * v * v * v));
         d = GELU_DTANH(v, t);
     } else {
         d = GELU_DERF(v);
     }
-    dx[i] = dy[i] * d;
+    STORE(dx, i, LOAD(dy, i) * d);
 }
 
 /* CPU-type devices: spans of the device's vectors per work-item (elementwise.cl's
  * CN_SPAN_BEGIN), so erf, tanh and exp run on whole vectors. */
-__kernel void gelu_fwd_span(__global const float *x, __global float *y, int n, int tanh_form, int per) {
+__kernel void gelu_fwd_span(__global const STORE_T *x, __global STORE_T *y, int n, int tanh_form, int per) {
     CN_SPAN_BEGIN(n, per)
     for (int w = v0; w < v1; w++) {
-        floatV v = vloadV(w, x);
-        vstoreV(GELU_Y(v, tanh_form), w, y);
+        floatV v = LOADV(x, w);
+        STOREV(y, w, GELU_Y(v, tanh_form));
     }
     if (has_tail)
         for (int i = nv * GVW; i < n; i++) {
-            float v = x[i];
-            y[i] = GELU_Y(v, tanh_form);
+            float v = LOAD(x, i);
+            STORE(y, i, GELU_Y(v, tanh_form));
         }
 }
 
-__kernel void gelu_bwd_span(__global const float *dy, __global const float *x, __global float *dx, int n,
+__kernel void gelu_bwd_span(__global const STORE_T *dy, __global const STORE_T *x, __global STORE_T *dx, int n,
                             int tanh_form, int per) {
     CN_SPAN_BEGIN(n, per)
     for (int w = v0; w < v1; w++) {
-        floatV v = vloadV(w, x), d;
+        floatV v = LOADV(x, w), d;
         if (tanh_form) {
             floatV t = tanh(GELU_K0 * (v + GELU_K1 * v * v * v));
             d = GELU_DTANH(v, t);
         } else {
             d = GELU_DERF(v);
         }
-        vstoreV(vloadV(w, dy) * d, w, dx);
+        STOREV(dx, w, LOADV(dy, w) * d);
     }
     if (has_tail)
         for (int i = nv * GVW; i < n; i++) {
-            float v = x[i];
+            float v = LOAD(x, i);
             float d = tanh_form ? GELU_DTANH(v, tanh(GELU_K0 * (v + GELU_K1 * v * v * v))) : GELU_DERF(v);
-            dx[i] = dy[i] * d;
+            STORE(dx, i, LOAD(dy, i) * d);
         }
 }

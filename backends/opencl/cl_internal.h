@@ -97,6 +97,12 @@ typedef enum cn_cl_kernel_id {
     CN_K_COUNT
 } cn_cl_kernel_id;
 
+/* Storage types a program is built for: the value of -DCN_STORE (kernels_cl/common.h.cl). */
+enum { CN_CL_STORE_F32 = 0, CN_CL_STORE_F16 = 1, CN_CL_STORE_BF16 = 2, CN_CL_STORES };
+static inline int cn_cl_store_of(cn_dtype dt) {
+    return dt == CN_F16 ? CN_CL_STORE_F16 : dt == CN_BF16 ? CN_CL_STORE_BF16 : CN_CL_STORE_F32;
+}
+
 /* Scratch buffers for multi-pass kernels; each pass of one op uses its own slot. */
 enum { CN_CL_SCRATCH_A = 0, CN_CL_SCRATCH_B, CN_CL_SCRATCH_SLOTS };
 
@@ -140,11 +146,16 @@ typedef struct cn_cl_ctx {
     pthread_mutex_t lock; /* guards kernels/args and scratch */
     cn_mem_account *mem;  /* the engine's account for this device (NULL: not counted) */
 
-    cl_program programs[CN_CL_FAM_COUNT];
+    /* Programs and kernels per storage type (CN_CL_STORE_*: kernels_cl/common.h.cl's
+     * CN_STORE), built on first use. store is the storage type of the launch being run, set
+     * by cn_cl_run for its duration (f32 outside a launch: tuning); every kernel a launch
+     * enqueues comes from that type's programs. */
+    int store;
+    cl_program programs[CN_CL_STORES][CN_CL_FAM_COUNT];
     int build_announced; /* the first-run compile notice was given (cl_program.c) */
-    cl_kernel kernels[CN_K_COUNT];
-    size_t kernel_wg[CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE (at most max_wg), 0 = not queried */
-    size_t kernel_local[CN_K_COUNT]; /* 1 + the kernel's own __local bytes, 0 = not queried */
+    cl_kernel kernels[CN_CL_STORES][CN_K_COUNT];
+    size_t kernel_wg[CN_CL_STORES][CN_K_COUNT]; /* CL_KERNEL_WORK_GROUP_SIZE (at most max_wg), 0 = not queried */
+    size_t kernel_local[CN_CL_STORES][CN_K_COUNT]; /* 1 + the kernel's own __local bytes, 0 = not queried */
 
     cl_mem scratch[CN_CL_SCRATCH_SLOTS];
     size_t scratch_bytes[CN_CL_SCRATCH_SLOTS];
@@ -186,11 +197,12 @@ void cn_cl_device_str(cl_device_id d, cl_device_info what, char *buf, size_t cap
 void cn_cl_platform_str(cl_platform_id p, cl_platform_info what, char *buf, size_t cap);
 
 /* ---- programs and kernels (cl_program.c) ---- */
-/* The kernel, building its family's program on first use. Hot path: an array lookup. */
+/* The kernel of the current storage type (c->store), building its family's program on first
+ * use. Hot path: an array lookup. */
 cn_status cn_cl_kernel_slow(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out);
 static inline cn_status cn_cl_kernel(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out) {
-    if (c->kernels[id]) {
-        *out = c->kernels[id];
+    if (c->kernels[c->store][id]) {
+        *out = c->kernels[c->store][id];
         return CN_OK;
     }
     return cn_cl_kernel_slow(c, id, out);

@@ -24,12 +24,13 @@ static size_t pow2_floor(size_t v) {
 /* The kernel's own __local bytes (its __local variables), queried once before any argument
  * is set, so that __local arguments of an earlier launch are not counted in. */
 static size_t kernel_local_bytes(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel k) {
-    if (!c->kernel_local[id]) {
+    size_t *known = &c->kernel_local[c->store][id];
+    if (!*known) {
         cl_ulong n = 0;
         if (clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof n, &n, NULL) != CL_SUCCESS) n = 0;
-        c->kernel_local[id] = (size_t)n + 1;
+        *known = (size_t)n + 1;
     }
-    return c->kernel_local[id] - 1;
+    return *known - 1;
 }
 
 /* A CPU driver runs groups past a GPU's limits; refusing them here keeps every device (and
@@ -212,8 +213,10 @@ cn_status cn_cl_run(void *ctx, const cn_launch *l) {
     cn_cl_ctx *c = ctx;
     pthread_mutex_lock(&c->lock);
     cn_status s = CN_OK;
+    c->store = cn_cl_store_of(cn_launch_storage(l));
     /* Nothing to write: skip, so zero-sized tensors never reach a kernel. */
     if (cn_shape_numel(&l->out_shape) > 0) s = op_table[l->op](c, l);
+    c->store = CN_CL_STORE_F32;
     pthread_mutex_unlock(&c->lock);
     return s;
 }

@@ -90,7 +90,7 @@ static void family_options(const cn_cl_ctx *c, cn_cl_family fam, char *buf, size
     if (fam == CN_CL_FAM_GEMM)
         n += snprintf(buf + n, cap - (size_t)n, " -DTSM=%d -DTSN=%d -DTSK=%d -DWPTM=%d -DWPTN=%d",
                       c->gemm_tsm, c->gemm_tsn, c->gemm_tsk, c->gemm_wptm, c->gemm_wptn);
-    n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d", c->gemm_vw); /* every family: common.h.cl */
+    n += snprintf(buf + n, cap - (size_t)n, " -DGVW=%d -DCN_STORE=%d", c->gemm_vw, c->store); /* every family: common.h.cl */
     if (fam == CN_CL_FAM_LAYOUT) n += snprintf(buf + n, cap - (size_t)n, " -DTT=%d", c->transpose_tile);
     if (fam == CN_CL_FAM_ATTENTION) n += snprintf(buf + n, cap - (size_t)n, " -DATTN_ROWS_MAXD=%d", CN_CL_ATTN_ROWS_MAXD);
     /* Room for experiments (e.g. -cl-mad-enable) without a rebuild of the library; it
@@ -392,45 +392,47 @@ static cn_status load_program(cn_cl_ctx *c, cn_cl_family fam) {
         cn_log(CN_LOG_INFO, "OpenCL: built %s for '%s' in %.3f s (%s; %.3f s to store the binary)", file,
                c->dev_name, dt, disk ? "disk cache miss" : "disk cache off", ds);
     }
-    c->programs[fam] = prog;
+    c->programs[c->store][fam] = prog;
     return CN_OK;
 }
 
 cn_status cn_cl_kernel_slow(cn_cl_ctx *c, cn_cl_kernel_id id, cl_kernel *out) {
     if ((unsigned)id >= CN_K_COUNT) return cn_errorf(CN_ERR_INTERNAL, "bad OpenCL kernel id %d", (int)id);
     cn_cl_family fam = (cn_cl_family)kernel_family[id];
-    if (!c->programs[fam]) CN_TRY(load_program(c, fam));
+    if (!c->programs[c->store][fam]) CN_TRY(load_program(c, fam));
     cl_int err;
-    cl_kernel k = clCreateKernel(c->programs[fam], kernel_names[id], &err);
+    cl_kernel k = clCreateKernel(c->programs[c->store][fam], kernel_names[id], &err);
     if (err != CL_SUCCESS)
         return cn_errorf(CN_ERR_OPENCL, "clCreateKernel(%s) from %s failed: %s (%d) on OpenCL device '%s'",
                          kernel_names[id], family_files[fam], cn_cl_error_name(err), (int)err, c->dev_name);
-    c->kernels[id] = k;
+    c->kernels[c->store][id] = k;
     *out = k;
     return CN_OK;
 }
 
 size_t cn_cl_kernel_max_wg(cn_cl_ctx *c, cn_cl_kernel_id id) {
-    if (c->kernel_wg[id]) return c->kernel_wg[id];
+    if (c->kernel_wg[c->store][id]) return c->kernel_wg[c->store][id];
     cl_kernel k;
     size_t wg = 0;
     if (cn_cl_kernel(c, id, &k) != CN_OK ||
         clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) != CL_SUCCESS || wg == 0)
         wg = c->max_wg ? c->max_wg : 1;
     if (wg > c->max_wg) wg = c->max_wg; /* CLNET_EMULATE_GPU caps the device's limit */
-    c->kernel_wg[id] = wg;
+    c->kernel_wg[c->store][id] = wg;
     return wg;
 }
 
 void cn_cl_programs_release(cn_cl_ctx *c) {
-    for (int i = 0; i < CN_K_COUNT; i++)
-        if (c->kernels[i]) {
-            clReleaseKernel(c->kernels[i]);
-            c->kernels[i] = NULL;
-        }
-    for (int f = 0; f < CN_CL_FAM_COUNT; f++)
-        if (c->programs[f]) {
-            clReleaseProgram(c->programs[f]);
-            c->programs[f] = NULL;
-        }
+    for (int st = 0; st < CN_CL_STORES; st++) {
+        for (int i = 0; i < CN_K_COUNT; i++)
+            if (c->kernels[st][i]) {
+                clReleaseKernel(c->kernels[st][i]);
+                c->kernels[st][i] = NULL;
+            }
+        for (int f = 0; f < CN_CL_FAM_COUNT; f++)
+            if (c->programs[st][f]) {
+                clReleaseProgram(c->programs[st][f]);
+                c->programs[st][f] = NULL;
+            }
+    }
 }

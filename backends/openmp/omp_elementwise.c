@@ -6,6 +6,11 @@
  * parallel split is the same whatever the shape and the epilogue runs on a tile while it is
  * still in L1. Pointers are not restrict-qualified: the planner may reuse an input's buffer
  * for the output, which is safe here because element i only reads element i.
+ *
+ * Storage types (engine/storage.h): the kernels compute on float tiles. cn_tile_in hands them
+ * the tensor itself when it is f32 and a converted copy (CN_OMP_TILE floats on the stack) when
+ * it is f16 or bf16; cn_tile_out / cn_tile_flush do the same for the output, rounding to
+ * nearest even. One code path for the three types, and the f32 path unchanged.
  */
 #include "omp_ops.h"
 
@@ -45,23 +50,28 @@ static cn_status run_binary(const cn_launch *l, bin_vv_fn vv, bin_vs_fn vs) {
     const cn_shape *sa = &l->in_shape[0], *sb = &l->in_shape[1];
     const int64_t na = cn_shape_numel(sa), nb = cn_shape_numel(sb);
     if (na == 0) return CN_OK;
-    const float *a = l->in[0], *b = l->in[1];
-    float *o = l->out;
+    const cn_dtype st = cn_launch_storage(l);
+    const void *a = l->in[0], *b = l->in[1];
+    void *o = l->out;
     const int epi = l->p->epilogue;
     const int64_t tiles = (na + CN_OMP_TILE - 1) / CN_OMP_TILE;
 #pragma omp parallel for schedule(static) if (na >= CN_OMP_PAR_MIN)
     for (int64_t t = 0; t < tiles; t++) {
+        float abuf[CN_OMP_TILE], bbuf[CN_OMP_TILE], obuf[CN_OMP_TILE];
         const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, na);
+        const float *at = cn_tile_in(st, a, lo, hi - lo, abuf);
+        float *ot = cn_tile_out(st, o, lo, obuf);
         if (nb == 1) {
-            vs(a + lo, b[0], o + lo, hi - lo);
+            vs(at, cn_storage_get(st, b, 0), ot, hi - lo);
         } else {
             for (int64_t i = lo; i < hi;) {
                 const int64_t j = i % nb, len = CN_OMP_MIN(hi - i, nb - j);
-                vv(a + i, b + j, o + i, len);
+                vv(at + (i - lo), cn_tile_in(st, b, j, len, bbuf), ot + (i - lo), len);
                 i += len;
             }
         }
-        if (epi != CN_EPI_NONE) cn_omp_apply_epilogue(o + lo, hi - lo, epi);
+        if (epi != CN_EPI_NONE) cn_omp_apply_epilogue(ot, hi - lo, epi);
+        cn_tile_flush(st, o, lo, hi - lo, ot);
     }
     return CN_OK;
 }
@@ -100,13 +110,17 @@ static void scale_k(const float *x, float *o, int64_t n, const cn_op_params *p) 
 
 static cn_status run_unary(const cn_launch *l, unary_fn fn) {
     const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *x = l->in[0];
-    float *o = l->out;
+    const cn_dtype st = cn_launch_storage(l);
+    const void *x = l->in[0];
+    void *o = l->out;
     const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
 #pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
     for (int64_t t = 0; t < tiles; t++) {
+        float xbuf[CN_OMP_TILE], obuf[CN_OMP_TILE];
         const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
-        fn(x + lo, o + lo, hi - lo, l->p);
+        float *ot = cn_tile_out(st, o, lo, obuf);
+        fn(cn_tile_in(st, x, lo, hi - lo, xbuf), ot, hi - lo, l->p);
+        cn_tile_flush(st, o, lo, hi - lo, ot);
     }
     return CN_OK;
 }
@@ -126,17 +140,22 @@ cn_status cn_omp_op_SCALE(const cn_launch *l) { return run_unary(l, scale_k); }
 static cn_status run_dropout(const cn_launch *l) {
     const float rate = l->p->rate;
     const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *x = l->in[0];
-    float *o = l->out;
+    const cn_dtype st = cn_launch_storage(l);
+    const void *x = l->in[0];
+    void *o = l->out;
     /* rate == 1 drops everything; 1/(1-rate) would be infinite. */
     const float scale = rate < 1.0f ? 1.0f / (1.0f - rate) : 0.0f;
     const uint64_t seed = l->p->seed, step = l->step;
     const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
 #pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN / 8)
     for (int64_t t = 0; t < tiles; t++) {
+        float xbuf[CN_OMP_TILE], obuf[CN_OMP_TILE];
         const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
+        const float *xt = cn_tile_in(st, x, lo, hi - lo, xbuf);
+        float *ot = cn_tile_out(st, o, lo, obuf);
         for (int64_t i = lo; i < hi; i++)
-            o[i] = cn_rng_uniform(seed, step, (uint64_t)i) >= rate ? x[i] * scale : 0.0f;
+            ot[i - lo] = cn_rng_uniform(seed, step, (uint64_t)i) >= rate ? xt[i - lo] * scale : 0.0f;
+        cn_tile_flush(st, o, lo, hi - lo, ot);
     }
     return CN_OK;
 }
@@ -166,22 +185,30 @@ static float gelu_grad(float x, int tanh_form) {
     return 0.5f * (1.0f + erff(x * GELU_RSQRT2)) + x * GELU_RSQRT2PI * expf(-0.5f * x * x);
 }
 
-cn_status cn_omp_op_GELU(const cn_launch *l) {
+/* GELU (x) and its gradient (dy, x), per tile like the ops above. */
+static cn_status run_gelu(const cn_launch *l, int grad) {
     const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *x = l->in[0];
-    float *y = l->out;
-    const int t = l->p->variant;
+    const cn_dtype st = cn_launch_storage(l);
+    const void *x = l->in[grad], *dy = l->in[0];
+    void *o = l->out;
+    const int form = l->p->variant;
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
 #pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = gelu(x[i], t);
+    for (int64_t t = 0; t < tiles; t++) {
+        float xbuf[CN_OMP_TILE], dbuf[CN_OMP_TILE], obuf[CN_OMP_TILE];
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n), len = hi - lo;
+        const float *xt = cn_tile_in(st, x, lo, len, xbuf);
+        float *ot = cn_tile_out(st, o, lo, obuf);
+        if (grad) {
+            const float *dt = cn_tile_in(st, dy, lo, len, dbuf);
+            for (int64_t i = 0; i < len; i++) ot[i] = dt[i] * gelu_grad(xt[i], form);
+        } else {
+            for (int64_t i = 0; i < len; i++) ot[i] = gelu(xt[i], form);
+        }
+        cn_tile_flush(st, o, lo, len, ot);
+    }
     return CN_OK;
 }
 
-cn_status cn_omp_op_GELU_GRAD(const cn_launch *l) {
-    const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *dy = l->in[0], *x = l->in[1];
-    float *dx = l->out;
-    const int t = l->p->variant;
-#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_grad(x[i], t);
-    return CN_OK;
-}
+cn_status cn_omp_op_GELU(const cn_launch *l) { return run_gelu(l, 0); }
+cn_status cn_omp_op_GELU_GRAD(const cn_launch *l) { return run_gelu(l, 1); }

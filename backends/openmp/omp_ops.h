@@ -29,6 +29,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "ops.h"
+#include "storage.h"
 
 #define CN_OMP_DEVICE "omp"
 

@@ -87,7 +87,15 @@ void cn_profile_report(char *buf, size_t cap);
 void cn_profile_log(void);
 
 /* ---- dtypes ---- */
-typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2 /* reserved */ } cn_dtype;
+/* Float tensors may be stored in 32 or 16 bits: CN_F16 is IEEE binary16, CN_BF16 bfloat16
+ * (the top 16 bits of a float32). Ops on 16-bit tensors load each element into a float32
+ * register, compute and reduce in float32, and store the result rounded to nearest even, on
+ * every device (no cl_khr_fp16 needed). cn_tensor_read/write move the raw 16-bit values
+ * (host order, 2 bytes an element). An op's float inputs and output share one storage type
+ * unless its documentation says otherwise (losses write an f32 scalar). */
+typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2, CN_BF16 = 3 } cn_dtype;
+/* Bytes per element (4, or 2 for CN_F16 and CN_BF16), and "f32", "i32", "f16", "bf16"
+ * ("?" for a value outside the enum, whose size is 0). */
 size_t cn_dtype_size(cn_dtype dt);
 const char *cn_dtype_name(cn_dtype dt);
 

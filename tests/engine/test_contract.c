@@ -46,8 +46,10 @@ static void test_planner_columns(void) {
         }
         if (cn_op_as_epilogue(op) != CN_EPI_NONE) {
             folded++;
-            CHECK(cn_op_arity(op) == 1 && cn_op_storage(op) == CN_STORE_OWN && strcmp(cn_op_dtypes(op), "f:f") == 0,
-                  "%s: folded as an epilogue but not a one-input f32 activation", nm);
+            /* "h:h": an activation keeps its input's storage type, so folding it into the
+             * producer (which computes in float32 and stores once) changes no type */
+            CHECK(cn_op_arity(op) == 1 && cn_op_storage(op) == CN_STORE_OWN && strcmp(cn_op_dtypes(op), "h:h") == 0,
+                  "%s: folded as an epilogue but not a one-input float activation", nm);
         }
         if (cn_op_takes_epilogue(op)) takers++, CHECK(cn_op_launches(op), "%s: takes an epilogue but never launches", nm);
     }
@@ -157,6 +159,22 @@ static void test_dtypes_and_fused_forms(void) {
     int am = cn_g_unary(&g, CN_OP_ARGMAX, lg);
     CHECK(am >= 0 && g.nodes[am].dtype == CN_I32, "argmax makes i32");
     CHECK(cn_g_binary(&g, CN_OP_ACCURACY, lg, li) >= 0, "%s", cn_last_error());
+    cn_graph_destroy(&g);
+    tc_end();
+
+    tc_begin("storage types: an 'h' op keeps its inputs' type; one type per launch; 'f' ops refuse 16 bits");
+    cn_graph_init(&g);
+    int h1 = cn_g_leaf(&g, CN_LEAF_INPUT, "h1", &(cn_shape){2, {4, 3}}, CN_F16);
+    int h2 = cn_g_leaf(&g, CN_LEAF_INPUT, "h2", &(cn_shape){2, {4, 3}}, CN_F16);
+    int b1 = cn_g_leaf(&g, CN_LEAF_INPUT, "b1", &(cn_shape){2, {4, 3}}, CN_BF16);
+    int f1 = cn_g_leaf(&g, CN_LEAF_INPUT, "f1", &(cn_shape){2, {4, 3}}, CN_F32);
+    int sum = cn_g_binary(&g, CN_OP_ADD, h1, h2);
+    CHECK(sum >= 0 && g.nodes[sum].dtype == CN_F16, "f16 + f16 gives f16: %s", cn_last_error());
+    int act = cn_g_unary(&g, CN_OP_GELU, b1);
+    CHECK(act >= 0 && g.nodes[act].dtype == CN_BF16, "gelu keeps bf16: %s", cn_last_error());
+    CHECK_NODE_FAILS(cn_g_binary(&g, CN_OP_MUL, h1, f1), "mul: input 1 has dtype f32, the op's other float inputs f16");
+    CHECK_NODE_FAILS(cn_g_binary(&g, CN_OP_SUB, b1, h1), "sub: input 1 has dtype f16, the op's other float inputs bf16");
+    CHECK_NODE_FAILS(cn_g_unary(&g, CN_OP_SOFTMAX, h1), "softmax: input 0 has dtype f16, expected f32");
     cn_graph_destroy(&g);
     tc_end();
 

@@ -728,11 +728,44 @@ static const case_fn case_fns[] = {
 };
 _Static_assert(sizeof case_fns / sizeof case_fns[0] == CN_OP_COUNT, "every op needs a case builder");
 
+/* Every case of an op that takes storage types (an 'h' in its dtype signature, ops.h) runs
+ * again in f16 and in bf16, with the same inputs rounded to the type and the tolerance of
+ * h_tol's store_rel / store_abs: 2^-10 and 2^-24 for f16 (10 fraction bits, subnormal step
+ * 2^-24), 2^-7 for bf16 (7 fraction bits; its subnormals are below float32's atol). */
+static void store_variants(h_caselist *L, cn_op op, int from, int to) {
+    const char *sig = cn_op_dtypes(op), *colon = strchr(sig, ':');
+    if (!colon || !strchr(sig, 'h')) return;
+    static const struct { cn_dtype dt; const char *name; double rel, abs; } types[] = {
+        {CN_F16, "f16", 0x1p-10, 0x1p-24}, {CN_BF16, "bf16", 0x1p-7, 0}};
+    for (int t = 0; t < 2; t++)
+        for (int k = from; k < to; k++) {
+            h_case base = L->v[k]; /* h_case_new may move the list */
+            h_case *v = h_case_new(L, op, "%.140s [%s]", base.desc, types[t].name);
+            char desc[sizeof v->desc];
+            memcpy(desc, v->desc, sizeof desc);
+            *v = base;
+            memcpy(v->desc, desc, sizeof desc);
+            for (int i = 0; i < v->n_in && sig + i < colon; i++)
+                if (sig[i] == 'h') v->in[i].dt = types[t].dt;
+            if (colon[1] == 'h') v->out_dt = types[t].dt;
+            v->tol.store_rel = types[t].rel;
+            v->tol.store_abs = types[t].abs;
+            /* One IEEE operation on 16-bit values is exact in float32 or correctly rounded
+             * there (no contraction is possible), so both backends hold the same float and
+             * must store the same bits: this checks that OpenCL's rounding to the storage type
+             * (vstore_half_rte, common.h.cl's bf16) is the host's round to nearest even. */
+            int one_ieee_op = op == CN_OP_ADD || op == CN_OP_SUB || op == CN_OP_MUL || op == CN_OP_RELU ||
+                              op == CN_OP_RELU_GRAD;
+            if (one_ieee_op && v->p.epilogue == CN_EPI_NONE) v->tol.kind = TOL_EXACT;
+        }
+}
+
 int h_build_cases(h_caselist *L) {
     int ok = 1;
     for (int op = 0; op < CN_OP_COUNT; op++) {
         int before = L->n;
         case_fns[op](L);
+        store_variants(L, (cn_op)op, before, L->n);
         if (h_op_tested((cn_op)op) && L->n == before) {
             fprintf(stderr, "FAIL: op %s has no case in tests/ops/cases.c\n", cn_op_name((cn_op)op));
             ok = 0;

@@ -2,6 +2,7 @@
 #include "graph.h" /* cn_shape_str */
 #include "harness.h"
 #include "internal.h" /* cn_clear_error */
+#include "storage.h"  /* 16-bit storage types */
 
 #include <float.h>
 #include <math.h>
@@ -98,7 +99,12 @@ int64_t h_case_work(const h_case *c) {
     }
 }
 
-static size_t esize(cn_dtype dt) { return dt == CN_F16 ? 2 : 4; }
+/* Host copies are 4 bytes an element whatever the storage type: floats (or i32) that the
+ * launch converts on upload and download, so everything after h_run reads floats. */
+static size_t esize(cn_dtype dt) {
+    (void)dt;
+    return 4;
+}
 
 /* ---- inputs ---- */
 static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
@@ -184,11 +190,18 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
     }
 }
 
+/* A 16-bit input holds the values its storage type can represent: both backends then see
+ * exactly the host's floats, and the magnitude run and optimizer checks read them too. */
+static void quantize(cn_dtype dt, float *f, int64_t n) {
+    for (int64_t k = 0; k < n; k++) f[k] = dt == CN_F16 ? cn_f16_to_f32(cn_f32_to_f16(f[k])) : cn_bf16_to_f32(cn_f32_to_bf16(f[k]));
+}
+
 void h_gen_inputs(const h_case *c, h_data *d) {
     for (int i = 0; i < c->n_in; i++) {
         h_rng r;
         h_rng_seed(&r, c->seed * 131 + (uint64_t)i * 7919 + 17);
         gen_one(c, i, d, &r);
+        if (c->in[i].dt == CN_F16 || c->in[i].dt == CN_BF16) quantize(c->in[i].dt, d->in[i], cn_shape_numel(&c->in[i].shape));
     }
 }
 
@@ -204,26 +217,44 @@ void h_data_free(h_data *d) {
 }
 
 /* ---- guarded launch ---- */
+/* A buffer on the device in its storage type: 4-byte elements (f32, i32), or 2-byte ones
+ * (f16, bf16) converted from and to the host's floats. Guards and the pre-fill are raw bits
+ * of the element's width; a 16-bit element still holding the pre-fill reads back as
+ * H_PREFILL_BITS, so "never written" is reported the same way for every type. */
+#define H_GUARD_BITS16 0xA5A5u
+#define H_PREFILL_BITS16 0x7FC0u /* a NaN in f16 and in bf16 */
 typedef struct gbuf {
     void *dev;
-    uint32_t *stage; /* expected content: data + guard (all elements are 4 bytes here) */
-    int64_t n;       /* data elements */
-    int written;     /* output or in-place buffer */
+    unsigned char *stage; /* expected device content: data + guard */
+    int64_t n;            /* data elements */
+    cn_dtype dt;
+    size_t es;            /* bytes per element on the device */
+    int written;          /* output or in-place buffer */
     const char *name;
 } gbuf;
 
-static int gbuf_make(cn_backend *b, gbuf *g, int64_t n, const void *data, int written,
+static int is16(cn_dtype dt) { return dt == CN_F16 || dt == CN_BF16; }
+
+static int gbuf_make(cn_backend *b, gbuf *g, int64_t n, cn_dtype dt, const void *data, int written,
                      const char *name, char *err, size_t cap) {
     g->n = n;
+    g->dt = dt;
+    g->es = is16(dt) ? 2 : 4;
     g->written = written;
     g->name = name;
-    size_t bytes = (size_t)(n + H_GUARD) * 4;
+    size_t bytes = (size_t)(n + H_GUARD) * g->es;
     g->stage = malloc(bytes);
-    if (data)
-        memcpy(g->stage, data, (size_t)n * 4);
-    else
-        for (int64_t k = 0; k < n; k++) g->stage[k] = H_PREFILL_BITS;
-    for (int64_t k = n; k < n + H_GUARD; k++) g->stage[k] = H_GUARD_BITS;
+    for (int64_t k = 0; k < n + H_GUARD; k++) {
+        int guard = k >= n;
+        if (g->es == 2) {
+            uint16_t v = guard ? H_GUARD_BITS16 : !data ? H_PREFILL_BITS16
+                       : dt == CN_F16 ? cn_f32_to_f16(((const float *)data)[k]) : cn_f32_to_bf16(((const float *)data)[k]);
+            memcpy(g->stage + k * 2, &v, 2);
+        } else {
+            uint32_t v = guard ? H_GUARD_BITS : !data ? H_PREFILL_BITS : ((const uint32_t *)data)[k];
+            memcpy(g->stage + k * 4, &v, 4);
+        }
+    }
     cn_status s = b->alloc(b->ctx, bytes, &g->dev);
     if (s != CN_OK) {
         snprintf(err, cap, "alloc(%zu) of %s failed: %s: %s", bytes, name, cn_status_name(s), cn_last_error());
@@ -238,11 +269,23 @@ static int gbuf_make(cn_backend *b, gbuf *g, int64_t n, const void *data, int wr
     return 1;
 }
 
+static uint32_t elem_bits(const gbuf *g, const unsigned char *h, int64_t k) {
+    uint32_t v = 0;
+    if (g->es == 2) {
+        uint16_t u;
+        memcpy(&u, h + k * 2, 2);
+        v = u;
+    } else {
+        memcpy(&v, h + k * 4, 4);
+    }
+    return v;
+}
+
 /* Downloads the whole buffer; checks the guard (and, for read-only inputs, the data);
- * copies the data into dst when given. */
+ * copies the data, as host floats (or i32), into dst when given. */
 static int gbuf_check(cn_backend *b, gbuf *g, void *dst, char *err, size_t cap) {
-    size_t bytes = (size_t)(g->n + H_GUARD) * 4;
-    uint32_t *h = malloc(bytes);
+    size_t bytes = (size_t)(g->n + H_GUARD) * g->es;
+    unsigned char *h = malloc(bytes);
     cn_status s = b->download(b->ctx, g->dev, 0, h, bytes);
     if (s != CN_OK) {
         snprintf(err, cap, "download of %s failed: %s: %s", g->name, cn_status_name(s), cn_last_error());
@@ -250,22 +293,34 @@ static int gbuf_check(cn_backend *b, gbuf *g, void *dst, char *err, size_t cap) 
         return 0;
     }
     int ok = 1;
+    const uint32_t guard = g->es == 2 ? H_GUARD_BITS16 : H_GUARD_BITS;
     for (int64_t k = g->n; k < g->n + H_GUARD; k++)
-        if (h[k] != H_GUARD_BITS) {
+        if (elem_bits(g, h, k) != guard) {
+            uint32_t v = elem_bits(g, h, k);
             snprintf(err, cap, "out-of-bounds write past the end of %s (%lld elements): guard element +%lld = 0x%08x (%g)",
-                     g->name, (long long)g->n, (long long)(k - g->n), h[k], (double)u2f(h[k]));
+                     g->name, (long long)g->n, (long long)(k - g->n), v,
+                     g->es == 2 ? (double)(g->dt == CN_F16 ? cn_f16_to_f32((uint16_t)v) : cn_bf16_to_f32((uint16_t)v))
+                                : (double)u2f(v));
             ok = 0;
             break;
         }
     if (ok && !g->written)
         for (int64_t k = 0; k < g->n; k++)
-            if (h[k] != g->stage[k]) {
+            if (elem_bits(g, h, k) != elem_bits(g, g->stage, k)) {
                 snprintf(err, cap, "read-only %s modified at element %lld (0x%08x -> 0x%08x)", g->name,
-                         (long long)k, g->stage[k], h[k]);
+                         (long long)k, elem_bits(g, g->stage, k), elem_bits(g, h, k));
                 ok = 0;
                 break;
             }
-    if (ok && dst) memcpy(dst, h, (size_t)g->n * 4);
+    if (ok && dst) {
+        if (g->es == 2) {
+            float *f = dst;
+            for (int64_t k = 0; k < g->n; k++)
+                f[k] = elem_bits(g, h, k) == H_PREFILL_BITS16 ? u2f(H_PREFILL_BITS) : cn_storage_get(g->dt, h, k);
+        } else {
+            memcpy(dst, h, (size_t)g->n * 4);
+        }
+    }
     free(h);
     return ok;
 }
@@ -287,7 +342,8 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
     l.out_dtype = c->out_dt;
     for (int i = 0; i < c->n_in; i++) {
         int written = c->inplace && i != 1 && i != c->n_in - 1;
-        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->in[i].shape), in_host[i], written, in_names[i], err, cap)) {
+        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->in[i].shape), c->in[i].dt, in_host[i], written, in_names[i], err,
+                       cap)) {
             nb++;
             goto done;
         }
@@ -299,7 +355,7 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
     if (c->inplace) {
         l.out = l.in[0];
     } else {
-        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->out_shape), NULL, 1, "output", err, cap)) {
+        if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->out_shape), c->out_dt, NULL, 1, "output", err, cap)) {
             nb++;
             goto done;
         }
@@ -424,6 +480,7 @@ int h_compare(const h_case *c, int j, const void *ref, const void *got, const fl
                 else
                     bound = t->atol + t->rtol * fabs((double)a[i]);
                 if (t->kind == TOL_REDUCE) bound += 4.0 * FLT_EPSILON * sqrt(t->k) * scale;
+                bound += t->store_rel * fabs((double)a[i]) + t->store_abs; /* 16-bit storage: h_tol */
                 bad = err > bound;
             }
             if (t->mask_exact && ((a[i] == 0) != (b[i] == 0))) {

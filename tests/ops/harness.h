@@ -62,6 +62,12 @@ typedef struct h_tol {
     h_tol_kind kind;
     double atol, rtol, k;
     int mask_exact; /* DROPOUT: zero / non-zero pattern must match exactly */
+    /* 16-bit storage (h_store_variants): both sides compute in float32 and round once to the
+     * storage type, so results within the f32 bound above may round to neighbouring 16-bit
+     * values: one unit in the last place more, at most 2^-p |ref| for p fraction bits (f16
+     * 10, bf16 7), plus the subnormal step (f16 2^-24). 0 for f32 cases. Exact cases stay
+     * exact: a value that only moves is representable in its own type. */
+    double store_rel, store_abs;
 } h_tol;
 
 #define H_MAX_CHECKED 3 /* out, or param + up to two state buffers for in-place ops */

@@ -238,7 +238,7 @@ static int ref_sane(const h_case *c, const h_data *r, char *msg, size_t cap) {
                          h_checked_name(c, j), (long long)i);
                 return 0;
             }
-            const float f = h_checked_dtype(c, j) == CN_F32 ? ((const float *)r->chk[j])[i] : 0.0f;
+            const float f = h_checked_dtype(c, j) != CN_I32 ? ((const float *)r->chk[j])[i] : 0.0f;
             /* CAUSAL_MASK writes its fill (-inf before a softmax) on purpose */
             if (!isfinite(f) && !(c->op == CN_OP_CAUSAL_MASK && f == c->p.fill)) {
                 snprintf(msg, cap, "reference %s[%lld] = %g is not finite", h_checked_name(c, j), (long long)i,
@@ -261,7 +261,7 @@ static float *magnitude_run(cn_backend *ref, const h_case *c, const h_data *in) 
         int64_t n = cn_shape_numel(&c->in[i].shape);
         abs_in[i] = malloc((size_t)n * 4 + 4);
         memcpy(abs_in[i], in->in[i], (size_t)n * 4);
-        if (c->in[i].dt == CN_F32)
+        if (c->in[i].dt != CN_I32)
             for (int64_t k = 0; k < n; k++) ((float *)abs_in[i])[k] = fabsf(((float *)abs_in[i])[k]);
     }
     h_alloc_checked(&m, &md);

@@ -1,0 +1,23 @@
+/* Storage-type conversion of whole tiles (engine/storage.h). Plain loops over one branch-free
+ * conversion per element, which gcc vectorises; the dtype test is hoisted out of the loop. */
+#include "storage.h"
+
+void cn_tile_load(cn_dtype dt, const void *p, int64_t off, int64_t n, float *buf) {
+    const uint16_t *h = (const uint16_t *)p + off;
+    if (dt == CN_BF16)
+        for (int64_t i = 0; i < n; i++) buf[i] = cn_bf16_to_f32(h[i]);
+    else if (dt == CN_F16)
+        for (int64_t i = 0; i < n; i++) buf[i] = cn_f16_to_f32(h[i]);
+    else
+        memcpy(buf, (const float *)p + off, (size_t)n * sizeof *buf);
+}
+
+void cn_tile_store(cn_dtype dt, void *p, int64_t off, int64_t n, const float *buf) {
+    uint16_t *h = (uint16_t *)p + off;
+    if (dt == CN_BF16)
+        for (int64_t i = 0; i < n; i++) h[i] = cn_f32_to_bf16(buf[i]);
+    else if (dt == CN_F16)
+        for (int64_t i = 0; i < n; i++) h[i] = cn_f32_to_f16(buf[i]);
+    else
+        memcpy((float *)p + off, buf, (size_t)n * sizeof *buf);
+}
