@@ -181,14 +181,14 @@
     X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
     X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
     X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)           \
-    X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                        \
-    X(ELU, "elu", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                                      \
-    X(CLIP, "clip", 1, 1, 1, "f:f", ACT, OWN, 0, NONE)                                    \
-    X(SILU, "silu", 1, 1, 1, "f:f", ACT, OWN, 0, SILU)                                    \
-    X(HARD_SIGMOID, "hard_sigmoid", 1, 1, 1, "f:f", ACT, OWN, 0, HARD_SIGMOID)            \
-    X(HARD_SWISH, "hard_swish", 1, 1, 1, "f:f", ACT, OWN, 0, HARD_SWISH)                  \
-    X(SOFTPLUS, "softplus", 1, 1, 1, "f:f", ACT, OWN, 0, SOFTPLUS)                        \
-    X(ACT_GRAD, "activation_grad", 2, 0, 1, "ff:f", ACT_GRAD, OWN, 0, NONE)               \
+    X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                        \
+    X(ELU, "elu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                      \
+    X(CLIP, "clip", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                    \
+    X(SILU, "silu", 1, 1, 1, "h:h", ACT, OWN, 0, SILU)                                    \
+    X(HARD_SIGMOID, "hard_sigmoid", 1, 1, 1, "h:h", ACT, OWN, 0, HARD_SIGMOID)            \
+    X(HARD_SWISH, "hard_swish", 1, 1, 1, "h:h", ACT, OWN, 0, HARD_SWISH)                  \
+    X(SOFTPLUS, "softplus", 1, 1, 1, "h:h", ACT, OWN, 0, SOFTPLUS)                        \
+    X(ACT_GRAD, "activation_grad", 2, 0, 1, "hh:h", ACT_GRAD, OWN, 0, NONE)               \
     X(CHANNEL_ADD, "channel_add", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
     X(CHANNEL_MUL, "channel_mul", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
     X(CHANNEL_SUM, "channel_sum", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \

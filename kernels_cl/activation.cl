@@ -36,13 +36,14 @@ float cn_act_grad(int kind, float dy, float x, float a, float b) {
     return dy;
 }
 
-__kernel void act_fwd(__global const float *x, __global float *y, int n, int kind, float a, float b) {
+/* Over the launch's storage type (common.h.cl: STORE_T, LOAD, STORE); float32 arithmetic. */
+__kernel void act_fwd(__global const STORE_T *x, __global STORE_T *y, int n, int kind, float a, float b) {
     int i = get_global_id(0);
-    if (i < n) y[i] = cn_act(kind, x[i], a, b);
+    if (i < n) STORE(y, i, cn_act(kind, LOAD(x, i), a, b));
 }
 
-__kernel void act_bwd(__global const float *dy, __global const float *x, __global float *dx, int n, int kind, float a,
-                      float b) {
+__kernel void act_bwd(__global const STORE_T *dy, __global const STORE_T *x, __global STORE_T *dx, int n, int kind,
+                      float a, float b) {
     int i = get_global_id(0);
-    if (i < n) dx[i] = cn_act_grad(kind, dy[i], x[i], a, b);
+    if (i < n) STORE(dx, i, cn_act_grad(kind, LOAD(dy, i), LOAD(x, i), a, b));
 }

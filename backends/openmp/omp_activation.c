@@ -36,32 +36,37 @@ static float act_grad(cn_op op, float dy, float x, float a, float b) {
     }
 }
 
-static cn_status run_act(const cn_launch *l) {
+/* Per tile, over the launch's storage type (engine/storage.h): float32 arithmetic, loads and
+ * stores converted where the tensors are 16-bit. grad: ACT_GRAD(dy, x). */
+static cn_status run_act(const cn_launch *l, cn_op op, int grad) {
     const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *x = l->in[0];
-    float *y = l->out;
+    const cn_dtype st = cn_launch_storage(l);
+    const void *x = l->in[grad], *dy = l->in[0];
+    void *o = l->out;
     const float a = l->p->alpha, b = l->p->beta;
-    const cn_op op = l->op;
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
 #pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = act(op, x[i], a, b);
+    for (int64_t t = 0; t < tiles; t++) {
+        float xbuf[CN_OMP_TILE], dbuf[CN_OMP_TILE], obuf[CN_OMP_TILE];
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n), len = hi - lo;
+        const float *xt = cn_tile_in(st, x, lo, len, xbuf);
+        float *ot = cn_tile_out(st, o, lo, obuf);
+        if (grad) {
+            const float *dt = cn_tile_in(st, dy, lo, len, dbuf);
+            for (int64_t i = 0; i < len; i++) ot[i] = act_grad(op, dt[i], xt[i], a, b);
+        } else {
+            for (int64_t i = 0; i < len; i++) ot[i] = act(op, xt[i], a, b);
+        }
+        cn_tile_flush(st, o, lo, len, ot);
+    }
     return CN_OK;
 }
 
-cn_status cn_omp_op_LEAKY_RELU(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_ELU(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_CLIP(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_SILU(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_HARD_SIGMOID(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_HARD_SWISH(const cn_launch *l) { return run_act(l); }
-cn_status cn_omp_op_SOFTPLUS(const cn_launch *l) { return run_act(l); }
-
-cn_status cn_omp_op_ACT_GRAD(const cn_launch *l) {
-    const int64_t n = cn_shape_numel(&l->out_shape);
-    const float *dy = l->in[0], *x = l->in[1];
-    float *dx = l->out;
-    const float a = l->p->alpha, b = l->p->beta;
-    const cn_op op = (cn_op)l->p->variant;
-#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) dx[i] = act_grad(op, dy[i], x[i], a, b);
-    return CN_OK;
-}
+cn_status cn_omp_op_LEAKY_RELU(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_ELU(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_CLIP(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_SILU(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_HARD_SIGMOID(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_HARD_SWISH(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_SOFTPLUS(const cn_launch *l) { return run_act(l, l->op, 0); }
+cn_status cn_omp_op_ACT_GRAD(const cn_launch *l) { return run_act(l, (cn_op)l->p->variant, 1); }
