@@ -5,30 +5,17 @@
  * deviations), as in layer norm. st is [2, C]: mean, then the biased variance; the running
  * statistics have the same layout, so bn_apply and bn_grad_apply read either. */
 
-float bn_group_sum(float v, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    tmp[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = lsz >> 1; s > 0; s >>= 1) {
-        if (lid < s) tmp[lid] += tmp[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = tmp[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 __kernel void bn_stats(__global const float *x, __global float *st, int R, int C, __local float *tmp) {
     int c = get_group_id(0);
     float s = 0.0f;
     for (int r = get_local_id(0); r < R; r += get_local_size(0)) s += x[(long)r * C + c];
-    float mean = bn_group_sum(s, tmp) / (float)R;
+    float mean = cn_wg_sum(s, tmp) / (float)R;
     float v = 0.0f;
     for (int r = get_local_id(0); r < R; r += get_local_size(0)) {
         float d = x[(long)r * C + c] - mean;
         v += d * d;
     }
-    float var = bn_group_sum(v, tmp) / (float)R;
+    float var = cn_wg_sum(v, tmp) / (float)R;
     if (get_local_id(0) == 0) st[c] = mean, st[C + c] = var;
 }
 
@@ -51,8 +38,8 @@ __kernel void bn_grad_sums(__global const float *dy, __global const float *x, __
         a += dy[k];
         b += dy[k] * ((x[k] - mean) * rstd);
     }
-    float sa = bn_group_sum(a, tmp) / (float)R;
-    float sb = bn_group_sum(b, tmp) / (float)R;
+    float sa = cn_wg_sum(a, tmp) / (float)R;
+    float sb = cn_wg_sum(b, tmp) / (float)R;
     if (get_local_id(0) == 0) sums[c] = sa, sums[C + c] = sb;
 }
 

@@ -15,6 +15,22 @@ float cn_rng_uniform(ulong seed, ulong step, ulong index) {
     return (float)(r >> 40) * (1.0f / 16777216.0f);
 }
 
+/* Work-group sum of v over a power-of-two group through __local tmp (one float per
+ * work-item); every work-item must call it, and the trailing barrier frees tmp for reuse.
+ * Shared by the row and channel reductions (norm.cl, softmax.cl, batchnorm.cl). */
+float cn_wg_sum(float v, __local float *tmp) {
+    int lid = get_local_id(0), lsz = get_local_size(0);
+    tmp[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) tmp[lid] += tmp[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
 /* Epilogue codes match cn_epilogue in engine/ops.h. */
 #define EPI_NONE 0
 #define EPI_RELU 1

@@ -3,31 +3,17 @@
  * many floats. Mean and variance are two passes (the one-pass E[x^2] - E[x]^2 cancels for
  * rows with a large mean); the backward recomputes them, since a node has one output. */
 
-/* Group-wide sum; every work-item must call it. The trailing barrier frees tmp for reuse. */
-float ln_group_sum(float v, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    tmp[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = lsz >> 1; s > 0; s >>= 1) {
-        if (lid < s) tmp[lid] += tmp[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = tmp[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 /* mean and 1/sqrt(var + eps) of row xr. */
 float2 ln_row_stats(__global const float *xr, int C, float eps, __local float *tmp) {
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += xr[j];
-    float mean = ln_group_sum(s, tmp) / (float)C;
+    float mean = cn_wg_sum(s, tmp) / (float)C;
     float v = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) {
         float d = xr[j] - mean;
         v += d * d;
     }
-    float var = ln_group_sum(v, tmp) / (float)C;
+    float var = cn_wg_sum(v, tmp) / (float)C;
     return (float2)(mean, 1.0f / sqrt(var + eps));
 }
 
@@ -58,8 +44,8 @@ __kernel void layer_norm_grad_rows(__global const float *dy, __global const floa
         sg += g;
         sgx += g * ((xr[j] - st.x) * st.y);
     }
-    float mg = ln_group_sum(sg, tmp) / (float)C;
-    float mgx = ln_group_sum(sgx, tmp) / (float)C;
+    float mg = cn_wg_sum(sg, tmp) / (float)C;
+    float mgx = cn_wg_sum(sgx, tmp) / (float)C;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) {
         float xhat = (xr[j] - st.x) * st.y;
         dxr[j] = st.y * (dyr[j] * gamma[j] - mg - xhat * mgx);

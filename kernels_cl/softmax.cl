@@ -16,19 +16,6 @@ float cn_group_max(float v, __local float *tmp) {
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
-float cn_group_sum_f(float v, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    tmp[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = lsz >> 1; s > 0; s >>= 1) {
-        if (lid < s) tmp[lid] += tmp[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = tmp[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 float cn_row_max(__global const float *xr, int C, __local float *tmp) {
     float m = -INFINITY;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) m = fmax(m, xr[j]);
@@ -37,7 +24,7 @@ float cn_row_max(__global const float *xr, int C, __local float *tmp) {
 float cn_row_sum_exp(__global const float *xr, int C, float mx, __local float *tmp) {
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += exp(xr[j] - mx);
-    return cn_group_sum_f(s, tmp);
+    return cn_wg_sum(s, tmp);
 }
 
 /* y may alias x: every read of the row ends before the first write (group barriers). */
@@ -63,7 +50,7 @@ __kernel void softmax_grad_rows(__global const float *dy, __global const float *
     __global float *dxr = dx + row * C;
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += dyr[j] * yr[j];
-    s = cn_group_sum_f(s, tmp);
+    s = cn_wg_sum(s, tmp);
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) dxr[j] = yr[j] * (dyr[j] - s);
 }
 
@@ -75,7 +62,7 @@ __kernel void log_softmax_grad_rows(__global const float *dy, __global const flo
     __global float *dxr = dx + row * C;
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += dyr[j];
-    s = cn_group_sum_f(s, tmp);
+    s = cn_wg_sum(s, tmp);
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) dxr[j] = dyr[j] - exp(yr[j]) * s;
 }
 
