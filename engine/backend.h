@@ -27,6 +27,7 @@ typedef struct cn_launch {
     cn_dtype out_dtype;
     void *out;
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
+    void *flags;    /* NULL, or the session's run flags (CN_FLAG_WORDS int32, see below) */
 } cn_launch;
 
 /* The storage type of a launch's float tensors (ops.h's 'h' letters; engine/storage.h): f16
@@ -38,6 +39,17 @@ static inline cn_dtype cn_launch_storage(const cn_launch *l) {
         if (l->in_dtype[i] == CN_F16 || l->in_dtype[i] == CN_BF16) return l->in_dtype[i];
     return CN_F32;
 }
+
+/* Run flags: a small device buffer a session gives every launch, so that what only the data
+ * can tell is found on the device and stops the update without a host sync per step.
+ * Word 0 collects CN_FLAG_* bits (set atomically; the launch that sets the first bit also
+ * writes words 1..3: the offending label, its row, the low 32 bits of the launch's step).
+ * XENT, XENT_GRAD and ACCURACY set CN_FLAG_LABEL for a label outside [0, C) (the OpenMP
+ * backend may instead fail the launch at once); ADAM and SGD do nothing while word 0 is
+ * nonzero. The host reads the words when it waits for the device anyway (engine/session_flags.c). */
+#define CN_FLAG_LABEL 1     /* a label outside [0, C) */
+#define CN_FLAG_NONFINITE 2 /* flag_nonfinite found a NaN or an infinity */
+#define CN_FLAG_WORDS 4
 
 /* An upload of at most this many bytes (a power of two, at an offset that is a multiple of
  * it) copies src before it returns, even with blocking = 0: the engine writes small per-step
@@ -69,6 +81,10 @@ typedef struct cn_backend {
     cn_status (*download_async)(void *ctx, void *buf, size_t offset, void *dst, size_t bytes);
     /* Optional (may be NULL): tune performance-critical kernels for this device. */
     cn_status (*tune)(void *ctx, int verbose);
+    /* Sets CN_FLAG_NONFINITE in flags (run flags, above; words 1..2 = -1, word 3 = step) if
+     * any of the n floats of buf is a NaN or an infinity. Enqueued like run(), never waits.
+     * NULL: the backend cannot check, and sessions refuse the check. */
+    cn_status (*flag_nonfinite)(void *ctx, void *buf, int64_t n, void *flags, uint64_t step);
 } cn_backend;
 
 /* A device's memory account, owned by the engine (engine/memory.c). A backend charges the

@@ -25,6 +25,38 @@ static char hints[512];
 static cn_device *opened[MAX_DEVICES];
 static char visible_spec[512];
 static int visible_set;
+static char visible_error[2560]; /* CLNET_VISIBLE_DEVICES names a device that does not exist */
+
+static void list_devices(char *buf, size_t cap, int all);
+
+/* A filter is a comma-separated list of exact selectors, each of which must name a device:
+ * a typo ("opm") would otherwise hide every device and leave the later open error saying
+ * "available: none" without naming the filter. On error, msg names the filter, the selector
+ * and every device. */
+static cn_status check_filter(const char *spec, const char *what, char *msg, size_t cap) {
+    char buf[sizeof visible_spec];
+    if (strlen(spec) >= sizeof buf) {
+        snprintf(msg, cap, "%s: the list is longer than %zu bytes", what, sizeof buf - 1);
+        return CN_ERR_INVALID_ARG;
+    }
+    snprintf(buf, sizeof buf, "%s", spec);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save), n++) {
+        int found = 0;
+        for (int i = 0; i < all_count && !found; i++) found = strcmp(tok, all_info[i].selector) == 0;
+        if (found) continue;
+        char list[1024];
+        list_devices(list, sizeof list, 1);
+        snprintf(msg, cap, "%s '%.200s': '%.64s' is not a device selector (exact selectors: omp, cl:N); devices: %.900s%s%.400s",
+                 what, spec, tok, list, hints[0] ? "; " : "", hints);
+        return CN_ERR_NOT_FOUND;
+    }
+    if (n == 0) {
+        snprintf(msg, cap, "%s '%.200s' names no device", what, spec);
+        return CN_ERR_INVALID_ARG;
+    }
+    return CN_OK;
+}
 
 static void registry_init(void) {
     if (reg_ready) return;
@@ -45,11 +77,12 @@ static void registry_init(void) {
         if (hint[0] && used < sizeof hints)
             snprintf(hints + used, sizeof hints - used, "%s%s", used ? "; " : "", hint);
     }
+    reg_ready = 1;
     if (!visible_set) {
         const char *e = getenv("CLNET_VISIBLE_DEVICES");
-        if (e && *e) snprintf(visible_spec, sizeof visible_spec, "%s", e);
+        if (e && *e && check_filter(e, "CLNET_VISIBLE_DEVICES", visible_error, sizeof visible_error) == CN_OK)
+            snprintf(visible_spec, sizeof visible_spec, "%s", e);
     }
-    reg_ready = 1;
 }
 
 static int is_visible(const cn_device_info *d) {
@@ -69,13 +102,27 @@ static int visible_list(int *idx) {
     return n;
 }
 
+/* A CLNET_VISIBLE_DEVICES that names no device fails every call that lists or opens devices
+ * (cn_set_visible_devices replaces it). Call with reg_lock held. */
+static cn_status env_filter_status(void) {
+    if (!visible_error[0]) return CN_OK;
+    return cn_errorf(CN_ERR_NOT_FOUND, "%s", visible_error);
+}
+
 cn_status cn_set_visible_devices(const char *selectors) {
     pthread_mutex_lock(&reg_lock);
     registry_init();
-    snprintf(visible_spec, sizeof visible_spec, "%s", selectors ? selectors : "");
-    visible_set = 1;
+    char msg[sizeof visible_error];
+    cn_status st = selectors && *selectors ? check_filter(selectors, "visible devices", msg, sizeof msg) : CN_OK;
+    if (st == CN_OK) {
+        snprintf(visible_spec, sizeof visible_spec, "%s", selectors ? selectors : "");
+        visible_set = 1;
+        visible_error[0] = 0;
+    } else {
+        st = cn_errorf(st, "%s", msg);
+    }
     pthread_mutex_unlock(&reg_lock);
-    return CN_OK;
+    return st;
 }
 
 cn_status cn_device_count(int *count) {
@@ -83,9 +130,10 @@ cn_status cn_device_count(int *count) {
     int idx[MAX_DEVICES];
     pthread_mutex_lock(&reg_lock);
     registry_init();
-    *count = visible_list(idx);
+    cn_status st = env_filter_status();
+    *count = st == CN_OK ? visible_list(idx) : 0;
     pthread_mutex_unlock(&reg_lock);
-    return CN_OK;
+    return st;
 }
 
 cn_status cn_device_info_get(int index, cn_device_info *info) {
@@ -93,8 +141,10 @@ cn_status cn_device_info_get(int index, cn_device_info *info) {
     pthread_mutex_lock(&reg_lock);
     registry_init();
     int n = visible_list(idx);
-    cn_status st = CN_OK;
-    if (!info || index < 0 || index >= n)
+    cn_status st = env_filter_status();
+    if (st != CN_OK)
+        ;
+    else if (!info || index < 0 || index >= n)
         st = cn_errorf(CN_ERR_INVALID_ARG, "device index %d out of range (%d visible devices)", index, n);
     else
         *info = all_info[idx[index]];
@@ -109,9 +159,11 @@ const char *cn_device_hint(void) {
     return hints;
 }
 
-static void list_devices(char *buf, size_t cap) {
+/* The visible devices, or all of them. */
+static void list_devices(char *buf, size_t cap, int all) {
     int idx[MAX_DEVICES];
-    int n = visible_list(idx);
+    int n = all ? 0 : visible_list(idx);
+    for (int i = 0; all && i < all_count; i++) idx[n++] = i;
     size_t o = 0;
     buf[0] = 0;
     for (int i = 0; i < n && o < cap; i++)
@@ -207,14 +259,16 @@ cn_status cn_device_open(const char *selector, cn_device **out) {
     pthread_mutex_lock(&reg_lock);
     registry_init();
     char amb[1024];
-    int i = resolve(selector, amb, sizeof amb);
-    cn_status st = CN_OK;
-    if (i == -2) {
+    cn_status st = env_filter_status();
+    int i = st == CN_OK ? resolve(selector, amb, sizeof amb) : -3;
+    if (i == -3) {
+        /* st names CLNET_VISIBLE_DEVICES */
+    } else if (i == -2) {
         st = cn_errorf(CN_ERR_INVALID_ARG, "device name '%s' is ambiguous: it matches %s; use a selector or more of "
                        "the name", selector, amb);
     } else if (i < 0) {
         char list[2048];
-        list_devices(list, sizeof list);
+        list_devices(list, sizeof list, 0);
         st = cn_errorf(CN_ERR_NOT_FOUND,
                        "no device matches '%s' (selectors: omp, cl:N, gpu, gpu:N, cpu, auto, or part of a device's "
                        "name); available: %s%s%s",

@@ -92,6 +92,7 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     int prof = cn_profile_enabled();
     for (int k = from; k < to; k++) {
         p->launches[k].step = step;
+        p->launches[k].flags = p->flags;
         double t0 = prof ? cn_now_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);
         if (prof && st == CN_OK) {

@@ -13,9 +13,7 @@
 #define CN_PRINTF(a, b)
 #endif
 
-/* Record a formatted message for cn_last_error() and return s, so call sites read
- * `return cn_errorf(CN_ERR_IO, "cannot open %s: %s", path, strerror(errno));` */
-cn_status cn_errorf(cn_status s, const char *fmt, ...) CN_PRINTF(2, 3);
+/* cn_errorf (clnet.h) records a message for cn_last_error() and returns its status. */
 /* Prefix the current message with context ("loading ckpt.cn: <old message>"). */
 cn_status cn_error_context(cn_status s, const char *fmt, ...) CN_PRINTF(2, 3);
 void cn_clear_error(void);

@@ -23,6 +23,7 @@ typedef struct cn_plan {
     uint64_t intermediate_bytes; /* what they would take without reuse */
     int fused;                  /* activations fused into their producer */
     int needs_step;             /* ADAM launches: bias correction needs step >= 1 */
+    void *flags;                /* given to every launch: the session's run flags (backend.h), or NULL */
 } cn_plan;
 
 /* outputs: nodes whose values must survive the run (loss, metrics, optimizer steps).

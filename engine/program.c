@@ -307,15 +307,25 @@ cn_value cn_constant(cn_program *p, const char *name, int ndim, const int64_t *s
     return track(p, cn_g_const(&p->g, name ? name : "", &spec, data), &spec, 0);
 }
 
+/* Every failure of cn_output and cn_set_loss is recorded in the program like a builder
+ * call's, so a caller that ignores the returned status still finds it in
+ * cn_program_status() and no session runs a program that lost an output. */
+static cn_status fail_call(cn_program *p, cn_status st) {
+    fail_status(p, st);
+    return st;
+}
+
 cn_status cn_output(cn_program *p, const char *name, cn_value v) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_output: NULL program");
     if (!valid(p, v, "output")) return cn_program_status(p);
     if (!name || !*name || strlen(name) >= CN_NODE_NAME_MAX)
-        return cn_errorf(CN_ERR_INVALID_ARG, "output: name must be 1..%d bytes", CN_NODE_NAME_MAX - 1);
+        return fail_call(p, cn_errorf(CN_ERR_INVALID_ARG, "output: name '%s' must be 1..%d bytes", name ? name : "(null)",
+                                      CN_NODE_NAME_MAX - 1));
     if (cn_program_find_output(p, name) >= 0)
-        return cn_errorf(CN_ERR_INVALID_ARG, "output: the name '%s' is already used", name);
+        return fail_call(p, cn_errorf(CN_ERR_INVALID_ARG, "output: the name '%s' is already used%s", name,
+                                      strcmp(name, "loss") == 0 && p->loss >= 0 ? " (by cn_set_loss)" : ""));
     if (!grow((void **)&p->outputs, &p->cap_outputs, p->n_outputs, sizeof *p->outputs))
-        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "output '%s'", name);
+        return fail_call(p, cn_errorf(CN_ERR_OUT_OF_MEMORY, "output '%s'", name));
     cn_prog_io *io = &p->outputs[p->n_outputs++];
     snprintf(io->name, sizeof io->name, "%s", name);
     io->node = v;
@@ -328,11 +338,18 @@ cn_status cn_set_loss(cn_program *p, cn_value v) {
     const cn_node *n = &p->g.nodes[v];
     char sb[96];
     if (n->dtype != CN_F32 || cn_shape_numel(&n->shape) != 1 || n->shape.ndim != 1)
-        return cn_errorf(CN_ERR_SHAPE, "loss: must be an f32 scalar [1], got %s %s", cn_dtype_name(n->dtype),
-                         cn_shape_str(&n->shape, sb, sizeof sb));
-    if (p->loss >= 0) return cn_errorf(CN_ERR_INVALID_ARG, "loss: the program already has one");
-    p->loss = v;
+        return fail_call(p, cn_errorf(CN_ERR_SHAPE, "loss: must be an f32 scalar [1], got %s %s", cn_dtype_name(n->dtype),
+                                      cn_shape_str(&n->shape, sb, sizeof sb)));
+    if (p->loss >= 0) return fail_call(p, cn_errorf(CN_ERR_INVALID_ARG, "loss: the program already has one"));
+    /* The loss is also the output "loss": an output of that name that is another value would
+     * make training minimise one value while fetch("loss") returns the other. */
     int k = cn_program_find_output(p, "loss");
+    if (k >= 0 && p->outputs[k].node != v)
+        return fail_call(p, cn_errorf(CN_ERR_INVALID_ARG,
+                                      "loss: the output 'loss' already names another value (node %d, not %d); the "
+                                      "loss is fetched under that name, so name that output otherwise",
+                                      (int)p->outputs[k].node, (int)v));
+    p->loss = v;
     return k >= 0 ? CN_OK : cn_output(p, "loss", v);
 }
 

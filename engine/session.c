@@ -96,6 +96,7 @@ static cn_status alloc_params(cn_session *s, int init) {
     if (!s->param || !s->grad || !s->state1 || !s->state2 || !s->has_grad || !s->in || !s->selected)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
     memset(s->selected, 1, (size_t)(p->n_outputs ? p->n_outputs : 1));
+    CN_TRY(cn_session__flags_create(s));
     for (int i = 0; i < p->n_inputs; i++) s->in[i].latest = 1;
     for (int i = 0; i < p->n_params && init; i++) {
         const cn_shape *sh = &p->g.nodes[p->params[i].node].shape;
@@ -205,6 +206,7 @@ void cn_session_free(cn_session *s) {
         cn_tensor_release(s->state1 ? s->state1[i] : NULL);
         cn_tensor_release(s->state2 ? s->state2[i] : NULL);
     }
+    cn_tensor_release(s->flags);
     for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) free(s->in[i].buf[0]), free(s->in[i].buf[1]);
     free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->has_grad), free(s->in), free(s->selected);
     if (s->owns_prog) cn_program_free(s->prog);
@@ -283,6 +285,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
+    if (st == CN_OK) cn_session__flags_attach(s, sp->plan);
     if (st == CN_OK && s->training) st = cn_session__note_grads(s, sp, gnode);
     if (st != CN_OK) {
         cn_error_context(st, "planning the %s graph for a batch of %lld on %s", s->training ? "training" : "inference",
@@ -360,8 +363,28 @@ static cn_status fed_batch(const cn_session *s, int64_t *batch) {
     return CN_OK;
 }
 
+static cn_status forward(cn_session *s);
+
+/* A run that fails leaves its outputs refused (output_node) until the next one succeeds:
+ * they would be the previous run's values or half computed. */
 cn_status cn_session__forward(cn_session *s) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "session: NULL");
+    s->failed = CN_OK;
+    cn_status st = forward(s);
+    if (st == CN_OK) return st;
+    if (s->training) cn_error_context(st, "step %llu", (unsigned long long)s->step + 1);
+    /* The flags this run raised before it stopped (omp's accuracy before its cross-entropy),
+     * or earlier runs left, are read now, on the failure path, so they are reported once; a
+     * raised flag names the first refused step. */
+    char msg[sizeof s->failed_msg];
+    snprintf(msg, sizeof msg, "%s", cn_last_error());
+    cn_status f = cn_session__settle(s);
+    if (f == CN_ERR_INVALID_ARG || f == CN_ERR_NUMERIC) return f; /* recorded by settle */
+    if (f != CN_OK) cn_errorf(st, "%s", msg);
+    return cn_session__fail_run(s, st);
+}
+
+static cn_status forward(cn_session *s) {
     int64_t batch;
     CN_TRY(fed_batch(s, &batch));
     cn_sess_plan *sp;
@@ -453,6 +476,7 @@ static cn_status build_apply(cn_session *s) {
         }
     }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 0, &s->apply);
+    if (st == CN_OK) cn_session__flags_attach(s, s->apply);
     free(outs), free(grad), free(bind);
     if (st != CN_OK) cn_error_context(st, "planning the optimizer update on %s", s->dev->info.selector);
     return st;
@@ -474,9 +498,13 @@ static cn_status write_rate(cn_session *s) {
 cn_status cn_session_apply_gradients(cn_session *s) {
     if (!s || !s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_apply_gradients: not a training session");
     if (s->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "apply_gradients: no gradients computed yet");
-    if (!s->apply) CN_TRY(build_apply(s));
-    CN_TRY(write_rate(s));
-    CN_TRY(cn_plan_run(s->apply, s->step + 1));
+    if (s->failed != CN_OK)
+        return cn_errorf(s->failed, "apply_gradients: the gradients were not computed (%s)", s->failed_msg);
+    cn_status st = s->apply ? CN_OK : build_apply(s);
+    if (st == CN_OK) st = write_rate(s);
+    if (st == CN_OK) st = cn_session__check_numerics_enqueue(s);
+    if (st != CN_OK) return cn_session__fail_run(s, st);
+    CN_TRY(cn_session__fail_run(s, cn_plan_run(s->apply, s->step + 1)));
     s->step++;
     return CN_OK;
 }
@@ -491,9 +519,10 @@ cn_status cn_session_run(cn_session *s) {
         cn_clear_error();
         cn_status st = s->hook(s, s->hook_user);
         if (st != CN_OK && !*cn_last_error())
-            return cn_errorf(st, "gradient hook failed with %s (%s) and left no message", cn_status_name(st),
-                             cn_status_str(st));
-        if (st != CN_OK) return cn_error_context(st, "gradient hook failed with %s", cn_status_name(st));
+            return cn_session__fail_run(s, cn_errorf(st, "gradient hook failed with %s (%s) and left no message",
+                                                     cn_status_name(st), cn_status_str(st)));
+        if (st != CN_OK)
+            return cn_session__fail_run(s, cn_error_context(st, "gradient hook failed with %s", cn_status_name(st)));
     }
     return cn_session_apply_gradients(s);
 }
@@ -512,6 +541,9 @@ static cn_status output_node(cn_session *s, const char *output, int *node) {
     if (!s->selected[o] && !is_loss)
         return cn_errorf(CN_ERR_INVALID_ARG, "output '%s' is not computed by this session (cn_session_select_outputs)", output);
     if (!s->last) return cn_errorf(CN_ERR_INVALID_ARG, "output '%s': the session has not run yet", output);
+    if (s->failed != CN_OK)
+        return cn_errorf(s->failed, "output '%s': the latest run failed, so its outputs are not valid: %s", output,
+                         s->failed_msg);
     *node = s->last->inst.map[s->prog->outputs[o].node];
     return CN_OK;
 }
@@ -520,7 +552,11 @@ cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t 
     if (!s || !dst) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_fetch: NULL argument");
     int node = -1;
     CN_TRY(output_node(s, output, &node));
-    cn_status st = cn_plan_read(s->last->plan, node, dst, bytes);
+    /* The flags are read with the output, in the same wait (session_flags.c). */
+    cn_status st = cn_session__flags_start(s);
+    if (st == CN_OK) st = cn_plan_read(s->last->plan, node, dst, bytes);
+    if (st == CN_OK) st = cn_session__flags_finish(s);
+    else cn_session__flags_abandon(s);
     for (int i = 0; st == CN_OK && i < s->prog->n_inputs; i++) s->in[i].pending[0] = s->in[i].pending[1] = 0;
     return st == CN_OK ? st : cn_error_context(st, "fetching '%s'", output);
 }
@@ -562,7 +598,10 @@ cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size
     int i = -1;
     CN_TRY(find_param(s, name, &i));
     CN_TRY(param_bytes(s, i, bytes));
-    return cn_tensor_read(s->param[i], dst, bytes);
+    CN_TRY(cn_session__flags_start(s));
+    cn_status st = cn_tensor_read(s->param[i], dst, bytes);
+    if (st != CN_OK) return cn_session__flags_abandon(s), st;
+    return cn_session__flags_finish(s);
 }
 
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes) {

@@ -64,6 +64,11 @@ struct cn_session {
     cn_grad_hook hook;
     void *hook_user;
     cn_grad_buckets gb;
+    cn_tensor *flags;      /* run flags (backend.h) given to every launch of the plans */
+    int32_t flag_host[4];  /* CN_FLAG_WORDS: where a read of them lands */
+    int check_numerics;    /* cn_session_check_numerics */
+    cn_status failed;      /* CN_OK, or why the latest run failed: its outputs are refused */
+    char failed_msg[512];
 };
 
 /* Uploads the fed inputs and runs the forward (inference) or gradient (training) plan for
@@ -76,15 +81,34 @@ cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, 
 /* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
  * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
 cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
-/* Loads parameters (and, when restore_state and the optimizer kinds agree, optimizer state and
- * step) from a parsed checkpoint; path names it in messages. */
-cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state);
+/* Loads a parsed checkpoint, everything validated before anything is written; path names it
+ * in messages. mode 0: parameters only; 1: also the optimizer state and step count, or fresh
+ * state (step 0) where c holds none or another optimizer's; 2: the same, but another
+ * optimizer's state is refused. *how (may be NULL): which of these happened. */
+cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int mode, cn_restored *how);
 /* Writes parameters, optimizer state and settings plus the given metadata and extra tensors. */
 cn_status cn_session__save(cn_session *s, const char *path, const char *model_text, int epoch, uint64_t rng_state,
                            const cn_ckpt_tensor *extra, int n_extra);
 /* Optimizer settings stored in a checkpoint (kind from its metadata); CN_ERR_NOT_FOUND if it
  * has none (written before they were stored). */
 cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_optimizer_config *out);
+
+/* Run flags (session_flags.c). A run's launches raise them on the device; the host reads them
+ * only where it waits anyway: flags_start before the wait, flags_finish after it. */
+cn_status cn_session__flags_create(cn_session *s);
+void cn_session__flags_attach(cn_session *s, cn_plan *p);
+cn_status cn_session__flags_start(cn_session *s);
+/* The error a raised flag stands for (naming the step and the label), with the step count
+ * rolled back to before the first flagged step and the flags lowered; CN_OK if none is up. */
+cn_status cn_session__flags_finish(cn_session *s);
+/* After a start whose wait failed: waits for the read (it writes into the session). */
+void cn_session__flags_abandon(cn_session *s);
+/* Start, wait for the device, finish. */
+cn_status cn_session__settle(cn_session *s);
+/* Before an update: the opt-in check of the loss and every gradient, enqueued on the device. */
+cn_status cn_session__check_numerics_enqueue(cn_session *s);
+/* Records that the latest run failed with st (and the last error's message); returns st. */
+cn_status cn_session__fail_run(cn_session *s, cn_status st);
 
 /* Records, for a new training plan, where each gradient (node gnode[i]) becomes final, and on
  * the first plan the order of the gradients. */

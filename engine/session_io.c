@@ -30,7 +30,7 @@ static const cn_ckpt_tensor *find_state(const cn_session *s, const cn_ckpt *c, i
     state_name(s, i, kind, name, sizeof name);
     const cn_ckpt_tensor *e = cn_ckpt_find(c, name);
     if (e) return e;
-    snprintf(name, sizeof name, "%.50s.state%d", s->prog->params[i].name, kind);
+    snprintf(name, sizeof name, "%.50s.state%c", s->prog->params[i].name, kind == 1 ? '1' : '2');
     return cn_ckpt_find(c, name);
 }
 
@@ -41,6 +41,8 @@ static cn_tensor *state_tensor(const cn_session *s, int i, int kind) {
 cn_status cn_session__save(cn_session *s, const char *path, const char *model_text, int epoch, uint64_t rng_state,
                            const cn_ckpt_tensor *extra, int n_extra) {
     if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "saving a session: NULL argument");
+    /* A step the device refused (session_flags.c) is reported, not saved as taken. */
+    CN_TRY(cn_session__settle(s));
     int np = s->prog->n_params, n = 0;
     cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 4 + n_extra), sizeof *ents);
     void **host = calloc((size_t)(3 * np + 2), sizeof *host);
@@ -170,28 +172,97 @@ cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const ch
     return CN_OK;
 }
 
-cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int restore_state) {
-    CN_TRY(cn_session__match_ckpt(s->prog, c, path));
+static const char *optimizer_name(uint32_t kind) {
+    return kind == CN_OPT_ADAM ? "Adam" : kind == CN_OPT_SGD ? "SGD" : kind == CN_OPT_ADAMW ? "AdamW" : "an unknown optimizer";
+}
+
+/* Whether c holds optimizer state at all: its settings, or any parameter's state tensor. */
+static int has_optimizer_state(const cn_session *s, const cn_ckpt *c) {
+    if (cn_ckpt_find(c, SETTINGS_NAME)) return 1;
+    static const char *const suffix[] = {"m", "v", "velocity", "state1", "state2"};
+    char name[CN_CKPT_NAME_MAX];
+    for (int i = 0; i < s->prog->n_params; i++)
+        for (size_t k = 0; k < sizeof suffix / sizeof *suffix; k++) {
+            snprintf(name, sizeof name, "%.50s.%s", s->prog->params[i].name, suffix[k]);
+            if (cn_ckpt_find(c, name)) return 1;
+        }
+    return 0;
+}
+
+/* What loading c into s would do with the optimizer state, decided before anything is
+ * written: restore it (every state tensor present and well-formed, or CN_ERR_FORMAT),
+ * start fresh (c holds none), or drop another optimizer's. */
+static cn_status plan_restore(const cn_session *s, const cn_ckpt *c, const char *path, cn_restored *how) {
+    *how = CN_RESTORED_ALL;
+    if (!s->training) return CN_OK;
+    if (!has_optimizer_state(s, c)) return *how = CN_RESTORED_FRESH, CN_OK;
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
-    int same_opt = s->training && restore_state && meta->optimizer == (uint32_t)s->opt.kind;
-    if (s->training && restore_state && !same_opt)
-        cn_log(CN_LOG_WARN, "%s was trained with another optimizer; its optimizer state is not loaded", path);
-    cn_status st = CN_OK;
-    for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
-        st = cn_tensor_write(s->param[i], cn_ckpt_find(c, s->prog->params[i].name)->data, cn_tensor_bytes(s->param[i]));
-        for (int kind = 1; kind < 3 && same_opt && st == CN_OK; kind++) {
+    if (cn_ckpt_find(c, SETTINGS_NAME)) {
+        cn_optimizer_config stored;
+        CN_TRY(cn_session__ckpt_optimizer(c, path, &stored));
+    }
+    if (meta->optimizer != (uint32_t)s->opt.kind) return *how = CN_RESTORED_DROPPED, CN_OK;
+    for (int i = 0; i < s->prog->n_params; i++)
+        for (int kind = 1; kind < 3; kind++) {
             cn_tensor *x = state_tensor(s, i, kind);
-            const cn_ckpt_tensor *e = x ? find_state(s, c, i, kind) : NULL;
             if (!x) continue;
+            const cn_ckpt_tensor *e = find_state(s, c, i, kind);
             cn_shape got = e ? cn_shape_make(e->ndim, e->shape) : (cn_shape){0};
             if (!e || e->dtype != CN_F32 || !cn_shape_eq(&got, &x->shape))
-                st = cn_errorf(CN_ERR_FORMAT, "checkpoint %s: optimizer state %d of '%s' is missing or malformed", path,
-                               kind, s->prog->params[i].name);
-            else
-                st = cn_tensor_write(x, e->data, cn_tensor_bytes(x));
+                return cn_errorf(CN_ERR_FORMAT, "checkpoint %s: %s state %d of '%s' is missing or malformed; nothing was loaded",
+                                 path, optimizer_name(meta->optimizer), kind, s->prog->params[i].name);
+        }
+    return CN_OK;
+}
+
+/* Zeroes a parameter's optimizer state: a fresh start, as a new session has. */
+static cn_status zero_state(cn_session *s, int i) {
+    cn_status st = CN_OK;
+    for (int kind = 1; kind < 3 && st == CN_OK; kind++) {
+        cn_tensor *x = state_tensor(s, i, kind);
+        if (!x) continue;
+        void *z = calloc(1, cn_tensor_bytes(x));
+        st = z ? cn_tensor_write(x, z, cn_tensor_bytes(x)) : cn_errorf(CN_ERR_OUT_OF_MEMORY, "zeroing optimizer state");
+        free(z);
+    }
+    return st;
+}
+
+/* Validates everything first (parameters, the optimizer state it will restore), then writes:
+ * a checkpoint that cannot be loaded changes nothing. mode 0: parameters only; 1: restore the
+ * optimizer state, or start it fresh where c holds none or another optimizer's; 2: the same,
+ * but another optimizer's state is refused. */
+cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int mode, cn_restored *how) {
+    cn_restored h = CN_RESTORED_ALL;
+    if (how) *how = h;
+    CN_TRY(cn_session__match_ckpt(s->prog, c, path));
+    if (mode) CN_TRY(plan_restore(s, c, path, &h));
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
+    if (h == CN_RESTORED_DROPPED && mode == 2)
+        return cn_errorf(CN_ERR_INVALID_ARG,
+                         "checkpoint %s holds %s optimizer state and this session trains with %s; nothing was loaded "
+                         "(cn_session_restore loads its parameters with fresh optimizer state)",
+                         path, optimizer_name(meta->optimizer), optimizer_name((uint32_t)s->opt.kind));
+    if (h == CN_RESTORED_DROPPED)
+        cn_log(CN_LOG_WARN, "%s was trained with %s; its optimizer state is not loaded", path, optimizer_name(meta->optimizer));
+    /* Steps the device refused before the load concern weights the load replaces; reading
+     * the flags now keeps them from rolling back the step count set below. */
+    cn_status st = cn_session__settle(s);
+    if (st == CN_ERR_INVALID_ARG || st == CN_ERR_NUMERIC) st = CN_OK;
+    for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
+        st = cn_tensor_write(s->param[i], cn_ckpt_find(c, s->prog->params[i].name)->data, cn_tensor_bytes(s->param[i]));
+        if (!s->training || !mode || st != CN_OK) continue;
+        if (h != CN_RESTORED_ALL) {
+            st = zero_state(s, i);
+            continue;
+        }
+        for (int kind = 1; kind < 3 && st == CN_OK; kind++) {
+            cn_tensor *x = state_tensor(s, i, kind);
+            if (x) st = cn_tensor_write(x, find_state(s, c, i, kind)->data, cn_tensor_bytes(x));
         }
     }
-    if (st == CN_OK && s->training) s->step = same_opt ? meta->step : 0;
+    if (st == CN_OK && s->training && mode) s->step = h == CN_RESTORED_ALL ? meta->step : 0;
+    if (st == CN_OK && how) *how = h;
     return st;
 }
 
@@ -201,7 +272,16 @@ cn_status cn_session_load(cn_session *s, const char *path) {
     if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_load: NULL argument");
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
-    cn_status st = cn_session__load(s, c, path, 1);
+    cn_status st = cn_session__load(s, c, path, 2, NULL);
+    cn_ckpt_free(c);
+    return st;
+}
+
+cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how) {
+    if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_restore: NULL argument");
+    cn_ckpt *c;
+    CN_TRY(cn_ckpt_load(path, &c));
+    cn_status st = cn_session__load(s, c, path, 1, how);
     cn_ckpt_free(c);
     return st;
 }

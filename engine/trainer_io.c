@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "layers/model.h"
@@ -48,7 +49,7 @@ cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t 
     if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_load: NULL argument");
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
-    cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1);
+    cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1, NULL);
     if (st == CN_OK && cn_trainer_mirrored(t)) st = cn_mirrored_sync_params(cn_trainer_mirrored(t));
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
@@ -83,6 +84,40 @@ cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg) {
     return st;
 }
 
+/* What resuming needs before a trainer exists (cn_checkpoint_read_training): the settings,
+ * the model, and the check that the file holds its weights (before anything is allocated). */
+static cn_status read_training(const cn_ckpt *c, const char *path, cn_model **model, cn_train_config *cfg) {
+    cn_status st = cn_train_config_from_ckpt(c, path, cfg);
+    if (st == CN_OK) st = parse_model(c, path, model);
+    if (st == CN_OK) st = cn_trainer__match_ckpt(c, path, *model, cfg);
+    if (st != CN_OK) {
+        cn_model_free(*model);
+        *model = NULL;
+    }
+    return st;
+}
+
+cn_status cn_checkpoint_read_training(const char *path, cn_model **model, cn_train_config *cfg, int *epoch,
+                                      uint64_t *rng_state) {
+    if (!path || !model || !cfg) return cn_errorf(CN_ERR_INVALID_ARG, "cn_checkpoint_read_training: NULL argument");
+    *model = NULL;
+    cn_ckpt *c;
+    CN_TRY(cn_ckpt_load(path, &c));
+    cn_status st = read_training(c, path, model, cfg);
+    if (st == CN_OK) st = load_meta(c, epoch, rng_state);
+    cn_ckpt_free(c);
+    return st;
+}
+
+int cn_file_is_checkpoint(const char *path) {
+    int fd = path ? cn_open_regular(path, NULL) : -1;
+    if (fd < 0) return 0;
+    char magic[8];
+    ssize_t n = read(fd, magic, sizeof magic);
+    close(fd);
+    return n == (ssize_t)sizeof magic && memcmp(magic, CN_CKPT_MAGIC, sizeof magic) == 0;
+}
+
 cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_trainer **out, int *epoch,
                                      uint64_t *rng_state) {
     if (!path || !dev || !model || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_from_checkpoint: NULL argument");
@@ -90,11 +125,9 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
     cn_train_config cfg;
-    cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
-    if (st == CN_OK) st = parse_model(c, path, model);
-    if (st == CN_OK) st = cn_trainer__match_ckpt(c, path, *model, &cfg);
+    cn_status st = read_training(c, path, model, &cfg);
     if (st == CN_OK) st = cn_trainer_create(*model, dev, &cfg, out);
-    if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1);
+    if (st == CN_OK) st = cn_session__load(cn_trainer_session(*out), c, path, 1, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
     if (st != CN_OK) {
@@ -118,7 +151,7 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
     if (st == CN_OK) st = cn_session__match_ckpt(prog, c, path); /* before allocating */
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
-    if (st == CN_OK) st = cn_session__load(*out, c, path, 0);
+    if (st == CN_OK) st = cn_session__load(*out, c, path, 0, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, NULL);
     if (st == CN_OK && step) *step = cn_ckpt_get_meta(c)->step;
     cn_ckpt_free(c);

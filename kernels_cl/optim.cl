@@ -1,4 +1,4 @@
-/* Optimizer steps, in place. The host passes Adam's bias corrections 1 - beta^t computed in
+/* Optimizer steps, in place; none while the run flags (common.h.cl) are raised. The host passes Adam's bias corrections 1 - beta^t computed in
  * double, so every work-item uses the same rounded value. The learning rate and the gradient's
  * scale are data: the step's block (rate, written by the session once per step, its scale by
  * clip_scale when clipping by norm; ops.h, CN_RATE_*). */
@@ -69,17 +69,17 @@ void sgd_one(__global float *p, __global const float *g, __global float *vel, in
 
 __kernel void adam(__global float *p, __global const float *g, __global float *m, __global float *v,
                    __global const float *rate, int n, float clip, float beta1, float beta2, float eps, float l2,
-                   float dwd, float bc1, float bc2) {
+                   float dwd, float bc1, float bc2, __global const int *flags) {
     int i = get_global_id(0);
     float lr = rate[0];
-    if (i < n) adam_one(p, g, m, v, i, lr, rate[1], clip, beta1, beta2, eps, l2, adam_shrink(lr, dwd), bc1, bc2);
+    if (i < n && !cn_flag_stop(flags)) adam_one(p, g, m, v, i, lr, rate[1], clip, beta1, beta2, eps, l2, adam_shrink(lr, dwd), bc1, bc2);
 }
 
 /* v = momentum*v + g; p -= lr * (nesterov ? g + momentum*v : v), g with L2 decay added. */
 __kernel void sgd(__global float *p, __global const float *g, __global float *vel, __global const float *rate,
-                  int n, float clip, float momentum, float wd, int nesterov) {
+                  int n, float clip, float momentum, float wd, int nesterov, __global const int *flags) {
     int i = get_global_id(0);
-    if (i < n) sgd_one(p, g, vel, i, rate[0], rate[1], clip, momentum, wd, nesterov);
+    if (i < n && !cn_flag_stop(flags)) sgd_one(p, g, vel, i, rate[0], rate[1], clip, momentum, wd, nesterov);
 }
 
 /* CPU-style: the same updates over contiguous runs of GVW-float vectors per work-item (see
@@ -92,7 +92,9 @@ __kernel void sgd(__global float *p, __global const float *g, __global float *ve
 
 __kernel void adam_span(__global float *p, __global const float *g, __global float *m,
                         __global float *v, __global const float *rate, int n, float clip, float beta1, float beta2,
-                        float eps, float l2, float dwd, float bc1, float bc2, int per) {
+                        float eps, float l2, float dwd, float bc1, float bc2, __global const int *flags,
+                        int per) {
+    if (cn_flag_stop(flags)) return;
     CN_OPT_SPAN_BEGIN(n, per)
     float lr = rate[0], gs = rate[1], shrink = adam_shrink(lr, dwd);
     for (int k = v0; k < v1; k++) {
@@ -113,7 +115,8 @@ __kernel void adam_span(__global float *p, __global const float *g, __global flo
 
 __kernel void sgd_span(__global float *p, __global const float *g, __global float *vel,
                        __global const float *rate, int n, float clip, float momentum, float wd, int nesterov,
-                       int per) {
+                       __global const int *flags, int per) {
+    if (cn_flag_stop(flags)) return;
     CN_OPT_SPAN_BEGIN(n, per)
     float lr = rate[0], gs = rate[1];
     for (int k = v0; k < v1; k++) {
@@ -126,4 +129,11 @@ __kernel void sgd_span(__global float *p, __global const float *g, __global floa
     }
     if (has_tail)
         for (int i = nv * GVW; i < n; i++) sgd_one(p, g, vel, i, lr, gs, clip, momentum, wd, nesterov);
+}
+
+/* The opt-in non-finite check of a session: raises CN_FLAG_NONFINITE when any of x[0..n)
+ * is a NaN or an infinity, before the update that would read it. */
+__kernel void flag_nonfinite(__global const float *x, int n, __global int *flags, int step) {
+    int i = get_global_id(0);
+    if (i < n && cn_nonfinite(x[i])) cn_flag_raise(flags, CN_FLAG_NONFINITE, -1, -1, step);
 }

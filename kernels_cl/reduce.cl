@@ -104,12 +104,17 @@ __kernel void argmax_rows(__global const float *x, int C, __global int *out, int
     }
 }
 
-/* hits[row] = 1 if the row's argmax equals its label; summed afterwards. */
+/* hits[row] = 1 if the row's argmax equals its label; summed afterwards. A label outside
+ * [0, C) raises CN_FLAG_LABEL. */
 __kernel void accuracy_rows(__global const float *x, __global const int *labels, int C, __global float *hits,
-                            __local float *tv, __local int *ti) {
+                            __local float *tv, __local int *ti, __global int *flags, int step) {
     int row = get_group_id(0);
     int idx = cn_row_argmax(x + row * C, C, tv, ti);
-    if (get_local_id(0) == 0) hits[row] = idx == labels[row] ? 1.0f : 0.0f;
+    if (get_local_id(0) == 0) {
+        int lab = labels[row];
+        hits[row] = idx == lab ? 1.0f : 0.0f;
+        if (!(lab >= 0 && lab < C)) cn_flag_raise(flags, CN_FLAG_LABEL, lab, row, step);
+    }
 }
 
 /* ---- SUM_ROWS on CPU-type devices: pass 1 of a deterministic two-pass column reduction.

@@ -66,23 +66,26 @@ __kernel void log_softmax_grad_rows(__global const float *dy, __global const flo
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) dxr[j] = dyr[j] - exp(yr[j]) * s;
 }
 
-/* loss[row] = logsumexp(x) - x[label]; a label outside [0, C) gives NaN, so bad data shows
- * up in the loss instead of reading out of bounds. The mean over rows is a second pass. */
+/* loss[row] = logsumexp(x) - x[label]; a label outside [0, C) gives NaN and raises
+ * CN_FLAG_LABEL (so the update is skipped and the session reports it) instead of reading out
+ * of bounds. The mean over rows is a second pass. */
 __kernel void xent_rows(__global const float *x, __global const int *labels, __global float *loss, int C,
-                        __local float *tmp) {
+                        __local float *tmp, __global int *flags, int step) {
     int row = get_group_id(0);
     __global const float *xr = x + row * C;
     float mx = cn_row_max(xr, C, tmp);
     float s = cn_row_sum_exp(xr, C, mx, tmp);
     if (get_local_id(0) == 0) {
         int lab = labels[row];
-        loss[row] = (lab >= 0 && lab < C) ? mx + log(s) - xr[lab] : NAN;
+        int ok = lab >= 0 && lab < C;
+        loss[row] = ok ? mx + log(s) - xr[lab] : NAN;
+        if (!ok) cn_flag_raise(flags, CN_FLAG_LABEL, lab, row, step);
     }
 }
 
 /* dx = dy[0] * (softmax(x) - onehot(label)) / N */
 __kernel void xent_grad_rows(__global const float *dy, __global const float *x, __global const int *labels,
-                             __global float *dx, int C, int N, __local float *tmp) {
+                             __global float *dx, int C, int N, __local float *tmp, __global int *flags, int step) {
     int row = get_group_id(0);
     __global const float *xr = x + row * C;
     __global float *dxr = dx + row * C;
@@ -90,6 +93,7 @@ __kernel void xent_grad_rows(__global const float *dy, __global const float *x, 
     float s = cn_row_sum_exp(xr, C, mx, tmp);
     float g = dy[0];
     int lab = labels[row];
+    if (get_local_id(0) == 0 && !(lab >= 0 && lab < C)) cn_flag_raise(flags, CN_FLAG_LABEL, lab, row, step);
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) {
         float p = exp(xr[j] - mx) / s;
         dxr[j] = g * (p - (j == lab ? 1.0f : 0.0f)) / (float)N;

@@ -3,6 +3,7 @@
 # and its vendor's OpenCL driver but not this checkout, a compiler or a network:
 #   gpu_check.sh            the check itself (it finds everything else beside it)
 #   bin/clnet, bin/test_ops clnet's binaries (release build, no MPI: nothing beyond the below)
+#   lib/libclnet.so*        the library bin/clnet links
 #   debs/*.deb              Debian's OpenCL ICD loader (ocl-icd-libopencl1), CLBlast
 #                           (libclblast1) and the OpenMP runtime (libgomp1), which the check
 #                           unpacks into its own directory: nothing is installed
@@ -49,8 +50,9 @@ if ldd "$build/tools/clnet" | grep -q libmpi; then
 fi
 
 rm -rf "$out"
-mkdir -p "$out"/{bin,debs,models,data,tools}
+mkdir -p "$out"/{bin,lib,debs,models,data,tools}
 cp "$build/tools/clnet" "$build/tests/ops/test_ops" "$out/bin/"
+find "$build" -maxdepth 1 -name 'libclnet.so*' ! -type d -exec cp -P {} "$out/lib/" \;
 cp scripts/gpu_check.sh "$out/"
 cp tools/bench/torch_gpu.py tools/bench/gpu_report.py "$out/tools/"
 cp models/seed_cnn.net "$out/models/"

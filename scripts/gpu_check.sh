@@ -36,6 +36,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ -x "$here/bin/clnet" ]; then # a bundle
     clnet=$here/bin/clnet test_ops=$here/bin/test_ops model=$here/models/seed_cnn.net
     data=$here/data tools=$here/tools debs=$here/debs
+    export LD_LIBRARY_PATH="$here/lib:${LD_LIBRARY_PATH:-}" # bin/clnet links lib/libclnet.so
 else # a checkout: scripts/ beside the build
     root=$(dirname "$here")
     build=${CLNET_BUILD_DIR:-$root/build}

@@ -288,6 +288,7 @@ static cn_status cl_create(int platform_index, int device_index, cn_mem_account 
     vt->sync = cl_sync;
     vt->destroy = cl_destroy;
     vt->tune = cn_cl_tune;
+    vt->flag_nonfinite = cn_cl_flag_nonfinite;
     cn_cl_tuning_load(c);
     cn_log(CN_LOG_INFO, "OpenCL: opened '%s' (%s, %s), platform %d device %d, gemm %s%s%s; work-groups <= %zu, local memory %llu KiB",
            c->dev_name, c->dev_version, c->driver, platform_index, device_index,

@@ -73,6 +73,7 @@ typedef enum cn_cl_family {
     X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
     X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
+    X(OPTIM, flag_nonfinite)                                                                   \
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
@@ -322,6 +323,7 @@ int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
 /* The vtable entries (cl_launch.c) */
 int cn_cl_supports(void *ctx, const cn_launch *l);
 cn_status cn_cl_run(void *ctx, const cn_launch *l);
+cn_status cn_cl_flag_nonfinite(void *ctx, void *buf, int64_t n, void *flags, uint64_t step); /* cl_ops_optim.c */
 
 static inline cl_mem cn_cl_mem(void *p) { return (cl_mem)p; }
 

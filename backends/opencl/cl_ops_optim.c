@@ -1,5 +1,5 @@
-/* Optimizer steps (optim.cl), in place on param and its state, and the scale of clipping by
- * global norm. */
+/* Optimizer steps (optim.cl), in place on param and its state (skipped on the device while
+ * the run flags are raised, backend.h), and the scale of clipping by global norm. */
 #include <math.h>
 
 #include "cl_internal.h"
@@ -25,7 +25,7 @@ cn_status cn_cl_op_ADAM(cn_cl_ctx *c, const cn_launch *l) {
     CN_ARG_MEM(p), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]),        \
         CN_ARG_INT(n), CN_ARG_FLOAT(q->clip_value), CN_ARG_FLOAT(q->beta1), CN_ARG_FLOAT(q->beta2), CN_ARG_FLOAT(q->eps),                       \
         CN_ARG_FLOAT(q->decoupled ? 0.0f : q->weight_decay), CN_ARG_FLOAT(q->decoupled ? q->weight_decay : 0.0f),  \
-        CN_ARG_FLOAT(bc1), CN_ARG_FLOAT(bc2)
+        CN_ARG_FLOAT(bc1), CN_ARG_FLOAT(bc2), CN_ARG_MEM(l->flags)
     if (c->is_cpu) return CN_CL_LAUNCH_SPAN(c, CN_K_adam_span, n, ADAM_ARGS);
     return CN_CL_LAUNCH_1D(c, CN_K_adam, (size_t)n, ADAM_ARGS);
 #undef ADAM_ARGS
@@ -38,7 +38,8 @@ cn_status cn_cl_op_SGD(cn_cl_ctx *c, const cn_launch *l) {
     const cn_op_params *q = l->p;
 #define SGD_ARGS                                                                                                   \
     CN_ARG_MEM(p), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_INT(n),             \
-        CN_ARG_FLOAT(q->clip_value), CN_ARG_FLOAT(q->momentum), CN_ARG_FLOAT(q->weight_decay), CN_ARG_INT(q->nesterov != 0)
+        CN_ARG_FLOAT(q->clip_value), CN_ARG_FLOAT(q->momentum), CN_ARG_FLOAT(q->weight_decay), CN_ARG_INT(q->nesterov != 0),      \
+        CN_ARG_MEM(l->flags)
     if (c->is_cpu) return CN_CL_LAUNCH_SPAN(c, CN_K_sgd_span, n, SGD_ARGS);
     return CN_CL_LAUNCH_1D(c, CN_K_sgd, (size_t)n, SGD_ARGS);
 #undef SGD_ARGS
@@ -48,4 +49,12 @@ cn_status cn_cl_op_CLIP_SCALE(cn_cl_ctx *c, const cn_launch *l) {
     size_t one = 1;
     return CN_CL_LAUNCH(c, CN_K_clip_scale, 1, &one, &one, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->out), CN_ARG_INT(CN_RATE_LEN), CN_ARG_FLOAT(l->p->clip_norm));
+}
+
+/* The vtable's flag_nonfinite: one work-item per float, like an elementwise op. */
+cn_status cn_cl_flag_nonfinite(void *ctx, void *buf, int64_t n, void *flags, uint64_t step) {
+    cn_cl_ctx *c = ctx;
+    if (n <= 0) return CN_OK;
+    return CN_CL_LAUNCH_1D(c, CN_K_flag_nonfinite, (size_t)n, CN_ARG_MEM(buf), CN_ARG_INT(n), CN_ARG_MEM(flags),
+                           CN_ARG_INT((uint32_t)step));
 }

@@ -110,6 +110,6 @@ cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
     size_t gws = (size_t)rows * wg;
     CN_TRY(CN_CL_LAUNCH(c, CN_K_accuracy_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_INT(C), CN_ARG_MEM(hits), CN_ARG_LOCAL(wg * sizeof(float)),
-                        CN_ARG_LOCAL(wg * sizeof(cl_int))));
+                        CN_ARG_LOCAL(wg * sizeof(cl_int)), CN_ARG_MEM(l->flags), CN_ARG_INT((uint32_t)l->step)));
     return cn_cl_reduce_sum(c, hits, rows, cn_cl_mem(l->out), 1.0f);
 }

@@ -38,7 +38,8 @@ cn_status cn_cl_op_XENT(cn_cl_ctx *c, const cn_launch *l) {
     size_t wg = cn_cl_row_wg(c, CN_K_xent_rows, C);
     size_t gws = (size_t)N * wg;
     CN_TRY(CN_CL_LAUNCH(c, CN_K_xent_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
-                        CN_ARG_MEM(loss), CN_ARG_INT(C), CN_ARG_LOCAL(wg * sizeof(float))));
+                        CN_ARG_MEM(loss), CN_ARG_INT(C), CN_ARG_LOCAL(wg * sizeof(float)), CN_ARG_MEM(l->flags),
+                        CN_ARG_INT((uint32_t)l->step)));
     return cn_cl_reduce_sum(c, loss, N, cn_cl_mem(l->out), (float)N);
 }
 
@@ -49,5 +50,5 @@ cn_status cn_cl_op_XENT_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     size_t gws = (size_t)N * wg;
     return CN_CL_LAUNCH(c, CN_K_xent_grad_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out), CN_ARG_INT(C), CN_ARG_INT(N),
-                        CN_ARG_LOCAL(wg * sizeof(float)));
+                        CN_ARG_LOCAL(wg * sizeof(float)), CN_ARG_MEM(l->flags), CN_ARG_INT((uint32_t)l->step));
 }

@@ -182,6 +182,16 @@ static cn_status be_run(void *vctx, const cn_launch *l) {
     return op_fns[l->op](l);
 }
 
+static cn_status be_flag_nonfinite(void *vctx, void *buf, int64_t n, void *flags, uint64_t step) {
+    (void)vctx;
+    const float *x = buf;
+    int bad = 0;
+#pragma omp parallel for schedule(static) reduction(| : bad) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) bad |= cn_omp_nonfinite(x[i]);
+    if (bad) cn_omp_flag_raise(flags, CN_FLAG_NONFINITE, -1, -1, step);
+    return CN_OK;
+}
+
 static cn_status be_sync(void *vctx) {
     (void)vctx;
     return CN_OK;
@@ -228,6 +238,7 @@ cn_status cn_omp_backend_create(cn_backend **out) {
     b->sync = be_sync;
     b->destroy = be_destroy;
     b->tune = NULL;
+    b->flag_nonfinite = be_flag_nonfinite;
     *out = b;
     return CN_OK;
 }

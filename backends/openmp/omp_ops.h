@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend.h"
 #include "internal.h"
@@ -44,6 +45,23 @@
 
 /* Records "<op> on omp: <detail> (in: [..] [..], out: [..])" and returns s. */
 cn_status cn_omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) CN_PRINTF(3, 4);
+
+/* Run flags (backend.h) on host memory: the first bit raised records a, b and step.
+ * Call from one thread. */
+static inline void cn_omp_flag_raise(void *flags, int bit, int32_t a, int32_t b, uint64_t step) {
+    int32_t *f = flags;
+    if (!f) return;
+    if (f[0] == 0) f[1] = a, f[2] = b, f[3] = (int32_t)(uint32_t)step;
+    f[0] |= bit;
+}
+/* ADAM and SGD do nothing while a flag is raised. */
+static inline int cn_omp_flag_stop(const void *flags) { return flags && ((const int32_t *)flags)[0] != 0; }
+/* NaN or infinity, by the bits (a compiler assuming finite math cannot fold it). */
+static inline int cn_omp_nonfinite(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (u & 0x7f800000u) == 0x7f800000u;
+}
 
 /* Fused epilogue (ADD, MATMUL): applied to n contiguous floats in place. */
 void cn_omp_apply_epilogue(float *x, int64_t n, int epilogue);

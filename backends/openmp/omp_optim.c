@@ -1,6 +1,7 @@
 /* Optimizer steps as ops, and the scale of clipping by global norm (CLIP_SCALE): ADAM(param, grad, m, v, rate) and SGD(param, grad, velocity, rate)
  * update the parameter and their state in place (rate: the step's block, CN_RATE_*); the node's output is the parameter itself (the
- * executor passes out == in[0]; should it ever differ, out receives a copy).
+ * executor passes out == in[0]; should it ever differ, out receives a copy). Nothing is
+ * updated while the run flags are raised (backend.h).
  *
  * The per-launch scalars (bias corrections) are computed once in double, then the update
  * is one elementwise pass in float, the same arithmetic an OpenCL kernel does per element.
@@ -31,6 +32,7 @@ cn_status cn_omp_op_ADAM(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *m = l->in[2], *v = l->in[3];
     const float *grad = l->in[1];
+    if (cn_omp_flag_stop(l->flags)) return CN_OK;
     const float *rate = l->in[4];
     const float b1 = p->beta1, b2 = p->beta2, lr = rate[CN_RATE_LR], eps = p->eps, wd = p->weight_decay;
     const float gs = rate[CN_RATE_GRAD_SCALE], clip = p->clip_value;
@@ -59,6 +61,7 @@ cn_status cn_omp_op_SGD(const cn_launch *l) {
     const int64_t n = cn_shape_numel(&l->in_shape[0]);
     float *param = l->in[0], *vel = l->in[2];
     const float *grad = l->in[1];
+    if (cn_omp_flag_stop(l->flags)) return CN_OK;
     const float *rate = l->in[3];
     const float lr = rate[CN_RATE_LR], wd = p->weight_decay, mom = p->momentum;
     const float gs = rate[CN_RATE_GRAD_SCALE], clip = p->clip_value;

@@ -174,7 +174,8 @@ cn_status cn_omp_op_ARGMAX(const cn_launch *l) {
 }
 
 /* ACCURACY: how many rows' argmax equals the label, as a float. A label outside [0, C)
- * simply never matches. Integer counting is exact, so the reduction order cannot matter. */
+ * never matches and raises CN_FLAG_LABEL. Integer counting is exact, so the reduction order
+ * cannot matter. */
 cn_status cn_omp_op_ACCURACY(const cn_launch *l) {
     int64_t rows, c;
     last_axis(l, &rows, &c);
@@ -184,5 +185,10 @@ cn_status cn_omp_op_ACCURACY(const cn_launch *l) {
 #pragma omp parallel for schedule(static) reduction(+ : correct) if (rows * c >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < rows; r++) correct += row_argmax(x + r * c, c) == (int64_t)labels[r];
     *(float *)l->out = (float)correct;
+    for (int64_t r = 0; l->flags && r < rows; r++)
+        if (labels[r] < 0 || labels[r] >= c) {
+            cn_omp_flag_raise(l->flags, CN_FLAG_LABEL, labels[r], (int32_t)r, l->step);
+            break;
+        }
     return CN_OK;
 }

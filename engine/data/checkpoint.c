@@ -22,7 +22,7 @@
 #include <zlib.h>
 
 #include "checkpoint.h"
-#include "data.h"
+#include "fileio.h"
 #include "internal.h"
 
 #define CK_FIXED 40                     /* magic .. text_len */

@@ -1,4 +1,4 @@
-/* Whole-file reading shared by the PGM, checkpoint, model and gzip IDX readers, and the one
+/* Whole-file reading shared by the checkpoint and model readers, and the one
  * way to open a file that must be regular (checkpoints, program-cache entries).
  *
  * The buffer grows with what is actually read (starting from the size fstat reports for a
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "data.h"
+#include "fileio.h"
 #include "internal.h"
 
 int cn_open_regular(const char *path, struct stat *st) {

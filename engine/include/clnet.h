@@ -67,6 +67,16 @@ const char *cn_status_str(cn_status s);
 const char *cn_status_name(cn_status s);
 /* The detailed message of the last failure on this thread ("" if none). */
 const char *cn_last_error(void);
+/* Records a formatted message for cn_last_error() on this thread and returns s, so that code
+ * built on clnet (a data reader, a gradient hook) reports a failure the way the library does:
+ * `return cn_errorf(CN_ERR_IO, "cannot open %s: %s", path, strerror(errno));` The message is
+ * cut at 8 KiB, with control bytes and invalid UTF-8 written as \xNN as in every message of
+ * the library. */
+cn_status cn_errorf(cn_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
 
 const char *cn_version(void); /* "0.1.0" */
 
@@ -135,7 +145,11 @@ cn_status cn_device_info_get(int index, cn_device_info *info);
 /* If no OpenCL device could be listed, a hint for the user ("install pocl-opencl-icd ..."),
  * else "". */
 const char *cn_device_hint(void);
-/* Restrict the visible devices to a comma-separated list of selectors (NULL: all). */
+/* Restrict the visible devices to a comma-separated list of exact selectors ("omp,cl:0";
+ * NULL or "": all). A selector that names no device is CN_ERR_NOT_FOUND naming it, the list
+ * and every device, and the filter in force stays. The same list in CLNET_VISIBLE_DEVICES,
+ * when it names a device that does not exist, makes cn_device_count, cn_device_info_get and
+ * cn_device_open fail that way until cn_set_visible_devices replaces it. */
 cn_status cn_set_visible_devices(const char *selectors);
 
 /* Open a device by selector: "omp", "cl:N", "gpu", "gpu:N", "cpu", "auto" (first GPU,
@@ -164,6 +178,28 @@ cn_status cn_device_sync(cn_device *dev);
  * them per device and driver (applied automatically afterwards). CN_ERR_UNSUPPORTED when the
  * backend has nothing to tune. Progress goes to the log callback at INFO. */
 cn_status cn_device_tune(cn_device *dev);
+/* Seconds this process has spent creating OpenCL programs (compiling them, or loading them
+ * from the program cache), over every device; 0 when only the OpenMP device ran. For
+ * benchmarks, to set apart from run time. */
+double cn_kernel_build_seconds(void);
+
+/* ---- random numbers ----
+ * The counter-based generator the library draws initial weights and dropout masks from: a
+ * pure function of (seed, stream, index) in integer arithmetic (splitmix64), the same on
+ * every device and machine and easy to reproduce in any language. Front-ends use it for
+ * shuffles and samples that a resumed or a distributed run repeats exactly. */
+uint64_t cn_random_u64(uint64_t seed, uint64_t stream, uint64_t index);
+/* Uniform in [0, 1) with 24 bits (cn_random_u64 >> 40), exactly representable in f32. */
+float cn_random_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+
+/* ---- reading outside files ----
+ * The library's whole-file reader (model files; the CLI's IDX, PGM and text readers): a
+ * regular file or a pipe, read into a malloc'd buffer (*buf, *len; release it with free()).
+ * The buffer grows with what is actually read, so it never exceeds what the file holds. A file
+ * larger than max_bytes fails with CN_ERR_FORMAT (a regular one before it is read), a missing
+ * one with CN_ERR_NOT_FOUND; a directory, or a FIFO nobody writes to, with CN_ERR_IO (never
+ * blocking); every message names the path. */
+cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
 
 /* ---- tensors ---- */
 typedef struct cn_tensor cn_tensor;
@@ -244,9 +280,14 @@ cn_value cn_param(cn_program *p, const char *name, int ndim, const int64_t *shap
 cn_value cn_param_data(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
 /* A constant (copied), uploaded once per session. */
 cn_value cn_constant(cn_program *p, const char *name, int ndim, const int64_t *shape, const float *data);
-/* Names a value as an output that sessions can fetch. */
+/* Names a value as an output that sessions can fetch. A name already used (also "loss" after
+ * cn_set_loss) fails with CN_ERR_INVALID_ARG. Like a builder call's, every failure of
+ * cn_output and cn_set_loss is also recorded in the program (cn_program_status), so sessions
+ * refuse a program whose output was lost. */
 cn_status cn_output(cn_program *p, const char *name, cn_value v);
-/* The scalar ([1]) value training minimises; also an output named "loss". */
+/* The scalar ([1]) value training minimises; also the output named "loss". An output "loss"
+ * named before must be this same value: another one is CN_ERR_INVALID_ARG (training would
+ * minimise one value while fetching "loss" returned the other). */
 cn_status cn_set_loss(cn_program *p, cn_value v);
 
 /* Ops (see the conventions above). */
@@ -416,11 +457,26 @@ cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int
 /* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
  * length (for an input without one, its first dimension). The data is copied at once. */
 cn_status cn_session_feed(cn_session *s, const char *input, const void *data, int64_t rows);
-/* Inference: one forward pass. Training: one whole step (gradients, hook, update). */
+/* Inference: one forward pass. Training: one whole step (gradients, hook, update).
+ * Labels of cn_op_cross_entropy / cn_op_accuracy outside [0, C) are refused on every device,
+ * and no update is applied: the omp device fails the run itself; an OpenCL device raises a
+ * flag on the device, the update kernels skip while it is up, and the error (CN_ERR_INVALID_ARG
+ * naming the step, the label and its row) comes from the next call that waits for the device
+ * (fetch, get_param, save), so no step waits for the device to check. Updates enqueued after
+ * the refused step are skipped too, and the step count is rolled back to before it: the
+ * session is exactly as it was before that step, and the next run trains again. */
 cn_status cn_session_run(cn_session *s);
-/* Blocking read of an output of the last run; bytes must match its size. */
+/* Blocking read of an output of the last run; bytes must match its size. After a run that
+ * failed (or whose refusal a fetch reported), its outputs are refused with that run's status
+ * and message until a run succeeds; dst is then unspecified. */
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
-/* Shape of an output for the current batch. */
+/* Opt-in (off by default): before every update, check the loss and every gradient for NaN
+ * and infinity on the device. A step that has one applies no update (parameters, optimizer
+ * state and step count stay as they were) and is reported as CN_ERR_NUMERIC naming the step,
+ * the way refused labels are (cn_session_run). It costs one read of the gradients per step
+ * on the device and no host sync. CN_ERR_INVALID_ARG for an inference session. */
+cn_status cn_session_check_numerics(cn_session *s, int on);
+/* Shape of an output for the current batch (refused after a failed run, as fetch is). */
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
 
 /* The three parts of a training step (cn_session_run does all three). */
@@ -439,15 +495,37 @@ cn_status cn_session_gradient(cn_session *s, const char *param, cn_tensor **out)
 uint64_t cn_session_steps(const cn_session *s);
 cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out);
 
-/* Parameters in and out, by name, as host f32 arrays in the layout of docs/LAYOUT.md. */
+/* Parameters in and out, by name, as host f32 arrays in the layout of docs/LAYOUT.md.
+ * get_param also reports a refused step (see cn_session_run); dst then holds the parameters
+ * as they are, from before that step. */
 cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes);
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes);
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
-/* Parameters (and, for a training session, optimizer state, settings and step count) to or
- * from a checkpoint file, matched by name and shape; a mismatch names the first parameter
- * that differs. Writing is atomic. */
+/* Parameters (and, for a training session, optimizer state, settings and step count) to a
+ * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
+ * reported instead of saved as taken: nothing is written. */
 cn_status cn_session_save(cn_session *s, const char *path);
+/* Parameters from a checkpoint, matched by name and shape (a mismatch names the first
+ * parameter that differs), and for a training session its optimizer state and step count.
+ * Everything is checked before anything is written: a load that fails changes nothing. The
+ * session keeps its own optimizer settings (lr, betas, schedule: those given at creation;
+ * cn_checkpoint_read_config reads the stored ones). Into a training session:
+ *  - a checkpoint with this optimizer's state restores it and the step count; state that is
+ *    missing for a parameter or malformed is CN_ERR_FORMAT;
+ *  - one with no optimizer state (saved by an inference session, or weights only) is a start
+ *    for fine-tuning: parameters loaded, optimizer state zeroed, step count 0;
+ *  - one with another optimizer's state (Adam into SGD) is CN_ERR_INVALID_ARG; use
+ *    cn_session_restore to load its parameters with fresh optimizer state. */
 cn_status cn_session_load(cn_session *s, const char *path);
+/* What cn_session_restore did with a training session's optimizer state. */
+typedef enum cn_restored {
+    CN_RESTORED_ALL = 0, /* restored with the step count (an inference session: parameters only) */
+    CN_RESTORED_FRESH,   /* the checkpoint holds none: zeroed, step count 0 */
+    CN_RESTORED_DROPPED  /* it holds another optimizer's, not loaded: zeroed, step count 0 */
+} cn_restored;
+/* cn_session_load that also accepts another optimizer's checkpoint, and says in *how (may be
+ * NULL) what happened to the optimizer state. */
+cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
@@ -660,6 +738,22 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
 cn_status cn_checkpoint_read_model(const char *path, cn_model **out);
+/* Resuming with devices or settings of one's own, in two steps. This call reads the
+ * checkpoint once: its model (*model, the caller frees it); the optimizer settings and loss
+ * it was saved with (*cfg as cn_checkpoint_read_config gives it: batch and seed are the
+ * defaults; change anything, e.g. the learning rate, before creating the trainer); its epoch
+ * and rng_state, the value given to cn_trainer_save (either pointer may be NULL; clnet train
+ * stores its seed there). The model is checked against the tensors the file holds before
+ * anything is allocated for it, so a small file naming a huge model fails here (CN_ERR_SHAPE
+ * naming the parameter missing or of another shape; CN_ERR_FORMAT or CN_ERR_PARSE for a
+ * damaged file or model text). Then create the trainer (any devices) and cn_trainer_load the
+ * same file for the weights, optimizer state and step count. cn_trainer_from_checkpoint does
+ * both steps for one device with the stored settings. */
+cn_status cn_checkpoint_read_training(const char *path, cn_model **model, cn_train_config *cfg, int *epoch,
+                                      uint64_t *rng_state);
+/* 1 when path is a regular file that begins with the checkpoint magic (docs/CHECKPOINT.md),
+ * else 0; nothing else is validated. Never blocks: a FIFO is not opened for reading. */
+int cn_file_is_checkpoint(const char *path);
 /* Peak device bytes of the planned training graph and the sum of all its intermediates. */
 cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_t *sum_intermediates);
 /* The classifier program of a model (what the trainer runs): inputs "images" [batch,H,W,C]

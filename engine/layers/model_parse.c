@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/data.h"
+#include "data/fileio.h"
 #include "internal.h"
 #include "model.h"
 

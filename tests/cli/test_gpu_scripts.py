@@ -45,7 +45,7 @@ def test_bundle_and_check():
     rc, out = run([os.path.join(ROOT, "scripts", "gpu_bundle.sh"), "--build", BUILD, "--out", bundle])
     if not check("gpu_bundle.sh makes a bundle", rc == 0, out):
         return
-    for f in ("gpu_check.sh", "bin/clnet", "bin/test_ops", "models/seed_cnn.net", "tools/torch_gpu.py",
+    for f in ("gpu_check.sh", "bin/clnet", "bin/test_ops", "lib/libclnet.so", "models/seed_cnn.net", "tools/torch_gpu.py",
               "tools/gpu_report.py", "README.txt", "data/train-images-idx3-ubyte.gz", "data/t10k-labels-idx1-ubyte.gz"):
         check(f"bundle holds {f}", os.path.exists(os.path.join(bundle, f)))
     for p in ("ocl-icd-libopencl1", "libclblast1", "libgomp1"):

@@ -3,6 +3,7 @@
 #include "../data/tcheck.h"
 #include "graph.h"
 #include "internal.h"
+#include "ops.h"
 #include "plan.h"
 
 static cn_device *open_or_null(const char *sel) {
@@ -161,6 +162,22 @@ static void test_planner_reuse(void) {
     tc_end();
 }
 
+/* The public generator is the engine's (the one dropout and initialisers draw from), so a
+ * front-end's shuffles and samples keep their numbers; a few streams and indices, the largest
+ * seed included. */
+static void test_public_random(void) {
+    tc_begin("cn_random_u64 and cn_random_uniform are the engine's generator");
+    const uint64_t seeds[] = {0, 42, UINT64_MAX}, idx[] = {0, 1, 12345, UINT64_MAX - 1};
+    for (int a = 0; a < 3; a++)
+        for (uint64_t stream = 0; stream < 3; stream++)
+            for (int k = 0; k < 4; k++) {
+                CHECK(cn_random_u64(seeds[a], stream, idx[k]) == cn_rng_u64(seeds[a], stream, idx[k]), "u64 differs");
+                CHECK(cn_random_uniform(seeds[a], stream, idx[k]) == cn_rng_uniform(seeds[a], stream, idx[k]),
+                      "uniform differs");
+            }
+    tc_end();
+}
+
 /* The one hash (internal.h) is FNV-1a 64 as published (the reference implementation's test
  * vectors for "a" and "foobar"), and cn_session_checksum is that hash of the parameters'
  * bytes. Before there was one hash, the checksum started from a mistyped offset basis
@@ -193,6 +210,7 @@ static void test_one_hash(void) {
 }
 
 int main(void) {
+    test_public_random();
     test_status_table();
     test_one_hash();
     test_selectors();

@@ -11,11 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../backends/opencl/opencl_backend.h"
 #include "args.h"
 #include "cli.h"
 #include "data/data.h"
-#include "plan.h"
 
 extern char **environ;
 
@@ -50,25 +48,27 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* GFLOP/s of one planned 1024^3 matmul, best of 5 after a warm-up. */
+/* GFLOP/s of one planned 1024^3 matmul (a program of two parameters and their product, run
+ * by an inference session), best of 5 after a warm-up. */
 static cn_status gemm_rate(cn_device *dev, double *gflops) {
-    const int64_t n = 1024;
-    cn_graph g;
-    cn_graph_init(&g);
-    cn_shape s = {2, {n, n}};
-    int a = cn_g_leaf(&g, CN_LEAF_STATE, "a", &s, CN_F32), b = cn_g_leaf(&g, CN_LEAF_STATE, "b", &s, CN_F32);
-    int c = cn_g_matmul(&g, a, b, 0, 0);
-    cn_plan *p = NULL;
-    cn_status st = c < 0 ? CN_ERR_SHAPE : cn_plan_create(&g, dev, &c, 1, NULL, 0, &p);
+    const int64_t n = 1024, shape[2] = {n, n};
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    cn_status st = cn_program_create(&p);
+    if (st == CN_OK) {
+        cn_value a = cn_param(p, "a", 2, shape, CN_INIT_UNIFORM, 1.0f), b = cn_param(p, "b", 2, shape, CN_INIT_UNIFORM, 1.0f);
+        st = cn_output(p, "c", cn_op_matmul(p, a, b, 0, 0));
+    }
+    if (st == CN_OK) st = cn_session_create_inference(p, dev, &s);
     double best = 1e30;
     for (int r = 0; r < 6 && st == CN_OK; r++) {
         double t0 = cli_now();
-        st = cn_plan_run(p, 1);
+        st = cn_session_run(s);
         if (st == CN_OK) st = cn_device_sync(dev);
         if (r > 0 && cli_now() - t0 < best) best = cli_now() - t0;
     }
-    cn_plan_free(p);
-    cn_graph_destroy(&g);
+    cn_session_free(s);
+    cn_program_free(p);
     *gflops = st == CN_OK ? 2.0 * n * n * n / best / 1e9 : 0;
     return st;
 }
@@ -119,7 +119,7 @@ static int run_child(const char *sel, const char *model_path, const char *data, 
     /* warm-up: builds (or loads cached) programs and CLBlast kernels */
     for (int s = 0; s < 5 && st == CN_OK; s++) st = cn_trainer_step(t, ds.images + (size_t)s * 64 * px, ds.labels + s * 64, 64, &loss, &correct);
     (void)t_build;
-    r.build_s = cn_cl_build_seconds();
+    r.build_s = cn_kernel_build_seconds();
     double t0 = cli_now();
     for (int64_t s = 0; s < steps && st == CN_OK; s++)
         st = cn_trainer_step(t, ds.images + (size_t)(s + 5) * 64 * px, ds.labels + (s + 5) * 64, 64, &loss, &correct);

@@ -6,7 +6,6 @@
 
 #include "args.h"
 #include "cli.h"
-#include "ops.h"
 
 #define DEFAULT_TOKENS 200
 #define DEFAULT_SEED 42
@@ -146,7 +145,7 @@ int cmd_generate(int argc, char **argv) {
                 rc = cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
                 goto done;
             }
-        int b = sample(row, vocab, temperature, cn_rng_uniform(seed, (uint64_t)k, 0));
+        int b = sample(row, vocab, temperature, cn_random_uniform(seed, (uint64_t)k, 0));
         text[n++] = (unsigned char)b;
         fputc(b, stdout);
         fflush(stdout);

@@ -2,12 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
-#include "data/checkpoint.h"
-#include "internal.h"
 
 void help_summary(void) {
     printf("Usage: clnet summary MODEL\n"
@@ -27,17 +24,6 @@ void help_summary(void) {
 
 static const arg_cmd summary_cmd = {"summary", "clnet summary MODEL", help_summary, 1, 1, "MODEL"};
 
-/* Is path a checkpoint (by its magic bytes)? Checkpoints are regular files: a pipe or FIFO
- * is left unread (and unblocked on) for the model reader. */
-static int is_checkpoint(const char *path) {
-    int fd = cn_open_regular(path, NULL);
-    if (fd < 0) return 0;
-    char magic[8];
-    ssize_t n = read(fd, magic, sizeof magic);
-    close(fd);
-    return n == (ssize_t)sizeof magic && memcmp(magic, CN_CKPT_MAGIC, 8) == 0;
-}
-
 int cmd_summary(int argc, char **argv) {
     arg_opt opts[] = {ARG_END};
     const char *pos[1];
@@ -46,7 +32,7 @@ int cmd_summary(int argc, char **argv) {
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 
     cn_model *m = NULL;
-    cn_status st = is_checkpoint(pos[0]) ? cn_checkpoint_read_model(pos[0], &m) : cn_model_load_file(pos[0], &m);
+    cn_status st = cn_file_is_checkpoint(pos[0]) ? cn_checkpoint_read_model(pos[0], &m) : cn_model_load_file(pos[0], &m);
     if (st != CN_OK) return cli_error(st);
     size_t cap = ((size_t)cn_model_num_layers(m) + 8) * 160; /* a table row per layer */
     char *buf = malloc(cap);

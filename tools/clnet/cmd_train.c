@@ -11,8 +11,6 @@
 #include "args.h"
 #include "cli.h"
 #include "dist.h"
-#include "data/checkpoint.h"
-#include "session.h"
 #include "data/data.h"
 #include "progress.h"
 #include "report.h"
@@ -133,6 +131,15 @@ static int stopped_while(const char *what) {
     return 1;
 }
 
+/* Flags whose presence matters, not only their value: settings given again override a
+ * resumed checkpoint's. The first eight are floats of the optimizer, in flag_val order. */
+enum { G_LR, G_WEIGHT_DECAY, G_EPS, G_BETA1, G_BETA2, G_MOMENTUM, G_CLIP_NORM, G_CLIP_VALUE, G_SCHEDULE, G_WARMUP,
+       G_MIN_LR, G_SEED, G_OPTIMIZER, G_COUNT };
+static const char *const given_names[G_COUNT] = {"--lr",          "--weight-decay", "--eps",         "--beta1",
+                                                 "--beta2",       "--momentum",     "--clip-norm",   "--clip-value",
+                                                 "--lr-schedule", "--warmup",       "--min-lr",      "--seed",
+                                                 "--optimizer"};
+
 typedef struct train_opts {
     const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
@@ -140,13 +147,14 @@ typedef struct train_opts {
     int64_t warmup;
     uint64_t seed;
     int optimizer, quiet, schedule;
-    int seed_given, optimizer_given;
+    int given[G_COUNT];
     cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
     uint64_t ckpt_seed;       /* and its seed */
 } train_opts;
 
 /* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
- * MODEL. Sets the optimizer to the checkpoint's when resuming. */
+ * MODEL. When resuming, also takes the checkpoint's settings and seed (flags given again
+ * override the settings later, in make_config). */
 static int load_model(train_opts *o, cn_model **out) {
     *out = NULL;
     cn_status st;
@@ -156,41 +164,26 @@ static int load_model(train_opts *o, cn_model **out) {
         st = cn_model_load_file(o->model_path, out);
         return st == CN_OK ? EXIT_OK : cli_error(st);
     }
-    cn_ckpt *ck = NULL;
-    st = cn_ckpt_load(o->resume, &ck);
+    /* one read: the model (checked against the weights the file holds, before the trainer
+     * allocates room for them), the settings and the seed */
+    st = cn_checkpoint_read_training(o->resume, out, &o->ckpt_cfg, NULL, &o->ckpt_seed);
     if (st != CN_OK) return cli_error(st);
-    const cn_ckpt_meta *meta = cn_ckpt_get_meta(ck);
-    uint32_t kind = meta ? meta->optimizer : UINT32_MAX;
-    int idx = -1;
+    int idx = 0; /* the reader refuses an optimizer it does not know */
     for (int i = 0; i < 3; i++)
-        if ((uint32_t)optimizer_kinds[i] == kind) idx = i;
-    if (idx < 0 || (o->optimizer_given && o->optimizer != idx)) {
-        cn_ckpt_free(ck);
-        if (idx < 0) return cli_errorf("checkpoint %s was written with an unknown optimizer (%u)", o->resume, kind);
+        if (optimizer_kinds[i] == o->ckpt_cfg.opt.kind) idx = i;
+    if (o->given[G_OPTIMIZER] && o->optimizer != idx) {
+        cn_model_free(*out);
+        *out = NULL;
         return cli_errorf("--optimizer %s does not match the optimizer of checkpoint %s (%s); leave --optimizer out "
                           "when resuming",
                           optimizer_names[o->optimizer], o->resume, optimizer_names[idx]);
     }
     o->optimizer = idx;
-    o->ckpt_seed = meta->rng_state;
-    st = cn_train_config_from_ckpt(ck, o->resume, &o->ckpt_cfg);
-    if (st != CN_OK) {
-        cn_ckpt_free(ck);
-        return cli_error(st);
-    }
-    /* the model text is already in hand: no second read of the checkpoint */
-    char origin[1024];
-    snprintf(origin, sizeof origin, "%s (model)", o->resume);
-    st = cn_model_parse(meta->model_text, origin, out);
-    /* the weights must be in the checkpoint before the trainer allocates room for them */
-    if (st == CN_OK) st = cn_trainer__match_ckpt(ck, o->resume, *out, &o->ckpt_cfg);
-    cn_ckpt_free(ck);
-    if (st != CN_OK) return cli_error(st);
     if (strcmp(o->model_path, "-") != 0) {
         cn_model *given = NULL;
         st = cn_model_load_file(o->model_path, &given);
         if (st != CN_OK) {
-            if (*out) cn_model_free(*out);
+            cn_model_free(*out);
             *out = NULL;
             return cli_error(st);
         }
@@ -198,7 +191,7 @@ static int load_model(train_opts *o, cn_model **out) {
         if (!a || !b || strcmp(a, b) != 0)
             cli_warnf("%s differs from the model stored in %s; training the checkpoint's model", o->model_path,
                       o->resume);
-        if (given) cn_model_free(given);
+        cn_model_free(given);
     }
     return EXIT_OK;
 }
@@ -221,375 +214,450 @@ static void format_metrics(char *buf, size_t cap, double loss, double acc, const
     else snprintf(buf, cap, "loss: %.4f - accuracy: %.4f", loss, acc);
 }
 
-int cmd_train(int argc, char **argv) {
+
+/* Everything one `clnet train` holds between its phases: options, what they loaded, the
+ * trainer and the loop's state. */
+typedef struct train_run {
     train_opts o;
-    memset(&o, 0, sizeof o);
-    o.epochs = DEFAULT_EPOCHS;
-    o.seed = DEFAULT_SEED;
+    dist D;
+    cn_train_config cfg;
+    cn_model *model;
+    cn_device *devs[CLI_MAX_DEVICES];
+    int n_dev;
+    cn_trainer *t;
+    train_data data;
+    void *inputs; /* one batch: f32 pixels or i32 ids */
+    int32_t *labels;
+    int64_t *perm;
+    epoch_record *recs; /* the report's epochs, earlier ones included when resuming */
+    int nrec;
+    progress bar;
+    FILE *bar_out; /* where the bar is drawn, or NULL */
+    int64_t steps_per_epoch;
+    int start_epoch;
+    uint64_t steps_run;
+    int stopped_by_steps;
+} train_run;
+
+/* One epoch's training sums (this rank's) and the bar's metrics text. */
+typedef struct epoch_sums {
+    double loss;
+    int64_t correct, seen, steps;
+    double seconds;
+    char metrics[256];
+} epoch_sums;
+
+/* ---- options ---- */
+
+/* Parses the command line into o; returns ARGS_OK, ARGS_HELP or ARGS_ERROR. */
+static int parse_options(train_opts *o, int argc, char **argv) {
+    memset(o, 0, sizeof *o);
+    o->epochs = DEFAULT_EPOCHS;
+    o->seed = DEFAULT_SEED;
     cn_train_config cfg;
     cn_train_config_default(&cfg);
-    o.batch = cfg.batch > 0 ? cfg.batch : 64;
-    o.lr = cfg.opt.lr > 0 ? cfg.opt.lr : 1e-3;
+    o->batch = cfg.batch > 0 ? cfg.batch : 64;
+    o->lr = cfg.opt.lr > 0 ? cfg.opt.lr : 1e-3;
     arg_opt opts[] = {
-        {"--data", NULL, ARG_STRING, &o.data, 0, 0, NULL, "DIR", 0},
-        {"--text", NULL, ARG_STRING, &o.text, 0, 0, NULL, "FILE", 0},
-        {"--epochs", NULL, ARG_INT, &o.epochs, 1, 1000000, NULL, "N", 0},
-        {"--batch", NULL, ARG_INT, &o.batch, 1, 65536, NULL, "N", 0},
-        {"--lr", NULL, ARG_FLOAT, &o.lr, 1e-12, 100, NULL, "X", 0},
-        {"--optimizer", NULL, ARG_CHOICE, &o.optimizer, 0, 0, optimizer_names, "NAME", 0},
-        {"--weight-decay", NULL, ARG_FLOAT, &o.weight_decay, 0, 10, NULL, "X", 0},
-        {"--eps", NULL, ARG_FLOAT, &o.eps, 1e-30, 1, NULL, "X", 0},
-        {"--beta1", NULL, ARG_FLOAT, &o.beta1, 0, 0.999999, NULL, "X", 0},
-        {"--beta2", NULL, ARG_FLOAT, &o.beta2, 0, 0.999999999, NULL, "X", 0},
-        {"--momentum", NULL, ARG_FLOAT, &o.momentum, 0, 0.999999, NULL, "X", 0},
-        {"--lr-schedule", NULL, ARG_CHOICE, &o.schedule, 0, 0, schedule_names, "NAME", 0},
-        {"--warmup", NULL, ARG_INT, &o.warmup, 0, CN_LR_MAX_STEPS, NULL, "N", 0},
-        {"--min-lr", NULL, ARG_FLOAT, &o.min_lr, 0, 100, NULL, "X", 0},
-        {"--clip-norm", NULL, ARG_FLOAT, &o.clip_norm, 0, 1e9, NULL, "X", 0},
-        {"--clip-value", NULL, ARG_FLOAT, &o.clip_value, 0, 1e9, NULL, "X", 0},
-        {"--device", NULL, ARG_STRING, &o.device, 0, 0, NULL, "SEL", 0},
-        {"--devices", NULL, ARG_STRING, &o.devices, 0, 0, NULL, "LIST", 0},
-        {"--seed", NULL, ARG_U64, &o.seed, 0, 0, NULL, "N", 0},
-        {"--limit", NULL, ARG_INT, &o.limit, 0, 2000000000, NULL, "N", 0},
-        {"--steps", NULL, ARG_INT, &o.steps, 0, 1e15, NULL, "N", 0},
-        {"--save", NULL, ARG_STRING, &o.save, 0, 0, NULL, "CKPT", 0},
-        {"--resume", NULL, ARG_STRING, &o.resume, 0, 0, NULL, "CKPT", 0},
-        {"--report", NULL, ARG_STRING, &o.report, 0, 0, NULL, "FILE.json", 0},
-        {"--quiet", "-q", ARG_FLAG, &o.quiet, 0, 0, NULL, NULL, 0},
+        {"--data", NULL, ARG_STRING, &o->data, 0, 0, NULL, "DIR", 0},
+        {"--text", NULL, ARG_STRING, &o->text, 0, 0, NULL, "FILE", 0},
+        {"--epochs", NULL, ARG_INT, &o->epochs, 1, 1000000, NULL, "N", 0},
+        {"--batch", NULL, ARG_INT, &o->batch, 1, 65536, NULL, "N", 0},
+        {"--lr", NULL, ARG_FLOAT, &o->lr, 1e-12, 100, NULL, "X", 0},
+        {"--optimizer", NULL, ARG_CHOICE, &o->optimizer, 0, 0, optimizer_names, "NAME", 0},
+        {"--weight-decay", NULL, ARG_FLOAT, &o->weight_decay, 0, 10, NULL, "X", 0},
+        {"--eps", NULL, ARG_FLOAT, &o->eps, 1e-30, 1, NULL, "X", 0},
+        {"--beta1", NULL, ARG_FLOAT, &o->beta1, 0, 0.999999, NULL, "X", 0},
+        {"--beta2", NULL, ARG_FLOAT, &o->beta2, 0, 0.999999999, NULL, "X", 0},
+        {"--momentum", NULL, ARG_FLOAT, &o->momentum, 0, 0.999999, NULL, "X", 0},
+        {"--lr-schedule", NULL, ARG_CHOICE, &o->schedule, 0, 0, schedule_names, "NAME", 0},
+        {"--warmup", NULL, ARG_INT, &o->warmup, 0, CN_LR_MAX_STEPS, NULL, "N", 0},
+        {"--min-lr", NULL, ARG_FLOAT, &o->min_lr, 0, 100, NULL, "X", 0},
+        {"--clip-norm", NULL, ARG_FLOAT, &o->clip_norm, 0, 1e9, NULL, "X", 0},
+        {"--clip-value", NULL, ARG_FLOAT, &o->clip_value, 0, 1e9, NULL, "X", 0},
+        {"--device", NULL, ARG_STRING, &o->device, 0, 0, NULL, "SEL", 0},
+        {"--devices", NULL, ARG_STRING, &o->devices, 0, 0, NULL, "LIST", 0},
+        {"--seed", NULL, ARG_U64, &o->seed, 0, 0, NULL, "N", 0},
+        {"--limit", NULL, ARG_INT, &o->limit, 0, 2000000000, NULL, "N", 0},
+        {"--steps", NULL, ARG_INT, &o->steps, 0, 1e15, NULL, "N", 0},
+        {"--save", NULL, ARG_STRING, &o->save, 0, 0, NULL, "CKPT", 0},
+        {"--resume", NULL, ARG_STRING, &o->resume, 0, 0, NULL, "CKPT", 0},
+        {"--report", NULL, ARG_STRING, &o->report, 0, 0, NULL, "FILE.json", 0},
+        {"--quiet", "-q", ARG_FLAG, &o->quiet, 0, 0, NULL, NULL, 0},
         ARG_END,
     };
     const char *pos[1];
     int np;
     int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
-    if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
-    o.model_path = pos[0];
-    /* before anything slow, so Ctrl-C while loading is reported and nothing is half-written */
-    install_signals();
-    dist D;
-    if ((r = dist_init(&D)) != EXIT_OK) return r;
-    if (D.rank > 0) o.quiet = 1, o.save = NULL, o.report = NULL; /* rank 0 speaks and writes */
-    o.optimizer_given = args_given(opts, "--optimizer");
-    o.seed_given = args_given(opts, "--seed");
+    if (r != ARGS_OK) return r;
+    o->model_path = pos[0];
+    for (int k = 0; k < G_COUNT; k++) o->given[k] = args_given(opts, given_names[k]);
+    return ARGS_OK;
+}
 
-    int rc = EXIT_ERROR;
-    cn_status st;
-    cn_model *model = NULL;
-    cn_device *dev = NULL, *devs[CLI_MAX_DEVICES];
-    int n_dev = 0;
-    cn_trainer *t = NULL;
-    train_data data;
-    memset(&data, 0, sizeof data);
-    void *inputs = NULL;
-    int32_t *labels = NULL;
-    int64_t *perm = NULL;
-    epoch_record *recs = NULL;
-    int nrec = 0;
-    progress bar;
-    memset(&bar, 0, sizeof bar);
-
-    /* the cheap checks of the user's inputs first, then the device */
-    if ((o.save && cli_check_writable(o.save, "--save") != EXIT_OK) ||
-        (o.report && cli_check_writable(o.report, "--report") != EXIT_OK))
-        goto done;
-    if (load_model(&o, &model) != EXIT_OK) goto done;
-    if (stopped_while("reading the model")) goto stopped;
-    /* the devices before the data: opening one checks its settings (CLNET_MEMORY_LIMIT,
-     * CLNET_GEMM, CLNET_CL_OPTIONS), and a wrong one must not cost the data's loading */
-    if (o.devices && o.device) {
-        rc = cli_errorf("give --device or --devices, not both");
-        goto done;
-    }
-    if (o.devices) {
-        if ((rc = cli_open_devices(o.devices, devs, CLI_MAX_DEVICES, &n_dev)) != EXIT_OK) goto done;
-        rc = EXIT_ERROR;
-        dev = devs[0];
-    } else {
-        st = cli_open_device(o.device, &dev);
-        if (st != CN_OK) {
-            rc = cli_error(st);
-            goto done;
-        }
-        devs[n_dev++] = dev;
-    }
-    if (stopped_while("opening the device")) goto stopped;
-    if (train_data_load(&data, model, o.data, o.text, o.limit) != EXIT_OK) goto done;
-    if (o.text) cli_warn_if_not_causal(model, o.resume ? o.resume : o.model_path);
-    if (stopped_while("loading the data")) goto stopped;
-    /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
-    if (o.batch > data.n_train) o.batch = data.n_train;
-    if (o.batch < n_dev) {
-        rc = cli_errorf("--batch %lld is smaller than the %d devices of --devices", (long long)o.batch, n_dev);
-        goto done;
-    }
-
-    /* settings: the optimizer's defaults, or the checkpoint's when resuming; flags given win */
-    if (o.resume) cfg = o.ckpt_cfg;
-    else cn_optimizer_config_default(&cfg.opt, optimizer_kinds[o.optimizer]);
-    const double *flag_val[] = {&o.lr, &o.weight_decay, &o.eps, &o.beta1, &o.beta2, &o.momentum, &o.clip_norm, &o.clip_value};
-    float *cfg_val[] = {&cfg.opt.lr, &cfg.opt.weight_decay, &cfg.opt.eps, &cfg.opt.beta1, &cfg.opt.beta2, &cfg.opt.momentum,
-                        &cfg.opt.clip_norm, &cfg.opt.clip_value};
-    const char *const flag_name[] = {"--lr", "--weight-decay", "--eps", "--beta1", "--beta2", "--momentum", "--clip-norm", "--clip-value"};
-    for (int k = 0; k < 8; k++)
-        if (args_given(opts, flag_name[k])) *cfg_val[k] = (float)*flag_val[k];
-    cfg.batch = (int)o.batch;
-    if (args_given(opts, "--lr-schedule")) cfg.opt.schedule = (cn_lr_schedule)o.schedule;
-    if (args_given(opts, "--warmup")) cfg.opt.warmup_steps = o.warmup;
-    if (args_given(opts, "--min-lr")) cfg.opt.min_lr = (float)o.min_lr;
+/* The trainer's settings: the optimizer's defaults, or the checkpoint's when resuming; flags
+ * given win. Needs the data (a cosine schedule spans the run's steps). */
+static void make_config(train_run *r) {
+    train_opts *o = &r->o;
+    cn_train_config *cfg = &r->cfg;
+    cn_train_config_default(cfg);
+    if (o->resume) *cfg = o->ckpt_cfg;
+    else cn_optimizer_config_default(&cfg->opt, optimizer_kinds[o->optimizer]);
+    const double *flag_val[] = {&o->lr,    &o->weight_decay, &o->eps,       &o->beta1,
+                                &o->beta2, &o->momentum,     &o->clip_norm, &o->clip_value};
+    float *cfg_val[] = {&cfg->opt.lr,       &cfg->opt.weight_decay, &cfg->opt.eps,       &cfg->opt.beta1,
+                        &cfg->opt.beta2,    &cfg->opt.momentum,     &cfg->opt.clip_norm, &cfg->opt.clip_value};
+    for (int k = G_LR; k <= G_CLIP_VALUE; k++)
+        if (o->given[k]) *cfg_val[k] = (float)*flag_val[k];
+    cfg->batch = (int)o->batch;
+    if (o->given[G_SCHEDULE]) cfg->opt.schedule = (cn_lr_schedule)o->schedule;
+    if (o->given[G_WARMUP]) cfg->opt.warmup_steps = o->warmup;
+    if (o->given[G_MIN_LR]) cfg->opt.min_lr = (float)o->min_lr;
     /* the schedule spans the whole run, resumed epochs included: its end is --epochs' end */
-    const int64_t steps_per_epoch = (data.n_train + o.batch - 1) / o.batch;
-    if (cfg.opt.schedule == CN_LR_COSINE) cfg.opt.total_steps = o.epochs * steps_per_epoch;
-    if (o.resume) {
+    r->steps_per_epoch = (r->data.n_train + o->batch - 1) / o->batch;
+    if (cfg->opt.schedule == CN_LR_COSINE) cfg->opt.total_steps = o->epochs * r->steps_per_epoch;
+    if (o->resume) {
         /* The checkpoint's seed must be in place before the trainer exists: it seeds the
          * dropout masks of the program as well as the shuffling. */
-        if (o.seed_given && o.ckpt_seed != o.seed)
+        if (o->given[G_SEED] && o->ckpt_seed != o->seed)
             cli_warnf("--seed %llu ignored: the resumed epochs shuffle and drop out with the checkpoint's seed %llu",
-                      (unsigned long long)o.seed, (unsigned long long)o.ckpt_seed);
-        o.seed = o.ckpt_seed;
+                      (unsigned long long)o->seed, (unsigned long long)o->ckpt_seed);
+        o->seed = o->ckpt_seed;
     }
-    cfg.seed = o.seed;
-    st = n_dev > 1 ? cn_trainer_create_mirrored(model, devs, n_dev, &cfg, &t) : cn_trainer_create(model, dev, &cfg, &t);
-    if (st != CN_OK) {
-        rc = cli_error(st);
-        goto done;
+    cfg->seed = o->seed;
+}
+
+/* ---- devices, data and the trainer ---- */
+
+/* The devices before the data: opening one checks its settings (CLNET_MEMORY_LIMIT,
+ * CLNET_GEMM, CLNET_CL_OPTIONS), and a wrong one must not cost the data's loading. */
+static int open_devices(train_run *r) {
+    if (r->o.devices && r->o.device) return cli_errorf("give --device or --devices, not both");
+    if (r->o.devices) return cli_open_devices(r->o.devices, r->devs, CLI_MAX_DEVICES, &r->n_dev);
+    cn_status st = cli_open_device(r->o.device, &r->devs[0]);
+    if (st != CN_OK) return cli_error(st);
+    r->n_dev = 1;
+    return EXIT_OK;
+}
+
+static int load_data(train_run *r) {
+    int rc = train_data_load(&r->data, r->model, r->o.data, r->o.text, r->o.limit);
+    if (rc != EXIT_OK) return EXIT_ERROR;
+    if (r->o.text) cli_warn_if_not_causal(r->model, r->o.resume ? r->o.resume : r->o.model_path);
+    if (stopped_while("loading the data")) return stop_status();
+    /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
+    if (r->o.batch > r->data.n_train) r->o.batch = r->data.n_train;
+    if (r->o.batch < r->n_dev)
+        return cli_errorf("--batch %lld is smaller than the %d devices of --devices", (long long)r->o.batch, r->n_dev);
+    return EXIT_OK;
+}
+
+/* Under mpirun: every rank must train rank 0's model on rank 0's data with its batch and
+ * settings; then the trainer sums gradients across ranks. */
+static int join_ranks(train_run *r) {
+    uint64_t h = 1469598103934665603ull, lh = train_data_hash(&r->data);
+    for (const char *c = cn_model_text(r->model); *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    const char *names[] = {"model", "model (low bits)", "training set size", "training labels",
+                           "test set size", "batch", "seed", "learning rate"};
+    double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)r->data.n_train, (double)(lh >> 40),
+                     (double)r->data.n_test, (double)r->o.batch, (double)r->o.seed, (double)r->cfg.opt.lr};
+    if (dist_agree(&r->D, names, vals, 8) != EXIT_OK) return EXIT_ERROR;
+    if (r->o.batch < r->D.size)
+        return cli_errorf("--batch %lld is smaller than the %d ranks", (long long)r->o.batch, r->D.size);
+    cn_status st = cn_trainer_enable_mpi(r->t);
+    return st == CN_OK ? EXIT_OK : cli_error(st);
+}
+
+/* The trainer on the devices (and ranks), with the checkpoint's state when resuming. */
+static int create_trainer(train_run *r) {
+    cn_status st = r->n_dev > 1 ? cn_trainer_create_mirrored(r->model, r->devs, r->n_dev, &r->cfg, &r->t)
+                                : cn_trainer_create(r->model, r->devs[0], &r->cfg, &r->t);
+    if (st != CN_OK) return cli_error(st);
+    if (r->D.size > 1) {
+        int rc = join_ranks(r);
+        if (rc != EXIT_OK) return rc;
     }
-    if (D.size > 1) {
-        /* the model, the data, the batch and the settings must be those of rank 0 */
-        uint64_t h = 1469598103934665603ull, lh = train_data_hash(&data);
-        for (const char *c = cn_model_text(model); *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-        const char *names[] = {"model", "model (low bits)", "training set size", "training labels",
-                               "test set size", "batch", "seed", "learning rate"};
-        double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)data.n_train, (double)(lh >> 40),
-                         (double)data.n_test, (double)o.batch, (double)o.seed, (double)cfg.opt.lr};
-        if (dist_agree(&D, names, vals, 8) != EXIT_OK) goto done;
-        if (o.batch < D.size) {
-            rc = cli_errorf("--batch %lld is smaller than the %d ranks", (long long)o.batch, D.size);
-            goto done;
-        }
-        st = cn_trainer_enable_mpi(t);
-        if (st != CN_OK) {
-            rc = cli_error(st);
-            goto done;
-        }
-    }
-    if (stopped_while("building the model on the device")) goto stopped;
-    int start_epoch = 0;
-    if (o.resume) {
+    if (stopped_while("building the model on the device")) return stop_status();
+    if (r->o.resume) {
         uint64_t rng = 0;
-        st = cn_trainer_load(t, o.resume, &start_epoch, &rng);
-        if (st != CN_OK) {
-            rc = cli_error(st);
-            goto done;
-        }
-        if (start_epoch < 0) start_epoch = 0;
+        st = cn_trainer_load(r->t, r->o.resume, &r->start_epoch, &rng);
+        if (st != CN_OK) return cli_error(st);
+        if (r->start_epoch < 0) r->start_epoch = 0;
     }
+    return EXIT_OK;
+}
 
+/* Everything before the first step, the cheap checks of the user's inputs first. */
+static int prepare(train_run *r) {
+    train_opts *o = &r->o;
+    if ((o->save && cli_check_writable(o->save, "--save") != EXIT_OK) ||
+        (o->report && cli_check_writable(o->report, "--report") != EXIT_OK))
+        return EXIT_ERROR;
+    if (load_model(o, &r->model) != EXIT_OK) return EXIT_ERROR;
+    if (stopped_while("reading the model")) return stop_status();
+    int rc = open_devices(r);
+    if (rc != EXIT_OK) return rc;
+    if (stopped_while("opening the device")) return stop_status();
+    if ((rc = load_data(r)) != EXIT_OK) return rc;
+    make_config(r);
+    return create_trainer(r);
+}
+
+/* The batch buffers, and the report's earlier epochs when resuming. */
+static int alloc_buffers(train_run *r) {
+    const train_opts *o = &r->o;
+    r->inputs = malloc((size_t)o->batch * (size_t)r->data.in_elems * 4); /* f32 pixels or i32 ids */
+    r->labels = malloc((size_t)o->batch * (size_t)r->data.per * sizeof *r->labels);
+    r->perm = malloc((size_t)r->data.n_train * sizeof *r->perm);
+    r->recs = calloc((size_t)o->epochs, sizeof *r->recs);
+    if (!r->inputs || !r->labels || !r->perm || !r->recs)
+        return cli_errorf("out of memory for the batch buffers (batch %lld, %lld images)", (long long)o->batch,
+                          (long long)r->data.n_train);
+    if (o->report && r->start_epoch > 0) r->nrec = report_read(o->report, r->start_epoch, r->recs);
+    return EXIT_OK;
+}
+
+/* ---- reporting ---- */
+
+static void print_header(const train_run *r) {
+    const train_opts *o = &r->o;
     char label[256];
-    if (!o.quiet)
-        for (int i = 0; i < n_dev; i++) {
-            cli_device_label(devs[i], label, sizeof label);
-            printf("%s%s%s", i == 0 ? (n_dev > 1 ? "devices: " : "device: ") : ", ", label, i == n_dev - 1 ? "\n" : "");
+    for (int i = 0; i < r->n_dev; i++) {
+        cli_device_label(r->devs[i], label, sizeof label);
+        printf("%s%s%s", i == 0 ? (r->n_dev > 1 ? "devices: " : "device: ") : ", ", label,
+               i == r->n_dev - 1 ? "\n" : "");
+    }
+    printf("model: %s%s, %lld parameters\n", o->resume ? o->resume : o->model_path, o->resume ? " (resumed)" : "",
+           (long long)cn_model_num_params(r->model));
+    char what[512];
+    train_data_describe(&r->data, o->text ? o->text : o->data ? o->data : CN_DATASET_DEFAULT_DIR, what, sizeof what);
+    printf("data: %s\n", what);
+    if (o->resume)
+        printf("resumed: %d epochs done, step %llu\n", r->start_epoch, (unsigned long long)cn_trainer_steps(r->t));
+}
+
+/* The epoch's summary: the bar's final line on a terminal, else one line on stdout (with the
+ * devices' split when there are several). */
+static void print_epoch(train_run *r, const epoch_record *rec, char *metrics, size_t cap) {
+    const train_opts *o = &r->o;
+    double pps = rec->tokens_per_second, ips = rec->images_per_second, bpb = rec->val_bits_per_byte;
+    if (r->bar_out) {
+        double val[2] = {rec->val_loss, rec->val_accuracy};
+        char tail[64];
+        format_metrics(metrics, cap, rec->loss, rec->accuracy, val);
+        if (rec->text) snprintf(tail, sizeof tail, " - val_bpb: %.4f - %.0f tok/s", bpb, pps);
+        else snprintf(tail, sizeof tail, " - %.0f img/s", ips);
+        strncat(metrics, tail, cap - strlen(metrics) - 1);
+        progress_finish(&r->bar, metrics, rec->seconds);
+    }
+    char split[512];
+    split_note(r->t, r->devs, r->n_dev, split, sizeof split);
+    if (!o->quiet && r->bar_out != stdout && rec->text)
+        printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - val_bpb %.4f - "
+               "%.1fs - %.0f tok/s%s\n", rec->epoch, (long long)o->epochs, rec->loss, rec->accuracy, rec->val_loss,
+               rec->val_accuracy, bpb, rec->seconds, pps, split);
+    else if (!o->quiet && r->bar_out != stdout)
+        printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s%s\n",
+               rec->epoch, (long long)o->epochs, rec->loss, rec->accuracy, rec->val_loss, rec->val_accuracy,
+               rec->seconds, ips, split);
+    else if (!o->quiet && *split)
+        printf("%s\n", split + 3);
+}
+
+/* The report and the checkpoint after an epoch (rank 0 only: the others have neither). */
+static int save_epoch(train_run *r, int epoch) {
+    const train_opts *o = &r->o;
+    if (o->report && report_write(o->report, r->recs, r->nrec) != EXIT_OK) return EXIT_ERROR;
+    if (!o->save) return EXIT_OK;
+    int done_epochs = r->stopped_by_steps ? epoch : epoch + 1;
+    cn_status st = cn_trainer_save(r->t, o->save, done_epochs, o->seed);
+    if (st != CN_OK) return cli_error(st);
+    if (r->stopped_by_steps)
+        cli_warnf("epoch %d was cut short by --steps; %s counts %d complete epochs", epoch + 1, o->save, done_epochs);
+    return EXIT_OK;
+}
+
+/* ---- the loop ---- */
+
+/* Adds the metrics kept on the device to e. They stay there until the bar needs them (about
+ * 10 times a second) or the epoch ends, so the host gathers the next batch while a step runs. */
+static cn_status read_metrics(train_run *r, epoch_sums *e, int64_t done) {
+    double l = 0.0;
+    int64_t c = 0, n = 0;
+    cn_status st = cn_trainer_metrics(r->t, &l, &c, &n);
+    e->loss += l, e->correct += c, e->seen += n;
+    if (st == CN_OK && r->bar_out && e->seen > 0) {
+        format_metrics(e->metrics, sizeof e->metrics, e->loss / (double)e->seen,
+                       (double)e->correct / (double)e->seen, NULL);
+        progress_update(&r->bar, done, e->metrics, 0);
+    }
+    return st;
+}
+
+/* One epoch's training steps, until its end, Ctrl-C or --steps (the caller looks at
+ * `interrupted`; e->seen == 0 when --steps ran out exactly at the epoch's start). */
+static int train_epoch(train_run *r, int epoch, epoch_sums *e) {
+    const train_opts *o = &r->o;
+    memset(e, 0, sizeof *e);
+    cn_status st = cn_shuffle_indices(r->data.n_train, o->seed, (uint64_t)epoch, r->perm);
+    if (st != CN_OK) return cli_error(st);
+    if (r->bar_out) {
+        fprintf(r->bar_out, "Epoch %d/%lld\n", epoch + 1, (long long)o->epochs);
+        fflush(r->bar_out);
+    }
+    progress_begin(&r->bar, r->bar_out, r->steps_per_epoch);
+    double t0 = cli_now(), last_bar = t0;
+    int64_t b = 0;
+    for (; b < r->steps_per_epoch; b++) {
+        if (interrupted) break;
+        if (o->steps > 0 && r->steps_run >= (uint64_t)o->steps) {
+            r->stopped_by_steps = 1;
+            break;
         }
-    if (!o.quiet) {
-        printf("model: %s%s, %lld parameters\n", o.resume ? o.resume : o.model_path, o.resume ? " (resumed)" : "",
-               (long long)cn_model_num_params(model));
-        char what[512];
-        train_data_describe(&data, o.text ? o.text : o.data ? o.data : CN_DATASET_DEFAULT_DIR, what, sizeof what);
-        printf("data: %s\n", what);
-        if (o.resume)
-            printf("resumed: %d epochs done, step %llu\n", start_epoch,
-                   (unsigned long long)cn_trainer_steps(t));
+        int64_t start = b * o->batch, lo, mine;
+        int count = (int)(r->data.n_train - start < o->batch ? r->data.n_train - start : o->batch);
+        if (count < r->D.size) break; /* a last batch with fewer rows than ranks is left out */
+        dist_slice(&r->D, count, &lo, &mine); /* our rows of the global batch */
+        count = (int)mine;
+        train_data_gather(&r->data, o->seed, epoch, r->perm, start + lo, count, r->inputs, r->labels);
+        st = cn_trainer_step(r->t, r->inputs, r->labels, count, NULL, NULL);
+        r->steps_run++;
+        int last = b + 1 == r->steps_per_epoch || (o->steps > 0 && r->steps_run >= (uint64_t)o->steps);
+        if (st == CN_OK && (last || (r->bar_out && cli_now() - last_bar >= 0.1))) {
+            st = read_metrics(r, e, b + 1);
+            last_bar = cli_now();
+        }
+        if (st == CN_ERR_NUMERIC) { /* the engine checks every step's loss */
+            progress_abort(&r->bar);
+            return cli_errorf("%s; training stopped at epoch %d (no checkpoint written for this epoch). "
+                              "Try a lower --lr (now %g).",
+                              cn_last_error(), epoch + 1, o->lr);
+        }
+        if (st != CN_OK) {
+            progress_abort(&r->bar);
+            return cli_error(st);
+        }
     }
-    if (start_epoch >= o.epochs) {
-        if (!o.quiet)
-            printf("nothing to do: %d epochs already done (--epochs %lld)\n", start_epoch, (long long)o.epochs);
-        rc = EXIT_OK;
-        goto done;
+    e->steps = b;
+    e->seconds = cli_now() - t0;
+    return EXIT_OK;
+}
+
+/* The validation pass after an epoch, each rank on its part of the test set; fills the
+ * record's val_* fields and eval_seconds. */
+static int validate(train_run *r, int epoch, const char *metrics, epoch_record *rec) {
+    if (r->bar_out) progress_status(&r->bar, metrics, "validating...");
+    double t1 = cli_now(), val_loss = 0.0;
+    int64_t val_correct = 0, vlo, vn;
+    dist_slice(&r->D, r->data.n_test, &vlo, &vn);
+    cn_status st = vn > 0 ? cn_trainer_evaluate(r->t, train_data_test_inputs(&r->data, vlo),
+                                                train_data_test_labels(&r->data, vlo), (int)vn, &val_loss,
+                                                &val_correct)
+                          : CN_OK;
+    rec->eval_seconds = cli_now() - t1;
+    if (st != CN_OK) {
+        progress_abort(&r->bar);
+        return cli_error(st);
     }
-
-    inputs = malloc((size_t)o.batch * (size_t)data.in_elems * 4); /* f32 pixels or i32 ids */
-    labels = malloc((size_t)o.batch * (size_t)data.per * sizeof *labels);
-    perm = malloc((size_t)data.n_train * sizeof *perm);
-    recs = calloc((size_t)o.epochs, sizeof *recs);
-    if (!inputs || !labels || !perm || !recs) {
-        rc = cli_errorf("out of memory for the batch buffers (batch %lld, %lld images)", (long long)o.batch,
-                        (long long)data.n_train);
-        goto done;
+    double vglobal[3] = {val_loss * (double)vn, (double)val_correct, (double)vn};
+    if (dist_sum(&r->D, vglobal, 3) != EXIT_OK) return EXIT_ERROR;
+    val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
+    if (!isfinite(val_loss)) {
+        progress_abort(&r->bar);
+        return cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
+                          isnan(val_loss) ? "NaN" : "infinite", epoch + 1, r->o.lr);
     }
+    rec->val_loss = val_loss;
+    rec->val_accuracy = (double)val_correct / ((double)r->data.n_test * (double)r->data.per);
+    rec->val_bits_per_byte = r->data.text ? val_loss / log(2.0) : 0.0; /* nats per byte -> bits */
+    return EXIT_OK;
+}
 
-    if (o.report && start_epoch > 0) nrec = report_read(o.report, start_epoch, recs);
+/* The record of a finished epoch: the training sums over every rank, then validation. */
+static int summarize_epoch(train_run *r, int epoch, const epoch_sums *e, epoch_record *rec) {
+    memset(rec, 0, sizeof *rec);
+    double global[3] = {e->loss, (double)e->correct, (double)e->seen};
+    if (dist_sum(&r->D, global, 3) != EXIT_OK) return EXIT_ERROR;
+    int rc = validate(r, epoch, e->metrics, rec);
+    if (rc != EXIT_OK) return rc;
+    double pps = e->seconds > 0 ? global[2] / e->seconds : 0.0; /* every rank's predictions */
+    rec->epoch = epoch + 1;
+    rec->loss = global[0] / global[2];
+    rec->accuracy = global[1] / global[2];
+    rec->seconds = e->seconds;
+    rec->images_per_second = pps / (double)r->data.per; /* samples */
+    rec->steps = cn_trainer_steps(r->t);
+    rec->text = r->data.text;
+    rec->tokens_per_second = r->data.text ? pps : 0.0;
+    return EXIT_OK;
+}
 
+/* The epochs from start_epoch to --epochs: train, validate, report, save. */
+static int fit(train_run *r) {
+    const train_opts *o = &r->o;
+    int rc = alloc_buffers(r);
+    if (rc != EXIT_OK) return rc;
     /* A bar in place on stdout when it is a terminal; else on stderr when that is one (the
      * per-epoch lines then go to stdout); else no bar at all. */
     int out_tty = isatty(STDOUT_FILENO), err_tty = isatty(STDERR_FILENO);
-    FILE *bar_out = o.quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
-    uint64_t steps_run = 0;
-    int stopped_by_steps = 0;
-    for (int epoch = start_epoch; epoch < o.epochs; epoch++) {
-        st = cn_shuffle_indices(data.n_train, o.seed, (uint64_t)epoch, perm);
-        if (st != CN_OK) {
-            rc = cli_error(st);
-            goto done;
-        }
-        if (bar_out) {
-            fprintf(bar_out, "Epoch %d/%lld\n", epoch + 1, (long long)o.epochs);
-            fflush(bar_out);
-        }
-        progress_begin(&bar, bar_out, steps_per_epoch);
-        double sum_loss = 0.0;
-        int64_t sum_correct = 0, seen = 0, b = 0;
-        char metrics[256] = "";
-        double t0 = cli_now(), last_bar = t0;
-        for (; b < steps_per_epoch; b++) {
-            if (interrupted) break;
-            if (o.steps > 0 && steps_run >= (uint64_t)o.steps) {
-                stopped_by_steps = 1;
-                break;
-            }
-            int64_t start = b * o.batch, lo, mine;
-            int count = (int)(data.n_train - start < o.batch ? data.n_train - start : o.batch);
-            if (count < D.size) break; /* a last batch with fewer rows than ranks is left out */
-            dist_slice(&D, count, &lo, &mine); /* our rows of the global batch */
-            count = (int)mine;
-            train_data_gather(&data, o.seed, epoch, perm, start + lo, count, inputs, labels);
-            /* Metrics stay on the device until the bar needs them (about 10 times a second)
-             * or the epoch ends, so the host gathers the next batch while the step runs. */
-            st = cn_trainer_step(t, inputs, labels, count, NULL, NULL);
-            steps_run++;
-            int last = b + 1 == steps_per_epoch || (o.steps > 0 && steps_run >= (uint64_t)o.steps);
-            if (st == CN_OK && (last || (bar_out && cli_now() - last_bar >= 0.1))) {
-                double l = 0.0;
-                int64_t c = 0, n = 0;
-                st = cn_trainer_metrics(t, &l, &c, &n);
-                sum_loss += l, sum_correct += c, seen += n;
-                last_bar = cli_now();
-                if (st == CN_OK && bar_out && seen > 0) {
-                    format_metrics(metrics, sizeof metrics, sum_loss / (double)seen,
-                                   (double)sum_correct / (double)seen, NULL);
-                    progress_update(&bar, b + 1, metrics, 0);
-                }
-            }
-            if (st == CN_ERR_NUMERIC) { /* the engine checks every step's loss */
-                progress_abort(&bar);
-                rc = cli_errorf("%s; training stopped at epoch %d (no checkpoint written for this epoch). "
-                                "Try a lower --lr (now %g).",
-                                cn_last_error(), epoch + 1, o.lr);
-                goto done;
-            }
-            if (st != CN_OK) {
-                progress_abort(&bar);
-                rc = cli_error(st);
-                goto done;
-            }
-        }
-        double train_sec = cli_now() - t0;
+    r->bar_out = o->quiet ? NULL : out_tty ? stdout : err_tty ? stderr : NULL;
+    for (int epoch = r->start_epoch; epoch < o->epochs; epoch++) {
+        epoch_sums e;
+        if ((rc = train_epoch(r, epoch, &e)) != EXIT_OK) return rc;
         if (interrupted) {
-            progress_abort(&bar);
-            fprintf(stderr, "clnet: interrupted at epoch %d, step %lld; %s\n", epoch + 1, (long long)b,
-                    o.save ? "no checkpoint written for this epoch (the previous one is intact)" : "nothing saved");
-            rc = stop_status();
-            goto done;
+            progress_abort(&r->bar);
+            fprintf(stderr, "clnet: interrupted at epoch %d, step %lld; %s\n", epoch + 1, (long long)e.steps,
+                    o->save ? "no checkpoint written for this epoch (the previous one is intact)" : "nothing saved");
+            return stop_status();
         }
-        if (seen == 0) { /* --steps ran out exactly at an epoch boundary */
-            progress_abort(&bar);
+        if (e.seen == 0) { /* --steps ran out exactly at an epoch boundary */
+            progress_abort(&r->bar);
             break;
         }
-        double global[3] = {sum_loss, (double)sum_correct, (double)seen};
-        if (dist_sum(&D, global, 3) != EXIT_OK) goto done;
-        double loss = global[0] / global[2], acc = global[1] / global[2];
-
-        if (bar_out) progress_status(&bar, metrics, "validating...");
-        double t1 = cli_now(), val_loss = 0.0;
-        int64_t val_correct = 0;
-        int64_t vlo, vn;
-        dist_slice(&D, data.n_test, &vlo, &vn); /* each rank validates its part of the test set */
-        st = vn > 0 ? cn_trainer_evaluate(t, train_data_test_inputs(&data, vlo), train_data_test_labels(&data, vlo),
-                                          (int)vn, &val_loss, &val_correct)
-                    : CN_OK;
-        double eval_sec = cli_now() - t1;
-        if (st != CN_OK) {
-            progress_abort(&bar);
-            rc = cli_error(st);
-            goto done;
-        }
-        double vglobal[3] = {val_loss * (double)vn, (double)val_correct, (double)vn};
-        if (dist_sum(&D, vglobal, 3) != EXIT_OK) goto done;
-        val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
-        if (!isfinite(val_loss)) {
-            progress_abort(&bar);
-            rc = cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
-                            isnan(val_loss) ? "NaN" : "infinite", epoch + 1, o.lr);
-            goto done;
-        }
-        double val_acc = (double)val_correct / ((double)data.n_test * (double)data.per);
-        double pps = train_sec > 0 ? global[2] / train_sec : 0.0; /* every rank's predictions */
-        double ips = pps / (double)data.per;                        /* samples */
-        double bpb = val_loss / log(2.0);                           /* nats per byte -> bits */
-
-        epoch_record *rec = &recs[nrec++];
-        rec->epoch = epoch + 1;
-        rec->loss = loss;
-        rec->accuracy = acc;
-        rec->val_loss = val_loss;
-        rec->val_accuracy = val_acc;
-        rec->seconds = train_sec;
-        rec->images_per_second = ips;
-        rec->eval_seconds = eval_sec;
-        rec->steps = cn_trainer_steps(t);
-        rec->text = data.text;
-        rec->tokens_per_second = data.text ? pps : 0.0;
-        rec->val_bits_per_byte = data.text ? bpb : 0.0;
-
-        if (bar_out) {
-            double val[2] = {val_loss, val_acc};
-            char tail[64];
-            format_metrics(metrics, sizeof metrics, loss, acc, val);
-            if (data.text) snprintf(tail, sizeof tail, " - val_bpb: %.4f - %.0f tok/s", bpb, pps);
-            else snprintf(tail, sizeof tail, " - %.0f img/s", ips);
-            strncat(metrics, tail, sizeof metrics - strlen(metrics) - 1);
-            progress_finish(&bar, metrics, train_sec);
-        }
-        char split[512];
-        split_note(t, devs, n_dev, split, sizeof split);
-        if (!o.quiet && bar_out != stdout && data.text)
-            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - val_bpb %.4f - "
-                   "%.1fs - %.0f tok/s%s\n", epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, bpb, train_sec,
-                   pps, split);
-        else if (!o.quiet && bar_out != stdout)
-            printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s%s\n",
-                   epoch + 1, (long long)o.epochs, loss, acc, val_loss, val_acc, train_sec, ips, split);
-        else if (!o.quiet && *split)
-            printf("%s\n", split + 3);
-
-        if (o.report && report_write(o.report, recs, nrec) != EXIT_OK) goto done;
-        if (o.save) {
-            int done_epochs = stopped_by_steps ? epoch : epoch + 1;
-            st = cn_trainer_save(t, o.save, done_epochs, o.seed);
-            if (st != CN_OK) {
-                rc = cli_error(st);
-                goto done;
-            }
-            if (stopped_by_steps)
-                cli_warnf("epoch %d was cut short by --steps; %s counts %d complete epochs", epoch + 1, o.save,
-                          done_epochs);
-        }
-        if (stopped_by_steps) break;
+        epoch_record rec;
+        if ((rc = summarize_epoch(r, epoch, &e, &rec)) != EXIT_OK) return rc;
+        r->recs[r->nrec++] = rec;
+        print_epoch(r, &rec, e.metrics, sizeof e.metrics);
+        if ((rc = save_epoch(r, epoch)) != EXIT_OK) return rc;
+        if (r->stopped_by_steps) break;
     }
-    if (stopped_by_steps && !o.quiet) printf("stopped after %llu steps (--steps)\n", (unsigned long long)steps_run);
-    rc = EXIT_OK;
-    goto done;
-stopped:
-    rc = stop_status();
-done:
-    progress_abort(&bar);
-    free(recs);
-    free(perm);
-    free(labels);
-    free(inputs);
-    if (t) cn_trainer_free(t);
-    train_data_free(&data);
-    if (model) cn_model_free(model);
-    cli_release_devices(devs, n_dev);
-    if (rc != EXIT_OK) dist_fail(&D, rc);
-    dist_finish(&D);
+    if (r->stopped_by_steps && !o->quiet)
+        printf("stopped after %llu steps (--steps)\n", (unsigned long long)r->steps_run);
+    return EXIT_OK;
+}
+
+static void release(train_run *r) {
+    progress_abort(&r->bar);
+    free(r->recs);
+    free(r->perm);
+    free(r->labels);
+    free(r->inputs);
+    if (r->t) cn_trainer_free(r->t);
+    train_data_free(&r->data);
+    if (r->model) cn_model_free(r->model);
+    cli_release_devices(r->devs, r->n_dev);
+}
+
+int cmd_train(int argc, char **argv) {
+    train_run run;
+    train_run *r = &run;
+    memset(r, 0, sizeof *r);
+    int rc = parse_options(&r->o, argc, argv);
+    if (rc != ARGS_OK) return rc == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+    /* before anything slow, so Ctrl-C while loading is reported and nothing is half-written */
+    install_signals();
+    if ((rc = dist_init(&r->D)) != EXIT_OK) return rc;
+    if (r->D.rank > 0) r->o.quiet = 1, r->o.save = NULL, r->o.report = NULL; /* rank 0 speaks and writes */
+    rc = prepare(r);
+    if (rc == EXIT_OK && !r->o.quiet) print_header(r);
+    if (rc == EXIT_OK && r->start_epoch >= r->o.epochs) {
+        if (!r->o.quiet)
+            printf("nothing to do: %d epochs already done (--epochs %lld)\n", r->start_epoch, (long long)r->o.epochs);
+    } else if (rc == EXIT_OK) {
+        rc = fit(r);
+    }
+    release(r);
+    if (rc != EXIT_OK) dist_fail(&r->D, rc);
+    dist_finish(&r->D);
     return rc;
 }

@@ -11,7 +11,6 @@
 
 #include "args.h"
 #include "cli.h"
-#include "data/checkpoint.h"
 #include "data/data.h"
 #include "progress.h"
 

@@ -9,8 +9,6 @@
 #include <sys/stat.h>
 
 #include "data.h"
-#include "internal.h"
-#include "ops.h"
 
 #define DS_PATH_MAX 4096
 
@@ -51,8 +49,8 @@ cn_status cn_dataset_load(const char *dir, const char *split, int64_t limit, cn_
     if (!S_ISDIR(st.st_mode)) return cn_errorf(CN_ERR_NOT_FOUND, "dataset directory %s is not a directory", dir);
 
     char ipath[DS_PATH_MAX], lpath[DS_PATH_MAX];
-    CN_TRY(find_file(dir, split, "images-idx3", ipath));
-    CN_TRY(find_file(dir, split, "labels-idx1", lpath));
+    DATA_TRY(find_file(dir, split, "images-idx3", ipath));
+    DATA_TRY(find_file(dir, split, "labels-idx1", lpath));
 
     cn_idx im = {0}, lb = {0};
     cn_status s = cn_idx_read(ipath, &im);
@@ -77,7 +75,7 @@ cn_status cn_dataset_load(const char *dir, const char *split, int64_t limit, cn_
     if (limit > 0 && limit < n) n = limit;
     size_t per = (size_t)im.dims[1] * im.dims[2]; /* <= CN_IDX_MAX_BYTES, checked by the reader */
     size_t total = (size_t)n * per, fbytes;
-    if (cn_mul_overflows(total, sizeof(float), &fbytes)) {
+    if (__builtin_mul_overflow(total, sizeof(float), &fbytes)) {
         cn_idx_free(&im);
         cn_idx_free(&lb);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "%s: %zu pixels do not fit in memory", ipath, total);
@@ -108,8 +106,6 @@ cn_status cn_dataset_load(const char *dir, const char *split, int64_t limit, cn_
     out->images = images;
     out->labels = labels;
     out->num_classes = maxl + 1;
-    cn_log(CN_LOG_DEBUG, "dataset %s/%s: %lld images of %dx%d, %d classes (from %s, %s)", dir, split,
-           (long long)n, out->h, out->w, out->num_classes, ipath, lpath);
     cn_idx_free(&im);
     cn_idx_free(&lb);
     return CN_OK;
@@ -130,7 +126,7 @@ cn_status cn_shuffle_indices(int64_t n, uint64_t seed, uint64_t epoch, int64_t *
      * on (seed, epoch, i), so the permutation is the same on every platform. The modulo bias
      * is below n / 2^64, far too small to matter. */
     for (int64_t i = n - 1; i > 0; i--) {
-        uint64_t j = cn_rng_u64(seed, epoch, (uint64_t)i) % (uint64_t)(i + 1);
+        uint64_t j = cn_random_u64(seed, epoch, (uint64_t)i) % (uint64_t)(i + 1);
         int64_t t = perm[i];
         perm[i] = perm[j];
         perm[j] = t;

@@ -1,9 +1,14 @@
 /* Readers for training data: IDX files (MNIST / Fashion-MNIST, gzip or raw), datasets from a
- * directory, seeded shuffling and batching, and PGM images for `clnet predict`.
+ * directory, seeded shuffling and batching, PGM images for `clnet predict` and text corpora.
  * Every reader treats its file as untrusted: magic, dimensions and lengths are validated
- * against the file's size before anything is allocated. */
-#ifndef CN_DATA_H
-#define CN_DATA_H
+ * against the file's size before anything is allocated.
+ *
+ * These are the tools' readers, not the library's (docs/DESIGN.md, "The CLI as a client of
+ * clnet.h"): they are built on <clnet.h> alone and linked into the CLI, the tests and the fuzz
+ * targets. Files are read with the library's reader (cn_data_read_file) and errors reported
+ * its way (cn_errorf, read back with cn_last_error). */
+#ifndef CLNET_TOOLS_DATA_H
+#define CLNET_TOOLS_DATA_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -72,15 +77,13 @@ cn_status cn_pgm_read(const char *path, cn_image *out);
 cn_status cn_pgm_parse(const uint8_t *buf, size_t len, const char *origin, cn_image *out);
 void cn_image_free(cn_image *img);
 
-/* ---- shared by the readers in engine/data (internal) ---- */
-/* Reads a whole file into a malloc'd buffer (*buf, *len; the caller frees *buf). Files larger
- * than max_bytes fail with CN_ERR_FORMAT before their content is read; a missing file is
- * CN_ERR_NOT_FOUND, other failures CN_ERR_IO, each message naming the path. */
-cn_status cn_data_read_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
-/* The same for a file that must be regular (checkpoints): a pipe, FIFO or device is refused
- * before anything is read (so `clnet eval /dev/zero` fails at once), and a FIFO without a
- * writer does not block the open. */
-cn_status cn_data_read_regular_file(const char *path, size_t max_bytes, uint8_t **buf, size_t *len);
+/* ---- shared by the readers here ---- */
+/* Returns expr's status unless it is CN_OK. */
+#define DATA_TRY(expr)                                 \
+    do {                                               \
+        cn_status data_try_ = (expr);                  \
+        if (data_try_ != CN_OK) return data_try_;      \
+    } while (0)
 
 /* ---- text corpora (byte-level language models) ---- */
 #define CN_TEXT_MAX_BYTES ((size_t)1 << 30) /* 1 GiB: far above any corpus a CPU trains on */

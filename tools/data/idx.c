@@ -17,7 +17,6 @@
 #include <zlib.h>
 
 #include "data.h"
-#include "internal.h"
 
 #define IDX_MAX_HEADER (4 + 4 * 4)
 
@@ -81,7 +80,7 @@ static cn_status idx_header(const uint8_t *b, size_t avail, const char *origin, 
         if (d == 0)
             return cn_errorf(CN_ERR_FORMAT, "%s: IDX dim %d is 0 (dims %s)", origin, i,
                              dims_str(ds, sizeof ds, ndim, b + 4));
-        if (cn_mul_overflows(n, (size_t)d, &n) || n > CN_IDX_MAX_BYTES)
+        if (__builtin_mul_overflow(n, (size_t)d, &n) || n > CN_IDX_MAX_BYTES)
             return cn_errorf(CN_ERR_FORMAT, "%s: IDX dims %s declare more than %zu bytes of data", origin,
                              dims_str(ds, sizeof ds, ndim, b + 4), CN_IDX_MAX_BYTES);
         out->dims[i] = d;
@@ -112,8 +111,8 @@ cn_status cn_idx_parse(const uint8_t *buf, size_t len, const char *origin, cn_id
     if (!buf && len) return cn_errorf(CN_ERR_INVALID_ARG, "%s: NULL buffer", origin);
     cn_idx h = {0};
     size_t hl = 0, payload = 0;
-    CN_TRY(idx_header(buf, len, origin, &h, &hl, &payload));
-    CN_TRY(idx_check_length(&h, buf, payload, len - hl, origin, ""));
+    DATA_TRY(idx_header(buf, len, origin, &h, &hl, &payload));
+    DATA_TRY(idx_check_length(&h, buf, payload, len - hl, origin, ""));
     h.data = malloc(payload);
     if (!h.data) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", origin, payload);
     memcpy(h.data, buf + hl, payload);
@@ -185,9 +184,9 @@ static cn_status gz_parse(gz_src *g, const char *origin, cn_idx *out) {
     size_t hl = 0, payload = 0;
 
     /* The first 4 bytes give ndim, which says how much header follows. */
-    CN_TRY(gz_read(g, hdr, 4, &got));
+    DATA_TRY(gz_read(g, hdr, 4, &got));
     if (got == 4 && hdr[0] == 0 && hdr[1] == 0 && hdr[3] >= 1 && hdr[3] <= 4) {
-        CN_TRY(gz_read(g, hdr + 4, 4 * (size_t)hdr[3], &more));
+        DATA_TRY(gz_read(g, hdr + 4, 4 * (size_t)hdr[3], &more));
         got += more;
     }
     cn_status s = idx_header(hdr, got, origin, &h, &hl, &payload);
@@ -276,9 +275,9 @@ static cn_status idx_read_raw(FILE *f, off_t fsize, const char *path, cn_idx *ou
     if (got < sizeof hdr && ferror(f)) return cn_errorf(CN_ERR_IO, "read error on %s: %s", path, strerror(errno));
     cn_idx h = {0};
     size_t hl = 0, payload = 0;
-    CN_TRY(idx_header(hdr, got, path, &h, &hl, &payload));
+    DATA_TRY(idx_header(hdr, got, path, &h, &hl, &payload));
     size_t found = (uint64_t)fsize > hl ? (size_t)((uint64_t)fsize - hl) : 0;
-    CN_TRY(idx_check_length(&h, hdr, payload, found, path, ""));
+    DATA_TRY(idx_check_length(&h, hdr, payload, found, path, ""));
     if (fseeko(f, (off_t)hl, SEEK_SET) != 0) return cn_errorf(CN_ERR_IO, "cannot seek in %s: %s", path, strerror(errno));
     h.data = malloc(payload);
     if (!h.data) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", path, payload);
@@ -329,7 +328,7 @@ cn_status cn_idx_read(const char *path, cn_idx *out) {
      * deflate stream is never much larger than its data, so payload + 1/8 is generous. */
     uint8_t *buf = NULL;
     size_t len = 0;
-    CN_TRY(cn_data_read_file(path, CN_IDX_MAX_BYTES + CN_IDX_MAX_BYTES / 8 + IDX_MAX_HEADER, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, CN_IDX_MAX_BYTES + CN_IDX_MAX_BYTES / 8 + IDX_MAX_HEADER, &buf, &len));
     cn_status s = (len >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) ? cn_idx_parse_gzip(buf, len, path, out)
                                                                   : cn_idx_parse(buf, len, path, out);
     free(buf);

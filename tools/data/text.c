@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "data.h"
-#include "internal.h"
-#include "ops.h"
 
 /* Control bytes other than tab, newline, vertical tab, form feed and carriage return. Text in
  * any ASCII-compatible encoding (UTF-8, Latin-1) has almost none; binaries have many. */
@@ -43,7 +41,7 @@ cn_status cn_text_read(const char *path, size_t min_len, cn_text *out) {
     memset(out, 0, sizeof *out);
     uint8_t *buf;
     size_t len;
-    CN_TRY(cn_data_read_file(path, CN_TEXT_MAX_BYTES, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, CN_TEXT_MAX_BYTES, &buf, &len));
     cn_status st = cn_text_parse(buf, len, path, min_len, out);
     free(buf);
     return st;
@@ -77,7 +75,7 @@ cn_status cn_text_split(const cn_text *t, const char *origin, int64_t context, c
 int64_t cn_text_offset(uint64_t seed, uint64_t epoch, int64_t context) {
     /* index 0 is a draw cn_shuffle_indices never makes, so the offset is independent of the
      * epoch's permutation */
-    return (int64_t)(cn_rng_u64(seed, epoch, 0) % (uint64_t)context);
+    return (int64_t)(cn_random_u64(seed, epoch, 0) % (uint64_t)context);
 }
 
 void cn_text_gather(const cn_text *t, size_t begin, int64_t context, int64_t offset, const int64_t *perm,

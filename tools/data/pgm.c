@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "data.h"
-#include "internal.h"
 
 /* Largest PGM file read: a 16384x16384 P2 with 5-digit values is about 1.6 GB. */
 #define PGM_MAX_FILE ((size_t)1 << 31)
@@ -122,9 +121,9 @@ cn_status cn_pgm_parse(const uint8_t *buf, size_t len, const char *origin, cn_im
         return cn_errorf(CN_ERR_FORMAT, "%s: not a PGM file (P%c must be followed by whitespace)", origin, buf[1]);
 
     unsigned long w, h, maxval;
-    CN_TRY(header_number(&r, "width", 1, CN_PGM_MAX_SIDE, &w));
-    CN_TRY(header_number(&r, "height", 1, CN_PGM_MAX_SIDE, &h));
-    CN_TRY(header_number(&r, "maxval", 1, 65535, &maxval));
+    DATA_TRY(header_number(&r, "width", 1, CN_PGM_MAX_SIDE, &w));
+    DATA_TRY(header_number(&r, "height", 1, CN_PGM_MAX_SIDE, &h));
+    DATA_TRY(header_number(&r, "maxval", 1, 65535, &maxval));
     size_t npix = (size_t)w * h; /* <= 2^28, no overflow */
 
     if (binary) {
@@ -171,7 +170,7 @@ cn_status cn_pgm_read(const char *path, cn_image *out) {
     memset(out, 0, sizeof *out);
     uint8_t *buf = NULL;
     size_t len = 0;
-    CN_TRY(cn_data_read_file(path, PGM_MAX_FILE, &buf, &len));
+    DATA_TRY(cn_data_read_file(path, PGM_MAX_FILE, &buf, &len));
     cn_status s = cn_pgm_parse(buf, len, path, out);
     free(buf);
     return s;
