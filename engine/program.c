@@ -42,6 +42,7 @@ cn_status cn_program_create(cn_program **out) {
     cn_graph_init(&p->g);
     p->loss = -1;
     p->seed = 42;
+    cn_prog_assign_tag(p);
     *out = p;
     return CN_OK;
 }
@@ -71,8 +72,9 @@ cn_status cn_program_set_seed(cn_program *p, uint64_t seed) {
 uint64_t cn_program_seed(const cn_program *p) { return p ? p->seed : 0; }
 
 /* Grows the spec array with the graph and records node id's spec. */
-static int track(cn_program *p, int id, const cn_shape *shape, uint32_t salt) {
+static cn_value track(cn_program *p, int id, const cn_shape *shape, uint32_t salt) {
     if (id < 0) return fail(p);
+
     if (id >= p->spec_cap) {
         cn_prog_spec *s = realloc(p->spec, (size_t)p->g.cap * sizeof *s);
         if (!s) {
@@ -86,18 +88,25 @@ static int track(cn_program *p, int id, const cn_shape *shape, uint32_t salt) {
     if (shape) p->spec[id].shape = *shape;
     p->spec[id].salt = salt;
     p->spec[id].mean_of = -1;
-    return id;
+    if (id >= CN_PROGRAM_MAX_NODES) { /* values have no room for its number */
+        cn_errorf(CN_ERR_INVALID_ARG, "a program holds at most %d nodes", CN_PROGRAM_MAX_NODES);
+        return fail_status(p, CN_ERR_INVALID_ARG);
+    }
+    return cn_prog_value(p, id);
 }
 
-static int valid(cn_program *p, cn_value v, const char *what) {
+/* Turns *v into its node when it is a value of p. */
+static int valid(cn_program *p, cn_value *v, const char *what) {
     if (!p) return 0;
-    if (v < 0 || v >= p->g.n) {
+    int node = cn_prog_node(p, *v);
+    if (node < 0) {
         if (p->err == CN_OK) {
-            cn_errorf(CN_ERR_INVALID_ARG, "%s: value %d is not a node of this program", what, (int)v);
+            cn_prog_value_error(p, *v, what);
             fail_status(p, CN_ERR_INVALID_ARG);
         }
         return 0;
     }
+    *v = node;
     return 1;
 }
 
@@ -176,14 +185,18 @@ static int resolve_reshape(const cn_shape *spec, int64_t numel, cn_shape *out) {
 
 cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const cn_op_params *params) {
     if (!p) return null_program(cn_op_name(op));
-    for (int k = 0; k < n_in; k++)
-        if (!valid(p, in[k], cn_op_name(op))) return CN_INVALID_VALUE;
-    return track(p, cn_g_op(&p->g, op, n_in, in, params, NULL), NULL, 0);
+    int node[CN_MAX_INPUTS];
+    if (n_in < 0 || n_in > CN_MAX_INPUTS) return CN_INVALID_VALUE;
+    for (int k = 0; k < n_in; k++) {
+        node[k] = in[k];
+        if (!valid(p, &node[k], cn_op_name(op))) return CN_INVALID_VALUE;
+    }
+    return track(p, cn_g_op(&p->g, op, n_in, node, params, NULL), NULL, 0);
 }
 
 cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec) {
     if (!p) return null_program("reshape");
-    if (!valid(p, x, "reshape")) return CN_INVALID_VALUE;
+    if (!valid(p, &x, "reshape")) return CN_INVALID_VALUE;
     cn_shape at1;
     if (!resolve_reshape(spec, cn_shape_numel(&p->g.nodes[x].shape), &at1)) {
         char s1[96], s2[96];
@@ -196,7 +209,7 @@ cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec) {
 
 cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt) {
     if (!p) return null_program("dropout");
-    if (!valid(p, x, "dropout")) return CN_INVALID_VALUE;
+    if (!valid(p, &x, "dropout")) return CN_INVALID_VALUE;
     cn_op_params dp = {0};
     dp.rate = rate;
     return track(p, cn_g_op(&p->g, CN_OP_DROPOUT, 1, &x, &dp, NULL), NULL, salt ? salt : ++p->next_salt + 0x10000u);
@@ -205,7 +218,7 @@ cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt) {
 /* Sum over leading axes down to the trailing `keep` dims (the one reduction primitive). */
 cn_value cn_prog_sum_leading(cn_program *p, cn_value x, int keep) {
     if (!p) return null_program("sum");
-    if (!valid(p, x, "sum")) return CN_INVALID_VALUE;
+    if (!valid(p, &x, "sum")) return CN_INVALID_VALUE;
     const cn_shape *s = &p->g.nodes[x].shape;
     cn_shape target = cn_shape_make(keep, s->d + (s->ndim - keep));
     return track(p, cn_g_op(&p->g, CN_OP_SUM_ROWS, 1, &x, NULL, &target), &target, 0);
@@ -224,11 +237,11 @@ cn_value cn_input(cn_program *p, const char *name, int ndim, const int64_t *shap
         cn_errorf(CN_ERR_OUT_OF_MEMORY, "input '%s'", name);
         return fail_status(p, CN_ERR_OUT_OF_MEMORY);
     }
-    int id = track(p, cn_g_leaf(&p->g, CN_LEAF_INPUT, name, &at1, dt), &spec, 0);
+    cn_value id = track(p, cn_g_leaf(&p->g, CN_LEAF_INPUT, name, &at1, dt), &spec, 0);
     if (id < 0) return id;
     cn_prog_io *io = &p->inputs[p->n_inputs++];
     snprintf(io->name, sizeof io->name, "%s", name);
-    io->node = id;
+    io->node = p->g.n - 1;
     return id;
 }
 
@@ -244,7 +257,7 @@ cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shap
         cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", name);
         return fail_status(p, CN_ERR_OUT_OF_MEMORY);
     }
-    int id = track(p, cn_g_leaf(&p->g, CN_LEAF_PARAM, name, shape, CN_F32), shape, 0);
+    cn_value id = track(p, cn_g_leaf(&p->g, CN_LEAF_PARAM, name, shape, CN_F32), shape, 0);
     if (id < 0) return id;
     cn_prog_param *q = &p->params[p->n_params];
     memset(q, 0, sizeof *q);
@@ -258,7 +271,7 @@ cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shap
         memcpy(q->data, data, bytes);
     }
     snprintf(q->name, sizeof q->name, "%s", name);
-    q->node = id, q->init = init, q->scale = scale, q->fan_in = fan_in, q->fan_out = fan_out;
+    q->node = p->g.n - 1, q->init = init, q->scale = scale, q->fan_in = fan_in, q->fan_out = fan_out;
     p->n_params++;
     return id;
 }
@@ -317,7 +330,7 @@ static cn_status fail_call(cn_program *p, cn_status st) {
 
 cn_status cn_output(cn_program *p, const char *name, cn_value v) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_output: NULL program");
-    if (!valid(p, v, "output")) return cn_program_status(p);
+    if (!valid(p, &v, "output")) return cn_program_status(p);
     if (!name || !*name || strlen(name) >= CN_NODE_NAME_MAX)
         return fail_call(p, cn_errorf(CN_ERR_INVALID_ARG, "output: name '%s' must be 1..%d bytes", name ? name : "(null)",
                                       CN_NODE_NAME_MAX - 1));
@@ -334,7 +347,7 @@ cn_status cn_output(cn_program *p, const char *name, cn_value v) {
 
 cn_status cn_set_loss(cn_program *p, cn_value v) {
     if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_set_loss: NULL program");
-    if (!valid(p, v, "loss")) return cn_program_status(p);
+    if (!valid(p, &v, "loss")) return cn_program_status(p);
     const cn_node *n = &p->g.nodes[v];
     char sb[96];
     if (n->dtype != CN_F32 || cn_shape_numel(&n->shape) != 1 || n->shape.ndim != 1)
@@ -350,7 +363,7 @@ cn_status cn_set_loss(cn_program *p, cn_value v) {
                                       "loss is fetched under that name, so name that output otherwise",
                                       (int)p->outputs[k].node, (int)v));
     p->loss = v;
-    return k >= 0 ? CN_OK : cn_output(p, "loss", v);
+    return k >= 0 ? CN_OK : cn_output(p, "loss", cn_prog_value(p, v));
 }
 
 static int find_io(const cn_prog_io *io, int n, const char *name) {
@@ -359,7 +372,8 @@ static int find_io(const cn_prog_io *io, int n, const char *name) {
     return -1;
 }
 void cn_prog_mark_mean(cn_program *p, cn_value scale_node, cn_value of) {
-    if (p && scale_node >= 0 && of >= 0) p->spec[scale_node].mean_of = of;
+    int a = cn_prog_node(p, scale_node), b = cn_prog_node(p, of);
+    if (a >= 0 && b >= 0) p->spec[a].mean_of = b;
 }
 
 int cn_program_find_input(const cn_program *p, const char *name) { return find_io(p->inputs, p->n_inputs, name); }
@@ -371,8 +385,10 @@ int cn_program_find_param(const cn_program *p, const char *name) {
 }
 
 cn_status cn_value_shape(const cn_program *p, cn_value v, int *ndim, int64_t *shape, cn_dtype *dt) {
-    if (!p || v < 0 || v >= p->g.n) return cn_errorf(CN_ERR_INVALID_ARG, "cn_value_shape: no value %d", (int)v);
-    const cn_node *n = &p->g.nodes[v];
+    if (!p) return cn_errorf(CN_ERR_INVALID_ARG, "cn_value_shape: NULL program");
+    int node = cn_prog_node(p, v);
+    if (node < 0) return cn_prog_value_error(p, v, "cn_value_shape");
+    const cn_node *n = &p->g.nodes[node];
     if (ndim) *ndim = n->shape.ndim;
     if (shape) memcpy(shape, n->shape.d, (size_t)n->shape.ndim * sizeof *shape);
     if (dt) *dt = n->dtype;

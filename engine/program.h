@@ -41,6 +41,7 @@ struct cn_program {
     int loss; /* template node, or -1 */
     uint64_t seed;
     uint32_t next_salt;
+    uint32_t tag; /* carried by every value of this program (program_values.c) */
     cn_status err;
     char errmsg[512];
 };
@@ -57,6 +58,19 @@ typedef struct cn_prog_inst {
     int *roots;
     int n_roots;
 } cn_prog_inst;
+
+/* Values and nodes (program_values.c): a value is the node number with the program's tag
+ * above it, so values of another program are told apart. A program holds at most
+ * CN_PROGRAM_MAX_NODES nodes. */
+#define CN_VALUE_NODE_BITS 20
+#define CN_PROGRAM_MAX_NODES (1 << CN_VALUE_NODE_BITS)
+#define CN_VALUE_MAX_TAG 2047 /* 31 - CN_VALUE_NODE_BITS bits, 0 unused: values stay >= 0 */
+void cn_prog_assign_tag(cn_program *p);
+cn_value cn_prog_value(const cn_program *p, int node);
+/* The node of one of p's values, else -1 (sets no message). */
+int cn_prog_node(const cn_program *p, cn_value v);
+/* The message for a value that is not p's: naming both programs when it is another's. */
+cn_status cn_prog_value_error(const cn_program *p, cn_value v, const char *what);
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
 /* The same, choosing whether an inference instance folds batch norm into the convolution or

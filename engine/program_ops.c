@@ -42,7 +42,8 @@ cn_value cn_op_log_softmax(cn_program *p, cn_value x) { return unary(p, CN_OP_LO
 /* Valid only until the next node is added: the node array may move when it grows, so copy
  * what is needed after building more ops (found by tests/fuzz/fuzz_model.c). */
 static const cn_shape *shape_of(cn_program *p, cn_value v) {
-    return p && v >= 0 && v < p->g.n ? &p->g.nodes[v].shape : NULL;
+    int n = cn_prog_node(p, v);
+    return n >= 0 ? &p->g.nodes[n].shape : NULL;
 }
 
 /* Sum along one axis: the axis is moved to the front and summed away by the leading-axes

@@ -179,6 +179,7 @@ static void drop_plan(cn_sess_plan *sp) {
     cn_plan_free(sp->plan);
     cn_prog_inst_destroy(&sp->inst);
     free(sp->grad_launch);
+    free(sp->sel);
 }
 
 static void free_plans(cn_session *s) {
@@ -207,7 +208,11 @@ void cn_session_free(cn_session *s) {
         cn_tensor_release(s->state2 ? s->state2[i] : NULL);
     }
     cn_tensor_release(s->flags);
-    for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) free(s->in[i].buf[0]), free(s->in[i].buf[1]);
+    for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) {
+        free(s->in[i].buf[0]), free(s->in[i].buf[1]);
+        cn_session__drop_fed_tensor(&s->in[i]);
+    }
+    free(s->run_sel);
     free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->has_grad), free(s->in), free(s->selected);
     if (s->owns_prog) cn_program_free(s->prog);
     if (s->dev) cn_device_release(s->dev);
@@ -230,6 +235,7 @@ cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int
     }
     free(s->selected);
     s->selected = sel;
+    s->chosen = names && n > 0;
     free_plans(s); /* planned for the old selection */
     return CN_OK;
 }
@@ -248,11 +254,19 @@ static int own_grad(cn_graph *g, int gr, const int *used, int n_used) {
     return shared ? cn_g_scale(g, gr, 1.0f, 0.0f) : gr;
 }
 
-static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
+static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_sess_plan *sp) {
     const cn_program *p = s->prog;
     memset(sp, 0, sizeof *sp);
     sp->batch = batch;
-    CN_TRY(cn_program_instantiate(p, batch, s->training, &sp->inst));
+    if (!(sp->sel = malloc((size_t)(p->n_outputs ? p->n_outputs : 1))))
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
+    memcpy(sp->sel, sel, (size_t)p->n_outputs);
+    cn_status ist = cn_program_instantiate(p, batch, s->training, &sp->inst);
+    if (ist != CN_OK) {
+        free(sp->sel);
+        sp->sel = NULL;
+        return ist;
+    }
     cn_graph *g = &sp->inst.g;
     const int *map = sp->inst.map;
     int n0 = g->n, n_out = 0;
@@ -260,7 +274,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
     cn_tensor **bind = NULL;
     cn_status st = outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     for (int i = 0; i < p->n_outputs && st == CN_OK; i++)
-        if (s->selected[i]) outs[n_out++] = map[p->outputs[i].node];
+        if (sel[i]) outs[n_out++] = map[p->outputs[i].node];
     if (st == CN_OK && s->training) {
         for (int k = 0; k < sp->inst.n_roots; k++) outs[n_out++] = sp->inst.roots[k]; /* state updates */
         outs[n_out++] = map[p->loss];
@@ -297,23 +311,24 @@ static cn_status build_plan(cn_session *s, int64_t batch, cn_sess_plan *sp) {
     return st;
 }
 
-static cn_status get_plan(cn_session *s, int64_t batch, cn_sess_plan **out) {
+static cn_status get_plan(cn_session *s, int64_t batch, const char *sel, cn_sess_plan **out) {
     for (int i = 0; i < s->n_plans; i++)
-        if (s->plans[i].batch == batch) return *out = &s->plans[i], CN_OK;
+        if (s->plans[i].batch == batch && memcmp(s->plans[i].sel, sel, (size_t)s->prog->n_outputs) == 0)
+            return *out = &s->plans[i], CN_OK;
     if (s->n_plans == CN_SESSION_MAX_PLANS) { /* evict the newest: the odd sizes (partial batches) */
         cn_sess_plan *v = &s->plans[CN_SESSION_MAX_PLANS - 1];
         if (s->last == v) s->last = NULL;
         drop_plan(v);
         s->n_plans--;
     }
-    CN_TRY(build_plan(s, batch, &s->plans[s->n_plans]));
+    CN_TRY(build_plan(s, batch, sel, &s->plans[s->n_plans]));
     *out = &s->plans[s->n_plans++];
     return CN_OK;
 }
 
 cn_status cn_session__prepare(cn_session *s, int64_t batch) {
     cn_sess_plan *sp;
-    return get_plan(s, batch, &sp);
+    return get_plan(s, batch, s->selected, &sp);
 }
 
 static size_t input_row_bytes(const cn_program *p, int k) {
@@ -327,10 +342,11 @@ cn_status cn_session_feed(cn_session *s, const char *input, const void *data, in
     if (k < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no input '%s'", input ? input : "(null)");
     const cn_prog_spec *spec = &s->prog->spec[s->prog->inputs[k].node];
     int64_t fixed = spec->shape.d[0];
-    if (rows < 1 || rows > (1 << 24) || (fixed != CN_BATCH && rows != fixed))
+    if (rows < 1 || rows > CN_MAX_BATCH || (fixed != CN_BATCH && rows != fixed))
         return cn_errorf(CN_ERR_SHAPE, "input '%s': %lld rows fed, %s", input, (long long)rows,
                          fixed == CN_BATCH ? "the batch must be 1..16777216" : "its first dimension is fixed");
     cn_sess_input *in = &s->in[k];
+    cn_session__drop_fed_tensor(in);
     int slot = in->latest ^ 1;
     if (in->pending[slot]) {
         /* the upload that last read this copy may still be queued */
@@ -365,7 +381,7 @@ static cn_status fed_batch(const cn_session *s, int64_t *batch) {
 
 static cn_status forward(cn_session *s);
 
-/* A run that fails leaves its outputs refused (output_node) until the next one succeeds:
+/* A run that fails leaves its outputs refused (cn_session__output_node) until the next one succeeds:
  * they would be the previous run's values or half computed. */
 cn_status cn_session__forward(cn_session *s) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "session: NULL");
@@ -387,14 +403,20 @@ cn_status cn_session__forward(cn_session *s) {
 static cn_status forward(cn_session *s) {
     int64_t batch;
     CN_TRY(fed_batch(s, &batch));
+    const char *sel;
+    CN_TRY(cn_session__run_selection(s, &sel));
     cn_sess_plan *sp;
-    CN_TRY(get_plan(s, batch, &sp));
+    CN_TRY(get_plan(s, batch, sel, &sp));
     const cn_program *p = s->prog;
     for (int k = 0; k < p->n_inputs; k++) {
         int node = sp->inst.map[p->inputs[k].node];
         if (!cn_plan_buffer(sp->plan, node)) continue; /* not needed by what is computed */
         cn_sess_input *in = &s->in[k];
         if (!in->fed) return cn_errorf(CN_ERR_INVALID_ARG, "input '%s' was never fed", p->inputs[k].name);
+        if (in->tensor) {
+            CN_TRY(cn_session__feed_tensor_into(s, sp, k, node));
+            continue;
+        }
         CN_TRY(cn_plan_feed(sp->plan, node, in->buf[in->latest], input_row_bytes(p, k) * (size_t)in->rows, 0));
         in->pending[in->latest] = 1;
     }
@@ -534,16 +556,15 @@ cn_status cn_session_set_grad_hook(cn_session *s, cn_grad_hook fn, void *user) {
 }
 
 /* The latest run's node for an output, checked against what was computed and its size. */
-static cn_status output_node(cn_session *s, const char *output, int *node) {
+cn_status cn_session__output_node(cn_session *s, const char *output, int *node) {
     int o = cn_program_find_output(s->prog, output);
     if (o < 0) return cn_errorf(CN_ERR_NOT_FOUND, "the program has no output '%s'", output ? output : "(null)");
     int is_loss = s->training && s->prog->outputs[o].node == s->prog->loss;
-    if (!s->selected[o] && !is_loss)
-        return cn_errorf(CN_ERR_INVALID_ARG, "output '%s' is not computed by this session (cn_session_select_outputs)", output);
     if (!s->last) return cn_errorf(CN_ERR_INVALID_ARG, "output '%s': the session has not run yet", output);
     if (s->failed != CN_OK)
         return cn_errorf(s->failed, "output '%s': the latest run failed, so its outputs are not valid: %s", output,
                          s->failed_msg);
+    if (!s->last->sel[o] && !is_loss) return cn_session__not_computed(s, o);
     *node = s->last->inst.map[s->prog->outputs[o].node];
     return CN_OK;
 }
@@ -551,7 +572,7 @@ static cn_status output_node(cn_session *s, const char *output, int *node) {
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes) {
     if (!s || !dst) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_fetch: NULL argument");
     int node = -1;
-    CN_TRY(output_node(s, output, &node));
+    CN_TRY(cn_session__output_node(s, output, &node));
     /* The flags are read with the output, in the same wait (session_flags.c). */
     cn_status st = cn_session__flags_start(s);
     if (st == CN_OK) st = cn_plan_read(s->last->plan, node, dst, bytes);
@@ -563,14 +584,14 @@ cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t 
 
 cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, size_t bytes) {
     int node = -1;
-    CN_TRY(output_node(s, output, &node));
+    CN_TRY(cn_session__output_node(s, output, &node));
     return cn_plan_read_async(s->last->plan, node, dst, bytes);
 }
 
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_output_shape: NULL session");
     int node = -1;
-    CN_TRY(output_node(s, output, &node));
+    CN_TRY(cn_session__output_node(s, output, &node));
     const cn_shape *sh = &s->last->inst.g.nodes[node].shape;
     if (ndim) *ndim = sh->ndim;
     if (shape) memcpy(shape, sh->d, (size_t)sh->ndim * sizeof *shape);

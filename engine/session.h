@@ -14,6 +14,7 @@ typedef struct cn_sess_plan {
     cn_prog_inst inst;
     cn_plan *plan;    /* inference: forward; training: forward, loss, gradients */
     int *grad_launch; /* training: per parameter, the launch after which its gradient is final (-1: none) */
+    char *sel;        /* per program output: computed by this plan (plans are kept per batch and outputs) */
 } cn_sess_plan;
 
 /* Called while the gradient plan runs in pieces (session_buckets.c): bucket >= 0 once every
@@ -42,6 +43,7 @@ typedef struct cn_sess_input {
     int latest, pending[2];
     int64_t rows;
     int fed;
+    cn_tensor *tensor; /* fed from a device tensor (retained; session_tensors.c), else NULL */
 } cn_sess_input;
 
 struct cn_session {
@@ -60,6 +62,10 @@ struct cn_session {
     cn_tensor *rate; /* the update's per-step block (ops.h, CN_RATE_*), written once per step */
     cn_sess_input *in;
     char *selected; /* per program output: computed by the plans */
+    int chosen;     /* selected names outputs (cn_session_select_outputs), else every one whose inputs are fed */
+    char *run_sel;  /* scratch: the outputs of the run being planned (session_outputs.c) */
+    const char *const *run_names; /* cn_session_run_outputs: this run's outputs, else NULL */
+    int n_run_names;
     uint64_t step;
     cn_grad_hook hook;
     void *hook_user;
@@ -71,6 +77,18 @@ struct cn_session {
     char failed_msg[512];
 };
 
+/* The outputs the next run computes (session_outputs.c): the names given to
+ * cn_session_run_outputs, else the session's selection, else (by default) every output whose
+ * inputs were all fed. *sel points into the session, valid until the next call. */
+cn_status cn_session__run_selection(cn_session *s, const char **sel);
+/* Why output o was not computed by the latest run, as an error (session_outputs.c). */
+cn_status cn_session__not_computed(cn_session *s, int o);
+/* Copies a fed device tensor into a plan's input node (session_tensors.c). */
+cn_status cn_session__feed_tensor_into(cn_session *s, cn_sess_plan *sp, int k, int node);
+/* Releases an input's fed device tensor, if any. */
+void cn_session__drop_fed_tensor(cn_sess_input *in);
+/* The latest run's node for an output, checked against what was computed. */
+cn_status cn_session__output_node(cn_session *s, const char *output, int *node);
 /* Uploads the fed inputs and runs the forward (inference) or gradient (training) plan for
  * the fed batch without waiting. */
 cn_status cn_session__forward(cn_session *s);
@@ -81,6 +99,9 @@ cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, 
 /* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
  * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
 cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
+/* Names of checkpoint tensors that are not parameters: optimizer state and the optimizer's,
+ * trainer's and program's metadata (".m", "optimizer.settings", "program.graph", ...). */
+int cn_ckpt__is_state_name(const char *name);
 /* Loads a parsed checkpoint, everything validated before anything is written; path names it
  * in messages. mode 0: parameters only; 1: also the optimizer state and step count, or fresh
  * state (step 0) where c holds none or another optimizer's; 2: the same, but another

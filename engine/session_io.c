@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "program_io.h"
 #include "session.h"
 
 #define SETTINGS_NAME "optimizer.settings"
@@ -139,11 +140,12 @@ cn_status cn_session__ckpt_optimizer(const cn_ckpt *c, const char *path, cn_opti
     return CN_OK;
 }
 
-/* Optimizer state and the metadata tensors of the optimizer and the trainer. */
-static int is_state_name(const char *name) {
+/* Optimizer state and the metadata tensors of the optimizer, the trainer and the program. */
+int cn_ckpt__is_state_name(const char *name) {
     const char *dot = strrchr(name, '.');
     static const char *const states[] = {".m", ".v", ".velocity", ".state1", ".state2"};
-    if (strncmp(name, "optimizer.", 10) == 0 || strncmp(name, "trainer.", 8) == 0) return 1;
+    if (strncmp(name, "optimizer.", 10) == 0 || strncmp(name, "trainer.", 8) == 0 || strncmp(name, "program.", 8) == 0)
+        return 1;
     for (size_t k = 0; dot && k < sizeof states / sizeof *states; k++)
         if (strcmp(dot, states[k]) == 0) return 1;
     return 0;
@@ -166,7 +168,7 @@ cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const ch
     }
     for (int k = 0; k < cn_ckpt_count(c); k++) {
         const cn_ckpt_tensor *e = cn_ckpt_get(c, k);
-        if (!is_state_name(e->name) && cn_program_find_param(p, e->name) < 0)
+        if (!cn_ckpt__is_state_name(e->name) && cn_program_find_param(p, e->name) < 0)
             return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has a parameter '%s' that the model lacks", path, e->name);
     }
     return CN_OK;
@@ -266,7 +268,16 @@ cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, in
     return st;
 }
 
-cn_status cn_session_save(cn_session *s, const char *path) { return cn_session__save(s, path, "", 0, 0, NULL, 0); }
+/* The program goes along (program_io.c), so another process can load it without its code. */
+cn_status cn_session_save(cn_session *s, const char *path) {
+    if (!s) return cn_session__save(s, path, "", 0, 0, NULL, 0);
+    cn_ckpt_tensor prog;
+    int32_t *words = NULL;
+    CN_TRY(cn_program__ckpt_tensor(s->prog, &prog, &words));
+    cn_status st = cn_session__save(s, path, "", 0, 0, &prog, 1);
+    free(words);
+    return st;
+}
 
 cn_status cn_session_load(cn_session *s, const char *path) {
     if (!s || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_load: NULL argument");

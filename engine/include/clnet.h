@@ -11,6 +11,37 @@
  * - The library never prints: messages go to the log callback (none by default).
  * - Free and release calls accept NULL.
  * - Public struct layouts never depend on build options.
+ *
+ * Ownership and lifetimes:
+ * - A program is copied by every session made from it: free it whenever you like.
+ * - Tensors are reference-counted: each create, from_host or to call hands one reference to
+ *   the caller; cn_tensor_release drops it and the buffer goes with the last one. A tensor
+ *   keeps its device alive. Tensors a session hands out (cn_session_param, _gradient) are
+ *   borrowed: valid while the session lives, retain them to keep them longer.
+ * - A session keeps its device alive (so the order of cn_session_free and
+ *   cn_device_release does not matter). A shared inference session
+ *   (cn_session_create_shared) must be freed before the session it shares.
+ * - Names and info pointers returned by getters live as long as the handle they came from.
+ *
+ * Threads:
+ * - cn_last_error() is per thread; everything else below is shared state.
+ * - Device open and release, device reference counts and memory accounting are locked:
+ *   any thread may open, release and allocate on any device.
+ * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
+ *   on different devices may run at the same time on different threads (the mirrored
+ *   trainer does); sessions on one device should be run from one thread, or serialised.
+ * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_mirrored_run,
+ *   cn_trainer_step), between the gradients and the update; it may read and change the
+ *   session's gradients and parameters, but must not run the session.
+ * - The log callback may be called from any thread that calls into clnet, several at once:
+ *   make it thread-safe. cn_set_log_callback itself is not synchronised: set it first.
+ *
+ * Limits (each a clear error when exceeded, never a crash):
+ * - names (inputs, parameters, outputs, constants, checkpoint tensors): 1..CN_MAX_NAME bytes;
+ * - tensors: 1..CN_MAX_DIMS dims, every dim >= 1 (no empty tensors), at most 2^48 elements;
+ * - a batch (the rows fed to an input with CN_BATCH): 1..CN_MAX_BATCH;
+ * - model descriptions: 16384 layers, 1 MiB of text; checkpoint files: 16 GiB.
  */
 #ifndef CLNET_H
 #define CLNET_H
@@ -32,6 +63,8 @@ extern "C" {
 #define CN_VERSION_MINOR 1
 #define CN_VERSION_PATCH 0
 #define CN_MAX_DIMS 6
+#define CN_MAX_NAME 63        /* bytes of a name, without its NUL */
+#define CN_MAX_BATCH 16777216 /* rows of one run (2^24) */
 
 /* ---- status codes: one table, names and messages derived from it ----
  * The numbers are part of the ABI: never renumber a code, only append new ones. */
@@ -230,7 +263,11 @@ cn_device *cn_tensor_device(const cn_tensor *t);
  * It belongs to no device; sessions (below) run it on one. The layer builders and the model
  * file parser lower into the same programs.
  *
- * Builder calls return a cn_value (a node of the program, >= 0). A call that fails returns
+ * Builder calls return a cn_value (a node of the program, >= 0). A value belongs to the program
+ * that made it (and to that program's copies): passed to another program it is refused
+ * with CN_ERR_INVALID_ARG naming both programs (values carry a tag of their program, drawn
+ * in turn from 2047, so only a program created 2047 programs later can be confused with it).
+ * A program holds at most 2^20 nodes. A call that fails returns
  * CN_INVALID_VALUE and records its message in the program; an invalid value passed on makes
  * the next call fail too, so a builder can check once, at the end, with
  * cn_program_status() (every session create also refuses a program that holds an error).
@@ -390,6 +427,17 @@ int cn_program_num_params(const cn_program *p);
 cn_status cn_program_param(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape);
 int cn_program_num_outputs(const cn_program *p);
 cn_status cn_program_output_name(const cn_program *p, int i, const char **name);
+/* Inputs and outputs by index, for discovering a program built elsewhere (one read from a
+ * checkpoint): name (borrowed, valid while p lives), shape (room for CN_MAX_DIMS) and dtype;
+ * any out pointer may NULL. An input's first dimension is CN_BATCH when it was declared so.
+ * An output's dimensions that equal the batch are CN_BATCH; one that follows the batch
+ * otherwise (a [batch*context, vocab] view) is given for a batch of 1. Inputs and outputs
+ * keep the order they were declared in. CN_ERR_INVALID_ARG for an index out of range. */
+int cn_program_num_inputs(const cn_program *p);
+cn_status cn_program_input_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                cn_dtype *dt);
+cn_status cn_program_output_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
+                                 cn_dtype *dt);
 
 /* ---- sessions: a program on one device ----
  *
@@ -450,8 +498,10 @@ cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const 
  * updates by src are seen). src stays alive at least as long as *out. */
 cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
-/* Compute only these outputs (names of cn_output values), before the first run; NULL or n
- * = 0 restores the default (every output). Fewer outputs: less memory, more fusion. */
+/* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
+ * restores the default: every output whose inputs were all fed (so an inference session fed
+ * no labels computes no loss; a training session always computes its loss). Fewer outputs:
+ * less memory, more fusion. */
 cn_status cn_session_select_outputs(cn_session *s, const char *const *names, int n);
 
 /* Copy rows of an input (row-major, the input's dtype); rows is the batch dimension's
@@ -470,6 +520,22 @@ cn_status cn_session_run(cn_session *s);
  * failed (or whose refusal a fetch reported), its outputs are refused with that run's status
  * and message until a run succeeds; dst is then unspecified. */
 cn_status cn_session_fetch(cn_session *s, const char *output, void *dst, size_t bytes);
+/* One run that computes exactly the named outputs (a training session also computes its loss
+ * and takes its step): only the inputs they need must be fed. Fetching another output
+ * afterwards fails naming it. Plans are kept per batch size and set of outputs. */
+cn_status cn_session_run_outputs(cn_session *s, const char *const *names, int n);
+/* Feed an input from a tensor on the session's device, with no host copy: its dtype is the
+ * input's, its dims after the first are the input's and its first is the rows fed. The
+ * session holds a reference until the input is fed again or the session is freed; the run
+ * copies it on the device, so the tensor may be changed (by device work queued later) after
+ * cn_session_run returns. A tensor of another device: CN_ERR_DEVICE_MISMATCH naming both. */
+cn_status cn_session_feed_tensor(cn_session *s, const char *input, cn_tensor *t);
+/* Copy an output of the last run into a tensor on the session's device (no host copy); its
+ * shape must equal the output's for that run (cn_session_output_shape) and its dtype the
+ * output's. The copy is queued after the run; reading dst waits for it. Being no host wait,
+ * it does not read the run's device-side checks (labels out of range, non-finite values):
+ * those are reported by the next call that waits (cn_session_fetch, get_param, save). */
+cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *dst);
 /* Opt-in (off by default): before every update, check the loss and every gradient for NaN
  * and infinity on the device. A step that has one applies no update (parameters, optimizer
  * state and step count stay as they were) and is reported as CN_ERR_NUMERIC naming the step,
@@ -503,7 +569,9 @@ cn_status cn_session_set_param(cn_session *s, const char *name, const float *src
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
 /* Parameters (and, for a training session, optimizer state, settings and step count) to a
  * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
- * reported instead of saved as taken: nothing is written. */
+ * reported instead of saved as taken: nothing is written. cn_session_save also stores the
+ * session's program ("program.graph", docs/CHECKPOINT.md), so cn_program_from_checkpoint
+ * rebuilds it in another process. */
 cn_status cn_session_save(cn_session *s, const char *path);
 /* Parameters from a checkpoint, matched by name and shape (a mismatch names the first
  * parameter that differs), and for a training session its optimizer state and step count.
@@ -526,6 +594,43 @@ typedef enum cn_restored {
 /* cn_session_load that also accepts another optimizer's checkpoint, and says in *how (may be
  * NULL) what happened to the optimizer state. */
 cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
+
+/* ---- checkpoints of programs: discover, rebuild, transfer ---- */
+
+/* The program a checkpoint carries, its parameters holding the checkpoint's weights as
+ * initial values (a session made from it starts from them; a training session gets fresh
+ * optimizer state: fine-tuning). A checkpoint of cn_session_save holds the program itself;
+ * one of cn_trainer_save holds a model description, whose classifier program
+ * (cn_model_program, with the loss it was trained with) is built. CN_ERR_NOT_FOUND for a
+ * checkpoint with neither; CN_ERR_FORMAT (naming the node) for a program section that does
+ * not replay. The caller frees *out. */
+cn_status cn_program_from_checkpoint(const char *path, cn_program **out);
+
+typedef struct cn_checkpoint_entry {
+    char name[CN_MAX_NAME + 1]; /* "dense_1.weight", "dense_1.weight.m", "optimizer.settings", ... */
+    cn_dtype dtype;
+    int ndim;      /* 0..CN_MAX_DIMS */
+    int64_t shape[CN_MAX_DIMS];
+} cn_checkpoint_entry;
+/* The tensors of a checkpoint in file order: fills min(cap, count) entries (entries may be
+ * NULL when cap is 0) and sets *count to how many there are; call twice to size the array. */
+cn_status cn_checkpoint_list(const char *path, cn_checkpoint_entry *entries, int cap, int *count);
+
+/* How cn_session_load_params pairs parameters with checkpoint tensors. Zero-initialised: by
+ * name, every parameter must be found and every stored parameter used. */
+typedef struct cn_load_options {
+    /* n_rename pairs: rename[2k] a parameter of the session, rename[2k+1] the checkpoint
+     * tensor it is read from (NULL or "": not loaded, it keeps its value). */
+    const char *const *rename;
+    int n_rename;
+    int ignore_missing; /* a parameter whose tensor is absent keeps its value */
+    int ignore_extra;   /* a stored parameter that no parameter reads is skipped */
+} cn_load_options;
+/* Transfer learning: loads only parameter values (opt NULL: by name, strictly), never
+ * optimizer state or the step count. Every pairing is checked (presence, f32, shape) before
+ * anything is written, so a failure changes nothing. *n_loaded (may be NULL): parameters
+ * written. */
+cn_status cn_session_load_params(cn_session *s, const char *path, const cn_load_options *opt, int *n_loaded);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
  * reuse and, for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
@@ -730,8 +835,8 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
 /* Reads a checkpoint once: its model and an inference session of the model's program (the
  * classifier program below, with the loss it was trained with) on dev, weights loaded; its
  * epoch and optimizer step count (either pointer may be NULL). CN_ERR_FORMAT when the file
- * holds no model description (cn_session_save writes tensors only: load those with
- * cn_session_load into a session of a program built in code). */
+ * holds no model description (cn_session_save writes its program instead: rebuild that with
+ * cn_program_from_checkpoint). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */

@@ -136,8 +136,9 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
 /* Checks the logits a model ends in: [1, classes] for an image classifier, [1, context,
  * vocab] for a token model. */
 static void check_logits(const cn_model *m, cn_program *p, cn_value logits) {
-    if (logits < 0) return;
-    const cn_shape *s = &p->g.nodes[logits].shape;
+    int node = cn_prog_node(p, logits);
+    if (node < 0) return;
+    const cn_shape *s = &p->g.nodes[node].shape;
     char sb[96];
     if (m->in_form == CN_FORM_IDS && (s->ndim != 3 || s->d[2] != m->vocab)) {
         cn_errorf(CN_ERR_SHAPE, "a token model must end in %d logits per token (a 'dense %d' over the sequence); this one "
