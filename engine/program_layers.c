@@ -34,8 +34,9 @@ cn_value cn_op_global_avgpool(cn_program *p, cn_value x) {
     cn_op_params prm = {0};
     prm.alpha = 1.0f;
     /* the mean's divisor is every axis but the first and last, none of which is the batch */
-    if (p && x >= 0 && x < p->g.n && p->g.nodes[x].shape.ndim >= 2) {
-        const cn_shape *s = &p->g.nodes[x].shape;
+    const int xn = p ? cn_prog_node(p, x) : -1;
+    if (xn >= 0 && p->g.nodes[xn].shape.ndim >= 2) {
+        const cn_shape *s = &p->g.nodes[xn].shape;
         prm.alpha = (float)(1.0 / (double)(cn_shape_numel(s) / (s->d[0] * s->d[s->ndim - 1])));
     }
     return cn_prog_op(p, CN_OP_CHANNEL_SUM, 1, &x, &prm);
@@ -55,9 +56,10 @@ cn_value cn_op_batch_norm(cn_program *p, cn_value x, cn_value gamma, cn_value be
     }
     /* training updates the running statistics in place, so they must be a parameter (a
      * persistent tensor that checkpoints hold), not an input or a constant */
-    if (p && running >= 0 && running < p->g.n && p->g.nodes[running].leaf != CN_LEAF_PARAM) {
+    const int rn = p ? cn_prog_node(p, running) : -1;
+    if (rn >= 0 && p->g.nodes[rn].leaf != CN_LEAF_PARAM) {
         cn_errorf(CN_ERR_INVALID_ARG, "cn_op_batch_norm: the running statistics must be a parameter [2,C] "
-                  "(cn_param_data with means 0 and variances 1), not '%s'", p->g.nodes[running].name);
+                  "(cn_param_data with means 0 and variances 1), not '%s'", p->g.nodes[rn].name);
         return cn_prog_fail(p, CN_ERR_INVALID_ARG);
     }
     cn_op_params prm = {0};

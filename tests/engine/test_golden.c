@@ -457,6 +457,40 @@ done:
     tc_end();
 }
 
+/* The builders of issue 16's ops that compute a parameter from the shape (global average
+ * pooling's 1/S), through the public API and an inference session, against the fixtures. */
+static void replay_builders(const char *dir, cn_device *dev) {
+    static const char *const names[] = {"global_avgpool", "global_maxpool", "channel_mul", "hard_swish"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char label[160];
+        snprintf(label, sizeof label, "%s through the public builder on %s", names[k], cn_device_selector(dev));
+        fixture f;
+        if (!begin_case(label, dir, names[k], &f)) continue;
+        const rec *x = find(&f, "x"), *sv = find(&f, "s"), *want = find(&f, "out");
+        cn_program *p = NULL;
+        cn_session *s = NULL;
+        CHECK_OK(cn_program_create(&p));
+        cn_value xi = cn_input(p, "x", x->shape.ndim, x->shape.d, CN_F32), y;
+        if (!strcmp(names[k], "global_avgpool")) y = cn_op_global_avgpool(p, xi);
+        else if (!strcmp(names[k], "global_maxpool")) y = cn_op_global_maxpool(p, xi);
+        else if (!strcmp(names[k], "hard_swish")) y = cn_op_hard_swish(p, xi);
+        else y = cn_op_channel_mul(p, xi, cn_constant(p, "s", sv->shape.ndim, sv->shape.d, sv->data));
+        CHECK_OK(cn_output(p, "y", y));
+        if (!tc_bad) CHECK_OK(cn_session_create_inference(p, dev, &s));
+        if (!tc_bad) CHECK_OK(cn_session_feed(s, "x", x->data, x->shape.d[0]));
+        if (!tc_bad) CHECK_OK(cn_session_run(s));
+        float got[4096];
+        double worst_rel = 0;
+        if (!tc_bad) CHECK_OK(cn_session_fetch(s, "y", got, sizeof(float) * (size_t)cn_shape_numel(&want->shape)));
+        if (!tc_bad) compare(want, got, 2e-5, &worst_rel);
+        if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+        cn_session_free(s);
+        cn_program_free(p);
+        fixture_free(&f);
+        tc_end();
+    }
+}
+
 static const char *const fixtures[] = {
     "layer_norm", "embedding", "gelu_erf", "gelu_tanh", "sum_last", "mean_last", "max_last", "causal_softmax",
     "attention_causal", "attention_full", "transformer_block",
@@ -485,6 +519,7 @@ int main(int argc, char **argv) {
             if (uses_attention(fixtures[i])) replay(argv[1], fixtures[i], dev, 0);
         }
         replay_public(argv[1], dev);
+        replay_builders(argv[1], dev);
         replay_running(argv[1], "batch_norm_train", dev);
         replay_running(argv[1], "batch_norm_vectors", dev);
         cn_device_release(dev);
