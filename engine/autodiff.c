@@ -198,6 +198,37 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
         }
         break;
     }
+    case CN_OP_PAD:
+        if (need_a) {
+            /* a constant pad's adjoint crops what it added (and pads back what it cropped) */
+            cn_op_params q = p;
+            q.before = -p.before, q.after = -p.after, q.fill = 0.0f;
+            r = accumulate(g, grad, a, p.variant == 0 ? with_params(g, CN_OP_PAD, 1, &dy, &q, NULL)
+                                                      : with_params(g, CN_OP_PAD_GRAD, 1, &dy, &p, &sa));
+        }
+        break;
+    case CN_OP_CONCAT: {
+        cn_op_params q = {0};
+        q.axis = p.axis;
+        q.after = -(int32_t)sb.d[p.axis];
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_PAD, 1, &dy, &q, NULL));
+        q.after = 0, q.before = -(int32_t)sa.d[p.axis];
+        if (r >= 0 && need_b) r = accumulate(g, grad, b, with_params(g, CN_OP_PAD, 1, &dy, &q, NULL));
+        break;
+    }
+    case CN_OP_UPSAMPLE:
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_UPSAMPLE_GRAD, 1, &dy, &p, &sa));
+        break;
+    case CN_OP_DWCONV:
+        if (need_a) {
+            int in[2] = {dy, b};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_DWCONV_GRAD_X, 2, in, &p, &sa));
+        }
+        if (r >= 0 && need_b) {
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, b, with_params(g, CN_OP_DWCONV_GRAD_W, 2, in, &p, NULL));
+        }
+        break;
     case CN_OP_LEAKY_RELU: case CN_OP_ELU: case CN_OP_CLIP: case CN_OP_SILU: case CN_OP_HARD_SIGMOID:
     case CN_OP_HARD_SWISH: case CN_OP_SOFTPLUS:
         if (need_a) {

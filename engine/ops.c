@@ -45,7 +45,16 @@ typedef enum cn_shape_rule {
     CN_RULE_UNROWS,       /* BCAST_LAST: the given shape, whose rows are the input */
     CN_RULE_CAUSAL,       /* CAUSAL_MASK: [..., T, S] -> same */
     CN_RULE_ATTENTION,    /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
-    /* layer ops of issue 16, stated in ops_layers.c (cn_op_infer_layers) */
+    /* layout and depthwise ops, stated in ops_layers.c (cn_op_infer_layers) */
+    CN_RULE_PAD,          /* PAD: one axis grown or cropped */
+    CN_RULE_UNPAD,        /* PAD_GRAD: dy -> the given shape, which PAD maps to dy's */
+    CN_RULE_CONCAT,       /* CONCAT: a, b equal but on the axis */
+    CN_RULE_UPSAMPLE,     /* UPSAMPLE: [N,H*sh,W*sw,C] */
+    CN_RULE_DOWNSAMPLE,   /* UPSAMPLE_GRAD: -> the given shape, which UPSAMPLE maps to dy's */
+    CN_RULE_DWCONV,       /* DWCONV: image, [KH,KW,C] -> windows */
+    CN_RULE_DWCONV_GRAD_X, /* (dy, w) -> the given image */
+    CN_RULE_DWCONV_GRAD_W, /* (dy, x) -> [KH,KW,C] */
+    /* layer ops of issue 16, stated in ops_norm_act.c (cn_op_infer_norm_act) */
     CN_RULE_ACT,          /* SAME, with the activation's parameters checked */
     CN_RULE_ACT_GRAD,     /* (dy, x) of one shape, p.variant an activation op */
     CN_RULE_CHANNEL,      /* x [N,...,C], s [N,C] -> x's shape */
@@ -151,18 +160,30 @@ int cn_shape_fits(const cn_shape *s, int64_t *numel) {
 
 /* ---- window geometry ---- */
 
-int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) {
-    if (k < 1 || s < 1 || p < 0 || in + 2 * p < k) return 0;
-    *out = (in + 2 * p - k) / s + 1;
+int cn_window_span(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, int64_t *out) {
+    /* the bounds keep d*(k-1) and the padded extent far from overflowing */
+    if (k < 1 || s < 1 || d < 1 || p0 < 0 || p1 < 0 || k > (1 << 24) || d > (1 << 24) || p0 > (1 << 30) ||
+        p1 > (1 << 30))
+        return 0;
+    const int64_t span = d * (k - 1) + 1;
+    if (in + p0 + p1 < span) return 0;
+    *out = (in + p0 + p1 - span) / s + 1;
     return 1;
+}
+
+int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) {
+    return cn_window_span(in, k, s, p, p, 1, out);
+}
+
+/* PyTorch's ceil_mode on top of cn_window_span's count (floor). */
+static int64_t ceil_count(int64_t in, int64_t ext, int64_t s, int64_t p0, int64_t p1) {
+    int64_t o = (in + p0 + p1 - ext + s - 1) / s + 1;
+    return (o - 1) * s >= in + p0 ? o - 1 : o;
 }
 
 int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil, int64_t *out) {
     if (!cn_window_extent(in, k, s, p, out)) return 0;
-    if (!ceil) return 1;
-    int64_t o = (in + 2 * p - k + s - 1) / s + 1;
-    if ((o - 1) * s >= in + p) o--;
-    *out = o;
+    if (ceil) *out = ceil_count(in, k, s, p, p);
     return 1;
 }
 
@@ -171,9 +192,15 @@ int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
     memset(g, 0, sizeof *g);
     g->n = img->d[0], g->h = img->d[1], g->w = img->d[2], g->c = img->d[3];
     g->kh = p->kh, g->kw = p->kw, g->sh = p->sh, g->sw = p->sw, g->ph = p->ph, g->pw = p->pw;
-    if (!cn_window_extent_ceil(g->h, g->kh, g->sh, g->ph, p->ceil_mode, &g->oh) ||
-        !cn_window_extent_ceil(g->w, g->kw, g->sw, g->pw, p->ceil_mode, &g->ow))
+    g->pb = (int64_t)p->ph + p->ph_extra, g->pr = (int64_t)p->pw + p->pw_extra;
+    g->dh = p->dh ? p->dh : 1, g->dw = p->dw ? p->dw : 1;
+    if (!cn_window_span(g->h, g->kh, g->sh, g->ph, g->pb, g->dh, &g->oh) ||
+        !cn_window_span(g->w, g->kw, g->sw, g->pw, g->pr, g->dw, &g->ow))
         return 0;
+    if (p->ceil_mode) {
+        g->oh = ceil_count(g->h, g->dh * (g->kh - 1) + 1, g->sh, g->ph, g->pb);
+        g->ow = ceil_count(g->w, g->dw * (g->kw - 1) + 1, g->sw, g->pw, g->pr);
+    }
     /* the patch matrix multiplies sizes: it must fit as a shape, or the window does not */
     cn_shape pooled = cn_window_pooled(g), patch = cn_shape_of(3, g->kh, g->kw, g->c);
     return cn_shape_fits(&pooled, NULL) && cn_shape_fits(&patch, NULL);
@@ -229,11 +256,19 @@ static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
 
 #define SHAPE_FAIL(...) return cn_errorf(CN_ERR_SHAPE, __VA_ARGS__)
 
-static cn_status window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
-    char s1[96];
+cn_status cn_window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
+    char s1[96], extra[96] = "";
+    size_t o = 0;
+    if (p->ph_extra || p->pw_extra)
+        o += (size_t)snprintf(extra, sizeof extra, " (after: %lldx%lld)", (long long)p->ph + p->ph_extra,
+                              (long long)p->pw + p->pw_extra);
+    if ((p->dh && p->dh != 1) || (p->dw && p->dw != 1))
+        o += (size_t)snprintf(extra + o, sizeof extra - o, " dilation %dx%d", p->dh ? p->dh : 1, p->dw ? p->dw : 1);
+    if (p->ceil_mode && o < sizeof extra) snprintf(extra + o, sizeof extra - o, " ceil_mode");
     SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d%s does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
-               p->sw, p->ph, p->pw, p->ceil_mode ? " ceil_mode" : "", cn_shape_str(img, s1, sizeof s1));
+               p->sw, p->ph, p->pw, extra, cn_shape_str(img, s1, sizeof s1));
 }
+#define window_fail cn_window_fail
 
 static cn_status infer_matmul(const cn_op_params *p, const cn_shape *sa, const cn_shape *sb, cn_shape *out) {
     char s1[96], s2[96];
@@ -327,6 +362,8 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         return CN_OK;
     }
     case CN_RULE_PATCHES: case CN_RULE_POOL:
+        if (rules[op] != CN_RULE_PATCHES && ((p->dh && p->dh != 1) || (p->dw && p->dw != 1)))
+            SHAPE_FAIL("%s: dilation %dx%d: pools take none", name, p->dh ? p->dh : 1, p->dw ? p->dw : 1);
         if (!cn_window_of(a, p, &g)) return window_fail(op, p, a);
         *out = rules[op] == CN_RULE_PATCHES ? cn_window_patches(&g) : cn_window_pooled(&g);
         return CN_OK;
@@ -379,10 +416,13 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
         return cn_op_infer_transformer(op, p, in, given, out);
+    case CN_RULE_PAD: case CN_RULE_UNPAD: case CN_RULE_CONCAT: case CN_RULE_UPSAMPLE: case CN_RULE_DOWNSAMPLE:
+    case CN_RULE_DWCONV: case CN_RULE_DWCONV_GRAD_X: case CN_RULE_DWCONV_GRAD_W:
+        return cn_op_infer_layers(op, p, in, given, out);
     case CN_RULE_ACT: case CN_RULE_ACT_GRAD: case CN_RULE_CHANNEL: case CN_RULE_CHANNEL_REDUCE:
     case CN_RULE_CHANNEL_GRAD: case CN_RULE_CHANNEL_BCAST: case CN_RULE_BATCHNORM: case CN_RULE_BN_RUNNING:
     case CN_RULE_BN_FOLD:
-        return cn_op_infer_layers(op, p, in, given, out);
+        return cn_op_infer_norm_act(op, p, in, given, out);
     }
     SHAPE_FAIL("%s: no shape rule", name);
 }

@@ -20,6 +20,27 @@
  *   OH = (H + 2ph - kh)/sh + 1 (p.ceil_mode: cn_window_extent_ceil). Max pool ignores
  *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan).
  *   Avg pool divides by cn_pool_divisor (kh*kw unless p.ceil_mode or p.exclude_pad).
+ * - Window geometry in general (cn_window_of): padding before (ph, pw) and after (ph + ph_extra,
+ *   pw + pw_extra: asymmetric padding), dilation (dh, dw; 0 reads as 1): window position
+ *   (oh, ki) reads row oh*sh - ph + ki*dh, and OH = (H + pt + pb - (dh(kh-1)+1))/sh + 1.
+ *   IM2COL, COL2IM and DWCONV honour dilation; the pools refuse it (their shape rule).
+ *
+ * Layout ops (layers-b; layouts in engine/ops_layers.c, which states their shape rules):
+ * - PAD(x) along axis p.axis: p.before / p.after elements (negative: cropped, so a slice is a
+ *   PAD) filled with p.fill (p.variant 0) or reflected without repeating the edge (variant
+ *   1, PyTorch's "reflect"; then 0 <= before, after < dim). PAD_GRAD(dy) is the adjoint of a
+ *   reflect PAD (the output shape given: the forward input's); a constant PAD's adjoint is
+ *   the PAD with -before, -after and fill 0.
+ * - CONCAT(a, b) along p.axis: every other dim equal; out = a's part then b's.
+ * - UPSAMPLE(x [N,H,W,C]) -> [N, H*sh, W*sw, C] (p.sh, p.sw integer factors): variant 0
+ *   nearest (source row oh/sh), 1 bilinear with PyTorch's align_corners=False (source
+ *   coordinate (o + 0.5)/s - 0.5, clamped below at 0, neighbours clamped to the edge).
+ *   UPSAMPLE_GRAD(dy) -> the given [N,H,W,C]: the adjoint, each input pixel gathering its
+ *   contributions in a fixed order (no atomics).
+ * - DWCONV(x [N,H,W,C], w [KH,KW,C]) -> [N,OH,OW,C]: depthwise convolution, window geometry
+ *   as above (kh, kw from w); out[n,oh,ow,c] = sum over (ki,kj) of x * w[ki,kj,c], padding
+ *   zero. DWCONV_GRAD_X(dy, w) -> the given image shape; DWCONV_GRAD_W(dy, x) -> [KH,KW,C]
+ *   (p.kh, p.kw), summed over (n, oh, ow) in that order by one writer per element.
  * - Last-axis ops (SOFTMAX, LOG_SOFTMAX, ARGMAX) treat x as [rows, C] with C the last dim.
  * - XENT: logits [N,C], labels i32 [N] -> [1] mean over N of -log_softmax(logits)[label].
  *   XENT_GRAD(dy[1], logits, labels) = dy * (softmax(logits) - onehot(label)) / N.
@@ -180,7 +201,15 @@
     X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL, OWN, 0, NONE)               \
     X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
     X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)           \
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)    \
+    X(PAD, "pad", 1, 1, 1, "f:f", PAD, OWN, 0, NONE)                                  \
+    X(PAD_GRAD, "pad_grad", 1, 0, 1, "f:f", UNPAD, OWN, 0, NONE)                      \
+    X(CONCAT, "concat", 2, 1, 1, "ff:f", CONCAT, OWN, 0, NONE)                        \
+    X(UPSAMPLE, "upsample", 1, 1, 1, "f:f", UPSAMPLE, OWN, 0, NONE)                   \
+    X(UPSAMPLE_GRAD, "upsample_grad", 1, 0, 1, "f:f", DOWNSAMPLE, OWN, 0, NONE)       \
+    X(DWCONV, "depthwise_conv", 2, 1, 1, "ff:f", DWCONV, OWN, 0, NONE)                \
+    X(DWCONV_GRAD_X, "depthwise_conv_grad_x", 2, 0, 1, "ff:f", DWCONV_GRAD_X, OWN, 0, NONE) \
+    X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "ff:f", DWCONV_GRAD_W, OWN, 0, NONE)   \
     X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                        \
     X(ELU, "elu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                      \
     X(CLIP, "clip", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                    \
@@ -267,7 +296,10 @@ typedef struct cn_op_params {
     int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
     int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
-    float fill;                     /* CAUSAL_MASK */
+    float fill;                     /* CAUSAL_MASK, PAD */
+    int32_t dh, dw;                 /* window dilation (0 reads as 1), see above */
+    int32_t ph_extra, pw_extra;     /* window padding after minus before (asymmetric) */
+    int32_t axis, before, after;    /* PAD, CONCAT */
     int32_t running;                /* BATCHNORM(_GRAD): 1 = normalise with the running statistics */
     int32_t ceil_mode;              /* pools: output size rounded up (cn_window_extent_ceil) */
     int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
@@ -298,15 +330,19 @@ const char *cn_shape_str(const cn_shape *s, char *buf, size_t cap);
 /* The broadcasting rule (see the top of this file): 1 if small broadcasts onto full. */
 int cn_shape_broadcasts(const cn_shape *small, const cn_shape *full);
 
-/* Geometry of a windowed op (IM2COL, COL2IM, pools) on an NHWC image:
- * OH = (H + 2ph - kh)/sh + 1, likewise OW. */
+/* Geometry of a windowed op (IM2COL, COL2IM, DWCONV, pools) on an NHWC image:
+ * OH = (H + ph + pb - (dh(kh-1)+1))/sh + 1, likewise OW; ph, pw pad before (top, left),
+ * pb, pr after. */
 typedef struct cn_window {
     int64_t n, h, w, c;
     int64_t oh, ow;
     int64_t kh, kw, sh, sw, ph, pw;
+    int64_t pb, pr, dh, dw;
 } cn_window;
-/* The one window rule, per axis: 1 and *out = (in + 2p - k)/s + 1 positions when k, s >= 1,
- * p >= 0 and the window fits the padded extent; else 0. */
+/* The one window rule, per axis: 1 and *out = (in + p0 + p1 - (d(k-1)+1))/s + 1 positions
+ * when k, s, d >= 1, p0, p1 >= 0 and the dilated window fits the padded extent; else 0. */
+int cn_window_span(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, int64_t *out);
+/* cn_window_span with symmetric padding p and no dilation. */
 int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out);
 /* The same with ceil true: PyTorch's ceil_mode, (in + 2p - k + s - 1)/s + 1 positions, less
  * the last when it would start past in + p (so every window starts inside the image or its
@@ -318,8 +354,8 @@ int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil,
  * (PyTorch's count_include_pad=False). kh*kw for every window unless one of the two is set. */
 static inline int64_t cn_pool_divisor(const cn_window *g, int64_t oh, int64_t ow, int exclude_pad) {
     int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
-    int64_t h1 = h0 + g->kh < g->h + g->ph ? h0 + g->kh : g->h + g->ph;
-    int64_t w1 = w0 + g->kw < g->w + g->pw ? w0 + g->kw : g->w + g->pw;
+    int64_t h1 = h0 + g->kh < g->h + g->pb ? h0 + g->kh : g->h + g->pb;
+    int64_t w1 = w0 + g->kw < g->w + g->pr ? w0 + g->kw : g->w + g->pr;
     if (exclude_pad) {
         h0 = h0 < 0 ? 0 : h0, w0 = w0 < 0 ? 0 : w0;
         h1 = h1 > g->h ? g->h : h1, w1 = w1 > g->w ? g->w : w1;
@@ -330,6 +366,8 @@ static inline int64_t cn_pool_divisor(const cn_window *g, int64_t oh, int64_t ow
  * the padded image; else 0. */
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g);
 cn_shape cn_window_pooled(const cn_window *g);  /* [N, OH, OW, C] */
+/* CN_ERR_SHAPE: "<op>: window ... does not fit image ..." with every geometry parameter. */
+cn_status cn_window_fail(cn_op op, const cn_op_params *p, const cn_shape *img);
 cn_shape cn_window_patches(const cn_window *g); /* [N*OH*OW, KH*KW*C] */
 
 /* The output shape and dtype of op on these inputs. given is the shape the caller asks for
@@ -344,17 +382,67 @@ cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
 cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape *in, const cn_dtype *dt,
                       const cn_shape *out, cn_dtype out_dt);
 
+/* The layout and depthwise ops' shape rules (ops_layers.c): cn_op_infer's cases for the rules
+ * PAD .. DWCONV_GRAD_W; CN_ERR_SHAPE naming the op, the shapes and the parameters. */
+cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+                             cn_shape *out);
+
 /* The transformer ops' shape rules (ops_transformer.c): cn_op_infer's cases for the rules
  * NORM .. ATTENTION; CN_ERR_SHAPE naming the op and the shapes. Engine-internal. */
 cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                                   cn_shape *out);
 
-/* The layer ops' shape rules (ops_layers.c): cn_op_infer's cases for the rules ACT ..
+/* The layer ops' shape rules (ops_norm_act.c): cn_op_infer's cases for the rules ACT ..
  * BN_FOLD. Engine-internal. */
-cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+cn_status cn_op_infer_norm_act(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                              cn_shape *out);
 /* 1 for the activation ops of issue 16 (LEAKY_RELU .. SOFTPLUS): the ops ACT_GRAD differentiates. */
 static inline int cn_op_is_activation(cn_op op) { return op >= CN_OP_LEAKY_RELU && op <= CN_OP_SOFTPLUS; }
+/* Index rules of the layout ops, shared by the OpenMP reference and the tests (kernels_cl/resize.cl
+ * states them again in OpenCL C, in the same float operations). */
+/* PAD reflect: the source of padded position s (s - before) on an axis of d, without
+ * repeating the edge (PyTorch's "reflect"); valid for -d < s < 2d - 1. */
+static inline int64_t cn_reflect_index(int64_t s, int64_t d) { return s < 0 ? -s : s >= d ? 2 * (d - 1) - s : s; }
+/* The positions of a reflect-padded axis (length dout) that come from source j (axis of d),
+ * in increasing order, into src[3]; returns how many. */
+static inline int cn_reflect_sources(int64_t j, int64_t d, int64_t before, int64_t dout, int64_t *src) {
+    int n = 0;
+    if (j >= 1 && j <= before) src[n++] = before - j;
+    src[n++] = before + j;
+    if (j <= d - 2 && before + 2 * (d - 1) - j < dout) src[n++] = before + 2 * (d - 1) - j;
+    return n;
+}
+/* UPSAMPLE: output position o of an axis upsampled s times from n reads sources i0, i1 with
+ * weights w0, w1 (nearest: i0 = i1 = o/s, 1 and 0; bilinear, align_corners=False: PyTorch's
+ * source coordinate (o + 0.5)/s - 0.5 clamped at 0, i1 = i0 + 1 clamped to the edge). */
+typedef struct cn_up_tap {
+    int64_t i0, i1;
+    float w0, w1;
+} cn_up_tap;
+static inline cn_up_tap cn_up_tap_of(int64_t o, int s, int64_t n, int bilinear) {
+    cn_up_tap t;
+    if (!bilinear) {
+        t.i0 = t.i1 = o / s, t.w0 = 1.0f, t.w1 = 0.0f;
+        return t;
+    }
+    const float scale = 1.0f / (float)s;
+    float src = scale * ((float)o + 0.5f) - 0.5f;
+    if (src < 0.0f) src = 0.0f;
+    t.i0 = (int64_t)src;
+    t.i1 = t.i0 + (t.i0 < n - 1 ? 1 : 0);
+    t.w1 = src - (float)t.i0;
+    t.w0 = 1.0f - t.w1;
+    return t;
+}
+/* The weight tap t gives source i (both taps summed where they coincide at the edge). */
+static inline float cn_up_weight(cn_up_tap t, int64_t i) {
+    return (t.i0 == i ? t.w0 : 0.0f) + (t.i1 == i ? t.w1 : 0.0f);
+}
+/* The output positions [lo, hi) whose taps may reach source i (a superset; the others weigh 0). */
+static inline void cn_up_range(int64_t i, int s, int64_t n, int bilinear, int64_t *lo, int64_t *hi) {
+    *lo = bilinear ? (i >= 1 ? (i - 1) * s : 0) : i * s;
+    *hi = bilinear ? ((i + 2) * s < n * s ? (i + 2) * s : n * s) : (i + 1) * s;
+}
 
 /* Counter-based generator shared by every backend (also written in kernels_cl/common.h.cl):
  * splitmix64 of (seed, step, index), identical numbers everywhere. */

@@ -207,6 +207,32 @@ cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec) {
     return track(p, cn_g_reshape(&p->g, x, &at1), spec, 0);
 }
 
+/* COL2IM's image for patches of `rows` rows: the spec's [-1, OH, OW, C] with the batch that
+ * the windows of one [1, OH, OW, C] image divide the rows into. */
+static int col2im_image(const cn_shape *spec, int64_t rows, const cn_op_params *prm, cn_shape *out) {
+    cn_window w;
+    cn_shape one = *spec;
+    one.d[0] = 1;
+    if (spec->ndim != 4 || !cn_window_of(&one, prm, &w) || rows % (w.oh * w.ow)) return 0;
+    *out = one;
+    out->d[0] = rows / (w.oh * w.ow);
+    return 1;
+}
+
+cn_value cn_prog_col2im(cn_program *p, cn_value cols, const cn_op_params *prm, const cn_shape *img_spec) {
+    if (!p) return null_program("col2im");
+    if (!valid(p, &cols, "col2im")) return CN_INVALID_VALUE;
+    cn_shape at1;
+    const cn_shape *cs = &p->g.nodes[cols].shape;
+    if (cs->ndim != 2 || !col2im_image(img_spec, cs->d[0], prm, &at1)) {
+        char s1[96], s2[96];
+        cn_errorf(CN_ERR_SHAPE, "col2im: patches %s do not fill images %s", cn_shape_str(cs, s1, sizeof s1),
+                  cn_shape_str(img_spec, s2, sizeof s2));
+        return fail(p);
+    }
+    return track(p, cn_g_op(&p->g, CN_OP_COL2IM, 1, &cols, prm, &at1), img_spec, 0);
+}
+
 cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt) {
     if (!p) return null_program("dropout");
     if (!valid(p, &x, "dropout")) return CN_INVALID_VALUE;
@@ -456,6 +482,11 @@ static int given_shape(const cn_node *n, const cn_prog_spec *spec, const cn_grap
     if (n->op == CN_OP_SUM_ROWS) {
         *given = cn_shape_make(spec->shape.ndim, x->d + (x->ndim - spec->shape.ndim));
         return 1;
+    }
+    if (n->op == CN_OP_COL2IM) {
+        if (col2im_image(&spec->shape, x->d[0], &n->p, given)) return 1;
+        cn_errorf(CN_ERR_SHAPE, "col2im: patches do not fill whole images");
+        return -1;
     }
     return 0;
 }

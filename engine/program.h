@@ -92,6 +92,17 @@ cn_value cn_prog_fail(cn_program *p, cn_status st);
 cn_value cn_prog_op(cn_program *p, cn_op op, int n_in, const cn_value *in, const cn_op_params *params);
 cn_value cn_prog_reshape(cn_program *p, cn_value x, const cn_shape *spec);
 cn_value cn_prog_dropout(cn_program *p, cn_value x, float rate, uint32_t salt);
+/* Convolution options (clnet.h) as window parameters (kh, kw left 0); 0 and a message naming
+ * `who` and the option when one is out of range (program_layers.c, the one statement of
+ * these rules for the builders and the model layers). */
+int cn_conv2d_params(const char *who, const cn_conv2d_opts *o, int transposed, cn_op_params *prm);
+/* The output size of a (transposed) convolution of an h x w input with a kh x kw kernel; 0
+ * when the dilated kernel does not fit the padded input or the size is < 1. */
+int cn_conv2d_out_size(const cn_conv2d_opts *o, int transposed, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                       int64_t *oh, int64_t *ow);
+/* COL2IM onto images img_spec = [-1, OH, OW, C]: the batch is the patches' rows divided by
+ * the windows of one image, for every batch the program is built for. */
+cn_value cn_prog_col2im(cn_program *p, cn_value cols, const cn_op_params *prm, const cn_shape *img_spec);
 /* A parameter with explicit fans (the layer front-end knows them; the public call derives them
  * from the shape). */
 cn_value cn_prog_param_add(cn_program *p, const char *name, const cn_shape *shape, cn_init init, float scale,

@@ -151,11 +151,4 @@ cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train
  * checkpoint does not hold (trainer_io.c). */
 cn_status cn_trainer__match_ckpt(const cn_ckpt *c, const char *path, const cn_model *m, const cn_train_config *cfg);
 
-/* The MPI gradient all-reduce as s's hook; rows points at this rank's rows of each step.
- * overlap: start each bucket's all-reduce as soon as the backward pass has finished it
- * (CLNET_MPI_OVERLAP=0 turns that off); else all of them after the backward pass. Both give
- * bit-identical results. *state is freed with cn_mpi_hook_free. */
-cn_status cn_mpi_hook_install(cn_session *s, int64_t *rows, int overlap, void **state);
-void cn_mpi_hook_free(void *state);
-
 #endif

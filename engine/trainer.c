@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group.h"
 #include "internal.h"
 #include "layers/model.h"
 #include "session.h"
@@ -45,15 +46,14 @@ struct cn_trainer {
     samples sm;
     int vocab;                  /* token model: ids lie in [0, vocab); 0 for images */
     cn_program *prog;
-    cn_session *train, *infer; /* infer shares train's parameters */
-    cn_mirrored *mir;           /* several devices: train is its replica 0 */
-    int64_t local_rows;         /* rows of the step being taken, for the MPI all-reduce */
-    void *mpi_state;
+    cn_group *group;            /* one device on one rank: its session, as is */
+    cn_session *train, *infer; /* train: the group's replica 0; infer shares its parameters */
     float *onehot;              /* MSE targets, built from the labels on the host */
     size_t onehot_cap;
-    /* metrics of steps run without a sync: read asynchronously into the ring, folded into
-     * the totals when the device is next waited for */
-    struct { float loss, acc; int n; uint64_t step; } ring[METRIC_RING];
+    /* metrics of steps run without a sync, per replica: read asynchronously into the ring,
+     * folded into the totals when the devices are next waited for */
+    struct metric { float loss, acc; int64_t rows; } *ring; /* METRIC_RING x replicas */
+    uint64_t ring_step[METRIC_RING];
     int ring_n;
     double tot_loss;
     int64_t tot_correct, tot_preds;
@@ -71,7 +71,31 @@ cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, 
     return cn_model_to_program(m, seed, loss, out);
 }
 
-static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, const cn_train_config *cfg,
+static uint64_t f32_bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+/* Over several ranks: everything that determines the result is the same on every rank,
+ * compared exactly (hashes and integers in all 64 bits, floats by their bits). */
+static cn_status agree_settings(cn_trainer *t) {
+    const cn_train_config *c = &t->cfg;
+    const char *text = cn_model_text(t->model);
+    static const char *const names[] = {"model", "loss", "batch", "seed", "optimizer", "learning rate", "beta1",
+                                        "beta2", "eps", "weight decay", "momentum", "nesterov",
+                                        "learning-rate schedule", "warmup", "schedule length", "minimum learning rate",
+                                        "gradient clipping (norm)", "gradient clipping (value)"};
+    uint64_t v[] = {cn_group__hash(text, text ? strlen(text) : 0), (uint64_t)c->loss, (uint64_t)c->batch, c->seed,
+                    (uint64_t)c->opt.kind, f32_bits(c->opt.lr), f32_bits(c->opt.beta1), f32_bits(c->opt.beta2),
+                    f32_bits(c->opt.eps), f32_bits(c->opt.weight_decay), f32_bits(c->opt.momentum),
+                    (uint64_t)c->opt.nesterov, (uint64_t)c->opt.schedule, (uint64_t)c->opt.warmup_steps,
+                    (uint64_t)c->opt.total_steps, f32_bits(c->opt.min_lr), f32_bits(c->opt.clip_norm),
+                    f32_bits(c->opt.clip_value)};
+    return cn_group__agree(t->group, names, v, (int)(sizeof v / sizeof *v));
+}
+
+static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, const cn_train_config *cfg, int flags,
                         cn_trainer **out) {
     if (!m || !devs || !devs[0] || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create: NULL argument");
     cn_device *dev = devs[0];
@@ -90,17 +114,18 @@ static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, co
     cn_status st = t->model ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
     if (st == CN_OK) st = cn_model_to_program(m, cfg->seed, cfg->loss, &t->prog);
     if (st == CN_OK) st = program_samples(t->prog, &t->sm);
-    if (st == CN_OK && n_dev > 1) {
-        st = cn_mirrored_create(t->prog, devs, n_dev, &cfg->opt, &t->mir);
-        if (st == CN_OK) t->train = cn_mirrored_replica(t->mir, 0);
-    } else if (st == CN_OK)
-        st = cn_session_create_training(t->prog, dev, &cfg->opt, &t->train);
+    if (st == CN_OK) st = cn_group_create(t->prog, devs, n_dev, &cfg->opt, flags, &t->group);
+    if (st == CN_OK && !(t->ring = calloc((size_t)METRIC_RING * (size_t)n_dev, sizeof *t->ring)))
+        st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer metrics");
+    if (st == CN_OK) t->train = cn_group_session(t->group, 0);
+    if (st == CN_OK) st = agree_settings(t);
     static const char *const train_outputs[] = {"correct"};
-    for (int i = 0; i < (t->mir ? n_dev : 1) && st == CN_OK; i++) {
-        cn_session *r = t->mir ? cn_mirrored_replica(t->mir, i) : t->train;
-        st = cn_session_select_outputs(r, train_outputs, 1);
-    }
-    if (st == CN_OK && !t->mir) st = cn_session__prepare(t->train, cfg->batch);
+    for (int i = 0; i < n_dev && st == CN_OK; i++)
+        st = cn_session_select_outputs(cn_group_session(t->group, i), train_outputs, 1);
+    /* one device: its plan for the full batch now, so memory shortfalls show before any data */
+    int64_t mine = 0;
+    cn_group_slice(t->group, cfg->batch, NULL, &mine);
+    if (st == CN_OK && n_dev == 1 && mine > 0) st = cn_session__prepare(t->train, mine);
     if (st == CN_OK) st = cn_session_create_shared(t->train, &t->infer);
     static const char *const eval_outputs[] = {"loss", "correct", "probabilities"};
     if (st == CN_OK) st = cn_session_select_outputs(t->infer, eval_outputs, 3);
@@ -113,32 +138,23 @@ static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, co
 }
 
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg, cn_trainer **out) {
-    return create(m, &dev, 1, cfg, out);
+    return create(m, &dev, 1, cfg, 0, out);
 }
 
-cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
-                                     cn_trainer **out) {
-    if (n < 1 || n > 64) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create_mirrored: %d devices (1..64)", n);
-    return create(m, devs, n, cfg, out);
+cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                  int flags, cn_trainer **out) {
+    if (n < 1 || n > 64) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create_group: %d devices (1..64)", n);
+    return create(m, devs, n, cfg, flags, out);
 }
 
-cn_mirrored *cn_trainer_mirrored(cn_trainer *t) { return t ? t->mir : NULL; }
-
-cn_status cn_trainer_enable_mpi(cn_trainer *t) {
-    if (!t) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_enable_mpi: NULL trainer");
-    if (t->mpi_state) return CN_OK;
-    /* with several devices the rank's gradient exists only after the in-process sum, so its
-     * all-reduce cannot start during the backward pass */
-    return cn_mpi_hook_install(t->train, &t->local_rows, !t->mir, &t->mpi_state);
-}
+cn_group *cn_trainer_group(cn_trainer *t) { return t ? t->group : NULL; }
 
 void cn_trainer_free(cn_trainer *t) {
     if (!t) return;
     cn_session_free(t->infer);
-    cn_mpi_hook_free(t->mpi_state);
-    if (t->mir) cn_mirrored_free(t->mir);
-    else cn_session_free(t->train);
+    cn_group_free(t->group);
     cn_program_free(t->prog);
+    free(t->ring);
     free(t->onehot);
     cn_model_free(t->model);
     if (t->dev) cn_device_release(t->dev);
@@ -160,17 +176,15 @@ static cn_status nonfinite(const cn_trainer *t, float loss, uint64_t step) {
                      (unsigned long long)step, t->dev->info.selector);
 }
 
-/* Feeds a classifier session (or, with mir, every replica): images or tokens, labels and, when
- * the program has one, the one-hot target built from the labels. */
-static cn_status feed_to(cn_session *s, cn_mirrored *mir, const char *input, const void *data, int n) {
-    return mir ? cn_mirrored_feed(mir, input, data, n) : cn_session_feed(s, input, data, n);
-}
+/* Feeds a classifier program's inputs (a session's, or a group's global batch): images or
+ * tokens, labels and, when the program has one, the one-hot target built from the labels. */
+typedef cn_status (*feed_fn)(void *to, const char *input, const void *data, int64_t rows);
 
-static cn_status feed_any(cn_session *s, cn_mirrored *mir, const samples *sm, float **onehot, size_t *cap,
+static cn_status feed_any(feed_fn fn, void *to, const cn_program *p, const samples *sm, float **onehot, size_t *cap,
                           const void *inputs, const int32_t *labels, int n) {
-    CN_TRY(feed_to(s, mir, s->prog->inputs[0].name, inputs, n));
-    CN_TRY(feed_to(s, mir, "labels", labels, n));
-    if (cn_program_find_input(s->prog, "target") < 0) return CN_OK;
+    CN_TRY(fn(to, p->inputs[0].name, inputs, n));
+    CN_TRY(fn(to, "labels", labels, n));
+    if (cn_program_find_input(p, "target") < 0) return CN_OK;
     size_t c = (size_t)sm->classes, rows = (size_t)n * (size_t)sm->per, need = rows * c;
     if (*cap < need) {
         float *b = realloc(*onehot, need * sizeof *b);
@@ -179,47 +193,37 @@ static cn_status feed_any(cn_session *s, cn_mirrored *mir, const samples *sm, fl
     }
     memset(*onehot, 0, need * sizeof **onehot);
     for (size_t i = 0; i < rows; i++) (*onehot)[i * c + (size_t)labels[i]] = 1.0f;
-    return feed_to(s, mir, "target", *onehot, n);
+    return fn(to, "target", *onehot, n);
+}
+
+static cn_status session_feed(void *s, const char *input, const void *data, int64_t rows) {
+    return cn_session_feed(s, input, data, rows);
+}
+static cn_status group_feed(void *g, const char *input, const void *data, int64_t rows) {
+    return cn_group_feed(g, input, data, rows);
 }
 
 static cn_status feed(cn_session *s, const samples *sm, float **onehot, size_t *cap, const void *inputs,
                       const int32_t *labels, int n) {
-    return feed_any(s, NULL, sm, onehot, cap, inputs, labels, n);
-}
-
-/* A mirrored step waits for every replica anyway, so its metrics are read at once. */
-static cn_status mirrored_step(cn_trainer *t, const void *inputs, const int32_t *labels, int n, float *loss,
-                               int *correct) {
-    CN_TRY(feed_any(t->train, t->mir, &t->sm, &t->onehot, &t->onehot_cap, inputs, labels, n));
-    CN_TRY(cn_mirrored_run(t->mir));
-    float l = 0, a = 0;
-    CN_TRY(cn_mirrored_fetch_scalar(t->mir, "loss", 1, &l));
-    CN_TRY(cn_mirrored_fetch_scalar(t->mir, "correct", 0, &a));
-    if (!isfinite(l)) return nonfinite(t, l, cn_session_steps(t->train));
-    if (loss) *loss = l;
-    if (correct) *correct = (int)lroundf(a);
-    if (!loss && !correct) {
-        int64_t preds = n * t->sm.per;
-        t->tot_loss += (double)l * (double)preds;
-        t->tot_correct += lroundf(a);
-        t->tot_preds += preds;
-    }
-    return CN_OK;
+    return feed_any(session_feed, s, s->prog, sm, onehot, cap, inputs, labels, n);
 }
 
 /* Waits for the queued steps and adds their metrics to the totals. */
 static cn_status fold_ring(cn_trainer *t) {
     if (t->ring_n == 0) return CN_OK;
-    CN_TRY(cn_device_sync(t->dev));
-    int n = t->ring_n;
+    CN_TRY(cn_group__sync(t->group));
+    int n = t->ring_n, reps = cn_group_replicas(t->group);
     t->ring_n = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(t->ring[i].loss)) return nonfinite(t, t->ring[i].loss, t->ring[i].step);
-        int64_t preds = t->ring[i].n * t->sm.per;
-        t->tot_loss += (double)t->ring[i].loss * (double)preds;
-        t->tot_correct += lroundf(t->ring[i].acc);
-        t->tot_preds += preds;
-    }
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < reps; i++) {
+            const struct metric *m = &t->ring[k * reps + i];
+            if (m->rows < 1) continue; /* the replica sat the step out */
+            if (!isfinite(m->loss)) return nonfinite(t, m->loss, t->ring_step[k]);
+            int64_t preds = m->rows * t->sm.per;
+            t->tot_loss += (double)m->loss * (double)preds;
+            t->tot_correct += lroundf(m->acc);
+            t->tot_preds += preds;
+        }
     return CN_OK;
 }
 
@@ -243,23 +247,26 @@ cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labe
     if (n < 1 || n > t->cfg.batch) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: %d samples (1..%d)", n, t->cfg.batch);
     if (t->vocab) CN_TRY(check_ids("token id", t->vocab, inputs, n * t->sm.in_elems));
     CN_TRY(check_ids("label", t->sm.classes, labels, n * t->sm.per));
-    t->local_rows = n;
-    if (t->mir) return mirrored_step(t, inputs, labels, n, loss, correct);
-    CN_TRY(feed(t->train, &t->sm, &t->onehot, &t->onehot_cap, inputs, labels, n));
-    CN_TRY(cn_session_run(t->train));
+    CN_TRY(feed_any(group_feed, t->group, t->prog, &t->sm, &t->onehot, &t->onehot_cap, inputs, labels, n));
+    CN_TRY(cn_group_run(t->group));
     if (loss || correct) {
         float l = 0, a = 0;
-        CN_TRY(read_metrics(t->train, &l, &a));
+        CN_TRY(cn_group_fetch_scalar(t->group, "loss", 1, &l));
+        CN_TRY(cn_group_fetch_scalar(t->group, "correct", 0, &a));
         if (!isfinite(l)) return nonfinite(t, l, cn_session_steps(t->train));
         if (loss) *loss = l;
         if (correct) *correct = (int)lroundf(a);
         return CN_OK;
     }
-    int k = t->ring_n++;
-    t->ring[k].n = n;
-    t->ring[k].step = cn_session_steps(t->train);
-    CN_TRY(cn_session__fetch_async(t->train, "loss", &t->ring[k].loss, sizeof(float)));
-    CN_TRY(cn_session__fetch_async(t->train, "correct", &t->ring[k].acc, sizeof(float)));
+    int k = t->ring_n++, reps = cn_group_replicas(t->group);
+    t->ring_step[k] = cn_session_steps(t->train);
+    for (int i = 0; i < reps; i++) {
+        struct metric *m = &t->ring[k * reps + i];
+        cn_session *s = cn_group_session(t->group, i);
+        m->rows = cn_group__rows(t->group, i, n);
+        if (m->rows > 0) CN_TRY(cn_session__fetch_async(s, "loss", &m->loss, sizeof(float)));
+        if (m->rows > 0) CN_TRY(cn_session__fetch_async(s, "correct", &m->acc, sizeof(float)));
+    }
     return t->ring_n == METRIC_RING ? fold_ring(t) : CN_OK;
 }
 

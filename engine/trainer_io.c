@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "group.h"
 #include "internal.h"
 #include "layers/model.h"
 #include "session.h"
@@ -45,12 +46,25 @@ static cn_status load_meta(const cn_ckpt *c, int *epoch, uint64_t *rng_state) {
     return CN_OK;
 }
 
+/* Over several ranks every rank must resume the same state: a different checkpoint per rank
+ * would train apart, or stop at different epochs and leave the others waiting. */
+static cn_status agree_resumed(cn_group *g, cn_session *s, const cn_ckpt *c) {
+    if (cn_group_ranks(g) < 2) return CN_OK;
+    const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
+    static const char *const names[] = {"checkpoint (weights)", "checkpoint (step)", "checkpoint (epoch)",
+                                        "checkpoint (shuffling state)"};
+    uint64_t v[4] = {0, cn_session_steps(s), (uint64_t)(int64_t)meta->epoch, meta->rng_state};
+    CN_TRY(cn_session_checksum(s, &v[0]));
+    return cn_group__agree(g, names, v, 4);
+}
+
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state) {
     if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_load: NULL argument");
     cn_ckpt *c;
     CN_TRY(cn_ckpt_load(path, &c));
     cn_status st = cn_session__load(cn_trainer_session(t), c, path, 1, NULL);
-    if (st == CN_OK && cn_trainer_mirrored(t)) st = cn_mirrored_sync_params(cn_trainer_mirrored(t));
+    if (st == CN_OK) st = cn_group_sync_params(cn_trainer_group(t));
+    if (st == CN_OK) st = agree_resumed(cn_trainer_group(t), cn_trainer_session(t), c);
     if (st == CN_OK) st = load_meta(c, epoch, rng_state);
     cn_ckpt_free(c);
     return st;

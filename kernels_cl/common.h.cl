@@ -107,6 +107,23 @@ floatV cn_epiV(floatV v, int epi) {
     return v;
 }
 
+/* Run flags (engine/backend.h): a session's small device buffer, or NULL. The work-item
+ * that sets the first bit records what it saw in words 1..3; ADAM and SGD skip their update
+ * while word 0 is nonzero, so bad data stops training without the host looking each step. */
+#define CN_FLAG_LABEL 1
+#define CN_FLAG_NONFINITE 2
+void cn_flag_raise(__global int *flags, int bit, int a, int b, int step) {
+    if (!flags) return;
+    if (atomic_or(flags, bit) == 0) {
+        flags[1] = a;
+        flags[2] = b;
+        flags[3] = step;
+    }
+}
+int cn_flag_stop(__global const int *flags) { return flags && flags[0] != 0; }
+/* By the bits, so a compiler allowed to assume finite math cannot fold the test away. */
+int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
+
 /* ---- Storage types: every kernel is written once over STORE_T ----
  * The host builds each family once per storage type a launch uses, with -DCN_STORE=0 (f32),
  * 1 (f16) or 2 (bf16), and the option enters the program-cache key like any other. A kernel
@@ -160,23 +177,6 @@ CN_BF16_FUNCS(V, GVW)
 #define LOADV(p, i) vloadV((i), (p))
 #define STOREV(p, i, v) vstoreV((v), (i), (p))
 #endif
-
-/* Run flags (engine/backend.h): a session's small device buffer, or NULL. The work-item
- * that sets the first bit records what it saw in words 1..3; ADAM and SGD skip their update
- * while word 0 is nonzero, so bad data stops training without the host looking each step. */
-#define CN_FLAG_LABEL 1
-#define CN_FLAG_NONFINITE 2
-void cn_flag_raise(__global int *flags, int bit, int a, int b, int step) {
-    if (!flags) return;
-    if (atomic_or(flags, bit) == 0) {
-        flags[1] = a;
-        flags[2] = b;
-        flags[3] = step;
-    }
-}
-int cn_flag_stop(__global const int *flags) { return flags && flags[0] != 0; }
-/* By the bits, so a compiler allowed to assume finite math cannot fold the test away. */
-int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
 
 /* Span kernels (the host picks them on CPU-type devices, cn_cl_launch_span). Work-item w
  * handles the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW,

@@ -83,15 +83,16 @@ __kernel void maxpool_grad(__global const float *dy, __global const int *idx, __
     dx[i] = acc;
 }
 
-/* ops.h's cn_pool_divisor: KH*KW clipped to the padded image, or (exclude) to the image. */
-int cn_pool_divisor(int h0, int w0, int H, int W, int KH, int KW, int PH, int PW, int exclude) {
-    int h1 = min(h0 + KH, H + PH), w1 = min(w0 + KW, W + PW);
+/* ops.h's cn_pool_divisor: KH*KW clipped to the padded image (PB, PR: the padding after),
+ * or (exclude) to the image. */
+int cn_pool_divisor(int h0, int w0, int H, int W, int KH, int KW, int PB, int PR, int exclude) {
+    int h1 = min(h0 + KH, H + PB), w1 = min(w0 + KW, W + PR);
     if (exclude) h0 = max(h0, 0), w0 = max(w0, 0), h1 = min(h1, H), w1 = min(w1, W);
     return (h1 - h0) * (w1 - w0);
 }
 
 __kernel void avgpool(__global const float *x, __global float *y, int N, int H, int W, int C, int OH, int OW,
-                      int KH, int KW, int SH, int SW, int PH, int PW, int exclude) {
+                      int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int PB, int PR) {
     POOL_FWD_INDEX
     int h0 = oh * SH - PH, w0 = ow * SW - PW;
     int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);
@@ -99,14 +100,15 @@ __kernel void avgpool(__global const float *x, __global float *y, int N, int H, 
     float acc = 0.0f;
     for (int ki = ki0; ki < ki1; ki++)
         for (int kj = kj0; kj < kj1; kj++) acc += img[((h0 + ki) * W + w0 + kj) * C];
-    y[o] = acc * (1.0f / (float)cn_pool_divisor(h0, w0, H, W, KH, KW, PH, PW, exclude));
+    y[o] = acc * (1.0f / (float)cn_pool_divisor(h0, w0, H, W, KH, KW, PB, PR, exclude));
 }
 
 /* Each pixel gathers dy from every window covering it, in (ki, kj) order like the
  * reference, then scales by 1/(KH*KW); with uneven divisors (uniform 0: ceil mode,
  * exclude_pad) each dy is scaled by its own window's. */
 __kernel void avgpool_grad(__global const float *dy, __global float *dx, int N, int H, int W, int C, int OH,
-                           int OW, int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int uniform) {
+                           int OW, int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int uniform, int PB,
+                           int PR) {
     POOL_BWD_INDEX
     float acc = 0.0f;
     for (int ki = 0; ki < KH; ki++) {
@@ -118,7 +120,7 @@ __kernel void avgpool_grad(__global const float *dy, __global float *dx, int N, 
             if (tw < 0) break;
             if (tw % SW != 0 || tw / SW >= OW) continue;
             float v = dy[((n * OH + th / SH) * OW + tw / SW) * C + c];
-            acc += uniform ? v : v * (1.0f / (float)cn_pool_divisor(th - PH, tw - PW, H, W, KH, KW, PH, PW, exclude));
+            acc += uniform ? v : v * (1.0f / (float)cn_pool_divisor(th - PH, tw - PW, H, W, KH, KW, PB, PR, exclude));
         }
     }
     dx[i] = uniform ? acc * (1.0f / (float)(KH * KW)) : acc;

@@ -34,6 +34,8 @@
     X(LASTAXIS, "lastaxis.cl")        \
     X(GATHER, "gather.cl")            \
     X(ATTENTION, "attention.cl")      \
+    X(RESIZE, "resize.cl")            \
+    X(DEPTHWISE, "depthwise.cl")      \
     X(ACTIVATION, "activation.cl")    \
     X(CHANNEL, "channel.cl")          \
     X(BATCHNORM, "batchnorm.cl")
@@ -84,7 +86,10 @@ typedef enum cn_cl_family {
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
-    X(ATTENTION, attn_bwd_dkv_rows)                                                            \
+    X(ATTENTION, attn_bwd_dkv_rows)                                                           \
+    X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
+    X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
+    X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w)               \
     X(ACTIVATION, act_fwd) X(ACTIVATION, act_bwd)                                              \
     X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \

@@ -1,4 +1,5 @@
-/* Image-shaped ops: im2col/col2im (conv.cl), max/avg pooling and their gradients (pool.cl),
+/* Image-shaped ops: im2col/col2im (conv.cl; the CPU row kernels take no dilation, so a
+ * dilated window goes to the per-element kernels), max/avg pooling and their gradients (pool.cl),
  * and TRANSPOSE (layout.cl). All NHWC. */
 #include "cl_internal.h"
 
@@ -56,26 +57,27 @@ static int64_t pooled_numel(const cn_window *g) { return g->n * g->oh * g->ow * 
 cn_status cn_cl_op_IM2COL(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
-    if (c->is_cpu) {
+    if (c->is_cpu && g.dh == 1 && g.dw == 1) {
         static const cn_cl_kernel_id k[3] = {CN_K_im2col_rows1, CN_K_im2col_rows4, CN_K_im2col_rowsv};
         int cv;
         int v = channel_vec(c, g.c, &cv);
         return ROWS(c, k[v], g.n * g.oh * g.ow, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
     return GRID(c, CN_K_im2col, g.kw * g.c, g.kh, g.n * g.oh * g.ow, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out),
-                GEOM_ARGS(g));
+                GEOM_ARGS(g), CN_ARG_INT(g.dh), CN_ARG_INT(g.dw));
 }
 
 cn_status cn_cl_op_COL2IM(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
-    if (c->is_cpu) {
+    if (c->is_cpu && g.dh == 1 && g.dw == 1) {
         static const cn_cl_kernel_id k[3] = {CN_K_col2im_pix1, CN_K_col2im_pix4, CN_K_col2im_pixv};
         int cv;
         int v = channel_vec(c, g.c, &cv);
         return ROWS(c, k[v], g.n * g.h * g.w, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     }
-    return GRID(c, CN_K_col2im, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+    return GRID(c, CN_K_col2im, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
+                CN_ARG_INT(g.dh), CN_ARG_INT(g.dw));
 }
 
 static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
@@ -88,7 +90,7 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
                     CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     if (k == CN_K_avgpool)
         return GRID(c, k, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
-                    CN_ARG_INT(l->p->exclude_pad));
+                    CN_ARG_INT(l->p->exclude_pad), CN_ARG_INT(g.pb), CN_ARG_INT(g.pr));
     return GRID(c, k, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
@@ -118,7 +120,8 @@ cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
     return GRID(c, CN_K_avgpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
-                CN_ARG_INT(l->p->exclude_pad), CN_ARG_INT(!l->p->ceil_mode && !l->p->exclude_pad));
+                CN_ARG_INT(l->p->exclude_pad), CN_ARG_INT(!l->p->ceil_mode && !l->p->exclude_pad), CN_ARG_INT(g.pb),
+                CN_ARG_INT(g.pr));
 }
 
 cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C) {

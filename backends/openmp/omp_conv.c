@@ -27,25 +27,25 @@ static inline void copy_run(float *dst, const float *src, int64_t n) {
 }
 
 /* The patch rows of output row oh of one image. For a given ki every window of the row
- * reads the same image row, and (kj, c) is contiguous in image and patch alike, so a window
- * lying inside the image is one run of kw*C floats. (Kept out of the parallel loop's body
- * so that gcc keeps the geometry in registers.) */
+ * reads the same image row, and without dilation (kj, c) is contiguous in image and patch
+ * alike, so a window lying inside the image is one run of kw*C floats. (Kept out of the
+ * parallel loop's body so that gcc keeps the geometry in registers.) */
 static void im2col_row(const cn_window *g, const float *img, int64_t oh,
                        float *out) {
-    const int64_t H = g->h, W = g->w, C = g->c, KW = g->kw, OW = g->ow;
+    const int64_t H = g->h, W = g->w, C = g->c, KW = g->kw, OW = g->ow, DW = g->dw;
     const int64_t run = KW * C, kk = g->kh * run;
     for (int64_t ki = 0; ki < g->kh; ki++) {
-        const int64_t ih = oh * g->sh - g->ph + ki;
+        const int64_t ih = oh * g->sh - g->ph + ki * g->dh;
         for (int64_t ow = 0; ow < OW; ow++) {
             float *dst = out + ow * kk + ki * run;
             const int64_t iw0 = ow * g->sw - g->pw;
             if (ih < 0 || ih >= H) {
                 for (int64_t q = 0; q < run; q++) dst[q] = 0.0f;
-            } else if (iw0 >= 0 && iw0 + KW <= W) {
+            } else if (DW == 1 && iw0 >= 0 && iw0 + KW <= W) {
                 copy_run(dst, img + (ih * W + iw0) * C, run);
             } else {
                 for (int64_t kj = 0; kj < KW; kj++) {
-                    const int64_t iw = iw0 + kj;
+                    const int64_t iw = iw0 + kj * DW;
                     if (iw < 0 || iw >= W) {
                         for (int64_t c = 0; c < C; c++) dst[kj * C + c] = 0.0f;
                     } else {
@@ -85,14 +85,14 @@ cn_status cn_omp_op_COL2IM(const cn_launch *l) {
             float *dst = x + (r * g.w + w) * C;
             for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
             /* Window (oh, ow) covers this pixel at offset (ki, kj) when
-             * oh*sh - ph + ki == h, i.e. ki = h + ph - oh*sh. */
+             * oh*sh - ph + ki*dh == h, i.e. oh*sh = h + ph - ki*dh. */
             for (int64_t ki = 0; ki < g.kh; ki++) {
-                const int64_t th = h + g.ph - ki;
+                const int64_t th = h + g.ph - ki * g.dh;
                 if (th < 0) break;
                 if (th % g.sh || th / g.sh >= g.oh) continue;
                 const int64_t oh = th / g.sh;
                 for (int64_t kj = 0; kj < g.kw; kj++) {
-                    const int64_t tw = w + g.pw - kj;
+                    const int64_t tw = w + g.pw - kj * g.dw;
                     if (tw < 0) break;
                     if (tw % g.sw || tw / g.sw >= g.ow) continue;
                     const int64_t ow = tw / g.sw;

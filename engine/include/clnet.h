@@ -28,10 +28,10 @@
  * - Device open and release, device reference counts and memory accounting are locked:
  *   any thread may open, release and allocate on any device.
  * - A session, and a tensor, are used by one thread at a time (the caller locks). Sessions
- *   on different devices may run at the same time on different threads (the mirrored
- *   trainer does); sessions on one device should be run from one thread, or serialised.
+ *   on different devices may run at the same time on different threads (a replica group
+ *   does); sessions on one device should be run from one thread, or serialised.
  * - Reference counts of tensors are not atomic: retain and release a tensor from one thread.
- * - The gradient hook runs in the thread that called cn_session_run (or cn_mirrored_run,
+ * - The gradient hook runs in the thread that called cn_session_run (or cn_group_run,
  *   cn_trainer_step), between the gradients and the update; it may read and change the
  *   session's gradients and parameters, but must not run the session.
  * - The log callback may be called from any thread that calls into clnet, several at once:
@@ -350,6 +350,43 @@ cn_value cn_op_reshape(cn_program *p, cn_value x, int ndim, const int64_t *shape
 cn_value cn_op_transpose(cn_program *p, cn_value x, const int *perm); /* out dim i = in dim perm[i] */
 /* x [N,H,W,Cin] (NHWC), w [KH,KW,Cin,Cout], bias [Cout] or CN_INVALID_VALUE for none. */
 cn_value cn_op_conv2d(cn_program *p, cn_value x, cn_value w, cn_value bias, int stride, int pad);
+/* Convolution options: start from cn_conv2d_default() (stride 1, no padding, dilation 1, one
+ * group) and change what differs. Every builder taking them refuses (CN_ERR_INVALID_ARG,
+ * naming the call and the option) groups < 1, strides or dilations < 1, negative padding,
+ * and output padding outside [0, stride) or on a forward convolution. */
+typedef struct cn_conv2d_opts {
+    int stride_h, stride_w;
+    int pad_top, pad_bottom, pad_left, pad_right;
+    int dilation_h, dilation_w;
+    int groups;               /* input channels and filters are split into this many groups */
+    int out_pad_h, out_pad_w; /* cn_op_conv2d_transpose: rows / columns added after the output */
+} cn_conv2d_opts;
+cn_conv2d_opts cn_conv2d_default(void);
+/* Convolution with groups, dilation and per-side padding (PyTorch's Conv2d, NHWC): x [N,H,W,Cin],
+ * w [KH,KW,Cin/groups,Cout], bias [Cout] or CN_INVALID_VALUE; Cin and Cout divisible by
+ * groups; output [N,OH,OW,Cout] with OH = (H + top + bottom - (dilation_h(KH-1)+1))/stride_h
+ * + 1. groups == Cin == Cout runs the depthwise kernel. CN_ERR_SHAPE when the channels do not
+ * divide or the dilated kernel is larger than the padded input. */
+cn_value cn_op_conv2d_ex(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+/* Transposed convolution (PyTorch's ConvTranspose2d, NHWC): x [N,H,W,Cin], w [Cin,KH,KW,
+ * Cout/groups], bias [Cout] or CN_INVALID_VALUE; output [N,OH,OW,Cout] with OH = (H-1)stride_h
+ * - top - bottom + dilation_h(KH-1) + 1 + out_pad_h (the adjoint of cn_op_conv2d_ex with the
+ * same options). CN_ERR_SHAPE when Cin is not divisible by groups or OH or OW < 1. */
+cn_value cn_op_conv2d_transpose(cn_program *p, cn_value x, cn_value w, cn_value bias, const cn_conv2d_opts *o);
+typedef enum cn_upsample_mode { CN_UPSAMPLE_NEAREST = 0, CN_UPSAMPLE_BILINEAR = 1 } cn_upsample_mode;
+/* x [N,H,W,C] -> [N, H*scale_h, W*scale_w, C], integer factors in 1..4096; bilinear is
+ * PyTorch's align_corners=False. */
+cn_value cn_op_upsample2d(cn_program *p, cn_value x, int scale_h, int scale_w, cn_upsample_mode mode);
+/* a and b equal on every axis but `axis` (negative counts from the end); CN_ERR_SHAPE names
+ * both shapes otherwise. */
+cn_value cn_op_concat(cn_program *p, cn_value a, cn_value b, int axis);
+typedef enum cn_pad_mode { CN_PAD_CONSTANT = 0, CN_PAD_REFLECT = 1 } cn_pad_mode;
+/* before / after elements added at either end of `axis` (negative counts from the end; not
+ * axis 0, the batch): `value`, or the reflection without the edge (PyTorch's "reflect",
+ * amounts below the axis size). Negative amounts crop (constant mode only). */
+cn_value cn_op_pad(cn_program *p, cn_value x, int axis, int before, int after, cn_pad_mode mode, float value);
+/* Elements [start, start + length) of `axis` (not axis 0, the batch). */
+cn_value cn_op_slice(cn_program *p, cn_value x, int axis, int start, int length);
 cn_value cn_op_maxpool2d(cn_program *p, cn_value x, int size, int stride);
 cn_value cn_op_avgpool2d(cn_program *p, cn_value x, int size, int stride);
 /* Training only (inference sessions pass x through); masks differ per step and per node. */
@@ -638,47 +675,75 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
 /* FNV-1a hash of a session's parameter bytes, in order: equal sums, equal weights. */
 cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
 
-/* ---- several devices in one process: mirrored data parallelism ----
+/* ---- data parallelism: replica groups (several devices, several machines) ----
  *
- * One training session (a replica) per device over the same program. A step splits the
- * global batch across the replicas in proportion to their measured throughput (re-measured
- * continuously, re-split every 16 steps, in multiples of 1/32 of the batch, each replica at
- * least one row), computes every replica's gradients at once, sums them on the host weighted
- * by rows (the mean gradient of the global batch, summed in replica order so the result does
- * not depend on timing), writes the sum into replica 0's gradients, runs replica 0's hook and
- * update, then copies replica 0's parameters to the others: every replica holds bit-identical
- * weights, whatever its vendor. Devices of different backends and speeds can be mixed.
+ * A group trains one program on L local devices (a replica, i.e. a training session, per
+ * device) times R MPI ranks, and is used like one training session: feed the global batch, run
+ * a step, fetch outputs reduced over every replica. Each rank takes its contiguous part of
+ * every global batch (cn_group_slice) and splits it over its replicas in proportion to their
+ * measured throughput (re-measured continuously, re-split every 16 steps, in multiples of 1/32
+ * of the rows; with fewer rows than replicas, or than ranks, some sit the step out).
+ * A step computes every replica's gradients at once and reduces them bucket by bucket in
+ * backward order: summed over the local replicas weighted by rows (in double, in replica order,
+ * so the result does not depend on timing), then over the ranks, where each bucket's all-reduce
+ * starts as soon as every local replica has finished it and overlaps the rest of the backward
+ * pass (CLNET_MPI_OVERLAP=0: after it; the results are bit-identical). The mean gradient of the
+ * global batch goes into replica 0's gradients; replica 0's hook and update run and its
+ * parameters are copied to the other replicas, so every replica holds bit-identical weights
+ * whatever its vendor. A group of one device on one rank is that device's session run as is:
+ * no copies, no reduction. With several ranks, the calls marked "collective" must be made by
+ * every rank in the same order; a failure on one rank leaves the others waiting, so end them
+ * (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
+ * that communication was not hidden by computation.
  */
-typedef struct cn_mirrored cn_mirrored;
-cn_status cn_mirrored_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
-                             cn_mirrored **out);
-void cn_mirrored_free(cn_mirrored *m);
-int cn_mirrored_replicas(const cn_mirrored *m);
-cn_session *cn_mirrored_replica(cn_mirrored *m, int i); /* borrowed */
-/* Feeds the global batch (rows) of an input; batch inputs are split, others copied. */
-cn_status cn_mirrored_feed(cn_mirrored *m, const char *input, const void *data, int64_t rows);
-/* One step on every replica (waits for it). */
-cn_status cn_mirrored_run(cn_mirrored *m);
-/* A [1] output over the global batch: the rows-weighted mean of the replicas' values (mean=1,
- * for a mean loss) or their sum (mean=0, for a count). */
-cn_status cn_mirrored_fetch_scalar(cn_mirrored *m, const char *output, int mean, float *out);
-/* Rows of replica i in the latest split. */
-cn_status cn_mirrored_rows(const cn_mirrored *m, int i, int64_t *rows);
+typedef struct cn_group cn_group;
+#define CN_GROUP_MPI 1 /* every rank of the MPI job takes part (cn_mpi_init first) */
+/* flags: 0 (this process only) or CN_GROUP_MPI (collective). Devices must differ. opt NULL:
+ * Adam with its defaults. */
+cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, const cn_optimizer_config *opt,
+                          int flags, cn_group **out);
+void cn_group_free(cn_group *g);
+int cn_group_replicas(const cn_group *g); /* local devices */
+int cn_group_rank(const cn_group *g);     /* 0 of 1 without CN_GROUP_MPI */
+int cn_group_ranks(const cn_group *g);
+/* Replica i's session (borrowed): replica 0 holds the reduced gradients, the parameters and
+ * the optimizer state (save, load, hooks, inference sessions go there). */
+cn_session *cn_group_session(cn_group *g, int i);
+/* Feeds the global batch (rows) of an input, the same on every rank: batch inputs are cut into
+ * this rank's rows and split over its replicas, others copied to every replica. */
+cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_t rows);
+/* One step (collective; waits for every replica). */
+cn_status cn_group_run(cn_group *g);
+/* A [1] output of the latest step over the global batch (collective): the rows-weighted mean
+ * of the replicas' values (mean=1, for a mean loss) or their sum (mean=0, for a count). */
+cn_status cn_group_fetch_scalar(cn_group *g, const char *output, int mean, float *out);
+/* Rows of replica i in the latest step (0: it sat the step out). */
+cn_status cn_group_rows(const cn_group *g, int i, int64_t *rows);
 /* Copies replica 0's parameters (and step count) to the others, after loading into it. */
-cn_status cn_mirrored_sync_params(cn_mirrored *m);
+cn_status cn_group_sync_params(cn_group *g);
+/* This rank's contiguous part [*lo, *lo + *n) of count rows (parts differ by at most one). */
+void cn_group_slice(const cn_group *g, int64_t count, int64_t *lo, int64_t *n);
+/* In-place sum of n values over the ranks (collective; nothing to do on one rank). */
+cn_status cn_group_sum(cn_group *g, double *v, int64_t n);
+/* Checks that every rank passed the same bytes (a 64-bit hash of them and their length) for
+ * what (collective): CN_ERR_INVALID_ARG on every rank otherwise, naming what and the first
+ * rank that differs from rank 0. The trainer checks its model and settings itself. */
+cn_status cn_group_agree(cn_group *g, const char *what, const void *data, size_t bytes);
 
 /* ---- several machines: MPI (when built with it) ----
  *
- * Every rank runs the same program on its own shard of each global batch; the gradient
- * all-reduce is a training session's hook, after the in-process sum of mirrored replicas.
- * Without MPI at build time cn_mpi_available() is 0 and the others fail with
- * CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing).
+ * The transport under CN_GROUP_MPI. Without MPI at build time cn_mpi_available() is 0 and
+ * the others fail with CN_ERR_UNSUPPORTED (cn_mpi_finalize does nothing). Every call made
+ * before cn_mpi_init or after cn_mpi_finalize fails with CN_ERR_INVALID_ARG instead of letting
+ * MPI end the process.
  */
 int cn_mpi_available(void);
+/* 1 when this process was started by mpirun (Open MPI, PMI or PMIx variables are set). */
+int cn_mpi_launched(void);
 /* MPI_Init_thread unless MPI is already initialised; this process's rank and the world size. */
 cn_status cn_mpi_init(int *rank, int *size);
 cn_status cn_mpi_finalize(void);
-/* In-place sum over every rank (for metrics and start-up checks). */
+/* In-place sum over every rank. */
 cn_status cn_mpi_allreduce_sum(double *buf, int64_t n);
 /* Ends every rank at once (after a failure that the others cannot see). */
 cn_status cn_mpi_abort(int code);
@@ -742,6 +807,29 @@ cn_status cn_model_add_mean_tokens(cn_model *m);
  * output is x + f(x), so they must leave the shape unchanged. Blocks nest. */
 cn_status cn_model_begin_residual(cn_model *m);
 cn_status cn_model_end_residual(cn_model *m);
+/* Convolution with every option of cn_conv2d_opts (groups, dilation, per-side padding, strides
+ * per axis); cn_model_add_conv2d is this with square stride and padding. Weights
+ * [K,K,C/groups,filters]. CN_ERR_INVALID_ARG for an option out of range (groups < 1, ...),
+ * CN_ERR_SHAPE when the channels or filters do not divide by groups or the dilated kernel is
+ * larger than the padded input. */
+cn_status cn_model_add_conv2d_ex(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* Transposed convolution (cn_op_conv2d_transpose): weights [C,K,K,filters/groups]. */
+cn_status cn_model_add_conv2d_transpose(cn_model *m, int filters, int kernel, const cn_conv2d_opts *o, cn_act act);
+/* The image scaled up `scale` times in both directions. */
+cn_status cn_model_add_upsample(cn_model *m, int scale, cn_upsample_mode mode);
+/* The image padded on each side (reflect: each amount smaller than the image). */
+cn_status cn_model_add_pad(cn_model *m, int top, int bottom, int left, int right, cn_pad_mode mode, float value);
+/* Graphs that branch. cn_model_name_output names the last layer's output (or the input, before
+ * any layer); a name is a letter or '_' then letters, digits or '_' (at most 31), and may be
+ * given again (uses refer to the latest). cn_model_add_from continues from a named output;
+ * cn_model_add_concat joins the current output and the named ones along the last axis (the
+ * channels: every other axis must match), cn_model_add_sum adds them (equal shapes). Unknown
+ * names are CN_ERR_INVALID_ARG, mismatched shapes CN_ERR_SHAPE, both naming the output. A name
+ * refers only to outputs above its use, so a model is acyclic by construction. */
+cn_status cn_model_name_output(cn_model *m, const char *name);
+cn_status cn_model_add_from(cn_model *m, const char *name);
+cn_status cn_model_add_concat(cn_model *m, int n, const char *const *names);
+cn_status cn_model_add_sum(cn_model *m, int n, const char *const *names);
 /* The pre-norm transformer block: x + attention(layer_norm(x)), then
  * x + dense_width(gelu(dense_mlp_units(layer_norm(x)))), as the nine layers it is made of. */
 cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, int causal);
@@ -789,16 +877,16 @@ typedef struct cn_trainer cn_trainer;
  * uniform with standard deviation 0.02). The trainer keeps its own reference to model data. */
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg,
                             cn_trainer **out);
-/* A trainer over several devices (mirrored, see above): one replica per device, the global
- * batch cfg->batch split between them. cn_trainer_session gives replica 0. */
-cn_status cn_trainer_create_mirrored(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
-                                     cn_trainer **out);
-cn_mirrored *cn_trainer_mirrored(cn_trainer *t); /* NULL for a one-device trainer */
-/* Sums gradients across MPI ranks every step (weighted by each rank's rows), after the sum
- * over this trainer's own replicas, in buckets; with one device per rank each bucket's
- * all-reduce starts as soon as the backward pass has finished it (CLNET_MPI_OVERLAP=0: after
- * the backward pass; the results are bit-identical). cn_mpi_init first. */
-cn_status cn_trainer_enable_mpi(cn_trainer *t);
+/* A trainer over a replica group (see above): one replica per device of devs, on this process
+ * (flags 0) or on every MPI rank (CN_GROUP_MPI; collective, and it checks that every rank has
+ * the same model, loss, batch, seed and optimizer settings, naming the first that differs).
+ * cfg->batch is the global batch, and so is n of cn_trainer_step: every rank passes the same
+ * samples. cn_trainer_session gives replica 0. cn_trainer_create is this with one device and
+ * flags 0. */
+cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                  int flags, cn_trainer **out);
+cn_group *cn_trainer_group(cn_trainer *t); /* borrowed */
+
 /* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
  * label; a token model's is a window of context token ids (i32) with context labels, the
  * token that follows each position. Predictions count labels: one per image, context per
@@ -812,13 +900,15 @@ cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labe
                           float *loss, int *correct);
 /* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
  * loss x predictions), predictions right, predictions. Waits for those steps; a non-finite
- * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. */
+ * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. Over several
+ * ranks these are this rank's rows; cn_group_sum (cn_trainer_group) makes them global. */
 cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, int64_t *predictions);
 /* Inference: class probabilities (softmax of the logits, whatever the last layer is), n x
  * outputs (n x context x vocab for a token model), for any n. For any other output use an
  * inference session (cn_trainer_session, cn_session_create_shared). */
 cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs);
-/* Mean loss and count of right predictions over n samples, in batches. */
+/* Mean loss and count of right predictions over n samples, in batches (on replica 0 of this
+ * rank only; split a test set over the ranks with cn_group_slice and add with cn_group_sum). */
 cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
 uint64_t cn_trainer_steps(const cn_trainer *t);
@@ -826,7 +916,9 @@ uint64_t cn_trainer_steps(const cn_trainer *t);
 cn_session *cn_trainer_session(cn_trainer *t);
 cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t rng_state);
 /* Load weights + optimizer state + counters saved by cn_trainer_save into a trainer of the
- * same network (parameters matched by name and shape). */
+ * same network (parameters matched by name and shape), on every replica of its group. Over
+ * several ranks it is collective and checks that every rank loaded the same weights, step,
+ * epoch and shuffling state (a different checkpoint per rank is named, not trained on). */
 cn_status cn_trainer_load(cn_trainer *t, const char *path, int *epoch, uint64_t *rng_state);
 /* Reads a checkpoint once and builds its model and a trainer on dev (with the optimizer
  * settings and loss it was saved with), weights, optimizer state and step count loaded. */

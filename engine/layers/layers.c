@@ -72,7 +72,11 @@ static cn_value embed(cn_program *p, const cn_layer *l, cn_value ids, int64_t vo
 static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_value *out) {
     cn_value logits = x;
     cn_value *block_in = malloc((size_t)(m->n ? m->n : 1) * sizeof *block_in); /* per RESIDUAL: what entered */
-    if (!block_in) {
+    cn_value *vals = malloc((size_t)(m->n ? m->n : 1) * sizeof *vals); /* per layer: its output (for names) */
+    const cn_value input = x;
+    if (!block_in || !vals) {
+        free(block_in);
+        free(vals);
         cn_errorf(CN_ERR_OUT_OF_MEMORY, "lowering %d layers", m->n);
         return *out = cn_prog_fail(p, CN_ERR_OUT_OF_MEMORY);
     }
@@ -84,11 +88,11 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
         switch (l->kind) {
         case CN_L_CONV2D: case CN_L_DENSE: {
             int conv = l->kind == CN_L_CONV2D;
-            int64_t k = conv ? l->kernel : 1, u = l->units;
-            w = param(p, l, "weight", conv ? cn_shape_of(4, k, k, in_c, u) : cn_shape_of(2, in_c, u), weight_init(l), 0.0f,
-                      k * k * in_c, k * k * u);
+            int64_t k = conv ? l->kernel : 1, u = l->units, g = conv ? l->conv.groups : 1;
+            w = param(p, l, "weight", conv ? cn_shape_of(4, k, k, in_c / g, u) : cn_shape_of(2, in_c, u), weight_init(l),
+                      0.0f, k * k * in_c / g, k * k * u / g);
             b = zeros(p, l, "bias", u);
-            if (conv) pre = x = cn_op_conv2d(p, x, w, b, l->stride, l->pad);
+            if (conv) pre = x = cn_op_conv2d_ex(p, x, w, b, &l->conv);
             else pre = x = l->form == CN_FORM_SEQ ? cn_op_dense(p, x, w, b) : cn_op_add(p, cn_op_matmul(p, x, w, 0, 0), b);
             x = activation(p, x, l->act);
             break;
@@ -119,9 +123,14 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
         case CN_L_MEAN_TOKENS: pre = x = cn_op_mean(p, x, 1, 0); break;
         case CN_L_RESIDUAL: block_in[i] = x; break;
         case CN_L_END: pre = x = cn_op_add(p, x, block_in[l->partner]); break;
+        case CN_L_CONV2D_T: case CN_L_UPSAMPLE: case CN_L_PAD: case CN_L_FROM: case CN_L_CONCAT: case CN_L_ADD:
+            pre = x = cn_layer_lower_dag(p, m, l, x, in_c, vals, input);
+            x = activation(p, x, l->act);
+            break;
         case CN_L_BATCH_NORM: case CN_L_GLOBAL_AVGPOOL: case CN_L_GLOBAL_MAXPOOL: pre = x = cn_lower_norm_pool(p, l, x); break;
         case CN_L_KIND_COUNT: break;
         }
+        vals[i] = x;
         in_c = l->oc;
         char name[CN_NODE_NAME_MAX];
         snprintf(name, sizeof name, "%s_%d", l->kind == CN_L_END ? "residual" : cn_layer_kind_name(l->kind), l->index);
@@ -129,6 +138,7 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
         logits = last && l->act == CN_ACT_SOFTMAX ? pre : x;
     }
     free(block_in);
+    free(vals);
     *out = x;
     return logits;
 }

@@ -13,7 +13,8 @@
 
 static const char *const kind_names[CN_L_KIND_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
-    "attention", "patch_embed", "embed", "mean_tokens", "residual", "end", "batch_norm", "global_avgpool",
+    "attention", "patch_embed", "embed", "mean_tokens", "residual", "end",
+    "conv2d_transpose", "upsample", "pad", "from", "concat", "add", "batch_norm", "global_avgpool",
     "global_maxpool"};
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
@@ -63,13 +64,11 @@ int cn_act_parse(const char *s, cn_act *a) {
 }
 
 /* One layer's line of the canonical text (what the parser reads back). */
-static void layer_line(const cn_layer *l, char *b, size_t cap) {
+void cn_layer_line(const cn_model *m, const cn_layer *l, char *b, size_t cap) {
     const char *an = cn_act_name(l->act), *sp = *an ? " " : "";
+    if (cn_layer_line_dag(m, l, b, cap)) return;
     switch (l->kind) {
     case CN_L_DENSE: snprintf(b, cap, "dense %d%s%s", l->units, sp, an); break;
-    case CN_L_CONV2D:
-        snprintf(b, cap, "conv2d %d %d%s%s stride=%d pad=%d", l->units, l->kernel, sp, an, l->stride, l->pad);
-        break;
     case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
         /* options only where set, so older models keep their text */
         snprintf(b, cap, "%s %d %d%s%.0d%s%s", kind_names[l->kind], l->kernel, l->stride, l->pad ? " pad=" : "", l->pad,
@@ -84,6 +83,7 @@ static void layer_line(const cn_layer *l, char *b, size_t cap) {
     case CN_L_ATTENTION: snprintf(b, cap, "attention %d%s", l->units, l->causal ? " causal" : ""); break;
     case CN_L_PATCH_EMBED: snprintf(b, cap, "patch_embed %d %d", l->kernel, l->units); break;
     case CN_L_EMBED: snprintf(b, cap, "embed %d", l->units); break;
+    default:
     case CN_L_BATCH_NORM: cn_batch_norm_line(l, b, cap); break;
     case CN_L_FLATTEN: case CN_L_MEAN_TOKENS: case CN_L_RESIDUAL: case CN_L_END: case CN_L_GLOBAL_AVGPOOL:
     case CN_L_GLOBAL_MAXPOOL: case CN_L_KIND_COUNT:
@@ -111,6 +111,28 @@ static cn_status text_append(cn_model *m, int depth, const char *line) {
     }
     m->text_len += (size_t)snprintf(m->text + m->text_len, m->text_cap - m->text_len, "%*s%s\n", indent, "", line);
     return CN_OK;
+}
+
+cn_status cn_model_text_label(cn_model *m, const char *name) {
+    size_t n = strlen(name) + 4;
+    if (m->text_len + n > CN_MODEL_MAX_TEXT)
+        return cn_errorf(CN_ERR_INVALID_ARG, "naming '%s': the model's description would exceed %zu bytes "
+                         "(CN_MODEL_MAX_TEXT)", name, CN_MODEL_MAX_TEXT);
+    if (m->text_len + n + 1 > m->text_cap) {
+        size_t cap = 2 * m->text_cap + n + 1;
+        char *t = realloc(m->text, cap);
+        if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "model text (%zu bytes)", cap);
+        m->text = t, m->text_cap = cap;
+    }
+    /* the last line ends in '\n': the name goes before it */
+    m->text_len += (size_t)snprintf(m->text + m->text_len - 1, m->text_cap - m->text_len + 1, " -> %s\n", name) - 1;
+    return CN_OK;
+}
+
+int cn_model_find_label(const cn_model *m, const char *name) {
+    for (int i = m->n - 1; i >= 0; i--)
+        if (!strcmp(m->layers[i].label, name)) return i;
+    return !strcmp(m->in_label, name) && *name ? CN_LAYER_REF_INPUT : -2;
 }
 
 static cn_status new_model(cn_form in, const char *input_line, cn_model **out) {
@@ -175,20 +197,24 @@ cn_model *cn_model_clone(const cn_model *m) {
 }
 
 void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, int64_t *c) {
-    if (m->n == 0) {
+    cn_model_output_of(m, m->n - 1, form, h, w, c);
+}
+
+void cn_model_output_of(const cn_model *m, int i, cn_form *form, int64_t *h, int64_t *w, int64_t *c) {
+    if (i < 0 || m->n == 0) {
         *form = m->in_form;
         *h = m->in_form == CN_FORM_IDS ? m->context : m->h;
         *w = m->in_form == CN_FORM_IDS ? 1 : m->w;
         *c = m->in_form == CN_FORM_IDS ? 1 : m->c;
         return;
     }
-    const cn_layer *l = &m->layers[m->n - 1];
+    const cn_layer *l = &m->layers[i];
     *form = l->form, *h = l->oh, *w = l->ow, *c = l->oc;
 }
 
 cn_status cn_model_push(cn_model *m, const cn_layer *l) {
-    char line[256], fb[96];
-    layer_line(l, line, sizeof line);
+    char line[512], fb[96];
+    cn_layer_line(m, l, line, sizeof line);
     cn_form f;
     int64_t h, w, c;
     cn_model_current(m, &f, &h, &w, &c);
@@ -271,23 +297,12 @@ static cn_status need_image(const char *what, cn_form f, int64_t h, int64_t w, i
 }
 
 cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, int pad, cn_act act) {
-    if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    cn_form f;
-    int64_t h, w, c, oh, ow;
-    cn_model_current(m, &f, &h, &w, &c);
-    if (filters < 1 || filters > 65536) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: %d filters (must be 1..65536)", filters);
-    if (kernel < 1 || stride < 1 || pad < 0 || kernel > 1024 || stride > 1024 || pad > 1024)
-        return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: kernel %d stride %d pad %d out of range", kernel, stride, pad);
-    if (!cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: unknown activation %d", (int)act);
-    CN_TRY(need_image("conv2d", f, h, w, c));
-    if (!cn_window_extent(h, kernel, stride, pad, &oh) || !cn_window_extent(w, kernel, stride, pad, &ow))
-        return cn_errorf(CN_ERR_SHAPE, "conv2d: kernel %d (pad %d) does not fit input %lldx%lldx%lld", kernel, pad,
-                         (long long)h, (long long)w, (long long)c);
-    cn_layer l = {.kind = CN_L_CONV2D, .units = filters, .kernel = kernel, .stride = stride, .pad = pad, .act = act};
-    l.form = CN_FORM_IMAGE, l.oh = oh, l.ow = ow, l.oc = filters;
-    l.params = cn_size_sum(CN_PRODUCT(kernel, kernel, c, filters), filters);
-    l.flops = CN_PRODUCT(2, oh, ow, kernel, kernel, c, filters);
-    return cn_model_push(m, &l);
+    if (stride < 1 || pad < 0 || stride > 1024 || pad > 1024)
+        return cn_errorf(CN_ERR_INVALID_ARG, "conv2d: stride %d pad %d out of range (1..1024, 0..1024)", stride, pad);
+    cn_conv2d_opts o = cn_conv2d_default();
+    o.stride_h = o.stride_w = stride;
+    o.pad_top = o.pad_bottom = o.pad_left = o.pad_right = pad;
+    return cn_model_add_conv2d_ex(m, filters, kernel, &o, act);
 }
 
 static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride, int pad, int ceil_mode, int exclude_pad) {
@@ -393,8 +408,8 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     if (!m || !buf || cap == 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_summary: NULL argument");
     static const char *const kinds[CN_L_KIND_COUNT] = {
         "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
-        "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add", "BatchNorm", "GlobalAvgPool",
-        "GlobalMaxPool"};
+        "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add", "Conv2DTranspose", "UpSampling2D",
+        "Padding2D", "From", "Concatenate", "Add", "BatchNorm", "GlobalAvgPool", "GlobalMaxPool"};
     size_t o = 0;
     const char *sample = m->in_form == CN_FORM_IDS ? "window" : "image";
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)

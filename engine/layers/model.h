@@ -27,6 +27,13 @@ typedef enum cn_layer_kind {
     CN_L_MEAN_TOKENS,
     CN_L_RESIDUAL, /* opens a residual block */
     CN_L_END,      /* closes the innermost one: output = input of the block + what it computed */
+    /* issue 16 (model_dag.c) */
+    CN_L_CONV2D_T, /* transposed convolution */
+    CN_L_UPSAMPLE,
+    CN_L_PAD,
+    CN_L_FROM,     /* continues from a named output (refs[0]) */
+    CN_L_CONCAT,   /* the current output and the named ones, on the last axis */
+    CN_L_ADD,      /* the current output plus the named ones */
     CN_L_BATCH_NORM,
     CN_L_GLOBAL_AVGPOOL,
     CN_L_GLOBAL_MAXPOOL,
@@ -41,6 +48,10 @@ typedef enum cn_form {
     CN_FORM_IDS    /* [oh] token ids: what a token model reads, never a layer's output */
 } cn_form;
 
+#define CN_LAYER_REFS 8       /* named outputs one concat or add takes */
+#define CN_LAYER_LABEL 32     /* a name's length, its NUL included */
+#define CN_LAYER_REF_INPUT (-1) /* refs[]: the model's input */
+
 typedef struct cn_layer {
     cn_layer_kind kind;
     int units;               /* dense units, conv filters, embedding width, attention heads */
@@ -52,6 +63,13 @@ typedef struct cn_layer {
     int ceil_mode;           /* pools: PyTorch's ceil_mode */
     int exclude_pad;         /* avgpool2d: count_include_pad = 0 */
     int causal;              /* attention */
+    cn_conv2d_opts conv;     /* CONV2D, CONV2D_T: the full geometry (stride and pad above are its
+                                square, symmetric part, kept for the old text and callers) */
+    int mode;                /* UPSAMPLE: cn_upsample_mode; PAD: cn_pad_mode */
+    float value;             /* PAD: the constant */
+    int refs[CN_LAYER_REFS]; /* FROM, CONCAT, ADD: layer indices or CN_LAYER_REF_INPUT */
+    int n_refs;
+    char label[CN_LAYER_LABEL]; /* the name its output was given ("-> NAME"), or "" */
     int partner;             /* RESIDUAL: the enclosing open residual or -1; END: its RESIDUAL */
     int index;               /* 1-based count among the layers of its kind (END: its RESIDUAL's);
                                 names the layer: "dense_2", "residual_1" */
@@ -76,6 +94,7 @@ struct cn_model {
     int64_t text_lines;      /* lines ever formatted: one per layer and the input, so the tests can
                                 see that adding a layer never re-formats the others */
     int64_t params, flops;   /* totals over the layers, each checked to fit when a layer is added */
+    char in_label[CN_LAYER_LABEL]; /* the input's name, or "" */
 };
 
 #define CN_LAYER_NORM_EPS 1e-5f /* PyTorch's default */
@@ -134,6 +153,27 @@ const char *cn_form_str(cn_form f, int64_t h, int64_t w, int64_t c, char *buf, s
  * shares: its sizes and the model's totals fit in 64 bits, the layer and text caps. Errors
  * name the layer by its position and canonical line. */
 cn_status cn_model_push(cn_model *m, const cn_layer *l);
+/* The canonical line of a layer (model.c; model_dag.c writes the new kinds' lines). */
+void cn_layer_line(const cn_model *m, const cn_layer *l, char *b, size_t cap);
+/* model_dag.c: the lines of the kinds it adds (0 if l is not one of them). */
+int cn_layer_line_dag(const cn_model *m, const cn_layer *l, char *b, size_t cap);
+/* Appends " -> name" to the last line of the text (the layer or input just added). */
+cn_status cn_model_text_label(cn_model *m, const char *name);
+/* The layer whose output is named `name` (the latest, names may be given again), or
+ * CN_LAYER_REF_INPUT for the input; -2 when no output has that name. */
+int cn_model_find_label(const cn_model *m, const char *name);
+/* The form and dims of layer i's output (CN_LAYER_REF_INPUT: the input). */
+void cn_model_output_of(const cn_model *m, int i, cn_form *form, int64_t *h, int64_t *w, int64_t *c);
+/* model_dag.c: lowers a layer of the kinds it adds; vals[i] is layer i's output, input the
+ * model's; x the current value, in_c its features. */
+cn_value cn_layer_lower_dag(cn_program *p, const cn_model *m, const cn_layer *l, cn_value x, int64_t in_c,
+                            const cn_value *vals, cn_value input);
+
+/* conv2d_transpose's size=H,W: the output padding that makes the output H x W from the current
+ * image with these options, into o; CN_ERR_SHAPE when none in [0, stride) does (the forward
+ * windows of an H x W image would not number exactly the input's size). */
+cn_status cn_model_transpose_size(const cn_model *m, int kernel, int oh, int ow, cn_conv2d_opts *o);
+
 /* Undoes the layers appended since the model had n layers (a composite that failed midway). */
 void cn_model_truncate(cn_model *m, int n);
 /* Classes the logits distinguish: the last dim of the output (the vocabulary of a token

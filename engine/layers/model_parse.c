@@ -2,7 +2,11 @@
  * errors that name the line and the problem (README, "Model files").
  *
  *   input H W C                  input tokens CONTEXT VOCAB
- *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|gelu|softmax] [stride=S] [pad=P|same|valid]
+ *   conv2d FILTERS KERNEL [relu|sigmoid|tanh|gelu|softmax] [stride=S|SH,SW]
+ *          [pad=P|T,B,L,R|same|valid] [groups=G] [dilation=D|DH,DW]
+ *   conv2d_transpose FILTERS KERNEL [activation] [stride=..] [pad=..] [out_pad=P|PH,PW]
+ *          [groups=G] [dilation=..]
+ *   upsample FACTOR [nearest|bilinear]    pad P|T,B,L,R [reflect|value=V]
  *   maxpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1]
  *   avgpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1] [count_include_pad=0|1]
  *   flatten                      dense UNITS [activation]        dropout RATE
@@ -13,6 +17,8 @@
  *   layer_norm [eps=X]           attention HEADS [causal]
  *   transformer HEADS MLP_UNITS [causal]
  *   residual ... end             repeat N ... end
+ *   any layer line (and the input) may end in "-> NAME", naming its output;
+ *   from NAME                    concat NAME [NAME..]            add NAME [NAME..]
  *
  * A repeat is parsed again from its first line for every pass, so the work is linear in the
  * expanded model, which is capped (CN_MODEL_MAX_LAYERS layers, MAX_EXPANDED bytes read, passes
@@ -56,6 +62,25 @@ static int parse_float(const char *s, float *out) {
     return 1;
 }
 
+/* "<prefix>A[,B..]": the count of integers in [lo, hi] (at most 4) into v; 0 when t does not
+ * start with prefix, -1 when a value is malformed or out of range. */
+static int option_ints(const char *t, const char *prefix, int lo, int hi, int *v) {
+    size_t pl = strlen(prefix);
+    if (strncmp(t, prefix, pl) != 0) return 0;
+    char buf[64];
+    if (strlen(t + pl) >= sizeof buf) return -1;
+    strcpy(buf, t + pl);
+    int n = 0;
+    for (char *save = NULL, *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
+        if (n == 4 || !parse_int(s, lo, hi, &v[n])) return -1;
+        n++;
+    }
+    /* "1,,2" or a trailing comma: strtok_r skips empty fields, so count the commas */
+    int commas = 0;
+    for (const char *c = t + pl; *c; c++) commas += *c == ',';
+    return n == 0 || commas != n - 1 ? -1 : n;
+}
+
 /* The input line: "input H W C" or "input tokens CONTEXT VOCAB". */
 static cn_status parse_input(cn_model **mp, char **tok, int nt, const char *origin, int lineno) {
     int a = 0, b = 0, c = 0;
@@ -77,25 +102,74 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
     const char *k = tok[0];
     int a = 0, b = 0;
     cn_act act = CN_ACT_NONE;
-    if (strcmp(k, "conv2d") == 0) {
-        int stride = 1, pad = 0, same = 0;
+    if (strcmp(k, "conv2d") == 0 || strcmp(k, "conv2d_transpose") == 0) {
+        const int transposed = k[6] == '_';
+        cn_conv2d_opts o = cn_conv2d_default();
+        int same = 0, v[4], n, size[2] = {0, 0};
         if (nt < 3 || !parse_int(tok[1], 1, 65536, &a) || !parse_int(tok[2], 1, 1024, &b))
-            LINE_ERR(CN_ERR_PARSE, "expected 'conv2d FILTERS KERNEL [activation] [stride=S] [pad=P|same|valid]'");
+            LINE_ERR(CN_ERR_PARSE, "expected '%s FILTERS KERNEL [activation] [stride=S] [pad=P|T,B,L,R%s] [groups=G] "
+                                   "[dilation=D]%s'", k, transposed ? "" : "|same|valid", transposed ? " [out_pad=P]" : "");
         for (int i = 3; i < nt; i++) {
-            if (strncmp(tok[i], "stride=", 7) == 0) {
-                if (!parse_int(tok[i] + 7, 1, 1024, &stride)) LINE_ERR(CN_ERR_PARSE, "bad number in '%s'", tok[i]);
-            } else if (strcmp(tok[i], "pad=same") == 0 || strcmp(tok[i], "same") == 0) same = 1;
-            else if (strcmp(tok[i], "pad=valid") == 0 || strcmp(tok[i], "valid") == 0) pad = 0;
-            else if (strncmp(tok[i], "pad=", 4) == 0) {
-                if (!parse_int(tok[i] + 4, 0, 1024, &pad)) LINE_ERR(CN_ERR_PARSE, "bad number in '%s'", tok[i]);
-            } else if (!cn_act_parse(tok[i], &act))
-                LINE_ERR(CN_ERR_PARSE, "unknown option '%s' for conv2d", tok[i]);
+            const char *t = tok[i];
+            if (!transposed && (strcmp(t, "pad=same") == 0 || strcmp(t, "same") == 0)) same = 1;
+            else if (!transposed && (strcmp(t, "pad=valid") == 0 || strcmp(t, "valid") == 0))
+                same = 0, o.pad_top = o.pad_bottom = o.pad_left = o.pad_right = 0;
+            else if ((n = option_ints(t, "stride=", 1, 1024, v)) != 0) {
+                if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (S or SH,SW in 1..1024)", t);
+                o.stride_h = v[0], o.stride_w = v[n - 1];
+            } else if ((n = option_ints(t, "pad=", 0, 1024, v)) != 0) {
+                if (n != 1 && n != 4) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (P or TOP,BOTTOM,LEFT,RIGHT in 0..1024)", t);
+                o.pad_top = v[0], o.pad_bottom = v[n == 4], o.pad_left = v[2 * (n == 4)], o.pad_right = v[3 * (n == 4)];
+            } else if ((n = option_ints(t, "dilation=", 1, 1024, v)) != 0) {
+                if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (D or DH,DW in 1..1024)", t);
+                o.dilation_h = v[0], o.dilation_w = v[n - 1];
+            } else if ((n = option_ints(t, "groups=", -(1 << 20), 1 << 20, v)) != 0) {
+                if (n != 1) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (one integer)", t);
+                if (v[0] < 1) LINE_ERR(CN_ERR_PARSE, "%s: groups must be >= 1", t);
+                o.groups = v[0];
+            } else if (transposed && (n = option_ints(t, "out_pad=", 0, 1024, v)) != 0) {
+                if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (P or PH,PW in 0..1024)", t);
+                o.out_pad_h = v[0], o.out_pad_w = v[n - 1];
+            } else if (transposed && (n = option_ints(t, "size=", 1, 1 << 20, v)) != 0) {
+                if (n < 0 || n > 2) LINE_ERR(CN_ERR_PARSE, "bad value in '%s' (H or H,W in 1..%d)", t, 1 << 20);
+                size[0] = v[0], size[1] = v[n - 1];
+            } else if (!cn_act_parse(t, &act))
+                LINE_ERR(CN_ERR_PARSE, "unknown option '%s' for %s", t, k);
         }
-        if (same) {
-            if (b % 2 == 0) LINE_ERR(CN_ERR_PARSE, "pad=same needs an odd kernel, got %d", b);
-            pad = b / 2;
+        if (same) { /* stride 1 keeps the size: the dilated span minus one, the odd one out after */
+            if (o.dilation_h * (b - 1) % 2 || o.dilation_w * (b - 1) % 2)
+                LINE_ERR(CN_ERR_PARSE, "pad=same needs an odd kernel (or an even dilation), got kernel %d dilation %d,%d",
+                         b, o.dilation_h, o.dilation_w);
+            o.pad_top = o.pad_bottom = o.dilation_h * (b - 1) / 2;
+            o.pad_left = o.pad_right = o.dilation_w * (b - 1) / 2;
         }
-        return cn_model_add_conv2d(m, a, b, stride, pad, act);
+        if (size[0]) CN_TRY(cn_model_transpose_size(m, b, size[0], size[1], &o));
+        return transposed ? cn_model_add_conv2d_transpose(m, a, b, &o, act) : cn_model_add_conv2d_ex(m, a, b, &o, act);
+    }
+    if (strcmp(k, "upsample") == 0) {
+        int bil = nt == 3 && strcmp(tok[2], "bilinear") == 0;
+        if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 4096, &a) || (nt == 3 && !bil && strcmp(tok[2], "nearest")))
+            LINE_ERR(CN_ERR_PARSE, "expected 'upsample FACTOR [nearest|bilinear]' with FACTOR in 1..4096");
+        return cn_model_add_upsample(m, a, bil ? CN_UPSAMPLE_BILINEAR : CN_UPSAMPLE_NEAREST);
+    }
+    if (strcmp(k, "pad") == 0) {
+        int v[4], n = nt >= 2 ? option_ints(tok[1], "", 0, 65536, v) : 0, reflect = 0;
+        float value = 0.0f;
+        if (nt > 3 || (n != 1 && n != 4) ||
+            (nt == 3 && !(reflect = strcmp(tok[2], "reflect") == 0) &&
+             (strncmp(tok[2], "value=", 6) != 0 || !parse_float(tok[2] + 6, &value))))
+            LINE_ERR(CN_ERR_PARSE, "expected 'pad P|TOP,BOTTOM,LEFT,RIGHT [reflect|value=V]' with amounts in 0..65536");
+        return cn_model_add_pad(m, v[0], v[n == 4], v[2 * (n == 4)], v[3 * (n == 4)],
+                                reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT, value);
+    }
+    if (strcmp(k, "from") == 0) {
+        if (nt != 2) LINE_ERR(CN_ERR_PARSE, "expected 'from NAME'");
+        return cn_model_add_from(m, tok[1]);
+    }
+    if (strcmp(k, "concat") == 0 || strcmp(k, "add") == 0) {
+        if (nt < 2 || nt > 1 + CN_LAYER_REFS) LINE_ERR(CN_ERR_PARSE, "expected '%s NAME [NAME..]' (1..%d names)", k, CN_LAYER_REFS);
+        return k[0] == 'c' ? cn_model_add_concat(m, nt - 1, (const char *const *)tok + 1)
+                           : cn_model_add_sum(m, nt - 1, (const char *const *)tok + 1);
     }
     if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
         int pad = 0, ceil_mode = 0, include = 1, i = 2;
@@ -159,10 +233,10 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         return cn_model_add_activation(m, act);
     }
     LINE_ERR(CN_ERR_PARSE,
-             "unknown layer '%s' (known: input, conv2d, maxpool2d, avgpool2d, flatten, dense, dropout, relu, sigmoid, "
-             "tanh, gelu, softmax, leaky_relu, elu, relu6, silu, hard_sigmoid, hard_swish, softplus, patch_embed, "
-             "embed, layer_norm, batch_norm, global_avgpool, global_maxpool, attention, transformer, mean_tokens, "
-             "residual, repeat, end)", k);
+             "unknown layer '%s' (known: input, conv2d, conv2d_transpose, maxpool2d, avgpool2d, upsample, pad, flatten, "
+             "dense, dropout, relu, sigmoid, tanh, gelu, softmax, leaky_relu, elu, relu6, silu, hard_sigmoid, "
+             "hard_swish, softplus, patch_embed, embed, layer_norm, batch_norm, global_avgpool, global_maxpool, "
+             "attention, transformer, mean_tokens, residual, repeat, end, from, concat, add)", k);
 }
 
 /* An open block: a residual, or a repeat whose body is parsed again until its passes are
@@ -243,11 +317,19 @@ static cn_status parse_text(parser *ps) {
             tok[nt++] = t;
         }
         if (nt == 0) continue;
+        const char *label = NULL;
+        if (nt >= 2 && strcmp(tok[nt - 2], "->") == 0) label = tok[nt - 1], nt -= 2;
+        for (int i = 0; i < nt; i++)
+            if (strcmp(tok[i], "->") == 0) LINE_ERR(CN_ERR_PARSE, "'->' must be followed by one name, at the end of the line");
+        if (nt == 0) LINE_ERR(CN_ERR_PARSE, "'-> %s' names the output of a layer; this line has none", label);
+        if (label && strcmp(tok[0], "repeat") == 0)
+            LINE_ERR(CN_ERR_PARSE, "'-> %s': a repeat is not a layer (name a layer inside it or its 'end')", label);
         cn_status st = CN_OK;
         if (strcmp(tok[0], "input") == 0) st = parse_input(&ps->m, tok, nt, origin, lineno);
         else if (!ps->m) LINE_ERR(CN_ERR_PARSE, "the first layer must be 'input H W C' or 'input tokens CONTEXT VOCAB', "
                                                 "found '%s'", tok[0]);
         else if (!block_line(ps, tok, nt, &st)) st = parse_layer(ps->m, tok, nt, origin, lineno);
+        if (st == CN_OK && label) st = cn_model_name_output(ps->m, label);
         /* parse errors name the line already; a layer's own checks do not */
         if (st != CN_OK) return st == CN_ERR_PARSE ? st : cn_error_context(st, "%s:%d", origin, lineno);
     }

@@ -25,29 +25,12 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
+from mpitest import DATA, check, close, mpi, result, scratch, write
+
 CLNET, MPIRUN, ROOT = sys.argv[1], sys.argv[2], sys.argv[3]
-DATA = os.environ.get("CLNET_TEST_DATA", "/usr/share/datasets/fashion-mnist")
-# Loopback only: shared memory between ranks, TCP (if used at all) and the runtime on lo.
-MPI = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader,tcp",
-       "--mca", "btl_tcp_if_include", "lo", "--mca", "oob_tcp_if_include", "lo", "-x", "OMP_NUM_THREADS=1",
-       "-x", "CLNET_CACHE_DIR"]
-TOL = 1e-4
-failed = passed = 0
-
-
-def check(cond, what, r=None):
-    global failed, passed
-    if cond:
-        passed += 1
-        print("ok   " + what)
-    else:
-        failed += 1
-        print("FAIL " + what)
-        if r is not None:
-            print("  rc", r.returncode, "\n  stdout:", r.stdout[-2000:], "\n  stderr:", r.stderr[-2000:])
+MPI = mpi(MPIRUN)
 
 
 def run(args, timeout=240, env=None):
@@ -77,23 +60,14 @@ def report_loss(path):
         return float("nan")
 
 
-def close(a, b):
-    return abs(a - b) <= TOL * abs(a)
-
-
 def same_bytes(a, b):
     return os.path.exists(a) and os.path.exists(b) and open(a, "rb").read() == open(b, "rb").read()
 
 
 def main():
-    tmp = tempfile.mkdtemp(prefix="clnet-mpi-")
-    p = lambda name: os.path.join(tmp, name)
-    model = p("mlp.net")
-    with open(model, "w") as f:
-        f.write("input 28 28 1\nflatten\ndense 32 relu\ndense 10\n")
-    other = p("other.net")
-    with open(other, "w") as f:
-        f.write("input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
+    p = scratch("clnet-mpi-")
+    model = write(p("mlp.net"), "input 28 28 1\nflatten\ndense 32 relu\ndense 10\n")
+    other = write(p("other.net"), "input 28 28 1\nflatten\ndense 16 relu\ndense 10\n")
     common = ["--data", DATA, "--limit", "1024", "--device", "omp", "--batch", "64", "-q"]
 
     # one process against 2 and 3 ranks, overlapped and not: the seed CNN, whose gradients
@@ -197,8 +171,7 @@ def main():
     check(test_loss(ck) == test_loss(ck) and run([CLNET, "eval", ck, "--data", DATA, "--limit", "64",
                                                   "--device", "omp"]).returncode == 0,
           "the last checkpoint is still loadable")
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return result()
 
 
 if __name__ == "__main__":

@@ -128,6 +128,13 @@ static void test_window_rule(void) {
     CHECK(cn_window_extent(5, 3, 2, 1, &o) && o == 3);
     CHECK(!cn_window_extent(2, 5, 1, 1, &o), "a 5-window on a padded 4");
     CHECK(!cn_window_extent(8, 0, 1, 0, &o) && !cn_window_extent(8, 2, 0, 0, &o) && !cn_window_extent(8, 2, 1, -1, &o));
+    /* dilation d spans d(k-1)+1; padding before and after may differ */
+    CHECK(cn_window_span(9, 3, 1, 0, 0, 2, &o) && o == 5, "dilated 3-window on 9: %lld", (long long)o);
+    CHECK(cn_window_span(7, 3, 2, 0, 1, 1, &o) && o == 3, "pad after only: %lld", (long long)o);
+    CHECK(cn_window_span(7, 3, 2, 1, 1, 1, &o) && o == 4 && cn_window_extent(7, 3, 2, 1, &o) && o == 4);
+    CHECK(!cn_window_span(4, 3, 1, 0, 0, 3, &o), "a 3-window dilated 3 spans 7 > 4");
+    CHECK(cn_window_span(4, 3, 1, 1, 2, 3, &o) && o == 1, "... padded to 7: one position");
+    CHECK(!cn_window_span(8, 2, 1, 0, 0, 0, &o) && !cn_window_span(8, 2, 1, 0, -1, 1, &o), "dilation 0, negative pad");
     cn_op_params p = {0};
     p.kh = 3, p.kw = 2, p.sh = 1, p.sw = 2, p.ph = 1, p.pw = 0;
     cn_window w;
@@ -144,6 +151,10 @@ static void test_window_rule(void) {
     int x = cn_g_leaf(&g, CN_LEAF_INPUT, "x", &(cn_shape){4, {1, 4, 4, 1}}, CN_F32);
     CHECK_NODE_FAILS(cn_g_window(&g, CN_OP_MAXPOOL, x, 5, 5, 1, 1, 0, 0), "window 5x5 stride 1x1 pad 0x0 does not fit image [1,4,4,1]");
     CHECK_NODE_FAILS(cn_g_window(&g, CN_OP_IM2COL, x, 2, 2, 0, 1, 0, 0), "stride 0x1");
+    cn_op_params dil = {.kh = 3, .kw = 3, .sh = 1, .sw = 1, .dh = 2, .dw = 2};
+    CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_IM2COL, 1, &x, &dil, NULL), "window 3x3 stride 1x1 pad 0x0 dilation 2x2 does not fit image [1,4,4,1]");
+    CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_MAXPOOL, 1, &x, &(cn_op_params){.kh = 2, .kw = 2, .sh = 1, .sw = 1, .dh = 2}, NULL),
+                     "maxpool: dilation 2x1: pools take none");
     cn_graph_destroy(&g);
     tc_end();
 }

@@ -346,6 +346,31 @@ done:
     tc_end();
 }
 
+/* A training session's output "y" and the gradient of every parameter v[i] >= 0 (named as the
+ * fixture's records) against the fixture, rtol 2e-5. */
+static void compare_session(const fixture *f, cn_session *s, const cn_value *v, const char *label) {
+    double worst_rel = 0;
+    for (int i = -1; i < f->n && !tc_bad; i++) {
+        char gname[80];
+        const rec *w = find(f, "out");
+        cn_tensor *g = NULL;
+        if (i >= 0) {
+            if (v[i] < 0) continue;
+            snprintf(gname, sizeof gname, "grad:%s", f->r[i].name);
+            w = find(f, gname);
+            CHECK(w != NULL, "fixture lacks %s", gname);
+            if (!w) break;
+            CHECK_OK(cn_session_gradient(s, f->r[i].name, &g));
+        }
+        int64_t n = cn_shape_numel(&w->shape);
+        float *got = malloc((size_t)n * sizeof *got);
+        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
+        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
+        free(got);
+    }
+    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+}
+
 /* The transformer block again, through the public builders only: cn_op_layer_norm,
  * cn_op_multihead_attention (causal), cn_op_dense on [B,T,C] values, cn_op_gelu, cn_op_add;
  * every input a parameter so a training session's gradients can be read by name. Then the
@@ -364,7 +389,7 @@ static void replay_public(const char *dir, cn_device *dev) {
 #define V(name) v[find(&f, name) - f.r]
     const float eps = param(&f, "eps");
     const int heads = (int)param(&f, "heads");
-    const rec *R = find(&f, "R"), *want = find(&f, "out");
+    const rec *R = find(&f, "R");
     cn_value x = V("x");
     cn_value a = cn_op_multihead_attention(p, cn_op_layer_norm(p, x, V("ln1_g"), V("ln1_b"), eps), V("wq"), V("bq"),
                                            V("wk"), V("bk"), V("wv"), V("bv"), V("wo"), V("bo"), heads, 1);
@@ -377,24 +402,7 @@ static void replay_public(const char *dir, cn_device *dev) {
     CHECK_OK(cn_program_status(p));
     if (!tc_bad) CHECK_OK(cn_session_create_training(p, dev, NULL, &s));
     if (!tc_bad) CHECK_OK(cn_session_compute_gradients(s));
-    double worst_rel = 0;
-    for (int i = -1; i < f.n && !tc_bad; i++) {
-        char gname[80];
-        const rec *w = want;
-        cn_tensor *g = NULL;
-        if (i >= 0) {
-            if (v[i] < 0) continue;
-            snprintf(gname, sizeof gname, "grad:%s", f.r[i].name);
-            w = find(&f, gname);
-            CHECK_OK(cn_session_gradient(s, f.r[i].name, &g));
-        }
-        int64_t n = cn_shape_numel(&w->shape);
-        float *got = malloc((size_t)n * sizeof *got);
-        CHECK_OK(g ? cn_tensor_read(g, got, (size_t)n * sizeof *got) : cn_session_fetch(s, "y", got, (size_t)n * sizeof *got));
-        if (!tc_bad) compare(w, got, 2e-5, &worst_rel);
-        free(got);
-    }
-    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+    compare_session(&f, s, v, label);
     cn_session_free(s);
     /* heads must divide the width (16): 3 do not; the value must be [batch, tokens, width] */
     cn_value bad = cn_op_multihead_attention(p, x, V("wq"), V("bq"), V("wk"), V("bk"), V("wv"), V("bv"), V("wo"),
@@ -411,6 +419,68 @@ static void replay_public(const char *dir, cn_device *dev) {
     CHECK(bad == CN_INVALID_VALUE && strstr(cn_program_error(p), "must be [batch, tokens, width]"), "2-D x: %s",
           cn_program_error(p));
 #undef V
+    cn_program_free(p);
+    fixture_free(&f);
+    tc_end();
+}
+
+/* Issue 16's layers through the public builders (cn_op_conv2d_ex, cn_op_conv2d_transpose,
+ * cn_op_upsample2d, cn_op_pad, cn_op_concat, cn_op_slice) in a training session, every input
+ * a parameter: the lowering (groups as a batched GEMM, the depthwise kernel, COL2IM for the
+ * transposed convolution) and every backward rule on the way are checked against PyTorch.
+ * Tolerance as the single ops' (rtol 2e-5): the longest sums are the transposed convolution's
+ * 18 terms and the grouped filter gradient's 2*4*6 = 48 terms (4 eps sqrt(48) ~ 3.3e-6). */
+static cn_value layers_build(cn_program *p, const char *name, const fixture *f, const cn_value *v) {
+#define L(nm) v[find(f, nm) - f->r]
+    cn_conv2d_opts o = cn_conv2d_default();
+    o.groups = (int)param(f, "groups");
+    o.stride_h = (int)param(f, "stride_h"), o.stride_w = (int)param(f, "stride_w");
+    if (!strncmp(name, "conv_transpose", 14)) {
+        o.pad_top = o.pad_bottom = o.pad_left = o.pad_right = (int)param(f, "pad");
+        o.out_pad_h = o.out_pad_w = (int)param(f, "out_pad");
+        o.dilation_h = o.dilation_w = (int)param(f, "dilation");
+        return cn_op_conv2d_transpose(p, L("x"), L("w"), L("b"), &o);
+    }
+    if (!strncmp(name, "conv_", 5)) {
+        o.pad_top = (int)param(f, "pad_top"), o.pad_bottom = (int)param(f, "pad_bottom");
+        o.pad_left = (int)param(f, "pad_left"), o.pad_right = (int)param(f, "pad_right");
+        o.dilation_h = (int)param(f, "dilation_h"), o.dilation_w = (int)param(f, "dilation_w");
+        return cn_op_conv2d_ex(p, L("x"), L("w"), L("b"), &o);
+    }
+    if (!strncmp(name, "upsample_", 9))
+        return cn_op_upsample2d(p, L("x"), (int)param(f, "scale_h"), (int)param(f, "scale_w"),
+                                strstr(name, "bilinear") ? CN_UPSAMPLE_BILINEAR : CN_UPSAMPLE_NEAREST);
+    if (!strcmp(name, "concat_pad_slice")) {
+        cn_value y1 = cn_op_pad(p, L("a"), 2, 2, 1, CN_PAD_REFLECT, 0.0f);
+        cn_value y2 = cn_op_pad(p, L("b"), -2, 1, 2, CN_PAD_CONSTANT, 0.5f);
+        return cn_op_slice(p, cn_op_concat(p, y1, y2, -1), 1, 1, 3);
+    }
+#undef L
+    return CN_INVALID_VALUE;
+}
+
+static void replay_layers(const char *dir, const char *name, cn_device *dev) {
+    char label[160];
+    snprintf(label, sizeof label, "%s through the public builders on %s", name, cn_device_selector(dev));
+    fixture f;
+    if (!begin_case(label, dir, name, &f)) return;
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    CHECK_OK(cn_program_create(&p));
+    cn_value v[64];
+    for (int i = 0; i < f.n; i++)
+        v[i] = is_input(&f.r[i]) ? cn_param_data(p, f.r[i].name, f.r[i].shape.ndim, f.r[i].shape.d, f.r[i].data) : -1;
+    const rec *R = find(&f, "R");
+    cn_value y = layers_build(p, name, &f, v);
+    CHECK(y != CN_INVALID_VALUE, "building %s: %s", name, cn_program_error(p));
+    cn_value r = cn_constant(p, "R", R->shape.ndim, R->shape.d, R->data);
+    CHECK_OK(cn_output(p, "y", y));
+    CHECK_OK(cn_set_loss(p, cn_op_sum(p, cn_op_mul(p, y, r), CN_ALL_AXES, 0)));
+    CHECK_OK(cn_program_status(p));
+    if (!tc_bad) CHECK_OK(cn_session_create_training(p, dev, NULL, &s));
+    if (!tc_bad) CHECK_OK(cn_session_compute_gradients(s));
+    compare_session(&f, s, v, label);
+    cn_session_free(s);
     cn_program_free(p);
     fixture_free(&f);
     tc_end();
@@ -491,10 +561,15 @@ static void replay_builders(const char *dir, cn_device *dev) {
     }
 }
 
+static const char *const layer_fixtures[] = {
+    "conv_grouped", "conv_depthwise", "conv_transpose_grouped", "conv_transpose_dilated", "upsample_nearest",
+    "upsample_bilinear", "concat_pad_slice",
+};
+
 static const char *const fixtures[] = {
     "layer_norm", "embedding", "gelu_erf", "gelu_tanh", "sum_last", "mean_last", "max_last", "causal_softmax",
     "attention_causal", "attention_full", "transformer_block",
-    /* issue 16 */
+    /* issue 16 (layers-a) */
     "leaky_relu", "elu", "relu6", "silu", "hard_sigmoid", "hard_swish", "softplus", "channel_mul", "channel_add",
     "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
     "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
@@ -519,6 +594,8 @@ int main(int argc, char **argv) {
             if (uses_attention(fixtures[i])) replay(argv[1], fixtures[i], dev, 0);
         }
         replay_public(argv[1], dev);
+        for (size_t i = 0; i < sizeof layer_fixtures / sizeof layer_fixtures[0]; i++)
+            replay_layers(argv[1], layer_fixtures[i], dev);
         replay_builders(argv[1], dev);
         replay_running(argv[1], "batch_norm_train", dev);
         replay_running(argv[1], "batch_norm_vectors", dev);

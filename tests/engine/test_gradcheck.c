@@ -81,6 +81,17 @@ static const gcase cases[] = {
     {"attention causal", CN_OP_ATTENTION, 3, {S3(2, 5, 4), S3(2, 5, 4), S3(2, 5, 4)}, {0}, -1,
      {.causal = 1, .scale = 0.5f}, 0, {0}},
     {"attention S != T", CN_OP_ATTENTION, 3, {S3(1, 3, 4), S3(1, 6, 4), S3(1, 6, 4)}, {0}, -1, {.scale = 0.5f}, 0, {0}},
+    /* window geometry: dilation and padding on one side */
+    {"im2col dilated asymmetric", CN_OP_IM2COL, 1, {S4(1, 7, 6, 2)}, {0}, -1,
+     {.kh = 3, .kw = 2, .sh = 2, .sw = 1, .ph = 1, .pw = 0, .ph_extra = -1, .pw_extra = 1, .dh = 2, .dw = 3}, 0, {0}},
+    {"pad constant", CN_OP_PAD, 1, {S3(2, 4, 3)}, {0}, -1, {.axis = 1, .before = 2, .after = 1, .fill = 0.5f}, 0, {0}},
+    {"pad crop (slice)", CN_OP_PAD, 1, {S3(2, 5, 3)}, {0}, -1, {.axis = 1, .before = -1, .after = -2}, 0, {0}},
+    {"pad reflect", CN_OP_PAD, 1, {S4(1, 4, 5, 2)}, {0}, -1, {.axis = 2, .before = 3, .after = 2, .variant = 1}, 0, {0}},
+    {"concat", CN_OP_CONCAT, 2, {S4(1, 3, 2, 2), S4(1, 3, 2, 3)}, {0}, -1, {.axis = 3}, 0, {0}},
+    {"upsample nearest", CN_OP_UPSAMPLE, 1, {S4(1, 3, 2, 2)}, {0}, -1, {.sh = 2, .sw = 3}, 0, {0}},
+    {"upsample bilinear", CN_OP_UPSAMPLE, 1, {S4(2, 3, 3, 2)}, {0}, -1, {.sh = 2, .sw = 3, .variant = 1}, 0, {0}},
+    {"depthwise conv", CN_OP_DWCONV, 2, {S4(2, 5, 5, 3), S3(3, 3, 3)}, {0}, -1,
+     {.kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .pw_extra = -1, .dh = 1, .dw = 2}, 0, {0}},
     /* issue 16: activations away from their kinks (GEN_AWAY_FROM_ZERO, GEN_SPREAD), softplus
      * and silu on the uniform [-1, 1); batch norm through its batch statistics and with the
      * running ones (a constant input) */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "../data/tcheck.h"
+#include "model_check.h"
 
 static cn_model *parse(const char *text) {
     cn_model *m = NULL;
@@ -22,29 +23,6 @@ static cn_model *load(const char *name) {
     cn_model *m = NULL;
     CHECK_OK(cn_model_load_file(path, &m));
     return m;
-}
-
-/* Parsing the canonical text gives the same model (its text, hence its layers). */
-static void round_trip(const cn_model *m) {
-    cn_model *again = NULL;
-    CHECK_OK(cn_model_parse(cn_model_text(m), "canonical", &again));
-    if (again) CHECK(!strcmp(cn_model_text(again), cn_model_text(m)), "canonical text changed:\n%s\nvs\n%s",
-                     cn_model_text(again), cn_model_text(m));
-    cn_model_free(again);
-}
-
-static int has_param(const cn_program *p, const char *name, int ndim, const int64_t *dims) {
-    for (int i = 0; i < cn_program_num_params(p); i++) {
-        const char *n;
-        int nd;
-        int64_t s[CN_MAX_DIMS];
-        if (cn_program_param(p, i, &n, &nd, s) != CN_OK || strcmp(n, name)) continue;
-        if (nd != ndim) return 0;
-        for (int d = 0; d < nd; d++)
-            if (s[d] != dims[d]) return 0;
-        return 1;
-    }
-    return 0;
 }
 
 static int has_output(const cn_program *p, const char *name) {
@@ -125,17 +103,6 @@ static void test_blocks(void) {
     if (a) round_trip(a);
     cn_model_free(a);
     tc_end();
-}
-
-/* Each bad text fails with CN_ERR_PARSE or CN_ERR_SHAPE and a message holding every needle. */
-static void refused(const char *text, const char *n1, const char *n2) {
-    cn_model *m = NULL;
-    cn_status st = cn_model_parse(text, "t.net", &m);
-    CHECK(st != CN_OK && m == NULL, "accepted:\n%s", text);
-    const char *e = cn_last_error();
-    CHECK(strstr(e, n1) && (!n2 || strstr(e, n2)), "message \"%s\" lacks \"%s\" / \"%s\" for:\n%s", e, n1, n2 ? n2 : "",
-          text);
-    cn_model_free(m);
 }
 
 static void test_refusals(void) {

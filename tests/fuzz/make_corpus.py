@@ -88,6 +88,9 @@ def main():
               for name in ("seed_cnn", "vit_fashion", "char_gpt")}
     models["readme"] = (b"input 28 28 1            # H W C\nconv2d 32 3 relu stride=1 pad=same\nmaxpool2d 2\n"
                         b"avgpool2d 2 1\nflatten\ndense 64 relu\ndropout 0.5\ndense 10 softmax\n")
+    # issue 16's graphs: named outputs, from/concat/add, grouped and transposed convolution
+    for name in ("unet_small", "inception_small", "densenet_small"):
+        models[name] = open(os.path.join(ROOT, "tests", "fixtures", "models", name + ".net"), "rb").read()
     # issue 16's layers and options (tests/engine/test_model_layers.c trains this one)
     models["layers16"] = (b"input 8 8 3\nconv2d 8 3 pad=1\nbatch_norm\nrelu6\nmaxpool2d 3 2 pad=1 ceil_mode=1\n"
                           b"conv2d 8 3 stride=2 pad=1\nbatch_norm momentum=0.2 eps=0.001\nhard_swish\n"

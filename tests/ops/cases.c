@@ -56,11 +56,19 @@ void h_in_i32(h_case *c, cn_shape s, h_gen g) {
 
 int64_t h_pool_out(int64_t x, int k, int s, int p) { return (x + 2 * p - k) / s + 1; }
 
-static void reduce_tol(h_case *c, double k) {
+void h_tol_reduce(h_case *c, double k) {
     c->tol.kind = TOL_REDUCE;
     c->tol.k = k;
 }
-static void exact_tol(h_case *c) { c->tol.kind = TOL_EXACT; }
+void h_tol_exact(h_case *c) { c->tol.kind = TOL_EXACT; }
+
+const char *h_sh(cn_shape s) {
+    static char buf[4][64];
+    static int k;
+    char *b = buf[k++ & 3];
+    h_shape_str(&s, b, 64);
+    return b;
+}
 
 static const char *epi_name(int e) {
     static const char *n[] = {"none", "relu", "sigmoid", "tanh", "silu", "hard_sigmoid", "hard_swish", "softplus"};
@@ -83,7 +91,7 @@ static void mm(h_caselist *L, int B, int M, int K, int N, int ta, int tb, int ep
         h_in(c, h_shape(2, tb ? N : K, tb ? K : N), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(2, M, N);
     }
-    reduce_tol(c, K);
+    h_tol_reduce(c, K);
     c->mag_run = 1; /* run with epilogue none; the epilogues' slopes are at most 1.5 (hard swish) */
 }
 
@@ -95,7 +103,7 @@ static void mmb(h_caselist *L, int M, int K, int N, int ta, int tb, int epi) {
     size_t len = strlen(c->desc);
     snprintf(c->desc + len, sizeof c->desc - len, " +bias[%d]", N);
     h_in(c, h_shape(1, N), GEN_UNIFORM, -1, 1);
-    reduce_tol(c, K + 1);
+    h_tol_reduce(c, K + 1);
 }
 
 static void cases_MATMUL_BIAS(h_caselist *L) {
@@ -284,16 +292,16 @@ static void softmax_like(h_caselist *L, cn_op op) {
         h_case *c = h_case_new(L, op, "%s", ss);
         h_in(c, s, GEN_UNIFORM, -5, 5);
         c->out_shape = s;
-        reduce_tol(c, (double)s.d[s.ndim - 1]);
+        h_tol_reduce(c, (double)s.d[s.ndim - 1]);
     }
     h_case *c = h_case_new(L, op, "[6,33] logits in [80,100) (needs max subtraction)");
     h_in(c, h_shape(2, 6, 33), GEN_UNIFORM, 80, 100);
     c->out_shape = c->in[0].shape;
-    reduce_tol(c, 33);
+    h_tol_reduce(c, 33);
     c = h_case_new(L, op, "[4,12] logits in [-100,-80)");
     h_in(c, h_shape(2, 4, 12), GEN_UNIFORM, -100, -80);
     c->out_shape = c->in[0].shape;
-    reduce_tol(c, 12);
+    h_tol_reduce(c, 12);
 }
 static void cases_SOFTMAX(h_caselist *L) { softmax_like(L, CN_OP_SOFTMAX); }
 static void cases_LOG_SOFTMAX(h_caselist *L) { softmax_like(L, CN_OP_LOG_SOFTMAX); }
@@ -308,7 +316,7 @@ static void softmax_grad_like(h_caselist *L, cn_op op, h_gen yg) {
         h_in(c, s, GEN_UNIFORM, -1, 1);
         h_in(c, s, yg, -4, 4);
         c->out_shape = s;
-        reduce_tol(c, (double)s.d[s.ndim - 1]);
+        h_tol_reduce(c, (double)s.d[s.ndim - 1]);
     }
 }
 static void cases_SOFTMAX_GRAD(h_caselist *L) { softmax_grad_like(L, CN_OP_SOFTMAX_GRAD, GEN_SOFTMAX_ROWS); }
@@ -327,7 +335,7 @@ static void cases_XENT(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_UNIFORM, lo, hi);
         h_in_i32(c, h_shape(1, N), GEN_LABELS);
         c->out_shape = h_shape(1, 1);
-        reduce_tol(c, (double)N * C);
+        h_tol_reduce(c, (double)N * C);
     }
 }
 
@@ -341,7 +349,7 @@ static void cases_XENT_GRAD(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_UNIFORM, lo, hi);
         h_in_i32(c, h_shape(1, N), GEN_LABELS);
         c->out_shape = h_shape(2, N, C);
-        reduce_tol(c, C);
+        h_tol_reduce(c, C);
     }
 }
 
@@ -355,7 +363,7 @@ static void sum_all_like(h_caselist *L, cn_op op) {
         h_case *c = h_case_new(L, op, "%s", s);
         h_in(c, ss[k], GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(1, 1);
-        reduce_tol(c, (double)cn_shape_numel(&ss[k]));
+        h_tol_reduce(c, (double)cn_shape_numel(&ss[k]));
         c->mag_run = 1;
     }
 }
@@ -383,7 +391,7 @@ static void cases_SUM_ROWS(h_caselist *L) {
         h_case *c = h_case_new(L, CN_OP_SUM_ROWS, "%s -> %s", sx, so);
         h_in(c, t[k].x, GEN_UNIFORM, -1, 1);
         c->out_shape = t[k].o;
-        reduce_tol(c, (double)(cn_shape_numel(&t[k].x) / cn_shape_numel(&t[k].o)));
+        h_tol_reduce(c, (double)(cn_shape_numel(&t[k].x) / cn_shape_numel(&t[k].o)));
         c->mag_run = 1;
     }
 }
@@ -437,26 +445,31 @@ static void cases_TRANSPOSE(h_caselist *L) {
         }
         h_in(c, t[k].x, GEN_UNIFORM, -1, 1);
         c->out_shape = o;
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
 /* ---- convolution / pooling geometries ---- */
-typedef struct geo { int n, h, w, c, kh, kw, sh, sw, ph, pw; } geo;
+/* eh, ew: padding after minus before; dh, dw: dilation (0 = 1) */
+typedef struct geo { int n, h, w, c, kh, kw, sh, sw, ph, pw, eh, ew, dh, dw; } geo;
 static const geo conv_geos[] = {
-    {1, 5, 5, 1, 3, 3, 1, 1, 0, 0},  {2, 7, 6, 3, 3, 3, 1, 1, 1, 1}, {2, 9, 8, 5, 3, 2, 2, 1, 1, 0},
-    {1, 28, 28, 1, 3, 3, 1, 1, 1, 1}, {2, 6, 6, 4, 2, 2, 2, 2, 0, 0}, {1, 4, 4, 3, 5, 5, 1, 1, 2, 2},
-    {3, 1, 1, 2, 1, 1, 1, 1, 0, 0},  {2, 11, 13, 32, 3, 3, 1, 1, 0, 0}, {1, 10, 7, 2, 4, 3, 3, 2, 1, 1},
-    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: col2im must zero the pixels no window covers */
+    {1, 5, 5, 1, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0},  {2, 7, 6, 3, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0}, {2, 9, 8, 5, 3, 2, 2, 1, 1, 0, 0, 0, 0, 0},
+    {1, 28, 28, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0}, {2, 6, 6, 4, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 4, 4, 3, 5, 5, 1, 1, 2, 2, 0, 0, 0, 0},
+    {3, 1, 1, 2, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},  {2, 11, 13, 32, 3, 3, 1, 1, 0, 0, 0, 0, 0, 0}, {1, 10, 7, 2, 4, 3, 3, 2, 1, 1, 0, 0, 0, 0},
+    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, /* stride > kernel: col2im must zero the pixels no window covers */
+    /* dilation, padding on one side only (asymmetric), both with stride */
+    {2, 9, 9, 3, 3, 3, 1, 1, 2, 2, 0, 0, 2, 2}, {1, 11, 10, 4, 3, 2, 2, 1, 0, 1, 1, -1, 2, 3},
+    {1, 7, 8, 16, 2, 2, 2, 2, 0, 0, 1, 1, 1, 1}, {2, 10, 10, 2, 3, 3, 2, 2, 1, 0, 0, 2, 3, 1},
 };
 static const geo pool_geos[] = {
-    {1, 4, 4, 1, 2, 2, 2, 2, 0, 0},  {2, 7, 9, 3, 2, 2, 2, 2, 0, 0}, {2, 8, 8, 5, 3, 3, 2, 2, 1, 1},
-    {1, 5, 5, 2, 3, 3, 1, 1, 1, 1},  {3, 6, 6, 16, 2, 2, 2, 2, 0, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-    {2, 26, 26, 32, 2, 2, 2, 2, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1},
-    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0}, /* stride > kernel: uncovered pixels get zero gradient */
+    {1, 4, 4, 1, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0},  {2, 7, 9, 3, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {2, 8, 8, 5, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0},
+    {1, 5, 5, 2, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0},  {3, 6, 6, 16, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0},
+    {2, 26, 26, 32, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 9, 7, 3, 3, 2, 3, 1, 0, 1, 0, 0, 0, 0},
+    {1, 8, 8, 3, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, /* stride > kernel: uncovered pixels get zero gradient */
     /* channel-vector kernels (C % 4 == 0) with uncovered edges, gaps and padding */
-    {2, 11, 11, 64, 2, 2, 2, 2, 0, 0}, {1, 8, 8, 4, 2, 2, 3, 3, 0, 0}, {2, 7, 9, 16, 2, 2, 2, 2, 1, 1},
-    {1, 10, 9, 8, 3, 2, 3, 3, 1, 0},
+    {2, 11, 11, 64, 2, 2, 2, 2, 0, 0, 0, 0, 0, 0}, {1, 8, 8, 4, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0}, {2, 7, 9, 16, 2, 2, 2, 2, 1, 1, 0, 0, 0, 0},
+    {1, 10, 9, 8, 3, 2, 3, 3, 1, 0, 0, 0, 0, 0},
+    {2, 8, 8, 4, 3, 3, 2, 2, 0, 0, 1, 1, 0, 0}, /* padding after only (TensorFlow's "same") */
 };
 #define N_CONV ((int)(sizeof conv_geos / sizeof conv_geos[0]))
 #define N_POOL ((int)(sizeof pool_geos / sizeof pool_geos[0]))
@@ -468,15 +481,25 @@ static void set_geo(h_case *c, const geo *g) {
     c->p.sw = g->sw;
     c->p.ph = g->ph;
     c->p.pw = g->pw;
+    c->p.ph_extra = g->eh, c->p.pw_extra = g->ew, c->p.dh = g->dh, c->p.dw = g->dw;
 }
 static h_case *geo_case(h_caselist *L, cn_op op, const geo *g) {
-    return h_case_new(L, op, "x [%d,%d,%d,%d] k=%dx%d s=%dx%d p=%dx%d", g->n, g->h, g->w, g->c, g->kh, g->kw, g->sh,
-                      g->sw, g->ph, g->pw);
+    return h_case_new(L, op, "x [%d,%d,%d,%d] k=%dx%d s=%dx%d p=%dx%d extra %dx%d d=%dx%d", g->n, g->h, g->w, g->c,
+                      g->kh, g->kw, g->sh, g->sw, g->ph, g->pw, g->eh, g->ew, g->dh ? g->dh : 1, g->dw ? g->dw : 1);
 }
-static int64_t geo_oh(const geo *g) { return h_pool_out(g->h, g->kh, g->sh, g->ph); }
-static int64_t geo_ow(const geo *g) { return h_pool_out(g->w, g->kw, g->sw, g->pw); }
-/* most windows any input pixel belongs to */
+static int64_t geo_oh(const geo *g) {
+    int64_t o = 0;
+    cn_window_span(g->h, g->kh, g->sh, g->ph, g->ph + g->eh, g->dh ? g->dh : 1, &o);
+    return o;
+}
+static int64_t geo_ow(const geo *g) {
+    int64_t o = 0;
+    cn_window_span(g->w, g->kw, g->sw, g->pw, g->pw + g->ew, g->dw ? g->dw : 1, &o);
+    return o;
+}
+/* most windows any input pixel belongs to (a dilated window: at most all of its taps) */
 static double geo_overlap(const geo *g) {
+    if (g->dh > 1 || g->dw > 1) return (double)g->kh * g->kw;
     return (double)((g->kh + g->sh - 1) / g->sh) * (double)((g->kw + g->sw - 1) / g->sw);
 }
 
@@ -487,7 +510,7 @@ static void cases_IM2COL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(2, (int)(g->n * geo_oh(g) * geo_ow(g)), g->kh * g->kw * g->c);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 
@@ -498,7 +521,7 @@ static void cases_COL2IM(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(2, (int)(g->n * geo_oh(g) * geo_ow(g)), g->kh * g->kw * g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(4, g->n, g->h, g->w, g->c);
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
         c->mag_run = 1;
     }
 }
@@ -512,7 +535,7 @@ static void cases_MAXPOOL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_DISTINCT, -4, 4);
         c->out_shape = pool_out_shape(g);
-        exact_tol(c);
+        h_tol_exact(c);
     }
     cases_pool_modes(L, CN_OP_MAXPOOL);
 }
@@ -526,7 +549,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_DISTINCT, -4, 4);
         c->out_shape = c->in[1].shape;
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
     }
     /* ties on purpose: ops.h routes dy to the first maximum of the window (row-major) */
     for (int k = 2; k < 4; k++) {
@@ -538,7 +561,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_INTS, -1, 1);
         c->out_shape = c->in[1].shape;
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
     }
     cases_pool_modes(L, CN_OP_MAXPOOL_GRAD);
 }
@@ -550,7 +573,7 @@ static void cases_AVGPOOL(h_caselist *L) {
         set_geo(c, g);
         h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = pool_out_shape(g);
-        reduce_tol(c, (double)g->kh * g->kw);
+        h_tol_reduce(c, (double)g->kh * g->kw);
         c->mag_run = 1;
     }
     cases_pool_modes(L, CN_OP_AVGPOOL);
@@ -564,7 +587,7 @@ static void cases_AVGPOOL_GRAD(h_caselist *L) {
         set_geo(c, g);
         h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(4, g->n, g->h, g->w, g->c);
-        reduce_tol(c, geo_overlap(g));
+        h_tol_reduce(c, geo_overlap(g));
         c->mag_run = 1;
     }
     cases_pool_modes(L, CN_OP_AVGPOOL_GRAD);
@@ -608,12 +631,12 @@ static void cases_ARGMAX(h_caselist *L) {
         h_in(c, s, GEN_DISTINCT, -3, 3);
         c->out_shape = o;
         c->out_dt = CN_I32;
-        exact_tol(c);
+        h_tol_exact(c);
     }
     h_case *c = h_case_new(L, CN_OP_ARGMAX, "[5,10] -> f32 indices");
     h_in(c, h_shape(2, 5, 10), GEN_DISTINCT, -3, 3);
     c->out_shape = h_shape(1, 5);
-    exact_tol(c);
+    h_tol_exact(c);
 }
 
 static void cases_ACCURACY(h_caselist *L) {
@@ -623,7 +646,7 @@ static void cases_ACCURACY(h_caselist *L) {
         h_in(c, h_shape(2, N, C), GEN_DISTINCT, -3, 3);
         h_in_i32(c, h_shape(1, N), GEN_LABELS_HALF);
         c->out_shape = h_shape(1, 1);
-        exact_tol(c);
+        h_tol_exact(c);
     }
 }
 

@@ -22,6 +22,11 @@ h_case *h_case_new(h_caselist *L, cn_op op, const char *fmt, ...);
 void h_in(h_case *c, cn_shape s, h_gen g, float lo, float hi);
 void h_in_i32(h_case *c, cn_shape s, h_gen g);
 int64_t h_pool_out(int64_t x, int k, int s, int p);
+/* Tolerances (harness.h's rule): a sum of up to k terms; bit for bit. */
+void h_tol_reduce(h_case *c, double k);
+void h_tol_exact(h_case *c);
+/* "[2,5,7]" in one of four rotating static buffers (for case descriptions). */
+const char *h_sh(cn_shape s);
 
 /* Case builders of the transformer ops (cases_transformer.c). */
 void cases_LAYERNORM(h_caselist *L);
@@ -39,6 +44,15 @@ void cases_CAUSAL_MASK(h_caselist *L);
 void cases_ATTENTION(h_caselist *L);
 void cases_ATTENTION_LSE(h_caselist *L);
 void cases_ATTENTION_GRAD(h_caselist *L);
+/* Case builders of the layout and depthwise ops (cases_layers.c). */
+void cases_PAD(h_caselist *L);
+void cases_PAD_GRAD(h_caselist *L);
+void cases_CONCAT(h_caselist *L);
+void cases_UPSAMPLE(h_caselist *L);
+void cases_UPSAMPLE_GRAD(h_caselist *L);
+void cases_DWCONV(h_caselist *L);
+void cases_DWCONV_GRAD_X(h_caselist *L);
+void cases_DWCONV_GRAD_W(h_caselist *L);
 
 /* Case builders of the layer ops of issue 16 (cases_layers.c). */
 void cases_LEAKY_RELU(h_caselist *L);

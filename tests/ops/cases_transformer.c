@@ -12,19 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static void reduce_tol(h_case *c, double k) {
-    c->tol.kind = TOL_REDUCE;
-    c->tol.k = k;
-}
-
-static const char *sh(cn_shape s) {
-    static char buf[4][64];
-    static int k;
-    char *b = buf[k++ & 3];
-    h_shape_str(&s, b, 64);
-    return b;
-}
-
 /* ---- layer norm ---- */
 static const int ln_shapes[][3] = {{1, 1, 1}, {1, 1, 7}, {4, 3, 16}, {9, 1, 64}, {2, 5, 257}, {3, 1, 1000}, {40, 1, 33}};
 #define N_LN ((int)(sizeof ln_shapes / sizeof ln_shapes[0]))
@@ -40,13 +27,13 @@ void cases_LAYERNORM(h_caselist *L) {
     for (int k = 0; k < N_LN; k++) {
         cn_shape x = ln_x(k);
         int C = (int)x.d[x.ndim - 1];
-        h_case *c = h_case_new(L, CN_OP_LAYERNORM, "x %s eps 1e-5", sh(x));
+        h_case *c = h_case_new(L, CN_OP_LAYERNORM, "x %s eps 1e-5", h_sh(x));
         c->p.eps = 1e-5f;
         h_in(c, x, GEN_UNIFORM, -2, 2);
         h_in(c, h_shape(1, C), GEN_UNIFORM, 0.5f, 1.5f);
         h_in(c, h_shape(1, C), GEN_UNIFORM, -0.5f, 0.5f);
         c->out_shape = x;
-        reduce_tol(c, C);
+        h_tol_reduce(c, C);
     }
 }
 
@@ -55,7 +42,7 @@ void cases_LAYERNORM_GRAD(h_caselist *L) {
         for (int k = 0; k < N_LN; k++) {
             cn_shape x = ln_x(k);
             int C = (int)x.d[x.ndim - 1];
-            h_case *c = h_case_new(L, CN_OP_LAYERNORM_GRAD, "x %s variant %d (%s)", sh(x), variant,
+            h_case *c = h_case_new(L, CN_OP_LAYERNORM_GRAD, "x %s variant %d (%s)", h_sh(x), variant,
                                    variant ? "dy*xhat" : "dx");
             /* C = 1: dx is 0 * rstd and an fma-contracted g - mean(g) leaves the product's
              * rounding, amplified by rstd = 1/sqrt(eps) = 316 at eps 1e-5; eps 1 keeps the
@@ -66,7 +53,7 @@ void cases_LAYERNORM_GRAD(h_caselist *L) {
             h_in(c, x, GEN_UNIFORM, -2, 2);
             h_in(c, h_shape(1, C), GEN_UNIFORM, 0.5f, 1.5f);
             c->out_shape = x;
-            reduce_tol(c, C);
+            h_tol_reduce(c, C);
         }
 }
 
@@ -87,7 +74,7 @@ static cn_shape emb_rows(int k) {
 void cases_EMBEDDING(h_caselist *L) {
     for (int k = 0; k < N_EMB; k++) {
         h_case *c = h_case_new(L, CN_OP_EMBEDDING, "table [%d,%d] ids %s (some out of range)", emb[k].V, emb[k].D,
-                               sh(emb[k].ids));
+                               h_sh(emb[k].ids));
         h_in(c, h_shape(2, emb[k].V, emb[k].D), GEN_UNIFORM, -1, 1);
         h_in_i32(c, emb[k].ids, GEN_IDS);
         c->in[1].lo = -2;
@@ -100,7 +87,7 @@ void cases_EMBEDDING(h_caselist *L) {
 void cases_EMBEDDING_GRAD(h_caselist *L) {
     for (int k = 0; k < N_EMB; k++) {
         h_case *c = h_case_new(L, CN_OP_EMBEDDING_GRAD, "dy %s -> [%d,%d] (bitwise: one writer, fixed order)",
-                               sh(emb_rows(k)), emb[k].V, emb[k].D);
+                               h_sh(emb_rows(k)), emb[k].V, emb[k].D);
         h_in(c, emb_rows(k), GEN_UNIFORM, -1, 1);
         h_in_i32(c, emb[k].ids, GEN_IDS);
         c->in[1].lo = -2;
@@ -115,7 +102,7 @@ void cases_EMBEDDING_GRAD(h_caselist *L) {
  * erf's error near -1, and OpenCL's full profile allows erf 16 ulp (16 * 2^-24 * 3 ~ 3e-6 at
  * x = -6). rtol stays 1e-5 (~80 ulp) elsewhere. */
 static void gelu_case(h_caselist *L, cn_op op, cn_shape s, float lo, float hi, int variant) {
-    h_case *c = h_case_new(L, op, "%s in [%g,%g) %s", sh(s), lo, hi, variant ? "tanh" : "erf");
+    h_case *c = h_case_new(L, op, "%s in [%g,%g) %s", h_sh(s), lo, hi, variant ? "tanh" : "erf");
     c->p.variant = variant;
     if (op == CN_OP_GELU_GRAD) h_in(c, s, GEN_UNIFORM, -1, 1);
     h_in(c, s, GEN_UNIFORM, lo, hi);
@@ -151,16 +138,16 @@ static cn_shape la_rows(cn_shape x) {
 static void sum_like(h_caselist *L, cn_op op) {
     for (int k = 0; k < N_LA; k++) {
         cn_shape x = la_x(k);
-        h_case *c = h_case_new(L, op, "%s -> %s", sh(x), sh(la_rows(x)));
+        h_case *c = h_case_new(L, op, "%s -> %s", h_sh(x), h_sh(la_rows(x)));
         h_in(c, x, GEN_UNIFORM, -1, 1);
         c->out_shape = la_rows(x);
-        reduce_tol(c, (double)x.d[x.ndim - 1]);
+        h_tol_reduce(c, (double)x.d[x.ndim - 1]);
         c->mag_run = 1; /* linear: the scale is sum |x| */
     }
     h_case *c = h_case_new(L, op, "[5] -> [1] (1-D input)");
     h_in(c, h_shape(1, 5), GEN_UNIFORM, -1, 1);
     c->out_shape = h_shape(1, 1);
-    reduce_tol(c, 5);
+    h_tol_reduce(c, 5);
     c->mag_run = 1;
 }
 void cases_SUM_LAST(h_caselist *L) { sum_like(L, CN_OP_SUM_LAST); }
@@ -170,7 +157,7 @@ void cases_MEAN_LAST(h_caselist *L) { sum_like(L, CN_OP_MEAN_LAST); }
 void cases_MAX_LAST(h_caselist *L) {
     for (int k = 0; k < N_LA; k++) {
         cn_shape x = la_x(k);
-        h_case *c = h_case_new(L, CN_OP_MAX_LAST, "%s", sh(x));
+        h_case *c = h_case_new(L, CN_OP_MAX_LAST, "%s", h_sh(x));
         h_in(c, x, GEN_UNIFORM, -3, 3);
         c->out_shape = la_rows(x);
         c->tol.kind = TOL_EXACT;
@@ -180,7 +167,7 @@ void cases_MAX_LAST(h_caselist *L) {
 void cases_MAX_LAST_GRAD(h_caselist *L) {
     for (int k = 0; k < N_LA; k++) {
         cn_shape x = la_x(k);
-        h_case *c = h_case_new(L, CN_OP_MAX_LAST_GRAD, "%s", sh(x));
+        h_case *c = h_case_new(L, CN_OP_MAX_LAST_GRAD, "%s", h_sh(x));
         h_in(c, la_rows(x), GEN_UNIFORM, -1, 1);
         h_in(c, x, GEN_DISTINCT, -3, 3);
         c->out_shape = x;
@@ -198,7 +185,7 @@ void cases_BCAST_LAST(h_caselist *L) {
     static const float alphas[] = {1, 0.1f, -2};
     for (int k = 0; k < N_LA; k++) {
         cn_shape x = la_x(k);
-        h_case *c = h_case_new(L, CN_OP_BCAST_LAST, "%s -> %s alpha %g", sh(la_rows(x)), sh(x), alphas[k % 3]);
+        h_case *c = h_case_new(L, CN_OP_BCAST_LAST, "%s -> %s alpha %g", h_sh(la_rows(x)), h_sh(x), alphas[k % 3]);
         c->p.alpha = alphas[k % 3];
         h_in(c, la_rows(x), GEN_UNIFORM, -1, 1);
         c->out_shape = x;
@@ -218,7 +205,7 @@ void cases_CAUSAL_MASK(h_caselist *L) {
         {{4, {2, 2, 9, 4}}, -1e9f}, {{3, {2, 4, 11}}, 0.0f},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
-        h_case *c = h_case_new(L, CN_OP_CAUSAL_MASK, "%s fill %g", sh(t[k].s), (double)t[k].fill);
+        h_case *c = h_case_new(L, CN_OP_CAUSAL_MASK, "%s fill %g", h_sh(t[k].s), (double)t[k].fill);
         c->p.fill = t[k].fill;
         h_in(c, t[k].s, GEN_UNIFORM, -2, 2);
         c->out_shape = t[k].s;
@@ -254,7 +241,7 @@ void cases_ATTENTION(h_caselist *L) {
         h_in(c, h_shape(3, a->bh, a->s, a->d), GEN_UNIFORM, -a->range, a->range);
         h_in(c, h_shape(3, a->bh, a->s, a->d), GEN_UNIFORM, -1, 1);
         c->out_shape = h_shape(3, a->bh, a->t, a->d);
-        reduce_tol(c, (double)a->s * a->d);
+        h_tol_reduce(c, (double)a->s * a->d);
     }
 }
 
@@ -265,7 +252,7 @@ void cases_ATTENTION_LSE(h_caselist *L) {
         h_in(c, h_shape(3, a->bh, a->t, a->d), GEN_UNIFORM, -a->range, a->range);
         h_in(c, h_shape(3, a->bh, a->s, a->d), GEN_UNIFORM, -a->range, a->range);
         c->out_shape = h_shape(2, a->bh, a->t);
-        reduce_tol(c, (double)a->s * a->d);
+        h_tol_reduce(c, (double)a->s * a->d);
     }
 }
 
@@ -287,6 +274,6 @@ void cases_ATTENTION_GRAD(h_caselist *L) {
             h_in(c, h_shape(2, a->bh, a->t), GEN_UNIFORM, lo, lo + (a->range > 1 ? 10.0f : 2.0f));
             h_in(c, h_shape(2, a->bh, a->t), GEN_UNIFORM, -0.5f, 0.5f);
             c->out_shape = v == 0 ? c->in[1].shape : c->in[2].shape;
-            reduce_tol(c, (double)(v == 0 ? a->s : a->t) * a->d);
+            h_tol_reduce(c, (double)(v == 0 ? a->s : a->t) * a->d);
         }
 }

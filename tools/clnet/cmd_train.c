@@ -198,12 +198,11 @@ static int load_model(train_opts *o, cn_model **out) {
 
 /* " - split omp 24, cl:0 40": the rows each replica took in the latest step. */
 static void split_note(cn_trainer *t, cn_device **devs, int n_dev, char *buf, size_t cap) {
-    cn_mirrored *m = cn_trainer_mirrored(t);
     size_t o = 0;
     buf[0] = 0;
-    for (int i = 0; m && i < n_dev && o < cap; i++) {
+    for (int i = 0; n_dev > 1 && i < n_dev && o < cap; i++) {
         int64_t rows = 0;
-        cn_mirrored_rows(m, i, &rows);
+        cn_group_rows(cn_trainer_group(t), i, &rows);
         o += (size_t)snprintf(buf + o, cap - o, "%s%s %lld", i ? ", " : " - split ", cn_device_selector(devs[i]),
                               (long long)rows);
     }
@@ -352,31 +351,15 @@ static int load_data(train_run *r) {
     return EXIT_OK;
 }
 
-/* Under mpirun: every rank must train rank 0's model on rank 0's data with its batch and
- * settings; then the trainer sums gradients across ranks. */
-static int join_ranks(train_run *r) {
-    uint64_t h = 1469598103934665603ull, lh = train_data_hash(&r->data);
-    for (const char *c = cn_model_text(r->model); *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
-    const char *names[] = {"model", "model (low bits)", "training set size", "training labels",
-                           "test set size", "batch", "seed", "learning rate"};
-    double vals[] = {(double)(h >> 32), (double)(h & 0xffffffffu), (double)r->data.n_train, (double)(lh >> 40),
-                     (double)r->data.n_test, (double)r->o.batch, (double)r->o.seed, (double)r->cfg.opt.lr};
-    if (dist_agree(&r->D, names, vals, 8) != EXIT_OK) return EXIT_ERROR;
-    if (r->o.batch < r->D.size)
-        return cli_errorf("--batch %lld is smaller than the %d ranks", (long long)r->o.batch, r->D.size);
-    cn_status st = cn_trainer_enable_mpi(r->t);
-    return st == CN_OK ? EXIT_OK : cli_error(st);
-}
-
-/* The trainer on the devices (and ranks), with the checkpoint's state when resuming. */
+/* The trainer on the devices (and, under mpirun, every rank's: it checks that the ranks agree
+ * on the model and settings, dist_agree on the data and the run's length), with the
+ * checkpoint's state when resuming. */
 static int create_trainer(train_run *r) {
-    cn_status st = r->n_dev > 1 ? cn_trainer_create_mirrored(r->model, r->devs, r->n_dev, &r->cfg, &r->t)
-                                : cn_trainer_create(r->model, r->devs[0], &r->cfg, &r->t);
+    int flags = r->D.size > 1 ? CN_GROUP_MPI : 0;
+    cn_status st = cn_trainer_create_group(r->model, r->devs, r->n_dev, &r->cfg, flags, &r->t);
     if (st != CN_OK) return cli_error(st);
-    if (r->D.size > 1) {
-        int rc = join_ranks(r);
-        if (rc != EXIT_OK) return rc;
-    }
+    int rc = dist_agree(cn_trainer_group(r->t), &r->data, r->o.epochs, r->o.steps);
+    if (rc != EXIT_OK) return rc;
     if (stopped_while("building the model on the device")) return stop_status();
     if (r->o.resume) {
         uint64_t rng = 0;
@@ -514,12 +497,10 @@ static int train_epoch(train_run *r, int epoch, epoch_sums *e) {
             r->stopped_by_steps = 1;
             break;
         }
-        int64_t start = b * o->batch, lo, mine;
+        int64_t start = b * o->batch;
         int count = (int)(r->data.n_train - start < o->batch ? r->data.n_train - start : o->batch);
-        if (count < r->D.size) break; /* a last batch with fewer rows than ranks is left out */
-        dist_slice(&r->D, count, &lo, &mine); /* our rows of the global batch */
-        count = (int)mine;
-        train_data_gather(&r->data, o->seed, epoch, r->perm, start + lo, count, r->inputs, r->labels);
+        /* the global batch: the trainer's group takes this rank's rows of it */
+        train_data_gather(&r->data, o->seed, epoch, r->perm, start, count, r->inputs, r->labels);
         st = cn_trainer_step(r->t, r->inputs, r->labels, count, NULL, NULL);
         r->steps_run++;
         int last = b + 1 == r->steps_per_epoch || (o->steps > 0 && r->steps_run >= (uint64_t)o->steps);
@@ -549,7 +530,7 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     if (r->bar_out) progress_status(&r->bar, metrics, "validating...");
     double t1 = cli_now(), val_loss = 0.0;
     int64_t val_correct = 0, vlo, vn;
-    dist_slice(&r->D, r->data.n_test, &vlo, &vn);
+    cn_group_slice(cn_trainer_group(r->t), r->data.n_test, &vlo, &vn);
     cn_status st = vn > 0 ? cn_trainer_evaluate(r->t, train_data_test_inputs(&r->data, vlo),
                                                 train_data_test_labels(&r->data, vlo), (int)vn, &val_loss,
                                                 &val_correct)
@@ -560,7 +541,8 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
         return cli_error(st);
     }
     double vglobal[3] = {val_loss * (double)vn, (double)val_correct, (double)vn};
-    if (dist_sum(&r->D, vglobal, 3) != EXIT_OK) return EXIT_ERROR;
+    st = cn_group_sum(cn_trainer_group(r->t), vglobal, 3);
+    if (st != CN_OK) return cli_error(st);
     val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
     if (!isfinite(val_loss)) {
         progress_abort(&r->bar);
@@ -577,7 +559,8 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
 static int summarize_epoch(train_run *r, int epoch, const epoch_sums *e, epoch_record *rec) {
     memset(rec, 0, sizeof *rec);
     double global[3] = {e->loss, (double)e->correct, (double)e->seen};
-    if (dist_sum(&r->D, global, 3) != EXIT_OK) return EXIT_ERROR;
+    cn_status st = cn_group_sum(cn_trainer_group(r->t), global, 3);
+    if (st != CN_OK) return cli_error(st);
     int rc = validate(r, epoch, e->metrics, rec);
     if (rc != EXIT_OK) return rc;
     double pps = e->seconds > 0 ? global[2] / e->seconds : 0.0; /* every rank's predictions */

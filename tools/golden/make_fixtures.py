@@ -2,6 +2,8 @@
 """Writes the golden fixtures of the transformer ops into tests/fixtures/*.bin.
 
 Run with Debian's PyTorch (python3-torch): /usr/bin/python3 tools/golden/make_fixtures.py
+(any PyTorch works; `--layers` writes only the fixtures of issue 16's layers, from a generator
+of their own, so the older fixtures stay byte for byte what they were).
 The fixtures are committed; tests/engine/test_golden.c replays them on every device without
 Python. Rerun only when a fixture is added or changed (the output is deterministic: inputs
 come from a fixed-seed torch.Generator).
@@ -143,5 +145,60 @@ def main():
     return 0
 
 
+def nchw(t):
+    return t.permute(0, 3, 1, 2)
+
+
+def nhwc(t):
+    return t.permute(0, 2, 3, 1)
+
+
+def conv(x, w, b, stride, pads, dilation, groups):
+    """clnet's cn_op_conv2d_ex: x NHWC, w [KH,KW,Cin/G,Cout], pads (top, bottom, left, right)."""
+    xp = F.pad(nchw(x), (pads[2], pads[3], pads[0], pads[1]))
+    return nhwc(F.conv2d(xp, w.permute(3, 2, 0, 1), b, stride, 0, dilation, groups))
+
+
+def conv_t(x, w, b, stride, pad, out_pad, dilation, groups):
+    """clnet's cn_op_conv2d_transpose: x NHWC, w [Cin,KH,KW,Cout/G]."""
+    return nhwc(F.conv_transpose2d(nchw(x), w.permute(0, 3, 1, 2), b, stride, pad, out_pad, groups, dilation))
+
+
+def layers_main():
+    """Issue 16's layers, replayed through the public builders by tests/engine/test_golden.c."""
+    global gen
+    gen = torch.Generator().manual_seed(20261125)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    write("conv_grouped", {"x": uniform((2, 7, 6, 6)), "w": uniform((3, 3, 2, 9), -0.5, 0.5),
+                           "b": uniform((9,), -0.5, 0.5)},
+          {"groups": 3, "stride_h": 2, "stride_w": 1, "pad_top": 1, "pad_bottom": 0, "pad_left": 2, "pad_right": 1,
+           "dilation_h": 1, "dilation_w": 2},
+          lambda x, w, b: conv(x, w, b, (2, 1), (1, 0, 2, 1), (1, 2), 3))
+    write("conv_depthwise", {"x": uniform((2, 6, 6, 4)), "w": uniform((3, 3, 1, 4), -0.5, 0.5),
+                             "b": uniform((4,), -0.5, 0.5)},
+          {"groups": 4, "stride_h": 1, "stride_w": 2, "pad_top": 2, "pad_bottom": 2, "pad_left": 1, "pad_right": 2,
+           "dilation_h": 2, "dilation_w": 1},
+          lambda x, w, b: conv(x, w, b, (1, 2), (2, 2, 1, 2), (2, 1), 4))
+    write("conv_transpose_grouped", {"x": uniform((2, 4, 5, 6)), "w": uniform((6, 3, 3, 2), -0.5, 0.5),
+                                     "b": uniform((4,), -0.5, 0.5)},
+          {"groups": 2, "stride_h": 2, "stride_w": 2, "pad": 1, "out_pad": 1, "dilation": 1},
+          lambda x, w, b: conv_t(x, w, b, 2, 1, 1, 1, 2))
+    write("conv_transpose_dilated", {"x": uniform((1, 3, 4, 3)), "w": uniform((3, 2, 2, 5), -0.5, 0.5),
+                                     "b": uniform((5,), -0.5, 0.5)},
+          {"groups": 1, "stride_h": 1, "stride_w": 1, "pad": 0, "out_pad": 0, "dilation": 2},
+          lambda x, w, b: conv_t(x, w, b, 1, 0, 0, 2, 1))
+    write("upsample_nearest", {"x": uniform((1, 3, 4, 2))}, {"scale_h": 2, "scale_w": 3},
+          lambda x: nhwc(F.interpolate(nchw(x), scale_factor=(2, 3), mode="nearest")))
+    write("upsample_bilinear", {"x": uniform((2, 3, 4, 3))}, {"scale_h": 2, "scale_w": 3},
+          lambda x: nhwc(F.interpolate(nchw(x), scale_factor=(2, 3), mode="bilinear", align_corners=False)))
+
+    def layout(a, b):
+        y1 = nhwc(F.pad(nchw(a), (2, 1, 0, 0), mode="reflect"))             # W axis, reflect
+        y2 = nhwc(F.pad(nchw(b), (1, 2, 0, 0), mode="constant", value=0.5))  # W axis, constant
+        return torch.cat([y1, y2], dim=3)[:, 1:4]                           # channels; then H [1, 4)
+    write("concat_pad_slice", {"a": uniform((2, 4, 5, 3)), "b": uniform((2, 4, 5, 2))}, {}, layout)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(layers_main() if "--layers" in sys.argv[1:] else main())
