@@ -440,16 +440,108 @@ static cn_status gradients(cn_group *g) {
     return st;
 }
 
+/* ---- run flags over the group ---- */
+
+/* What one rank says about the step: a raised run flag or a replica's failure, the first
+ * replica's. Travels as integers so that every rank formats the same message from them. */
+enum { RF_CODE, RF_BITS, RF_LABEL, RF_ROW, RF_REPLICA, RF_TEXT, RF_N = RF_TEXT + 48 };
+#define RF_TEXT_BYTES ((RF_N - RF_TEXT) * sizeof(uint64_t)) /* a failed replica's message */
+
+/* Reads every replica's run flags (session_flags.c; its own cross-entropy/accuracy kernels and,
+ * when replica 0 checks numerics, its own gradients raise them) where the host waits for the
+ * gradients anyway, lowers them, and notes in mine the first raised one or the first failed
+ * replica (with its message, so that other ranks can quote it). */
+static cn_status local_flags(cn_group *g, uint64_t *mine) {
+    int check = g->r[0].s->check_numerics;
+    for (int i = 0; i < g->n; i++) {
+        replica *r = &g->r[i];
+        if (r->rows < 1) continue;
+        if (r->st != CN_OK) {
+            if (!mine[RF_CODE]) {
+                char full[sizeof r->s->dev->info.selector + sizeof r->s->dev->info.name + sizeof r->err + 32] = "";
+                snprintf(full, sizeof full, "on %s (%s) it failed: %s", r->s->dev->info.selector, r->s->dev->info.name,
+                         r->err);
+                char text[RF_TEXT_BYTES] = "";
+                memcpy(text, full, sizeof text - 1); /* cut to fit: a message's start names its cause */
+                mine[RF_CODE] = (uint64_t)r->st, mine[RF_REPLICA] = (uint64_t)i;
+                memcpy(mine + RF_TEXT, text, sizeof text);
+            }
+            continue;
+        }
+        cn_session *s = r->s;
+        s->check_numerics = check; /* replica 0's setting is the group's */
+        CN_TRY(cn_session__check_numerics_enqueue(s)); /* over its own gradients, before the sum */
+        CN_TRY(cn_session__flags_start(s));
+        cn_status st = cn_device_sync(s->dev);
+        if (st != CN_OK) return cn_session__flags_abandon(s), st;
+        int32_t w[CN_FLAG_WORDS];
+        memcpy(w, s->flag_host, sizeof w);
+        if (w[0] == 0) continue;
+        cn_session__flags_finish(s); /* lowers them; the group reports the step below */
+        if (mine[RF_CODE]) continue;
+        mine[RF_CODE] = (uint64_t)((w[0] & CN_FLAG_LABEL) ? CN_ERR_INVALID_ARG : CN_ERR_NUMERIC);
+        mine[RF_BITS] = (uint64_t)(uint32_t)w[0], mine[RF_LABEL] = (uint64_t)(uint32_t)w[1];
+        /* the row in the global batch, which is what every rank was fed */
+        mine[RF_ROW] = (uint64_t)(g->lo + r->offset + w[2]), mine[RF_REPLICA] = (uint64_t)i;
+    }
+    return CN_OK;
+}
+
+/* Refuses the step on every replica of every rank when any of them raised a flag or failed
+ * (mine: what local_flags found here): one all-gather of RF_N integers per rank, after the
+ * gradient all-reduce, so every rank skips the same step and returns the same error (naming
+ * the step, the label, the replica and the rank, formatted from the same integers) before
+ * anything is updated. The error is also each replica's failed run, so the next fetch reports
+ * it. */
+static cn_status refuse_flagged(cn_group *g, uint64_t *mine) {
+    int rank = g->rank;
+    if (g->ranks > 1) {
+        uint64_t *table = malloc(sizeof *table * RF_N * (size_t)g->ranks);
+        if (!table) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "run flags of %d ranks", g->ranks);
+        cn_status st = cn_mpi__allgather_u64(mine, RF_N, table);
+        for (rank = 0; st == CN_OK && rank < g->ranks; rank++)
+            if (table[(size_t)rank * RF_N + RF_CODE]) break;
+        if (st == CN_OK && rank < g->ranks) memcpy(mine, table + (size_t)rank * RF_N, sizeof *mine * RF_N);
+        free(table);
+        CN_TRY(st);
+    }
+    if (!mine[RF_CODE]) return CN_OK;
+    const uint64_t *w = mine;
+    cn_session *s0 = g->r[0].s;
+    char what[RF_TEXT_BYTES + 1] = "";
+    if (w[RF_BITS]) {
+        int32_t words[CN_FLAG_WORDS] = {(int32_t)w[RF_BITS], (int32_t)w[RF_LABEL], (int32_t)w[RF_ROW], 0};
+        cn_session__flags_reason(s0, words, what, sizeof what);
+    } else {
+        memcpy(what, w + RF_TEXT, RF_TEXT_BYTES); /* NUL-terminated by snprintf, or here */
+    }
+    cn_status st = cn_errorf((cn_status)w[RF_CODE],
+                             "step %llu: replica %d of rank %d (of %d): %s; no replica of any rank applied the update",
+                             (unsigned long long)s0->step + 1, (int)w[RF_REPLICA], rank, g->ranks, what);
+    for (int i = 0; i < g->n; i++) cn_session__fail_run(g->r[i].s, st);
+    return st;
+}
+
 cn_status cn_group_run(cn_group *g) {
     if (!g) return cn_errorf(CN_ERR_INVALID_ARG, "cn_group_run: NULL");
     if (g->plain) return cn_session_run(g->r[0].s);
     if (g->split_rows < 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_group_run: no batch was fed");
     if (!g->nb) CN_TRY(layout(g));
-    CN_TRY(gradients(g));
+    cn_status st = gradients(g);
+    int failed = 0;
+    for (int i = 0; i < g->n; i++) failed |= g->r[i].st != CN_OK;
+    if (st != CN_OK && !failed) return st;
+    /* Read before finish() writes the sum into replica 0's gradients: the non-finite check
+     * looks at each replica's own. */
+    uint64_t flagged[RF_N] = {0};
+    CN_TRY(local_flags(g, flagged));
+    /* A replica that failed (its message kept in r->err) still lets the sums complete, so no
+     * rank waits for a collective this one skipped; refuse_flagged then stops every rank. */
     CN_TRY(finish(g));
+    CN_TRY(refuse_flagged(g, flagged));
     cn_session *s0 = g->r[0].s;
     if (s0->hook) {
-        cn_status st = s0->hook(s0, s0->hook_user);
+        st = s0->hook(s0, s0->hook_user);
         if (st != CN_OK) return cn_error_context(st, "gradient hook");
     }
     CN_TRY(cn_session_apply_gradients(s0));

@@ -122,6 +122,8 @@ cn_status cn_session__flags_start(cn_session *s);
 /* The error a raised flag stands for (naming the step and the label), with the step count
  * rolled back to before the first flagged step and the flags lowered; CN_OK if none is up. */
 cn_status cn_session__flags_finish(cn_session *s);
+/* What raised flag words w (as read by flags_start) stand for, without the step. */
+void cn_session__flags_reason(const cn_session *s, const int32_t *w, char *what, size_t n);
 /* After a start whose wait failed: waits for the read (it writes into the session). */
 void cn_session__flags_abandon(cn_session *s);
 /* Start, wait for the device, finish. */

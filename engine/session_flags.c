@@ -55,6 +55,18 @@ static int64_t label_classes(const cn_session *s) {
     return 0;
 }
 
+void cn_session__flags_reason(const cn_session *s, const int32_t *w, char *what, size_t n) {
+    if (w[0] & CN_FLAG_LABEL) {
+        int64_t c = label_classes(s);
+        char classes[32] = "C";
+        if (c > 0) snprintf(classes, sizeof classes, "%lld", (long long)c);
+        snprintf(what, n, "label %d (row %d of the batch) is outside the classes [0, %s) of cross-entropy/accuracy",
+                 (int)w[1], (int)w[2], classes);
+    } else {
+        snprintf(what, n, "the loss or a gradient is NaN or infinite (cn_session_check_numerics)");
+    }
+}
+
 cn_status cn_session__flags_finish(cn_session *s) {
     const int32_t *w = s->flag_host;
     if (!s->flags || w[0] == 0) return CN_OK;
@@ -64,15 +76,7 @@ cn_status cn_session__flags_finish(cn_session *s) {
     uint64_t first = (now & ~(uint64_t)0xffffffffu) | low;
     if (first > now && first >= ((uint64_t)1 << 32)) first -= (uint64_t)1 << 32;
     char what[256], when[192] = "";
-    if (w[0] & CN_FLAG_LABEL) {
-        int64_t c = label_classes(s);
-        char classes[32] = "C";
-        if (c > 0) snprintf(classes, sizeof classes, "%lld", (long long)c);
-        snprintf(what, sizeof what, "label %d (row %d of the batch) is outside the classes [0, %s) of cross-entropy/accuracy",
-                 (int)w[1], (int)w[2], classes);
-    } else {
-        snprintf(what, sizeof what, "the loss or a gradient is NaN or infinite (cn_session_check_numerics)");
-    }
+    cn_session__flags_reason(s, w, what, sizeof what);
     if (!s->training) {
         snprintf(when, sizeof when, "the latest run: ");
     } else if (first >= 1) {

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 SECS=${1:-20}
 [ $# -gt 0 ] && shift
 TARGETS=("$@")
-[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(idx pgm ckpt ckpt_model ckpt_program model dataset text)
+[ ${#TARGETS[@]} -eq 0 ] && TARGETS=(idx pgm ckpt ckpt_model ckpt_program model dataset text onnx)
 BUILD=${CLNET_FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${CLNET_FUZZ_JOBS:-$(nproc)}
 

@@ -8,9 +8,9 @@ PKGS=(build-essential meson ninja-build pkg-config python3
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
       zlib1g-dev dataset-fashion-mnist openmpi-bin libopenmpi-dev bible-kjv
       clang libclang-rt-14-dev
-      oclgrind) # clang: scripts/fuzz.sh (libFuzzer); oclgrind: tests/ops/oclgrind.sh
+      oclgrind libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata python3-onnx) # clang: scripts/fuzz.sh (libFuzzer); oclgrind: tests/ops/oclgrind.sh; protobuf-c, onnx: the ONNX reader, its node tests and checker
 # PyTorch is only needed for the benchmark comparison and golden fixtures.
-[ "${CLNET_WITH_TORCH:-0}" = 1 ] && PKGS+=(python3-torch python3-numpy)
+[ "${CLNET_WITH_TORCH:-0}" = 1 ] && PKGS+=(python3-torch python3-numpy) # also tests/onnx/make_fixtures.py
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -675,6 +675,51 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
 /* FNV-1a hash of a session's parameter bytes, in order: equal sums, equal weights. */
 cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
 
+/* ---- ONNX ----
+ *
+ * cn_program_from_onnx reads an .onnx file (opsets up to 21 of the default domain, data in
+ * the file: external data is refused) into a new program the caller frees:
+ * - its inputs and outputs keep the file's names and layout (NCHW images stay NCHW at the
+ *   boundary; inside, clnet computes convolutions NHWC and converts weights once); a first
+ *   input dimension that the file leaves symbolic is the batch (CN_BATCH), any other
+ *   symbolic dimension is refused; int64 and int32 inputs become i32 inputs (token ids);
+ * - every float initializer an op reads on the device becomes a trainable parameter under
+ *   its ONNX name (a convolution's weights in clnet's [KH,KW,Cin,Cout] layout);
+ * - shape computations (Shape, Gather, Concat, Reshape, ...) are folded at import, and the
+ *   GELU and layer-norm patterns of PyTorch's exporters become clnet's fused ops.
+ * A node that clnet cannot compute fails with CN_ERR_UNSUPPORTED naming the node, its op type
+ * and the file's opset (and, for an unknown op type, listing the supported ones); a
+ * malformed file fails with CN_ERR_FORMAT naming what is wrong. Reading holds about the
+ * file's size plus its weights in memory. */
+cn_status cn_program_from_onnx(const char *path, cn_program **out);
+/* The same from bytes in memory; origin names them in messages (NULL: "onnx"). */
+cn_status cn_program_from_onnx_memory(const void *data, size_t len, const char *origin, cn_program **out);
+/* Writes p as an ONNX model (opset: 0 for 17, the default, up to 21), with the current
+ * weights of session s (a session of p; NULL: the program's initial values). Every output
+ * computed from the inputs alone is written, under its name, with the inputs it reads (a
+ * CN_BATCH dimension becomes the symbolic "batch"); the loss and outputs that read labels
+ * (cross-entropy, accuracy) are left out. The program's own layout is kept (a model file's
+ * images are NHWC; an imported program's inputs are the file's). clnet's fused ops are
+ * written as ONNX ops (a convolution as Conv, layer norm as LayerNormalization) or as the
+ * arithmetic the importer fuses back (GELU through Erf), so cn_program_from_onnx of the file
+ * computes the same outputs, bit for bit, except where a fused attention op (written
+ * unfused) or a tanh GELU is involved. The file is written atomically (a temporary file and
+ * a rename). CN_ERR_UNSUPPORTED names a node clnet cannot express in ONNX. */
+cn_status cn_program_to_onnx(const cn_program *p, cn_session *s, const char *path, int opset);
+/* The value an output names, to build on a program made elsewhere: a loss on an imported
+ * model's logits, say (cn_op_cross_entropy(p, cn_program_output_value(p, "output"), labels)
+ * and cn_set_loss make it trainable). CN_INVALID_VALUE with cn_last_error() set when there is
+ * no such output (nothing is recorded in the program). */
+cn_value cn_program_output_value(const cn_program *p, const char *name);
+/* Reads an ONNX TensorProto file (.pb, the format of the ONNX backend tests' data): float and
+ * double become CN_F32, integers and bool CN_I32 (a value outside int32 is CN_ERR_DTYPE). The
+ * dtype, dims (room for CN_MAX_DIMS; a scalar reads as [1]) and byte size are returned; the
+ * values are copied into dst when it is not NULL (cap bytes of room). */
+cn_status cn_onnx_tensor_read(const char *path, cn_dtype *dt, int *ndim, int64_t *shape, void *dst, size_t cap,
+                              size_t *bytes);
+/* The same into a malloc'd buffer the caller frees with free(). */
+cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opset, void **data, size_t *len);
+
 /* ---- data parallelism: replica groups (several devices, several machines) ----
  *
  * A group trains one program on L local devices (a replica, i.e. a training session, per
@@ -691,9 +736,17 @@ cn_status cn_session_checksum(cn_session *s, uint64_t *sum);
  * global batch goes into replica 0's gradients; replica 0's hook and update run and its
  * parameters are copied to the other replicas, so every replica holds bit-identical weights
  * whatever its vendor. A group of one device on one rank is that device's session run as is:
- * no copies, no reduction. With several ranks, the calls marked "collective" must be made by
- * every rank in the same order; a failure on one rank leaves the others waiting, so end them
- * (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
+ * no copies, no reduction.
+ * A bad label (outside [0, C)) or, with cn_session_check_numerics on replica 0, a NaN or
+ * infinity in any replica's gradients, on any rank, refuses the step on every replica of every
+ * rank before anything is updated: cn_group_run returns the same error on every rank
+ * (CN_ERR_INVALID_ARG or CN_ERR_NUMERIC, naming the step, the label and its row in the global
+ * batch, the replica and the rank), weights and step count stay as they were, the next fetch
+ * reports it too, and the next step trains again. A replica whose step fails outright is
+ * refused the same way, every rank quoting its message. (A one-device group is its session:
+ * there the refusal comes at the next fetch.) With several ranks, the calls marked
+ * "collective" must be made by every rank in the same order; any other failure on one rank
+ * leaves the others waiting, so end them (cn_mpi_abort). INFO logs report, when a multi-rank group is freed, the host time per step
  * that communication was not hidden by computation.
  */
 typedef struct cn_group cn_group;
@@ -712,7 +765,8 @@ cn_session *cn_group_session(cn_group *g, int i);
 /* Feeds the global batch (rows) of an input, the same on every rank: batch inputs are cut into
  * this rank's rows and split over its replicas, others copied to every replica. */
 cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_t rows);
-/* One step (collective; waits for every replica). */
+/* One step (collective; waits for every replica). A flagged or failed replica refuses the step
+ * everywhere, as above. */
 cn_status cn_group_run(cn_group *g);
 /* A [1] output of the latest step over the global batch (collective): the rows-weighted mean
  * of the replicas' values (mean=1, for a mean loss) or their sum (mean=0, for a count). */

@@ -26,6 +26,10 @@ int cmd_summary(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_run(int argc, char **argv);    /* ONNX: cmd_run.c */
+int cmd_export(int argc, char **argv); /* ONNX: cmd_export.c */
+/* clnet summary MODEL.onnx (cmd_run.c). */
+int cli_onnx_summary(const char *path);
 
 /* --help texts (printed to stdout), also used by `clnet help COMMAND`. */
 void help_devices(void);
@@ -36,6 +40,8 @@ void help_summary(void);
 void help_bench(void);
 void help_tune(void);
 void help_generate(void);
+void help_run(void);
+void help_export(void);
 
 /* "clnet: error: <cn_last_error()>" (or the status text when the library left no message) on
  * stderr; returns EXIT_ERROR. */

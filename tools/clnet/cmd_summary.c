@@ -12,7 +12,7 @@ void help_summary(void) {
            "Parse a model description file and print its layers, output shapes and parameter\n"
            "counts (like Keras' model.summary()). A parse error names the file and the line.\n"
            "MODEL may also be a checkpoint written by 'clnet train --save': the model stored in\n"
-           "it is summarised.\n"
+           "it is summarised. MODEL.onnx: an ONNX model's inputs, outputs and parameters.\n"
            "\n"
            "Options:\n"
            "  -h, --help      show this help\n"
@@ -31,6 +31,8 @@ int cmd_summary(int argc, char **argv) {
     int r = args_parse(&summary_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
 
+    size_t len = strlen(pos[0]);
+    if (len > 5 && !strcmp(pos[0] + len - 5, ".onnx")) return cli_onnx_summary(pos[0]);
     cn_model *m = NULL;
     cn_status st = cn_file_is_checkpoint(pos[0]) ? cn_checkpoint_read_model(pos[0], &m) : cn_model_load_file(pos[0], &m);
     if (st != CN_OK) return cli_error(st);

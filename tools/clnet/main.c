@@ -20,6 +20,8 @@ static const command commands[] = {
     {"eval", cmd_eval, help_eval, "evaluate a checkpoint on the test set"},
     {"predict", cmd_predict, help_predict, "classify a PGM image with a checkpoint"},
     {"generate", cmd_generate, help_generate, "continue a text with a language model's checkpoint"},
+    {"run", cmd_run, help_run, "run an ONNX model on .npy inputs"},
+    {"export", cmd_export, help_export, "write a checkpoint's model as an ONNX file"},
     {"summary", cmd_summary, help_summary, "print a model's layers, shapes and parameter counts"},
     {"bench", cmd_bench, help_bench, "measure training/inference speed, latency, memory and SGEMM per device"},
     {"tune", cmd_tune, help_tune, "tune a device's GEMM kernels and cache the parameters"},

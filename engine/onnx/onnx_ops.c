@@ -1,0 +1,494 @@
+/* ONNX op handlers that lower to program ops (the shape ops that fold on the host are in
+ * onnx_ops_shape.c). One handler per op type, listed in cn_onnx_ops at the end: adding an op
+ * is one handler and one line. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+
+
+/* ---- elementwise ---- */
+
+static cn_status unary(ox_ctx *c, const Onnx__NodeProto *n, cn_value (*fn)(cn_program *, cn_value)) {
+    NEED(x, 0);
+    if (x->is_const) return cn_onnx_fold(c, n);
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    return ox_set_like(c, n, 0, fn(P, x->v), x);
+}
+static cn_status h_relu(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_relu); }
+static cn_status h_sigmoid(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_sigmoid); }
+static cn_status h_tanh(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_tanh); }
+static cn_status h_exp(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_exp); }
+static cn_status h_log(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_log); }
+static cn_value neg(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 0.0f); }
+static cn_status h_neg(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, neg); }
+static cn_value ident(cn_program *p, cn_value x) { (void)p; return x; }
+static cn_status h_identity(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    if (x->is_const) return cn_onnx_fold(c, n);
+    return ox_set_like(c, n, 0, ident(P, x->v), x);
+}
+
+static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    float rate = ox_attr_f(n, "ratio", 0.5f);
+    ox_val *r = ox_in(c, n, 1), *t = ox_in(c, n, 2);
+    if (r) {
+        if (!r->is_const || r->c.numel != 1) return ox_unsupported("the ratio must be a constant scalar");
+        rate = (float)ox_get(&r->c, 0);
+    }
+    if (t && (!t->is_const || ox_get(&t->c, 0) != 0))
+        return ox_unsupported("training_mode must be a constant false (clnet's training sessions apply dropout)");
+    if (n->n_output > 1 && *n->output[1]) return ox_unsupported("the mask output is not supported");
+    if (x->is_const) return cn_onnx_fold(c, n);
+    return ox_set_like(c, n, 0, cn_op_dropout(P, x->v, rate), x);
+}
+
+static cn_status h_gelu(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    const Onnx__AttributeProto *a = ox_attr(n, "approximate");
+    int tanh_approx = a && a->has_s && a->s.len == 4 && !memcmp(a->s.data, "tanh", 4);
+    if (a && a->has_s && !tanh_approx && !(a->s.len == 4 && !memcmp(a->s.data, "none", 4)))
+        return ox_unsupported("approximate must be 'none' or 'tanh'");
+    if (x->is_const) return ox_unsupported("a constant input");
+    return ox_set_like(c, n, 0, cn_op_gelu(P, x->v, tanh_approx), x);
+}
+
+/* The shape two values broadcast to (numpy rules), in logical dims. */
+static int bcast_shape(const ox_val *a, const ox_val *b, int *nd, int64_t *d) {
+    *nd = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int k = 0; k < *nd; k++) {
+        int ia = k - (*nd - a->ndim), ib = k - (*nd - b->ndim);
+        int64_t da = ia >= 0 ? a->d[ia] : 1, db = ib >= 0 ? b->d[ib] : 1;
+        if (da != db && da != 1 && db != 1) return 0;
+        d[k] = da > db ? da : db;
+        if (da == 0 || db == 0) d[k] = 0;
+    }
+    return 1;
+}
+
+/* A constant k broadcast onto the dynamic x, in x's physical layout: a value whose shape
+ * clnet broadcasts (a trailing part of x's, leading 1s aside), expanded on the host when its
+ * own shape is not such a part (a [C,1,1] bias on NCHW, say). */
+static cn_value const_onto(ox_ctx *c, ox_val *k, const ox_val *x) {
+    if (k->c.dt != OX_F32) {
+        cn_errorf(CN_ERR_DTYPE, "'%s' is an integer constant in float arithmetic", k->name);
+        return cn_prog_fail(P, CN_ERR_DTYPE);
+    }
+    int nd = x->ndim;
+    int64_t kd[CN_MAX_DIMS], xd[CN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        int j = i - (nd - k->ndim);
+        kd[i] = j >= 0 ? k->d[j] : 1;
+        xd[i] = x->d[i];
+    }
+    int perm[CN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    if (x->nhwc) perm[0] = 0, perm[1] = 2, perm[2] = 3, perm[3] = 1;
+    int64_t pk[CN_MAX_DIMS], px[CN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) pk[i] = kd[perm[i]], px[i] = xd[perm[i]];
+    int first = 0;
+    while (first < nd && pk[first] == 1) first++;
+    int trailing = 1;
+    for (int i = first; i < nd; i++) trailing &= pk[i] == px[i];
+    if (nd == 0) return ox_const_value(c, k, "", 0, NULL, k->c.f);
+    if (trailing && !x->nhwc) return ox_const_value(c, k, "", k->ndim, k->d, k->c.f);
+    /* Expand over every physical dim but a leading batch dim of 1. */
+    int from = (x->bdim == 0 && pk[0] == 1) ? 1 : 0;
+    if (trailing) from = first;
+    int64_t od[CN_MAX_DIMS], total = 1;
+    for (int i = from; i < nd; i++) od[i - from] = trailing ? pk[i] : px[i], total *= od[i - from];
+    if (!ox_fold_ok(total, "broadcasting a constant")) return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+    float *buf = malloc((size_t)(total ? total : 1) * sizeof *buf);
+    if (!buf) return cn_prog_fail(P, cn_errorf(CN_ERR_OUT_OF_MEMORY, "broadcasting '%s'", k->name));
+    int64_t kstride[CN_MAX_DIMS], s = 1;
+    for (int i = nd - 1; i >= 0; i--) kstride[i] = s, s *= kd[i]; /* logical strides of k */
+    for (int64_t e = 0; e < total; e++) {
+        int64_t r = e, src = 0;
+        for (int i = nd - 1; i >= from; i--) {
+            int64_t idx = r % od[i - from];
+            r /= od[i - from];
+            int li = perm[i];
+            if (kd[li] != 1) src += idx * kstride[li];
+        }
+        buf[e] = k->c.f[src];
+    }
+    char key[32];
+    snprintf(key, sizeof key, "bcast%d%s", from, x->nhwc ? "n" : "");
+    cn_value v = ox_const_value(c, k, key, nd - from, od, buf);
+    free(buf);
+    return v;
+}
+
+/* [..., 1] broadcast onto [..., C]: a product with a row of ones (exact: one term), so the
+ * batch stays free and the backward pass is a matmul's. */
+cn_value cn_onnx_expand_last(ox_ctx *c, cn_value b, int64_t cols) {
+    int64_t col[2] = {-1, 1};
+    cn_value b2 = cn_op_reshape(P, b, 2, col);
+    if (!ox_fold_ok(cols, "a row of ones")) return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+    float *ones = malloc((size_t)cols * sizeof *ones);
+    if (!ones) return cn_prog_fail(P, cn_errorf(CN_ERR_OUT_OF_MEMORY, "broadcast"));
+    for (int64_t i = 0; i < cols; i++) ones[i] = 1.0f;
+    char name[CN_NODE_NAME_MAX];
+    snprintf(name, sizeof name, "onnx_ones_%d", c->consts++);
+    cn_value o = cn_constant(P, name, 2, (const int64_t[]){1, cols}, ones);
+    free(ones);
+    return cn_op_matmul(P, b2, o, 0, 0);
+}
+
+/* A reshape of v to x's logical shape, the batch dim (if any) left free. */
+cn_value cn_onnx_reshape_like(ox_ctx *c, cn_value v, const ox_val *x) {
+    int64_t d[CN_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) d[i] = i == x->bdim ? -1 : x->d[i];
+    return cn_op_reshape(P, v, x->ndim ? x->ndim : 1, x->ndim ? d : (const int64_t[]){1});
+}
+
+typedef enum { B_ADD, B_SUB, B_MUL, B_DIV } bin_kind;
+
+static cn_value bin_op(cn_program *p, bin_kind k, cn_value a, cn_value b) {
+    switch (k) {
+    case B_ADD: return cn_op_add(p, a, b);
+    case B_SUB: return cn_op_sub(p, a, b);
+    case B_MUL: return cn_op_mul(p, a, b);
+    default: return cn_op_div(p, a, b);
+    }
+}
+
+static int same_shape(const ox_val *a, const ox_val *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int i = 0; i < a->ndim; i++)
+        if (a->d[i] != b->d[i]) return 0;
+    return 1;
+}
+
+cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
+    NEED(a, 0);
+    NEED(b, 1);
+    if (a->is_const && b->is_const) return cn_onnx_fold(c, n);
+    if (a->is_int || b->is_int) return ox_unsupported("integer arithmetic on program values");
+    int nd;
+    int64_t od[CN_MAX_DIMS];
+    if (!bcast_shape(a, b, &nd, od))
+        return cn_errorf(CN_ERR_SHAPE, "'%s' and '%s' do not broadcast", a->name, b->name);
+    /* x: the dynamic operand that has the output's shape; y: the other one. */
+    int swap = 0;
+    ox_val *x = a, *y = b;
+    int a_full = a->ndim == nd && !memcmp(a->d, od, sizeof(int64_t) * (size_t)nd) && !a->is_const;
+    if (!a_full) x = b, y = a, swap = 1;
+    if (x->is_const || x->ndim != nd || memcmp(x->d, od, sizeof(int64_t) * (size_t)nd))
+        return ox_unsupported("broadcasting '%s' %s onto a larger shape", x->name, x->is_const ? "(a constant)" : "");
+    if (swap && kind == B_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
+    cn_value xv, yv, r;
+    int nhwc = 0;
+    if (y->is_const) {
+        nhwc = x->nhwc;
+        xv = x->v;
+        yv = const_onto(c, y, x);
+    } else if (same_shape(x, y) && x->nhwc == y->nhwc) {
+        nhwc = x->nhwc;
+        xv = x->v, yv = y->v;
+    } else {
+        xv = ox_logical(c, x);
+        yv = ox_logical(c, y);
+        int yn = y->ndim, first = 0;
+        while (first < yn && y->d[first] == 1) first++;
+        int trailing = yn - first <= nd;
+        for (int i = first; i < yn && trailing; i++) trailing = y->d[i] == x->d[nd - yn + i];
+        if (!trailing) {
+            /* [..., 1] against [..., C] with the leading dims equal: expand the last axis. */
+            int ok = yn == nd && nd >= 1 && y->d[nd - 1] == 1 && x->d[nd - 1] > 1;
+            for (int i = 0; i < nd - 1 && ok; i++) ok = y->d[i] == x->d[i];
+            if (!ok) return ox_unsupported("broadcasting between program values of shapes other than a trailing part "
+                                           "or a last axis of 1");
+            yv = cn_onnx_reshape_like(c, cn_onnx_expand_last(c, yv, x->d[nd - 1]), x);
+        }
+    }
+    if (swap && kind == B_DIV) return ox_unsupported("division of a smaller program value by a larger one");
+    r = bin_op(P, (bin_kind)kind, xv, yv);
+    if (swap && kind == B_SUB) r = cn_op_scale(P, r, -1.0f, 0.0f);
+    return ox_set_dyn(c, n, 0, r, nhwc, x->bdim, x->ndim);
+}
+static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_ADD); }
+static cn_status h_sub(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_SUB); }
+static cn_status h_mul(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_MUL); }
+static cn_status h_div(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_DIV); }
+
+/* ---- softmax ---- */
+
+static cn_status softmax_like(ox_ctx *c, const Onnx__NodeProto *n, cn_value (*fn)(cn_program *, cn_value)) {
+    NEED(x, 0);
+    if (x->is_const) return ox_unsupported("a constant input");
+    int nd = x->ndim ? x->ndim : 1;
+    int64_t axis = ox_attr_i(n, "axis", c->opset < 13 ? 1 : -1);
+    if (axis < 0) axis += nd;
+    if (axis < 0 || axis >= nd) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)axis, nd);
+    cn_value v = ox_logical(c, x);
+    if (axis == nd - 1) return ox_set_dyn(c, n, 0, fn(P, v), 0, x->bdim, x->ndim);
+    if (c->opset < 13) { /* coerced to 2-D at axis: the rows are everything before it */
+        if (x->bdim >= (int)axis) return ox_unsupported("softmax over the batch dim");
+        int64_t inner = 1, outer = 1;
+        for (int i = (int)axis; i < nd; i++) inner *= x->d[i];
+        for (int i = 0; i < (int)axis; i++) outer *= x->d[i];
+        int64_t s2[2] = {x->bdim >= 0 ? -1 : outer, inner};
+        cn_value r = fn(P, cn_op_reshape(P, v, 2, s2));
+        return ox_set_dyn(c, n, 0, cn_onnx_reshape_like(c, r, x), 0, x->bdim, x->ndim);
+    }
+    if (x->bdim == (int)axis) return ox_unsupported("softmax over the batch dim");
+    int perm[CN_MAX_DIMS];
+    for (int i = 0; i < nd; i++) perm[i] = i;
+    perm[axis] = nd - 1, perm[nd - 1] = (int)axis; /* a swap is its own inverse */
+    cn_value r = cn_op_transpose(P, fn(P, cn_op_transpose(P, v, perm)), perm);
+    return ox_set_dyn(c, n, 0, r, 0, x->bdim, x->ndim);
+}
+static cn_status h_softmax(ox_ctx *c, const Onnx__NodeProto *n) { return softmax_like(c, n, cn_op_softmax); }
+static cn_status h_log_softmax(ox_ctx *c, const Onnx__NodeProto *n) { return softmax_like(c, n, cn_op_log_softmax); }
+
+/* ---- matrix products ---- */
+
+static cn_status h_gemm(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(a, 0);
+    NEED(b, 1);
+    ox_val *cc = ox_in(c, n, 2);
+    if (a->ndim != 2 || b->ndim != 2) return cn_errorf(CN_ERR_SHAPE, "Gemm needs 2-D A and B");
+    /* opsets 1-6: C broadcasts only with broadcast=1; numpy's rule covers both forms */
+    int ta = (int)ox_attr_i(n, "transA", 0), tb = (int)ox_attr_i(n, "transB", 0);
+    float alpha = ox_attr_f(n, "alpha", 1.0f), beta = ox_attr_f(n, "beta", 1.0f);
+    if (a->is_const && !a->init && b->is_const) return ox_unsupported("Gemm of two constants");
+    cn_value y = cn_op_matmul(P, ox_logical(c, a), ox_logical(c, b), ta, tb);
+    if (alpha != 1.0f) y = cn_op_scale(P, y, alpha, 0.0f);
+    int bd = ta ? (a->bdim == 1 ? 0 : -1) : (a->bdim == 0 ? 0 : -1);
+    if (cc && beta != 0.0f) {
+        ox_val tmp = {0};
+        tmp.ndim = 2;
+        tmp.d[0] = a->d[ta ? 1 : 0], tmp.d[1] = b->d[tb ? 0 : 1];
+        tmp.bdim = bd;
+        cn_value cv;
+        if (cc->is_const) cv = const_onto(c, cc, &tmp);
+        else cv = ox_logical(c, cc);
+        if (beta != 1.0f) cv = cn_op_scale(P, cv, beta, 0.0f);
+        y = cn_op_add(P, y, cv);
+    }
+    return ox_set_dyn(c, n, 0, y, 0, bd, 2);
+}
+
+static cn_status h_matmul(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(a, 0);
+    NEED(b, 1);
+    if (a->is_const && b->is_const) return ox_unsupported("MatMul of two constants");
+    if (a->ndim < 2 || b->ndim < 2) return ox_unsupported("MatMul of a 1-D operand");
+    cn_value av = ox_logical(c, a), bv = ox_logical(c, b), y;
+    if (b->ndim == 2) {
+        y = a->ndim == 2 ? cn_op_matmul(P, av, bv, 0, 0) : cn_op_dense(P, av, bv, CN_INVALID_VALUE);
+        return ox_set_dyn(c, n, 0, y, 0, a->bdim, a->ndim);
+    }
+    if (a->ndim != b->ndim) return ox_unsupported("MatMul with broadcast batch dims");
+    int nd = a->ndim;
+    for (int i = 0; i < nd - 2; i++)
+        if (a->d[i] != b->d[i]) return ox_unsupported("MatMul with broadcast batch dims");
+    int64_t lead = 1;
+    for (int i = 0; i < nd - 2; i++) lead *= a->d[i];
+    int free_b = a->bdim >= 0 && a->bdim < nd - 2;
+    int64_t sa[3] = {free_b ? -1 : lead, a->d[nd - 2], a->d[nd - 1]};
+    int64_t sb[3] = {free_b ? -1 : lead, b->d[nd - 2], b->d[nd - 1]};
+    if (nd != 3) av = cn_op_reshape(P, av, 3, sa), bv = cn_op_reshape(P, bv, 3, sb);
+    y = cn_op_matmul(P, av, bv, 0, 0);
+    ox_val out = *a;
+    out.d[nd - 1] = b->d[nd - 1];
+    if (nd != 3) y = cn_onnx_reshape_like(c, y, &out);
+    return ox_set_dyn(c, n, 0, y, 0, a->bdim, nd);
+}
+
+/* ---- images ---- */
+
+/* kernel, strides, pads (symmetric only) and dilations of a window op; 2-D only. */
+static cn_status window_attrs(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x, int64_t kdef_h, int64_t kdef_w,
+                              int64_t sdef, cn_op_params *wp) {
+    (void)c;
+    if (x->ndim != 4) return ox_unsupported("%d-D input (only 2-D images [N,C,H,W])", x->ndim);
+    int64_t kh = kdef_h, kw = kdef_w, sh = sdef, sw = sdef, pad[4] = {0, 0, 0, 0};
+    const Onnx__AttributeProto *a;
+    if ((a = ox_attr(n, "kernel_shape")) && a->n_ints == 2) kh = a->ints[0], kw = a->ints[1];
+    if ((a = ox_attr(n, "strides")) && a->n_ints == 2) sh = a->ints[0], sw = a->ints[1];
+    if ((a = ox_attr(n, "pads")) && a->n_ints == 4) memcpy(pad, a->ints, sizeof pad);
+    if ((a = ox_attr(n, "dilations")))
+        for (size_t i = 0; i < a->n_ints; i++)
+            if (a->ints[i] != 1) return ox_unsupported("dilations other than 1 (issue 16)");
+    if (ox_attr_i(n, "ceil_mode", 0)) return ox_unsupported("ceil_mode=1 (issue 16)");
+    if ((a = ox_attr(n, "auto_pad")) && a->has_s && a->s.len && !(a->s.len == 6 && !memcmp(a->s.data, "NOTSET", 6))) {
+        if (a->s.len == 5 && !memcmp(a->s.data, "VALID", 5)) memset(pad, 0, sizeof pad);
+        else if (sh == 1 && sw == 1 && kh % 2 && kw % 2) pad[0] = pad[2] = (kh - 1) / 2, pad[1] = pad[3] = (kw - 1) / 2;
+        else return ox_unsupported("auto_pad SAME with an even kernel or a stride (asymmetric padding, issue 16)");
+    }
+    if (pad[0] != pad[2] || pad[1] != pad[3]) return ox_unsupported("asymmetric pads (issue 16)");
+    if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || kh > 65536 || kw > 65536 || sh > 65536 || sw > 65536 || pad[0] < 0 ||
+        pad[1] < 0 || pad[0] > 65536 || pad[1] > 65536)
+        return cn_errorf(CN_ERR_SHAPE, "kernel %lldx%lld, strides %lldx%lld, pads %lld,%lld", (long long)kh,
+                         (long long)kw, (long long)sh, (long long)sw, (long long)pad[0], (long long)pad[1]);
+    memset(wp, 0, sizeof *wp);
+    wp->kh = (int)kh, wp->kw = (int)kw, wp->sh = (int)sh, wp->sw = (int)sw, wp->ph = (int)pad[0], wp->pw = (int)pad[1];
+    return CN_OK;
+}
+
+static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    NEED(w, 1);
+    ox_val *b = ox_in(c, n, 2);
+    if (ox_attr_i(n, "group", 1) != 1) return ox_unsupported("group=%lld (grouped convolution: issue 16)", (long long)ox_attr_i(n, "group", 1));
+    if (w->ndim != 4 || (w->is_const && w->c.dt != OX_F32) || w->is_int) return ox_unsupported("weights that are not 4-D float values");
+    if (x->is_const) return ox_unsupported("a constant image");
+    int64_t co = w->d[0], ci = w->d[1], kh = w->d[2], kw = w->d[3];
+    cn_op_params wp;
+    cn_status st = window_attrs(c, n, x, kh, kw, 1, &wp);
+    if (st != CN_OK) return st;
+    if (wp.kh != kh || wp.kw != kw) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
+    if (x->d[1] != ci) return cn_errorf(CN_ERR_SHAPE, "the input has %lld channels, the weights expect %lld", (long long)x->d[1], (long long)ci);
+    /* OIHW -> the [KH,KW,Cin,Cout] clnet's im2col multiplies: once, at import, for an
+     * initializer; a transpose in the program for weights computed or fed at run time. */
+    cn_value wv;
+    if (w->is_const) {
+        float *hwio = malloc((size_t)w->c.numel * sizeof *hwio);
+        if (!hwio) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "weights '%s'", w->name);
+        for (int64_t o = 0; o < co; o++)
+            for (int64_t i = 0; i < ci; i++)
+                for (int64_t h = 0; h < kh; h++)
+                    for (int64_t k = 0; k < kw; k++)
+                        hwio[((h * kw + k) * ci + i) * co + o] = w->c.f[((o * ci + i) * kh + h) * kw + k];
+        wv = ox_const_value(c, w, "hwio", 4, (const int64_t[]){kh, kw, ci, co}, hwio);
+        free(hwio);
+    } else {
+        if (w->bdim >= 0) return ox_unsupported("weights with a batch dim");
+        wv = cn_op_transpose(P, ox_logical(c, w), (const int[]){2, 3, 1, 0});
+    }
+    cn_value xv = ox_nhwc(c, x);
+    cn_value cols = cn_prog_op(P, CN_OP_IM2COL, 1, &xv, &wp);
+    cn_value w2 = cn_op_reshape(P, wv, 2, (const int64_t[]){kh * kw * ci, co});
+    cn_value y = cn_op_matmul(P, cols, w2, 0, 0);
+    if (b) {
+        if (b->ndim != 1 || b->d[0] != co || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [Cout]");
+        y = cn_op_add(P, y, ox_logical(c, b));
+    }
+    int64_t oh = 1, ow = 1;
+    cn_window_extent(x->d[2], kh, wp.sh, wp.ph, &oh);
+    cn_window_extent(x->d[3], kw, wp.sw, wp.pw, &ow);
+    y = cn_op_reshape(P, y, 4, (const int64_t[]){x->bdim == 0 ? -1 : x->d[0], oh, ow, co});
+    return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
+}
+
+static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
+    NEED(x, 0);
+    if (x->is_const) return ox_unsupported("a constant image");
+    if (n->n_output > 1 && *n->output[1]) return ox_unsupported("the Indices output");
+    if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
+    cn_op_params wp;
+    const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
+    if (!ks || ks->n_ints != 2) return ox_unsupported("kernel_shape must have 2 entries");
+    cn_status st = window_attrs(c, n, x, ks->ints[0], ks->ints[1], 1, &wp);
+    if (st != CN_OK) return st;
+    if (wp.ph || wp.pw) return ox_unsupported("padded pooling (issue 16)");
+    return ox_set_dyn(c, n, 0, cn_prog_op(P, op, 1, (cn_value[]){ox_nhwc(c, x)}, &wp), 1, x->bdim, 4);
+}
+static cn_status h_maxpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_MAXPOOL); }
+static cn_status h_avgpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_AVGPOOL); }
+
+/* A mean over the image: NHWC [N,H,W,C] viewed as [N,H*W,C], averaged along axis 1. */
+static cn_status h_global_avgpool(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    if (x->is_const || x->ndim != 4) return ox_unsupported("only 4-D program values");
+    int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1];
+    cn_value v = cn_op_reshape(P, ox_nhwc(c, x), 3, (const int64_t[]){N, x->d[2] * x->d[3], C});
+    v = cn_op_mean(P, v, 1, 1);
+    v = cn_op_reshape(P, v, 4, (const int64_t[]){N, 1, 1, C});
+    return ox_set_dyn(c, n, 0, v, 1, x->bdim, 4);
+}
+
+/* ---- normalisation ---- */
+
+/* Over the last axis, or over every axis from `axis` on by viewing those as one (the scale
+ * and bias flattened alike). */
+static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(x, 0);
+    NEED(g, 1);
+    ox_val *b = ox_in(c, n, 2);
+    int64_t axis = ox_attr_i(n, "axis", -1);
+    if (axis < 0) axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", -1), x->ndim);
+    if (x->bdim >= axis) return ox_unsupported("normalising over the batch dim");
+    for (size_t k = 1; k < n->n_output; k++)
+        if (*n->output[k]) return ox_unsupported("the Mean and InvStdDev outputs");
+    if (x->is_const) return ox_unsupported("a constant input");
+    int64_t C = 1;
+    for (int k = (int)axis; k < x->ndim; k++) C *= x->d[k];
+    ox_val *gb[2] = {g, b};
+    cn_value v[2];
+    for (int k = 0; k < 2; k++) {
+        ox_val *t = gb[k];
+        if (!t) {
+            if (!ox_fold_ok(C, "a zero bias")) return cn_last_status();
+            float *zeros = calloc((size_t)C, sizeof *zeros);
+            if (!zeros) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "layer norm");
+            char name[CN_NODE_NAME_MAX];
+            snprintf(name, sizeof name, "onnx_const_%d", c->consts++);
+            v[k] = cn_constant(P, name, 1, &C, zeros);
+            free(zeros);
+            continue;
+        }
+        int64_t tn = 1;
+        for (int j = 0; j < t->ndim; j++) tn *= t->d[j];
+        if (tn != C || t->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "scale or bias '%s' does not hold %lld values", t->name, (long long)C);
+        if (t->is_const) v[k] = ox_const_value(c, t, "", 1, &C, t->c.f);
+        else v[k] = cn_op_reshape(P, ox_logical(c, t), 1, &C);
+    }
+    cn_value xv = ox_logical(c, x);
+    int flat = axis != x->ndim - 1;
+    if (flat) {
+        int64_t d[CN_MAX_DIMS];
+        for (int k = 0; k < axis; k++) d[k] = k == x->bdim ? -1 : x->d[k];
+        d[axis] = C;
+        xv = cn_op_reshape(P, xv, (int)axis + 1, d);
+    }
+    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], ox_attr_f(n, "epsilon", 1e-5f));
+    if (flat) y = cn_onnx_reshape_like(c, y, x);
+    return ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
+}
+
+/* ---- gather: embedding tables ---- */
+
+static cn_status h_gather(ox_ctx *c, const Onnx__NodeProto *n) {
+    NEED(data, 0);
+    NEED(idx, 1);
+    if (data->is_const && idx->is_const) return cn_onnx_fold(c, n);
+    if (data->is_const && data->ndim == 2 && ox_attr_i(n, "axis", 0) == 0 && idx->is_int) {
+        cn_value y = cn_op_embedding(P, ox_const_value(c, data, "", 2, data->d, data->c.f), idx->v);
+        int nd = idx->ndim + 1;
+        return ox_set_dyn(c, n, 0, y, 0, idx->bdim, nd);
+    }
+    return ox_unsupported("Gather from a program value (only embedding lookups: a 2-D table and integer ids)");
+}
+
+const ox_op cn_onnx_ops[] = {
+    {"Relu", 1, h_relu},
+    {"Sigmoid", 1, h_sigmoid},
+    {"Tanh", 1, h_tanh},
+    {"Exp", 1, h_exp},
+    {"Log", 1, h_log},
+    {"Neg", 1, h_neg},
+    {"Identity", 1, h_identity},
+    {"Dropout", 1, h_dropout},
+    {"Gelu", 20, h_gelu},
+    {"Add", 1, h_add},
+    {"Sub", 1, h_sub},
+    {"Mul", 1, h_mul},
+    {"Div", 1, h_div},
+    {"Softmax", 1, h_softmax},
+    {"LogSoftmax", 1, h_log_softmax},
+    {"Gemm", 1, h_gemm},
+    {"MatMul", 1, h_matmul},
+    {"Conv", 1, h_conv},
+    {"MaxPool", 1, h_maxpool},
+    {"AveragePool", 1, h_avgpool},
+    {"GlobalAveragePool", 1, h_global_avgpool},
+    {"LayerNormalization", 17, h_layer_norm},
+    {"Gather", 1, h_gather},
+};
+const int cn_onnx_n_ops = (int)(sizeof cn_onnx_ops / sizeof cn_onnx_ops[0]);

@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""Writes tests/fixtures/onnx/<model>/: model.onnx exported by PyTorch (TorchScript exporter,
+Debian's python3-torch 1.13; CLNET_WITH_TORCH=1 scripts/setup.sh installs it) with a free
+batch, and test_data_set_0/{input,output}_N.pb (ONNX TensorProto files, the layout of the
+ONNX project's own backend tests) holding a batch of 3 and PyTorch's outputs for it.
+tests/onnx/test_onnx_nodes replays them on every device. Run again only to change a model.
+
+The models: an MLP, the course's seed CNN (models/seed_cnn.net, NCHW), a small ViT and a
+small GPT-style causal transformer, written so that the exporter emits what real models
+make it emit: shape arithmetic for x.view(x.size(0), -1), layer norm and GELU as their
+decompositions (opset 14: LayerNormalization and Gelu did not exist yet), attention as
+batched MatMul and Softmax, token embeddings as Gather."""
+import math
+import os
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from torch import nn
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "onnx")
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 32)
+        self.fc2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return torch.log_softmax(self.fc2(torch.relu(self.fc1(x.flatten(1)))), dim=1)
+
+
+class SeedCNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3)
+        self.conv2 = nn.Conv2d(32, 64, 3)
+        self.conv3 = nn.Conv2d(64, 64, 3)
+        self.fc1 = nn.Linear(64 * 3 * 3, 64)
+        self.fc2 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = nn.functional.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.relu(self.conv3(x))
+        x = x.view(x.size(0), -1)  # Shape, Gather, Unsqueeze, Concat, Reshape
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, d, heads, causal, t):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.fc1, self.fc2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+        self.heads = heads
+        if causal:
+            self.register_buffer("mask", torch.triu(torch.full((t, t), float("-inf")), diagonal=1))
+        else:
+            self.mask = None
+
+    def attn(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q = self.q(x).view(b, t, h, d // h).transpose(1, 2)
+        k = self.k(x).view(b, t, h, d // h).transpose(1, 2)
+        v = self.v(x).view(b, t, h, d // h).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) / math.sqrt(d // h)
+        if self.mask is not None:
+            s = s + self.mask
+        y = torch.softmax(s, dim=-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.ln2(x))))
+
+
+class ViT(nn.Module):
+    def __init__(self, d=32, patch=7):
+        super().__init__()
+        self.embed = nn.Conv2d(1, d, patch, stride=patch)
+        self.pos = nn.Parameter(torch.randn(1, (28 // patch) ** 2, d) * 0.02)
+        self.blocks = nn.Sequential(Block(d, 4, False, 16), Block(d, 4, False, 16))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        x = self.embed(x).flatten(2).transpose(1, 2) + self.pos
+        return self.head(self.ln(self.blocks(x)).mean(dim=1))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab=64, d=32, t=16):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, t, d) * 0.02)
+        self.blocks = nn.Sequential(Block(d, 4, True, t), Block(d, 4, True, t))
+        self.ln = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        return self.head(self.ln(self.blocks(self.tok(ids) + self.pos)))
+
+
+def write(name, model, x, opset):
+    torch.manual_seed(1)
+    model.eval()
+    d = os.path.join(OUT, name)
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    path = os.path.join(d, "model.onnx")
+    torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=opset,
+                      do_constant_folding=True)
+    onnx.checker.check_model(onnx.load(path))
+    with torch.no_grad():
+        y = model(x)
+    for kind, t in (("input", x), ("output", y)):
+        with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(t.numpy()).SerializeToString())
+    print(name, os.path.getsize(path), "bytes")
+
+
+def fashion(n):
+    """The first n training images (NCHW float in [0,1]) and labels of Fashion-MNIST."""
+    import gzip
+    d = "/usr/share/datasets/fashion-mnist"
+    with gzip.open(os.path.join(d, "train-images-idx3-ubyte.gz")) as f:
+        img = np.frombuffer(f.read(), np.uint8, offset=16)[: n * 784]
+    with gzip.open(os.path.join(d, "train-labels-idx1-ubyte.gz")) as f:
+        lab = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    return img.reshape(n, 1, 28, 28).astype(np.float64) / 255.0, lab.astype(np.int64)
+
+
+def train_losses(name, model, steps=20, batch=16, lr=0.01):
+    """20 steps of plain SGD from the exported weights, in float64 (the exact trajectory that
+    clnet's float32 run is compared with), on Fashion-MNIST's first images in file order."""
+    import copy
+    m = copy.deepcopy(model).double().train()
+    opt = torch.optim.SGD(m.parameters(), lr=lr)
+    x, y = fashion(steps * batch)
+    with open(os.path.join(OUT, name, "train_sgd.txt"), "w") as f:
+        f.write("# steps batch lr, then the loss before each step (PyTorch float64)\n%d %d %g\n" % (steps, batch, lr))
+        for s in range(steps):
+            xb = torch.from_numpy(x[s * batch:(s + 1) * batch])
+            yb = torch.from_numpy(y[s * batch:(s + 1) * batch])
+            loss = nn.functional.cross_entropy(m(xb), yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            f.write("%.12g\n" % loss.item())
+
+
+def main():
+    torch.manual_seed(0)
+    img = torch.rand(3, 1, 28, 28)
+    write("mlp", MLP(), img, 13)
+    cnn = SeedCNN()
+    write("seed_cnn", cnn, img, 13)
+    train_losses("seed_cnn", cnn)
+    write("vit", ViT(), img, 14)
+    write("gpt", GPT(), torch.randint(0, 64, (3, 16)), 14)
+
+
+main()

@@ -1,0 +1,257 @@
+/* The ONNX project's backend tests (Debian libonnx-testdata: node/, pytorch-converted/,
+ * pytorch-operator/, simple/): every test whose ops are all in the importer's table is
+ * imported, run on the OpenMP device and compared with its expected outputs at the ONNX
+ * runner's own tolerance (rtol 1e-3, atol 1e-7, onnx/backend/test/runner). Counts are
+ * printed per suite; each test of a supported op that is refused prints the importer's
+ * reason. The test fails when any such test computes a wrong value or crashes at run time:
+ * a refusal is an honest "not supported", a wrong answer never is.
+ *
+ * With --fixtures DIR it replays PyTorch-exported models (tests/fixtures/onnx, written by
+ * make_fixtures.py) on every device instead: each must import and match PyTorch within 1e-4
+ * of the output's largest magnitude (relative to the output's scale, since logits cross
+ * zero), and a refusal fails too.
+ *
+ * Usage: test_onnx_nodes DATA_DIR [NAME_FILTER]   (skips, exit 77, without the data)
+ *        test_onnx_nodes --fixtures DIR */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx_import.h"
+#include "session.h"
+
+static int g_fixtures;
+
+typedef struct counts {
+    int total, other_ops, pass, refused, failed;
+} counts;
+
+static int has_op(const char *type) {
+    const char *list = cn_onnx_supported_list();
+    size_t len = strlen(type);
+    for (const char *p = list; (p = strstr(p, type)); p += len)
+        if ((p == list || p[-1] == ' ') && (p[len] == ',' || p[len] == 0)) return 1;
+    return 0;
+}
+
+static Onnx__TensorProto *read_pb(const char *path) {
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (cn_data_read_file(path, (size_t)1 << 30, &buf, &len) != CN_OK) return NULL;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, buf);
+    free(buf);
+    return t;
+}
+
+/* Runs one data set; returns 0 when every output matches, else 1 with *why set. */
+static int run_set(cn_program *p, const Onnx__GraphProto *g, const char *dir, const char *sel, char *why, size_t cap) {
+    cn_device *dev = NULL;
+    cn_session *s = NULL;
+    int bad = 1;
+    if (cn_device_open(sel, &dev) != CN_OK || cn_session_create_inference(p, dev, &s) != CN_OK) {
+        snprintf(why, cap, "session: %s", cn_last_error());
+        goto done;
+    }
+    int k = 0;
+    for (size_t i = 0; i < g->n_input; i++) {
+        const char *name = g->input[i]->name;
+        int is_init = 0;
+        for (size_t j = 0; j < g->n_initializer; j++) is_init |= !strcmp(g->initializer[j]->name, name);
+        if (is_init) continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/input_%d.pb", dir, k++);
+        Onnx__TensorProto *t = read_pb(path);
+        ox_tensor h = {0};
+        if (!t || cn_onnx_tensor_decode(t, "input", &h) != CN_OK) {
+            snprintf(why, cap, "cannot read %.400s", path);
+            if (t) onnx__tensor_proto__free_unpacked(t, NULL);
+            goto done;
+        }
+        onnx__tensor_proto__free_unpacked(t, NULL);
+        int64_t rows = h.ndim ? h.d[0] : 1;
+        cn_status st;
+        if (h.dt == OX_F32) st = cn_session_feed(s, name, h.f, rows);
+        else {
+            int32_t *ids = malloc((size_t)(h.numel ? h.numel : 1) * sizeof *ids);
+            for (int64_t e = 0; e < h.numel; e++) ids[e] = (int32_t)h.i[e];
+            st = cn_session_feed(s, name, ids, rows);
+            free(ids);
+        }
+        ox_tensor_free(&h);
+        if (st != CN_OK) {
+            snprintf(why, cap, "feed %s: %s", name, cn_last_error());
+            goto done;
+        }
+    }
+    if (cn_session_run(s) != CN_OK) {
+        snprintf(why, cap, "run: %s", cn_last_error());
+        goto done;
+    }
+    for (size_t i = 0; i < g->n_output; i++) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/output_%zu.pb", dir, i);
+        Onnx__TensorProto *t = read_pb(path);
+        ox_tensor want = {0};
+        if (!t || cn_onnx_tensor_decode(t, "output", &want) != CN_OK) {
+            snprintf(why, cap, "cannot read %.400s", path);
+            if (t) onnx__tensor_proto__free_unpacked(t, NULL);
+            goto done;
+        }
+        onnx__tensor_proto__free_unpacked(t, NULL);
+        int nd;
+        int64_t shape[CN_MAX_DIMS], numel = 1;
+        if (cn_session_output_shape(s, g->output[i]->name, &nd, shape) != CN_OK) {
+            snprintf(why, cap, "output %s: %s", g->output[i]->name, cn_last_error());
+            ox_tensor_free(&want);
+            goto done;
+        }
+        for (int d = 0; d < nd; d++) numel *= shape[d];
+        if (numel != want.numel) {
+            snprintf(why, cap, "output %s has %lld values, expected %lld", g->output[i]->name, (long long)numel,
+                     (long long)want.numel);
+            ox_tensor_free(&want);
+            goto done;
+        }
+        float *got = malloc((size_t)numel * sizeof *got);
+        cn_session_fetch(s, g->output[i]->name, got, (size_t)numel * sizeof *got);
+        double scale = 0;
+        for (int64_t e = 0; e < numel; e++) scale = fmax(scale, fabs(ox_get(&want, e)));
+        for (int64_t e = 0; e < numel; e++) {
+            double w = ox_get(&want, e), v = got[e];
+            if (isnan(w) && isnan(v)) continue;
+            if (g_fixtures ? !(fabs(v - w) <= 1e-4 * scale) : !(fabs(v - w) <= 1e-7 + 1e-3 * fabs(w))) {
+                snprintf(why, cap, "output %s[%lld] = %.9g, expected %.9g", g->output[i]->name, (long long)e, v, w);
+                free(got);
+                ox_tensor_free(&want);
+                goto done;
+            }
+        }
+        free(got);
+        ox_tensor_free(&want);
+    }
+    bad = 0;
+done:
+    cn_session_free(s);
+    cn_device_release(dev);
+    return bad;
+}
+
+static void run_test(const char *suite_dir, const char *name, counts *c) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s/model.onnx", suite_dir, name);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (cn_data_read_file(path, (size_t)1 << 30, &buf, &len) != CN_OK) return;
+    c->total++;
+    cn_onnx_file *f = NULL;
+    int all = 0;
+    if (cn_onnx_parse(buf, len, path, &f) == CN_OK) {
+        const Onnx__GraphProto *g = cn_onnx_file_model(f)->graph;
+        all = 1;
+        for (size_t i = 0; i < g->n_node; i++) all &= has_op(g->node[i]->op_type);
+    }
+    if (!all) {
+        c->other_ops++;
+        cn_onnx_file_free(f);
+        free(buf);
+        return;
+    }
+    cn_program *p = NULL;
+    if (cn_program_from_onnx_memory(buf, len, name, &p) != CN_OK) {
+        c->refused++;
+        printf("refused %s: %s\n", name, cn_last_error());
+    } else {
+        const Onnx__GraphProto *g = cn_onnx_file_model(f)->graph;
+        int sets = 0, bad = 0;
+        for (int k = 0; k < 16; k++) {
+            char dir[1200];
+            snprintf(dir, sizeof dir, "%s/%s/test_data_set_%d", suite_dir, name, k);
+            DIR *d = opendir(dir);
+            if (!d) break;
+            closedir(d);
+            char why[600] = "";
+            sets++;
+            int ndev = 1;
+            if (g_fixtures && cn_device_count(&ndev) != CN_OK) ndev = 1;
+            for (int di = 0; di < ndev && !bad; di++) {
+                cn_device_info info;
+                const char *sel = "omp";
+                if (g_fixtures && cn_device_info_get(di, &info) == CN_OK) sel = info.selector;
+                if (run_set(p, g, dir, sel, why, sizeof why)) {
+                    bad = 1;
+                    printf("FAILED  %s (data set %d, device %s): %s\n", name, k, sel, why);
+                } else if (g_fixtures) {
+                    printf("ok      %s on %s\n", name, sel);
+                }
+            }
+            if (bad) break;
+        }
+        if (bad) c->failed++;
+        else if (sets) c->pass++;
+        else c->refused++, printf("refused %s: no data sets\n", name);
+    }
+    cn_program_free(p);
+    cn_onnx_file_free(f);
+    free(buf);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    if (argc == 3 && !strcmp(argv[1], "--fixtures")) {
+        g_fixtures = 1;
+        counts c = {0};
+        DIR *d = opendir(argv[2]);
+        if (!d) {
+            printf("FAILED: no fixtures in %s\n", argv[2]);
+            return 1;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.') run_test(argv[2], e->d_name, &c);
+        closedir(d);
+        printf("fixtures: %d models, %d pass, %d refused, %d FAILED\n", c.total, c.pass, c.refused, c.failed);
+        return c.total && c.pass == c.total ? 0 : 1;
+    }
+    static const char *suites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
+    counts all = {0};
+    int found = 0;
+    for (int s = 0; s < 4; s++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/%s", argv[1], suites[s]);
+        DIR *d = opendir(dir);
+        if (!d) continue;
+        found = 1;
+        char **names = NULL;
+        int n = 0, cap = 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] == '.' || (argc > 2 && !strstr(e->d_name, argv[2]))) continue;
+            if (n == cap) names = realloc(names, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *names);
+            names[n++] = strdup(e->d_name);
+        }
+        closedir(d);
+        qsort(names, (size_t)n, sizeof *names, cmp_str);
+        counts c = {0};
+        for (int i = 0; i < n; i++) {
+            run_test(dir, names[i], &c);
+            free(names[i]);
+        }
+        free(names);
+        printf("%s: %d tests, %d use ops outside the table; of the %d that do not: %d pass, %d refused (a variant "
+               "not supported), %d FAILED\n",
+               suites[s], c.total, c.other_ops, c.total - c.other_ops, c.pass, c.refused, c.failed);
+        all.total += c.total, all.other_ops += c.other_ops, all.pass += c.pass, all.refused += c.refused,
+            all.failed += c.failed;
+    }
+    if (!found) {
+        printf("skipped: no ONNX test data in %s (Debian: libonnx-testdata)\n", argv[1]);
+        return 77;
+    }
+    printf("all: %d tests, %d of supported ops: %d pass, %d refused, %d FAILED\n", all.total,
+           all.total - all.other_ops, all.pass, all.refused, all.failed);
+    return all.failed ? 1 : 0;
+}

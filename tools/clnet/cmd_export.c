@@ -1,0 +1,54 @@
+/* clnet export CHECKPOINT OUT.onnx: a trained model as an ONNX file (clnet.h only). */
+#include <stdio.h>
+
+#include "args.h"
+#include "cli.h"
+
+void help_export(void) {
+    printf("Usage: clnet export CHECKPOINT OUT.onnx [--opset N]\n"
+           "\n"
+           "Write a checkpoint's model with its trained weights as an ONNX file (opset 17 by\n"
+           "default), for ONNX Runtime, PyTorch or any other framework. The file's input is the\n"
+           "model's: \"images\" [batch,H,W,C] float32 (NHWC, pixels in [0,1]) or \"tokens\"\n"
+           "[batch,context] int32; its outputs are every layer's, \"logits\", \"output\" and\n"
+           "\"probabilities\" (the loss and accuracy, which need labels, are left out).\n"
+           "\n"
+           "Options:\n"
+           "  --opset N       17 (default) to 21\n"
+           "  -h, --help      show this help\n"
+           "  -v, --verbose   log INFO messages to stderr\n"
+           "\n"
+           "Example:\n"
+           "  clnet export seed.ckpt seed.onnx\n");
+}
+
+static const arg_cmd export_cmd = {"export", "clnet export CHECKPOINT OUT.onnx", help_export, 2, 2,
+                                   "CHECKPOINT OUT.onnx"};
+
+int cmd_export(int argc, char **argv) {
+    int64_t opset = 17;
+    arg_opt opts[] = {{"--opset", NULL, ARG_INT, &opset, 17, 21, NULL, "N", 0}, ARG_END};
+    const char *pos[2];
+    int np;
+    int r = args_parse(&export_cmd, opts, argc, argv, pos, &np);
+    if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
+    if ((r = cli_check_writable(pos[1], "OUT.onnx")) != 0) return r;
+    cn_device *dev = NULL;
+    cn_model *m = NULL;
+    cn_session *s = NULL;
+    cn_program *p = NULL;
+    cn_train_config cfg;
+    cn_status st = cli_load_checkpoint(pos[0], "omp", &dev, &m, &s, NULL, NULL, NULL);
+    if (st == CN_OK) st = cn_checkpoint_read_config(pos[0], &cfg);
+    /* the same program the session runs (parameters by name; the seed does not matter,
+     * the session's weights are written) */
+    if (st == CN_OK) st = cn_model_program(m, cfg.seed, cfg.loss, &p);
+    if (st == CN_OK) st = cn_program_to_onnx(p, s, pos[1], (int)opset);
+    int status = st == CN_OK ? EXIT_OK : cli_error(st);
+    if (st == CN_OK) printf("wrote %s (opset %lld)\n", pos[1], (long long)opset);
+    cn_program_free(p);
+    cn_session_free(s);
+    if (m) cn_model_free(m);
+    cn_device_release(dev);
+    return status;
+}
