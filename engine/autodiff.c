@@ -150,6 +150,13 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
             r = accumulate(g, grad, a, with_params(g, CN_OP_EMBEDDING_GRAD, 2, in, NULL, &sa));
         }
         break;
+    case CN_OP_CAST: /* the gradient goes back to the input's storage type */
+        if (need_a) {
+            cn_op_params c = {0};
+            c.variant = (int32_t)g->nodes[a].dtype;
+            r = accumulate(g, grad, a, with_params(g, CN_OP_CAST, 1, &dy, &c, NULL));
+        }
+        break;
     case CN_OP_GELU:
         if (need_a) {
             int in[2] = {dy, a};

@@ -30,6 +30,16 @@ typedef struct cn_launch {
     void *flags;    /* NULL, or the session's run flags (CN_FLAG_WORDS int32, see below) */
 } cn_launch;
 
+/* The storage type of a launch's float tensors (ops.h's 'h' letters; engine/storage.h): f16
+ * or bf16 when any input or the output is stored in 16 bits, else f32. Kernels load from and
+ * store to that type and compute in float32. */
+static inline cn_dtype cn_launch_storage(const cn_launch *l) {
+    if (l->out_dtype == CN_F16 || l->out_dtype == CN_BF16) return l->out_dtype;
+    for (int i = 0; i < l->n_in; i++)
+        if (l->in_dtype[i] == CN_F16 || l->in_dtype[i] == CN_BF16) return l->in_dtype[i];
+    return CN_F32;
+}
+
 /* Run flags: a small device buffer a session gives every launch, so that what only the data
  * can tell is found on the device and stops the update without a host sync per step.
  * Word 0 collects CN_FLAG_* bits (set atomically; the launch that sets the first bit also
@@ -40,16 +50,6 @@ typedef struct cn_launch {
 #define CN_FLAG_LABEL 1     /* a label outside [0, C) */
 #define CN_FLAG_NONFINITE 2 /* flag_nonfinite found a NaN or an infinity */
 #define CN_FLAG_WORDS 4
-
-/* The storage type of a launch's float tensors (ops.h's 'h' letters; engine/storage.h): f16
- * or bf16 when any input or the output is stored in 16 bits, else f32. Kernels load from and
- * store to that type and compute in float32. */
-static inline cn_dtype cn_launch_storage(const cn_launch *l) {
-    if (l->out_dtype == CN_F16 || l->out_dtype == CN_BF16) return l->out_dtype;
-    for (int i = 0; i < l->n_in; i++)
-        if (l->in_dtype[i] == CN_F16 || l->in_dtype[i] == CN_BF16) return l->in_dtype[i];
-    return CN_F32;
-}
 
 /* An upload of at most this many bytes (a power of two, at an offset that is a multiple of
  * it) copies src before it returns, even with blocking = 0: the engine writes small per-step

@@ -224,7 +224,8 @@ static cn_dtype storage_of(cn_op op, int n_in, const cn_dtype *in) {
     return CN_F32;
 }
 
-static cn_dtype dtype_of_letter(cn_op op, int n_in, char letter, const cn_dtype *in) {
+static cn_dtype dtype_of_letter(cn_op op, const cn_op_params *p, int n_in, char letter, const cn_dtype *in) {
+    if (letter == 'c') return (cn_dtype)p->variant; /* CAST's target, checked by check_inputs */
     return letter == 'i' ? CN_I32 : letter == '=' ? in[0] : letter == 'h' ? storage_of(op, n_in, in) : CN_F32;
 }
 
@@ -238,8 +239,11 @@ static const char *letter_name(char letter) {
     return letter == 'i' ? "i32" : letter == 'h' ? "f32, f16 or bf16" : "f32";
 }
 
-static cn_status check_inputs(cn_op op, int n_in, const cn_dtype *dt) {
+static cn_status check_inputs(cn_op op, const cn_op_params *p, int n_in, const cn_dtype *dt) {
     const char *sig = dtype_sigs[op];
+    if (strchr(sig, 'c') && !cn_dtype_is_float((cn_dtype)p->variant))
+        return cn_errorf(CN_ERR_DTYPE, "%s: target dtype %d is not a float storage type (f32, f16 or bf16)", names[op],
+                         (int)p->variant);
     cn_dtype st = storage_of(op, n_in, dt);
     for (int i = 0; i < n_in; i++) {
         if (!dtype_letter_ok(sig[i], dt[i]))
@@ -432,10 +436,11 @@ cn_status cn_op_infer(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     static const cn_op_params none;
     if ((unsigned)op >= CN_OP_COUNT || op == CN_OP_LEAF || n_in != arities[op])
         return cn_errorf(CN_ERR_INVALID_ARG, "op %s takes %d inputs, got %d", cn_op_name(op), cn_op_arity(op), n_in);
-    CN_TRY(check_inputs(op, n_in, dt));
+    if (!p) p = &none;
+    CN_TRY(check_inputs(op, p, n_in, dt));
     memset(out, 0, sizeof *out);
-    CN_TRY(infer_shape(op, p ? p : &none, in, given, out));
-    *out_dt = dtype_of_letter(op, n_in, out_letters(op)[0], dt);
+    CN_TRY(infer_shape(op, p, in, given, out));
+    *out_dt = dtype_of_letter(op, p, n_in, out_letters(op)[0], dt);
     return CN_OK;
 }
 
@@ -452,7 +457,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {
         base = 2;
-        if (dt[2] != CN_F32 || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
+        if (dt[2] != dt[0] || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
             return cn_errorf(CN_ERR_SHAPE, "matmul: a fused bias %s %s needs a 2-D product, got output %s",
                              cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]), cn_shape_str(out, s2, sizeof s2));
     }
@@ -463,7 +468,7 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
         return cn_errorf(CN_ERR_SHAPE, "%s: output %s, the inputs give %s", names[op], cn_shape_str(out, s1, sizeof s1),
                          cn_shape_str(&want, s2, sizeof s2));
     int dt_ok = 0;
-    for (const char *l = out_letters(op); *l && !dt_ok; l++) dt_ok = dtype_of_letter(op, base, *l, dt) == out_dt;
+    for (const char *l = out_letters(op); *l && !dt_ok; l++) dt_ok = dtype_of_letter(op, p, base, *l, dt) == out_dt;
     if (!dt_ok)
         return cn_errorf(CN_ERR_DTYPE, "%s: output dtype %s, expected %s", names[op], cn_dtype_name(out_dt),
                          cn_dtype_name(want_dt));

@@ -88,7 +88,8 @@
  * - ATTENTION(q [BH,T,D], k [BH,S,D], v [BH,S,D]) -> [BH,T,D]: softmax(p.scale * q k^T
  *   (+ causal mask when p.causal: key j > query i excluded)) v per leading index (batch x
  *   heads flattened, row-major, [B,H,T,D] reshaped). Builders pass scale = 1/sqrt(D).
- *   ATTENTION_LSE(q, k) -> [BH,T]: the per-row log-sum-exp of the (masked, scaled) scores.
+ *   ATTENTION_LSE(q, k) -> [BH,T]: the per-row log-sum-exp of the (masked, scaled) scores,
+ *   f32 whatever q's storage type (the backward exponentiates differences with it).
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
  *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
@@ -136,7 +137,8 @@
  * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; h = a float
  *   storage type (f32, f16 or bf16: engine/storage.h), the same for every h of one launch; an
  *   output of several letters allows each (the first is what the graph makes), "=" is input 0's
- *   dtype, an output h the inputs' storage type.
+ *   dtype, an output h the inputs' storage type, an output c the float type p.variant names
+ *   (CAST).
  * - shape rule: how the output shape follows from the inputs, parameters and (for some rules)
  *   the shape the caller asks for; one case of cn_op_infer() per rule (CN_RULE_<rule>).
  * - storage (CN_STORE_<storage>): where the value lives: OWN, a buffer of its own; VIEW, input
@@ -149,7 +151,7 @@
 #define CN_OP_TABLE(X)                                                                \
     X(LEAF, "leaf", 0, 1, 0, "", LEAF, OWN, 0, NONE)                                  \
     X(RESHAPE, "reshape", 1, 1, 0, "*:=", VIEW, VIEW, 0, NONE)                        \
-    X(MATMUL, "matmul", 2, 1, 1, "ff:f", MATMUL, OWN, 1, NONE)                        \
+    X(MATMUL, "matmul", 2, 1, 1, "hh:h", MATMUL, OWN, 1, NONE)                        \
     X(ADD, "add", 2, 1, 1, "hh:h", BROADCAST, OWN, 1, NONE)                           \
     X(SUB, "sub", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                           \
     X(MUL, "mul", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                           \
@@ -163,45 +165,45 @@
     X(RELU_GRAD, "relu_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)               \
     X(SIGMOID_GRAD, "sigmoid_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)         \
     X(TANH_GRAD, "tanh_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)               \
-    X(SOFTMAX, "softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                         \
-    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "f:f", SAME, OWN, 0, NONE)                 \
-    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE)         \
-    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "ff:f", SAME_PAIR, OWN, 0, NONE) \
-    X(XENT, "cross_entropy", 2, 1, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                 \
-    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "ffi:f", XENT_GRAD, OWN, 0, NONE)     \
-    X(SUM_ALL, "sum", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                           \
-    X(MEAN_ALL, "mean", 1, 1, 1, "f:f", SCALAR, OWN, 0, NONE)                         \
-    X(SUM_ROWS, "sum_rows", 1, 1, 1, "f:f", REDUCE_TO, OWN, 0, NONE)                  \
-    X(EXPAND, "expand", 1, 1, 1, "f:f", BROADCAST_TO, OWN, 0, NONE)                   \
-    X(TRANSPOSE, "transpose", 1, 1, 1, "f:f", PERMUTE, OWN, 0, NONE)                  \
-    X(IM2COL, "im2col", 1, 1, 1, "f:f", PATCHES, OWN, 0, NONE)                        \
-    X(COL2IM, "col2im", 1, 1, 1, "f:f", UNPATCH, OWN, 0, NONE)                        \
-    X(MAXPOOL, "maxpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
-    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "ff:f", POOL_GRAD, OWN, 0, NONE)         \
-    X(AVGPOOL, "avgpool", 1, 1, 1, "f:f", POOL, OWN, 0, NONE)                         \
-    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "f:f", UNPOOL, OWN, 0, NONE)             \
+    X(SOFTMAX, "softmax", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                         \
+    X(LOG_SOFTMAX, "log_softmax", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                 \
+    X(SOFTMAX_GRAD, "softmax_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE)         \
+    X(LOG_SOFTMAX_GRAD, "log_softmax_grad", 2, 0, 1, "hh:h", SAME_PAIR, OWN, 0, NONE) \
+    X(XENT, "cross_entropy", 2, 1, 1, "hi:f", CLASSIFY, OWN, 0, NONE)                 \
+    X(XENT_GRAD, "cross_entropy_grad", 3, 0, 1, "fhi:h", XENT_GRAD, OWN, 0, NONE)     \
+    X(SUM_ALL, "sum", 1, 1, 1, "h:h", SCALAR, OWN, 0, NONE)                           \
+    X(MEAN_ALL, "mean", 1, 1, 1, "h:h", SCALAR, OWN, 0, NONE)                         \
+    X(SUM_ROWS, "sum_rows", 1, 1, 1, "h:h", REDUCE_TO, OWN, 0, NONE)                  \
+    X(EXPAND, "expand", 1, 1, 1, "h:h", BROADCAST_TO, OWN, 0, NONE)                   \
+    X(TRANSPOSE, "transpose", 1, 1, 1, "h:h", PERMUTE, OWN, 0, NONE)                  \
+    X(IM2COL, "im2col", 1, 1, 1, "h:h", PATCHES, OWN, 0, NONE)                        \
+    X(COL2IM, "col2im", 1, 1, 1, "h:h", UNPATCH, OWN, 0, NONE)                        \
+    X(MAXPOOL, "maxpool", 1, 1, 1, "h:h", POOL, OWN, 0, NONE)                         \
+    X(MAXPOOL_GRAD, "maxpool_grad", 2, 0, 1, "hh:h", POOL_GRAD, OWN, 0, NONE)         \
+    X(AVGPOOL, "avgpool", 1, 1, 1, "h:h", POOL, OWN, 0, NONE)                         \
+    X(AVGPOOL_GRAD, "avgpool_grad", 1, 0, 1, "h:h", UNPOOL, OWN, 0, NONE)             \
     X(DROPOUT, "dropout", 1, 1, 1, "h:h", MASK, OWN, 0, NONE)                         \
     X(DROPOUT_GRAD, "dropout_grad", 1, 0, 1, "h:h", MASK, OWN, 0, NONE)               \
-    X(ARGMAX, "argmax", 1, 0, 1, "f:if", ROWS, OWN, 0, NONE)                          \
-    X(ACCURACY, "accuracy", 2, 0, 1, "fi:f", CLASSIFY, OWN, 0, NONE)                  \
+    X(ARGMAX, "argmax", 1, 0, 1, "h:if", ROWS, OWN, 0, NONE)                          \
+    X(ACCURACY, "accuracy", 2, 0, 1, "hi:f", CLASSIFY, OWN, 0, NONE)                  \
     X(ADAM, "adam", 5, 0, 1, "fffff:f", UPDATE, INPLACE, 0, NONE)                     \
     X(SGD, "sgd", 4, 0, 1, "ffff:f", UPDATE, INPLACE, 0, NONE)                        \
     X(CLIP_SCALE, "clip_scale", 2, 0, 1, "ff:f", CLIP, OWN, 0, NONE)                  \
-    X(LAYERNORM, "layer_norm", 3, 1, 1, "fff:f", NORM, OWN, 0, NONE)                  \
-    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "fff:f", NORM_GRAD, OWN, 0, NONE)   \
-    X(EMBEDDING, "embedding", 2, 1, 1, "fi:f", GATHER, OWN, 0, NONE)                  \
-    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "fi:f", SCATTER, OWN, 0, NONE)       \
+    X(LAYERNORM, "layer_norm", 3, 1, 1, "hhh:h", NORM, OWN, 0, NONE)                  \
+    X(LAYERNORM_GRAD, "layer_norm_grad", 3, 0, 1, "hhh:h", NORM_GRAD, OWN, 0, NONE)   \
+    X(EMBEDDING, "embedding", 2, 1, 1, "hi:h", GATHER, OWN, 0, NONE)                  \
+    X(EMBEDDING_GRAD, "embedding_grad", 2, 0, 1, "hi:h", SCATTER, OWN, 0, NONE)       \
     X(GELU, "gelu", 1, 1, 1, "h:h", GELU, OWN, 0, NONE)                               \
     X(GELU_GRAD, "gelu_grad", 2, 0, 1, "hh:h", GELU_GRAD, OWN, 0, NONE)               \
-    X(SUM_LAST, "sum_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
-    X(MEAN_LAST, "mean_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                     \
-    X(MAX_LAST, "max_last", 1, 1, 1, "f:f", ROWS, OWN, 0, NONE)                       \
-    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "ff:f", ROWS_GRAD, OWN, 0, NONE)       \
-    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "f:f", UNROWS, OWN, 0, NONE)             \
-    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "f:f", CAUSAL, OWN, 0, NONE)               \
-    X(ATTENTION, "attention", 3, 1, 1, "fff:f", ATTENTION, OWN, 0, NONE)              \
-    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "ff:f", ATTENTION, OWN, 0, NONE)       \
-    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "ffffff:f", ATTENTION, OWN, 0, NONE)    \
+    X(SUM_LAST, "sum_last", 1, 1, 1, "h:h", ROWS, OWN, 0, NONE)                       \
+    X(MEAN_LAST, "mean_last", 1, 1, 1, "h:h", ROWS, OWN, 0, NONE)                     \
+    X(MAX_LAST, "max_last", 1, 1, 1, "h:h", ROWS, OWN, 0, NONE)                       \
+    X(MAX_LAST_GRAD, "max_last_grad", 2, 0, 1, "hh:h", ROWS_GRAD, OWN, 0, NONE)       \
+    X(BCAST_LAST, "broadcast_last", 1, 1, 1, "h:h", UNROWS, OWN, 0, NONE)             \
+    X(CAUSAL_MASK, "causal_mask", 1, 1, 1, "h:h", CAUSAL, OWN, 0, NONE)               \
+    X(ATTENTION, "attention", 3, 1, 1, "hhh:h", ATTENTION, OWN, 0, NONE)              \
+    X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "hh:f", ATTENTION, OWN, 0, NONE)       \
+    X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "hhhhfh:h", ATTENTION, OWN, 0, NONE) \
     X(PAD, "pad", 1, 1, 1, "f:f", PAD, OWN, 0, NONE)                                  \
     X(PAD_GRAD, "pad_grad", 1, 0, 1, "f:f", UNPAD, OWN, 0, NONE)                      \
     X(CONCAT, "concat", 2, 1, 1, "ff:f", CONCAT, OWN, 0, NONE)                        \
@@ -227,7 +229,8 @@
     X(BATCHNORM, "batch_norm", 4, 1, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)                \
     X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
     X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
-    X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)
+    X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)                \
+    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -294,7 +297,8 @@ typedef struct cn_op_params {
     float clip_value;               /* ADAM, SGD: clamp each gradient element (0: off) */
     float clip_norm;                /* CLIP_SCALE: the largest global norm */
     int32_t causal;                 /* ATTENTION(_LSE, _GRAD) */
-    int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above */
+    int32_t variant;                /* GELU, LAYERNORM_GRAD, ATTENTION_GRAD: see above; CAST: the
+                                       cn_dtype converted to (f32, f16 or bf16) */
     float scale;                    /* ATTENTION(_LSE, _GRAD): score scale */
     float fill;                     /* CAUSAL_MASK, PAD */
     int32_t dh, dw;                 /* window dilation (0 reads as 1), see above */

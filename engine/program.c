@@ -492,39 +492,70 @@ static int given_shape(const cn_node *n, const cn_prog_spec *spec, const cn_grap
 }
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out) {
-    return cn_program_instantiate_ex(p, batch, training, !training, out);
+    return cn_program_instantiate_ex(p, batch, training, !training, CN_F32, out);
 }
 
-cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_prog_inst *out) {
+/* A CAST of node id to dt (precision). */
+static int cast_to(cn_graph *g, int id, cn_dtype dt) {
+    cn_op_params prm = {0};
+    prm.variant = (int32_t)dt;
+    return cn_g_op(g, CN_OP_CAST, 1, &id, &prm, NULL);
+}
+
+static int is16(cn_dtype dt) { return dt == CN_F16 || dt == CN_BF16; }
+
+/* Batch norm's kernels are f32 only ("ffff:f"): in a 16-bit precision it reads the f32 leaves
+ * themselves and an f32 copy of x, and its result is cast back, so the ops after it stay 16-bit. */
+static int batch_norm_f32_inputs(cn_graph *g, const cn_program *p, const cn_node *n, const int *map, int *in) {
+    for (int k = 0; k < n->n_in; k++) {
+        if (p->g.nodes[n->in[k]].op == CN_OP_LEAF) in[k] = map[n->in[k]];
+        else if (is16(g->nodes[in[k]].dtype) && (in[k] = cast_to(g, in[k], CN_F32)) < 0) return -1;
+    }
+    return 0;
+}
+
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_dtype precision,
+                                    cn_prog_inst *out) {
     memset(out, 0, sizeof *out);
     cn_graph_init(&out->g);
     out->map = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->map);
     out->roots = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->roots);
-    if (!out->map || !out->roots) cn_prog_inst_destroy(out);
-    if (!out->map) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
+    /* use[i]: the node that consumers of template node i read (a leaf's 16-bit cast) */
+    int *use = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *use);
+    if (!out->map || !out->roots || !use) {
+        free(use);
+        cn_prog_inst_destroy(out);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
+    }
+    /* the fold rewrites the layer before in f32; a 16-bit instance keeps batch norm as it is */
+    if (is16(precision)) fold = 0;
     cn_graph *g = &out->g;
     for (int i = 0; i < p->g.n; i++) {
         const cn_node *n = &p->g.nodes[i];
         const cn_prog_spec *sp = &p->spec[i];
-        int id = -1;
+        int id = -1, used = -1;
         if (n->op == CN_OP_LEAF) {
             cn_shape s = n->leaf == CN_LEAF_INPUT ? sp->shape : n->shape;
             if (n->leaf == CN_LEAF_INPUT && s.d[0] == CN_BATCH) s.d[0] = batch;
             id = n->leaf == CN_LEAF_CONST ? cn_g_const(g, n->name, &s, n->const_data)
                                           : cn_g_leaf(g, n->leaf, n->name, &s, n->dtype);
+            used = id;
+            if (id >= 0 && is16(precision) && g->nodes[id].dtype == CN_F32) used = cast_to(g, id, precision);
         } else if (n->op == CN_OP_DROPOUT && !training) {
-            id = out->map[n->in[0]];
+            id = used = use[n->in[0]];
         } else {
             int in[CN_MAX_INPUTS];
-            for (int k = 0; k < n->n_in; k++) in[k] = out->map[n->in[k]];
+            for (int k = 0; k < n->n_in; k++) in[k] = use[n->in[k]];
             cn_op_params prm = n->p;
             if (n->op == CN_OP_DROPOUT) prm.seed = (uint32_t)p->seed ^ (0x9E3779B1u * sp->salt);
             if (n->op == CN_OP_SCALE && sp->mean_of >= 0)
                 prm.alpha = (float)((double)cn_shape_numel(&g->nodes[in[0]].shape) /
-                                    (double)cn_shape_numel(&g->nodes[out->map[sp->mean_of]].shape));
+                                    (double)cn_shape_numel(&g->nodes[use[sp->mean_of]].shape));
             cn_shape given;
             int has = given_shape(n, sp, g, in, &given);
+            int bn16 = n->op == CN_OP_BATCHNORM && is16(precision);
             if (n->op == CN_OP_BATCHNORM) prm.running = !training;
+            if (bn16 && batch_norm_f32_inputs(g, p, n, out->map, in) < 0) has = -1;
             /* -2: nothing to fold into, batch norm as it is */
             int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm) : -2;
             if (folded != -2) id = folded;
@@ -533,20 +564,38 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
                 id = cn_g_op(g, n->op, n->n_in, in, &prm, has ? &given : NULL);
             }
             if (id >= 0 && n->op == CN_OP_BATCHNORM && training) {
-                /* the running statistics' update, run with the step (build_plan asks for it) */
-                int up[2] = {in[3], in[0]};
+                /* the running statistics' update, run with the step (build_plan asks for it);
+                 * in place, so on the parameter itself, never its 16-bit cast */
+                int up[2] = {out->map[n->in[3]], in[0]};
+                if (is16(g->nodes[up[1]].dtype)) up[1] = cast_to(g, up[1], CN_F32);
                 int u = cn_g_op(g, CN_OP_BN_RUNNING, 2, up, &prm, NULL);
                 if (u < 0) id = -1;
                 else out->roots[out->n_roots++] = u;
             }
             if (id >= 0) snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", n->name);
+            used = id >= 0 && bn16 ? cast_to(g, id, precision) : id;
         }
-        if (id < 0) {
+        if (id < 0 || used < 0) {
             cn_error_context(CN_ERR_SHAPE, "building the program for a batch of %lld", (long long)batch);
+            free(use);
             cn_prog_inst_destroy(out);
             return CN_ERR_SHAPE;
         }
         out->map[i] = id;
+        use[i] = used;
+    }
+    free(use);
+    /* outputs and the loss back to f32: what callers feed, fetch and differentiate */
+    for (int o = 0; o <= p->n_outputs && is16(precision); o++) {
+        int node = o < p->n_outputs ? p->outputs[o].node : p->loss;
+        if (node < 0 || !is16(g->nodes[out->map[node]].dtype)) continue;
+        int c = cast_to(g, out->map[node], CN_F32);
+        if (c < 0) {
+            cn_error_context(CN_ERR_SHAPE, "casting output %d back to f32", o);
+            cn_prog_inst_destroy(out);
+            return CN_ERR_SHAPE;
+        }
+        out->map[node] = c;
     }
     return CN_OK;
 }

@@ -75,8 +75,13 @@ cn_status cn_prog_value_error(const cn_program *p, cn_value v, const char *what)
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
 /* The same, choosing whether an inference instance folds batch norm into the convolution or
  * dense layer before it (cn_program_instantiate folds whenever it does not train; the test
- * of the fold builds both). */
-cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_prog_inst *out);
+ * of the fold builds both), and in a precision (cn_optimizer_config.precision): with CN_BF16
+ * or CN_F16, every f32 leaf's users read a CAST of it to that type (map[] keeps the leaf, which
+ * is what sessions bind and feed), and every output and the loss that came out 16-bit is
+ * mapped to a CAST back to f32 (so fetches, the loss and the gradients' seed stay f32). Batch
+ * norm, f32 only, runs on f32 casts there and is not folded. */
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_dtype precision,
+                                    cn_prog_inst *out);
 /* In graph g, BATCHNORM (inference form) of in[0..3] rewritten as the layer before it with
  * folded weights (program_fold.c): the new node, -2 when in[0] is not ADD(MATMUL(a, w), b)
  * (seen through one reshape), -1 when building failed (cn_last_error set). */

@@ -7,6 +7,7 @@
 
 #include "internal.h"
 #include "session.h"
+#include "storage.h"
 
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind) {
     if (!c) return;
@@ -19,6 +20,7 @@ void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind)
 
 static cn_status check_optimizer(const cn_optimizer_config *c) {
     if ((unsigned)c->kind > CN_OPT_ADAMW) return cn_errorf(CN_ERR_INVALID_ARG, "unknown optimizer %d", (int)c->kind);
+    CN_TRY(cn_precision_check(c->precision));
     if (!(c->lr > 0.0f) || !isfinite(c->lr))
         return cn_errorf(CN_ERR_INVALID_ARG, "learning rate %g must be positive", (double)c->lr);
     if (!(c->beta1 >= 0.0f && c->beta1 < 1.0f) || !(c->beta2 >= 0.0f && c->beta2 < 1.0f))
@@ -261,7 +263,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
     if (!(sp->sel = malloc((size_t)(p->n_outputs ? p->n_outputs : 1))))
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     memcpy(sp->sel, sel, (size_t)p->n_outputs);
-    cn_status ist = cn_program_instantiate(p, batch, s->training, &sp->inst);
+    cn_status ist = cn_program_instantiate_ex(p, batch, s->training, !s->training, s->opt.precision, &sp->inst);
     if (ist != CN_OK) {
         free(sp->sel);
         sp->sel = NULL;
@@ -667,5 +669,14 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
     }
     if (planned) *planned = pl;
     if (persistent) *persistent = ps;
+    return CN_OK;
+}
+
+cn_status cn_session_set_precision(cn_session *s, cn_dtype precision) {
+    if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: NULL session");
+    CN_TRY(cn_precision_check(precision));
+    if (s->n_plans > 0)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: the session has run already (set it before the first run)");
+    s->opt.precision = precision;
     return CN_OK;
 }

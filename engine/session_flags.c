@@ -17,6 +17,7 @@
 #include "backend.h"
 #include "internal.h"
 #include "session.h"
+#include "storage.h"
 
 cn_status cn_session__flags_create(cn_session *s) {
     return cn_tensor_create(s->dev, 1, (int64_t[]){CN_FLAG_WORDS}, CN_I32, &s->flags);
@@ -92,7 +93,8 @@ cn_status cn_session__flags_finish(cn_session *s) {
         strncat(what, tail, sizeof what - strlen(what) - 1);
     }
     cn_status code = (w[0] & CN_FLAG_LABEL) ? CN_ERR_INVALID_ARG : CN_ERR_NUMERIC;
-    cn_status st = cn_errorf(code, "%s%s", when, what);
+    cn_status st = cn_errorf(code, "%s%s%s", when, what,
+                             (w[0] & CN_FLAG_LABEL) ? "" : cn_precision_overflow_hint(s->opt.precision));
     cn_session__fail_run(s, st);
     /* Lowered only now that the error is the caller's: training resumes with the next run. */
     static const int32_t zero[CN_FLAG_WORDS];

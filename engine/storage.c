@@ -2,6 +2,20 @@
  * conversion per element, which gcc vectorises; the dtype test is hoisted out of the loop. */
 #include "storage.h"
 
+#include "internal.h"
+
+const char *cn_precision_overflow_hint(cn_dtype dt) {
+    return dt == CN_F16 ? "; in fp16 values past 65504 overflow and there is no loss scaling yet: train in bf16 "
+                          "(cn_optimizer_config.precision = CN_BF16, clnet --precision bf16), which has f32's range"
+                        : "";
+}
+
+cn_status cn_precision_check(cn_dtype dt) {
+    if (dt == CN_F32 || dt == CN_BF16 || dt == CN_F16) return CN_OK;
+    return cn_errorf(CN_ERR_INVALID_ARG, "unknown precision (dtype %d): use CN_F32, CN_BF16 or CN_F16 (fp32, bf16, fp16)",
+                     (int)dt);
+}
+
 void cn_tile_load(cn_dtype dt, const void *p, int64_t off, int64_t n, float *buf) {
     const uint16_t *h = (const uint16_t *)p + off;
     if (dt == CN_BF16)

@@ -9,6 +9,7 @@
 
 #include "group.h"
 #include "internal.h"
+#include "storage.h"
 #include "layers/model.h"
 #include "session.h"
 
@@ -172,8 +173,8 @@ static cn_status check_ids(const char *what, int bound, const int32_t *ids, int6
 }
 
 static cn_status nonfinite(const cn_trainer *t, float loss, uint64_t step) {
-    return cn_errorf(CN_ERR_NUMERIC, "loss became %g at step %llu on %s (learning rate too high?)", (double)loss,
-                     (unsigned long long)step, t->dev->info.selector);
+    return cn_errorf(CN_ERR_NUMERIC, "loss became %g at step %llu on %s (learning rate too high?)%s", (double)loss,
+                     (unsigned long long)step, t->dev->info.selector, cn_precision_overflow_hint(t->cfg.opt.precision));
 }
 
 /* Feeds a classifier program's inputs (a session's, or a group's global batch): images or

@@ -12,20 +12,25 @@
  *
  * Masking: key j is excluded for query i when j >= S or (causal and j > i); excluded scores
  * are -INFINITY in the forward and probability 0 in the backward. A causal query block stops
- * at its last query's key, and a causal key block starts at its first key's query. */
+ * at its last query's key, and a causal key block starts at its first key's query.
+ *
+ * Storage types: q, k, v, dO, delta and the outputs are STORE_T (common.h.cl), loaded into the
+ * float tiles and registers; the log-sum-exp rows are float in every type (ATTENTION_LSE's
+ * output is f32: exp(s - lse) would magnify a 16-bit rounding of lse). */
 
-__kernel void causal_mask(__global const float *x, __global float *y, int n, int T, int S, float fill) {
+/* x and y are STORE_T (common.h.cl); the fill is rounded to the type (-inf stays -inf). */
+__kernel void causal_mask(__global const STORE_T *x, __global STORE_T *y, int n, int T, int S, float fill) {
     int e = get_global_id(0);
     if (e >= n) return;
     int j = e % S, i = (e / S) % T;
-    y[e] = j > i ? fill : x[e];
+    STORE(y, e, j > i ? fill : LOAD(x, e));
 }
 
 /* Rows [r0, r0 + B) of a [rows, D] matrix into a B x D tile (zeros past the end). */
-void attn_load(__local float *dst, __global const float *src, int r0, int rows, int D, int B) {
+void attn_load(__local float *dst, __global const STORE_T *src, int r0, int rows, int D, int B) {
     for (int e = get_local_id(0); e < B * D; e += get_local_size(0)) {
         int r = e / D;
-        dst[e] = r0 + r < rows ? src[(long)(r0 + r) * D + e % D] : 0.0f;
+        dst[e] = r0 + r < rows ? LOAD(src, (long)(r0 + r) * D + e % D) : 0.0f;
     }
 }
 
@@ -35,16 +40,16 @@ float attn_dot(__local const float *a, __local const float *b, int D) {
     return s;
 }
 
-/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: out [BH,T]), online softmax:
+/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: lse [BH,T]), online softmax:
  * per row a running maximum M, sum L and output accumulator O; each key block rescales them
  * by exp(M_old - M_new). Grid: (ceil(T/B) groups, BH). */
-__kernel void attn_fwd(__global const float *q, __global const float *k, __global const float *v,
-                       __global float *out, int T, int S, int D, float scale, int causal, int lse_only, int B,
+__kernel void attn_fwd(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
+                       __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int lse_only, int B,
                        __local float *Qs, __local float *Ks, __local float *Vs, __local float *Os,
                        __local float *Ps, __local float *st) {
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int q0 = get_group_id(0) * B, bh = get_group_id(1);
-    __global const float *qb = q + (long)bh * T * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    __global const STORE_T *qb = q + (long)bh * T * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
     __local float *M = st, *L = st + B, *A = st + 2 * B;
     attn_load(Qs, qb, q0, T, D, B);
     if (!lse_only) /* without V the host passes one-column V and O tiles */
@@ -84,30 +89,30 @@ __kernel void attn_fwd(__global const float *q, __global const float *k, __globa
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= T) return;
     if (lse_only) {
-        if (c == 0) out[(long)bh * T + i] = M[r] + log(L[r]);
+        if (c == 0) lse[(long)bh * T + i] = M[r] + log(L[r]);
         return;
     }
     float inv = 1.0f / L[r];
-    for (int d = c; d < D; d += B) out[((long)bh * T + i) * D + d] = Os[r * D + d] * inv;
+    for (int d = c; d < D; d += B) STORE(out, ((long)bh * T + i) * D + d, Os[r * D + d] * inv);
 }
 
 /* dq = scale * sum_j dS_ij k_j with dS = P * (dO v^T - delta), P = exp(scale q k^T - lse).
  * Grid: (ceil(T/B) groups, BH). */
-__kernel void attn_bwd_dq(__global const float *dout, __global const float *q, __global const float *k,
-                          __global const float *v, __global const float *lse, __global const float *delta,
-                          __global float *dq, int T, int S, int D, float scale, int causal, int B,
+__kernel void attn_bwd_dq(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
+                          __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
+                          __global STORE_T *dq, int T, int S, int D, float scale, int causal, int B,
                           __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
                           __local float *Acc, __local float *Ps, __local float *st) {
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int q0 = get_group_id(0) * B, bh = get_group_id(1);
-    __global const float *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
     attn_load(Qs, q + (long)bh * T * D, q0, T, D, B);
     attn_load(dOs, dout + (long)bh * T * D, q0, T, D, B);
     for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
     if (lid < B) {
         int ii = q0 + lid;
         st[lid] = ii < T ? lse[(long)bh * T + ii] : 0.0f;
-        st[B + lid] = ii < T ? delta[(long)bh * T + ii] : 0.0f;
+        st[B + lid] = ii < T ? LOAD(delta, (long)bh * T + ii) : 0.0f;
     }
     int i = q0 + r, kend = causal ? min(S, q0 + B) : S;
     for (int k0 = 0; k0 < kend; k0 += B) {
@@ -131,20 +136,20 @@ __kernel void attn_bwd_dq(__global const float *dout, __global const float *q, _
     }
     barrier(CLK_LOCAL_MEM_FENCE); /* as in attn_bwd_dkv: never rely on the loop's barriers */
     if (i >= T) return;
-    for (int d = c; d < D; d += B) dq[((long)bh * T + i) * D + d] = scale * Acc[r * D + d];
+    for (int d = c; d < D; d += B) STORE(dq, ((long)bh * T + i) * D + d, scale * Acc[r * D + d]);
 }
 
 /* which 1: dk = scale * sum_i dS_ij q_i; which 2: dv = sum_i P_ij dO_i. The group owns a block
  * of B keys and walks the query blocks; work-item (r, c) forms P / dS for (query r, key c),
  * then, as (key lid / B, column lid % B), accumulates its key row. Grid: (ceil(S/B), BH). */
-__kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, __global const float *k,
-                           __global const float *v, __global const float *lse, __global const float *delta,
-                           __global float *res, int T, int S, int D, float scale, int causal, int B, int which,
+__kernel void attn_bwd_dkv(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
+                           __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
+                           __global STORE_T *res, int T, int S, int D, float scale, int causal, int B, int which,
                            __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
                            __local float *Acc, __local float *Ps, __local float *st) {
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int k0 = get_group_id(0) * B, bh = get_group_id(1);
-    __global const float *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    __global const STORE_T *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
     attn_load(Ks, k + (long)bh * S * D, k0, S, D, B);
     if (which == 1) attn_load(Vs, v + (long)bh * S * D, k0, S, D, B);
     for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
@@ -157,7 +162,7 @@ __kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, 
         if (lid < B) {
             int ii = q0 + lid;
             st[lid] = ii < T ? lse[(long)bh * T + ii] : 0.0f;
-            st[B + lid] = ii < T ? delta[(long)bh * T + ii] : 0.0f;
+            st[B + lid] = ii < T ? LOAD(delta, (long)bh * T + ii) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         int i = q0 + r;
@@ -180,7 +185,7 @@ __kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, 
     int jr = k0 + r;
     if (jr >= S) return;
     float f = which == 1 ? scale : 1.0f;
-    for (int d = c; d < D; d += B) res[((long)bh * S + jr) * D + d] = f * Acc[r * D + d];
+    for (int d = c; d < D; d += B) STORE(res, ((long)bh * S + jr) * D + d, f * Acc[r * D + d]);
 }
 
 /* ---- CPU-type devices: one work-item per row, no local memory, no barriers ----
@@ -198,14 +203,14 @@ __kernel void attn_bwd_dkv(__global const float *dout, __global const float *q, 
 #endif
 #define ATTN_R4 (ATTN_ROWS_MAXD / 4)
 
-float attn_dot4(const float4 *a, __global const float *b, int D4) {
+float attn_dot4(const float4 *a, __global const STORE_T *b, int D4) {
     float4 s = (float4)(0.0f);
-    for (int d = 0; d < D4; d++) s += a[d] * vload4(d, b);
+    for (int d = 0; d < D4; d++) s += a[d] * LOADU4(b, d);
     return (s.x + s.y) + (s.z + s.w);
 }
 
 /* Scores of row a against rows r0..r0+3 of m (those at or past `end` get -INFINITY). */
-float4 attn_dots4(const float4 *a, __global const float *m, int r0, int end, int D4, float scale) {
+float4 attn_dots4(const float4 *a, __global const STORE_T *m, int r0, int end, int D4, float scale) {
     float4 s;
     s.x = r0 < end ? scale * attn_dot4(a, m + (long)r0 * 4 * D4, D4) : -INFINITY;
     s.y = r0 + 1 < end ? scale * attn_dot4(a, m + (long)(r0 + 1) * 4 * D4, D4) : -INFINITY;
@@ -215,22 +220,22 @@ float4 attn_dots4(const float4 *a, __global const float *m, int r0, int end, int
 }
 
 /* acc += w.x m[r0] + w.y m[r0+1] + ... over the rows before end (the others have weight 0). */
-void attn_axpy4(float4 *acc, float4 w, __global const float *m, int r0, int end, int D4) {
+void attn_axpy4(float4 *acc, float4 w, __global const STORE_T *m, int r0, int end, int D4) {
     int n = min(4, end - r0);
     float wk[4] = {w.x, w.y, w.z, w.w};
     for (int k = 0; k < n; k++) {
-        __global const float *row = m + (long)(r0 + k) * 4 * D4;
-        for (int d = 0; d < D4; d++) acc[d] += wk[k] * vload4(d, row);
+        __global const STORE_T *row = m + (long)(r0 + k) * 4 * D4;
+        for (int d = 0; d < D4; d++) acc[d] += wk[k] * LOADU4(row, d);
     }
 }
 
-__kernel void attn_fwd_rows(__global const float *q, __global const float *k, __global const float *v,
-                            __global float *out, int T, int S, int D, float scale, int causal, int lse_only) {
+__kernel void attn_fwd_rows(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
+                            __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int lse_only) {
     int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
     if (i >= T) return;
     float4 qi[ATTN_R4], o[ATTN_R4];
-    __global const float *qr = q + ((long)bh * T + i) * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
-    for (int d = 0; d < D4; d++) qi[d] = vload4(d, qr), o[d] = (float4)(0.0f);
+    __global const STORE_T *qr = q + ((long)bh * T + i) * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    for (int d = 0; d < D4; d++) qi[d] = LOADU4(qr, d), o[d] = (float4)(0.0f);
     float m = -INFINITY, l = 0.0f;
     int kend = causal ? min(S, i + 1) : S;
     for (int j = 0; j < kend; j += 4) {
@@ -246,44 +251,45 @@ __kernel void attn_fwd_rows(__global const float *q, __global const float *k, __
         }
     }
     if (lse_only) {
-        out[(long)bh * T + i] = m + log(l);
+        lse[(long)bh * T + i] = m + log(l);
         return;
     }
     float inv = 1.0f / l;
-    __global float *orow = out + ((long)bh * T + i) * D;
-    for (int d = 0; d < D4; d++) vstore4(o[d] * inv, d, orow);
+    __global STORE_T *orow = out + ((long)bh * T + i) * D;
+    for (int d = 0; d < D4; d++) STOREU4(orow, d, o[d] * inv);
 }
 
-__kernel void attn_bwd_dq_rows(__global const float *dout, __global const float *q, __global const float *k,
-                               __global const float *v, __global const float *lse, __global const float *delta,
-                               __global float *dq, int T, int S, int D, float scale, int causal) {
+__kernel void attn_bwd_dq_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
+                               __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
+                               __global STORE_T *dq, int T, int S, int D, float scale, int causal) {
     int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
     if (i >= T) return;
     float4 qi[ATTN_R4], doi[ATTN_R4], acc[ATTN_R4];
     long row = (long)bh * T + i;
-    for (int d = 0; d < D4; d++) qi[d] = vload4(d, q + row * D), doi[d] = vload4(d, dout + row * D), acc[d] = 0.0f;
-    float li = lse[row], di = delta[row];
-    __global const float *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    for (int d = 0; d < D4; d++) qi[d] = LOADU4(q + row * D, d), doi[d] = LOADU4(dout + row * D, d), acc[d] = 0.0f;
+    float li = lse[row], di = LOAD(delta, row);
+    __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
     int kend = causal ? min(S, i + 1) : S;
     for (int j = 0; j < kend; j += 4) {
         float4 p = exp(attn_dots4(qi, kb, j, kend, D4, scale) - li);
         float4 ds = p * (attn_dots4(doi, vb, j, kend, D4, 1.0f) - di);
         attn_axpy4(acc, ds, kb, j, kend, D4);
     }
-    for (int d = 0; d < D4; d++) vstore4(scale * acc[d], d, dq + row * D);
+    for (int d = 0; d < D4; d++) STOREU4(dq + row * D, d, scale * acc[d]);
 }
 
 /* which 1: dk_j = scale * sum_i dS_ij q_i; which 2: dv_j = sum_i P_ij dO_i. */
-__kernel void attn_bwd_dkv_rows(__global const float *dout, __global const float *q, __global const float *k,
-                                __global const float *v, __global const float *lse, __global const float *delta,
-                                __global float *res, int T, int S, int D, float scale, int causal, int which) {
+__kernel void attn_bwd_dkv_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
+                                __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
+                                __global STORE_T *res, int T, int S, int D, float scale, int causal, int which) {
     int j = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
     if (j >= S) return;
     float4 kj[ATTN_R4], vj[ATTN_R4], acc[ATTN_R4];
     long row = (long)bh * S + j;
-    for (int d = 0; d < D4; d++) kj[d] = vload4(d, k + row * D), vj[d] = vload4(d, v + row * D), acc[d] = 0.0f;
-    __global const float *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
-    __global const float *lb = lse + (long)bh * T, *db = delta + (long)bh * T;
+    for (int d = 0; d < D4; d++) kj[d] = LOADU4(k + row * D, d), vj[d] = LOADU4(v + row * D, d), acc[d] = 0.0f;
+    __global const STORE_T *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    __global const float *lb = lse + (long)bh * T;
+    __global const STORE_T *db = delta + (long)bh * T;
     for (int i = causal ? j : 0; i < T; i += 4) {
         int n = min(4, T - i);
         float4 li = (float4)(lb[i], n > 1 ? lb[i + 1] : 0.0f, n > 2 ? lb[i + 2] : 0.0f, n > 3 ? lb[i + 3] : 0.0f);
@@ -291,10 +297,11 @@ __kernel void attn_bwd_dkv_rows(__global const float *dout, __global const float
         if (which == 2) {
             attn_axpy4(acc, p, ob, i, T, D4);
         } else {
-            float4 di = (float4)(db[i], n > 1 ? db[i + 1] : 0.0f, n > 2 ? db[i + 2] : 0.0f, n > 3 ? db[i + 3] : 0.0f);
+            float4 di = (float4)(LOAD(db, i), n > 1 ? LOAD(db, i + 1) : 0.0f, n > 2 ? LOAD(db, i + 2) : 0.0f,
+                                 n > 3 ? LOAD(db, i + 3) : 0.0f);
             attn_axpy4(acc, p * (attn_dots4(vj, ob, i, T, D4, 1.0f) - di), qb, i, T, D4);
         }
     }
     float f = which == 1 ? scale : 1.0f;
-    for (int d = 0; d < D4; d++) vstore4(f * acc[d], d, res + row * D);
+    for (int d = 0; d < D4; d++) STOREU4(res + row * D, d, f * acc[d]);
 }

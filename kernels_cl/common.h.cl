@@ -107,23 +107,6 @@ floatV cn_epiV(floatV v, int epi) {
     return v;
 }
 
-/* Run flags (engine/backend.h): a session's small device buffer, or NULL. The work-item
- * that sets the first bit records what it saw in words 1..3; ADAM and SGD skip their update
- * while word 0 is nonzero, so bad data stops training without the host looking each step. */
-#define CN_FLAG_LABEL 1
-#define CN_FLAG_NONFINITE 2
-void cn_flag_raise(__global int *flags, int bit, int a, int b, int step) {
-    if (!flags) return;
-    if (atomic_or(flags, bit) == 0) {
-        flags[1] = a;
-        flags[2] = b;
-        flags[3] = step;
-    }
-}
-int cn_flag_stop(__global const int *flags) { return flags && flags[0] != 0; }
-/* By the bits, so a compiler allowed to assume finite math cannot fold the test away. */
-int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
-
 /* ---- Storage types: every kernel is written once over STORE_T ----
  * The host builds each family once per storage type a launch uses, with -DCN_STORE=0 (f32),
  * 1 (f16) or 2 (bf16), and the option enters the program-cache key like any other. A kernel
@@ -131,6 +114,7 @@ int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
  * results stay float) and touches them only through:
  *   LOAD(p, i) / STORE(p, i, v)      element i, as a float
  *   LOAD4(p, i) / STORE4(p, i, v)    the float4 at elements 4i..4i+3
+ *   LOADU4(p, i) / STOREU4(p, i, v)  the same without float4 alignment (f32: vload4)
  *   LOADV(p, i) / STOREV(p, i, v)    the floatV (GVW floats) at elements GVW*i..
  * All arithmetic and every reduction stay float32; stores round to nearest even:
  * vstore_half_rte for f16 (vload_half/vstore_half are core OpenCL since 1.0: no cl_khr_fp16),
@@ -145,6 +129,8 @@ int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
 #define STORE(p, i, v) vstore_half_rte((v), (i), (p))
 #define LOAD4(p, i) vload_half4((i), (p))
 #define STORE4(p, i, v) vstore_half4_rte((v), (i), (p))
+#define LOADU4 LOAD4
+#define STOREU4 STORE4
 #define LOADV(p, i) CN_V_CAT(vload_half, GVW)((i), (p))
 #define STOREV(p, i, v) CN_V_CAT(CN_V_CAT(vstore_half, GVW), _rte)((v), (i), (p))
 #elif CN_STORE == 2
@@ -166,6 +152,8 @@ CN_BF16_FUNCS(V, GVW)
 #define STORE(p, i, v) ((p)[i] = cn_bf16_round(v))
 #define LOAD4(p, i) cn_bf16_load4(vload4((i), (p)))
 #define STORE4(p, i, v) vstore4(cn_bf16_round4(v), (i), (p))
+#define LOADU4 LOAD4
+#define STOREU4 STORE4
 #define LOADV(p, i) cn_bf16_loadV(vloadV((i), (p)))
 #define STOREV(p, i, v) vstoreV(cn_bf16_roundV(v), (i), (p))
 #else
@@ -174,9 +162,39 @@ CN_BF16_FUNCS(V, GVW)
 #define STORE(p, i, v) ((p)[i] = (v))
 #define LOAD4(p, i) (((__global const float4 *)(p))[i])
 #define STORE4(p, i, v) (((__global float4 *)(p))[i] = (v))
+#define LOADU4(p, i) vload4((i), (p))
+#define STOREU4(p, i, v) vstore4((v), (i), (p))
 #define LOADV(p, i) vloadV((i), (p))
 #define STOREV(p, i, v) vstoreV((v), (i), (p))
 #endif
+
+/* Pure data movement (transpose, im2col, pooling's copies) needs no conversion: MOVE_T is an
+ * integer of the storage type's width and MOVE_AT(p, i) the element p[i] as one, an lvalue,
+ * so the bits move untouched (a half cannot be dereferenced without cl_khr_fp16). */
+#if CN_STORE == 0
+#define MOVE_T float
+#define MOVE_AT(p, i) ((p)[i])
+#else
+#define MOVE_T ushort
+#define MOVE_AT(p, i) (((__global ushort *)(p))[i])
+#endif
+
+/* Run flags (engine/backend.h): a session's small device buffer, or NULL. The work-item
+ * that sets the first bit records what it saw in words 1..3; ADAM and SGD skip their update
+ * while word 0 is nonzero, so bad data stops training without the host looking each step. */
+#define CN_FLAG_LABEL 1
+#define CN_FLAG_NONFINITE 2
+void cn_flag_raise(__global int *flags, int bit, int a, int b, int step) {
+    if (!flags) return;
+    if (atomic_or(flags, bit) == 0) {
+        flags[1] = a;
+        flags[2] = b;
+        flags[3] = step;
+    }
+}
+int cn_flag_stop(__global const int *flags) { return flags && flags[0] != 0; }
+/* By the bits, so a compiler allowed to assume finite math cannot fold the test away. */
+int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
 
 /* Span kernels (the host picks them on CPU-type devices, cn_cl_launch_span). Work-item w
  * handles the GVW-float vectors [w*per, min(nv, (w+1)*per)) of the flat tensor, nv = n / GVW,

@@ -1,11 +1,14 @@
 /* Convolution lowering: im2col and its adjoint col2im, both NHWC with column order
  * (ki, kj, c), c fastest, and zero padding. One work-item per output element; col2im is a
- * gather over output pixels, so it needs no atomics. */
+ * gather over output pixels, so it needs no atomics. The generic kernels take STORE_T tensors
+ * (common.h.cl): im2col moves bits, col2im sums in float. The row kernels below (CPU-type
+ * devices) are float only: col2im_pix sums in its output, which must be float; the host picks
+ * them for f32 launches alone. */
 
 /* x [N,H,W,C] -> cols [N*OH*OW, KH*KW*C] on a (KW*C, KH, N*OH*OW) grid: for one (row, ki),
  * dimension 0 runs over (kj, c), which is contiguous in cols (and in x without dilation).
  * Window offset (ki, kj) reads pixel (oh*SH - PH + ki*DH, ow*SW - PW + kj*DW). */
-__kernel void im2col(__global const float *x, __global float *cols, int N, int H, int W, int C, int OH, int OW,
+__kernel void im2col(__global const STORE_T *x, __global STORE_T *cols, int N, int H, int W, int C, int OH, int OW,
                      int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {
     int j = get_global_id(0), ki = get_global_id(1), row = get_global_id(2);
     int kwc = KW * C;
@@ -14,14 +17,14 @@ __kernel void im2col(__global const float *x, __global float *cols, int N, int H
     int ow = row % OW, t = row / OW;
     int oh = t % OH, n = t / OH;
     int h = oh * SH - PH + ki * DH, w = ow * SW - PW + kj * DW;
-    float v = 0.0f;
-    if (h >= 0 && h < H && w >= 0 && w < W) v = x[((n * H + h) * W + w) * C + c];
-    cols[(row * KH + ki) * kwc + j] = v;
+    MOVE_T v = 0;
+    if (h >= 0 && h < H && w >= 0 && w < W) v = MOVE_AT(x, ((n * H + h) * W + w) * C + c);
+    MOVE_AT(cols, (row * KH + ki) * kwc + j) = v;
 }
 
 /* cols [N*OH*OW, KH*KW*C] -> img [N,H,W,C] on a (C, W, N*H) grid: each pixel sums, in
  * (ki, kj) order like the OpenMP reference, the column entries im2col copied it to. */
-__kernel void col2im(__global const float *cols, __global float *img, int N, int H, int W, int C, int OH, int OW,
+__kernel void col2im(__global const STORE_T *cols, __global STORE_T *img, int N, int H, int W, int C, int OH, int OW,
                      int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {
     int c = get_global_id(0), w = get_global_id(1), t = get_global_id(2);
     if (c >= C || w >= W || t >= N * H) return;
@@ -40,10 +43,10 @@ __kernel void col2im(__global const float *cols, __global float *img, int N, int
             if (ww % SW != 0) continue;
             int ow = ww / SW;
             if (ow >= OW) continue;
-            acc += cols[((n * OH + oh) * OW + ow) * ncol + (ki * KW + kj) * C + c];
+            acc += LOAD(cols, ((n * OH + oh) * OW + ow) * ncol + (ki * KW + kj) * C + c);
         }
     }
-    img[(t * W + w) * C + c] = acc;
+    STORE(img, (t * W + w) * C + c, acc);
 }
 
 /* ---- Row kernels for CPU-style devices: one work-item per cols row (im2col) or per image

@@ -90,11 +90,10 @@ __kernel void epilogue(__global STORE_T *buf, int n, int epi) {
     STORE(buf, i, cn_epi(LOAD(buf, i), epi));
 }
 
-/* EXPAND belongs to the reductions' contract (f32 until that family takes storage types). */
-__kernel void expand(__global const float *in, __global float *out, int n, int nin, float alpha) {
+__kernel void expand(__global const STORE_T *in, __global STORE_T *out, int n, int nin, float alpha) {
     int i = get_global_id(0);
     if (i >= n) return;
-    out[i] = alpha * in[i % nin];
+    STORE(out, i, alpha * LOAD(in, i % nin));
 }
 
 /* Keep element i iff cn_rng_uniform(seed, step, i) >= rate (common.h.cl), scaled by 1/(1-rate);
@@ -259,4 +258,20 @@ __kernel void gelu_bwd_span(__global const STORE_T *dy, __global const STORE_T *
             float d = tanh_form ? GELU_DTANH(v, tanh(GELU_K0 * (v + GELU_K1 * v * v * v))) : GELU_DERF(v);
             STORE(dx, i, LOAD(dy, i) * d);
         }
+}
+
+/* ---- CAST: from each storage type into this program's STORE_T (the host builds the
+ * program of the output's type and picks the kernel of the input's). Widening is exact;
+ * narrowing rounds to nearest even like every store. */
+__kernel void cast_f32(__global const float *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, in[i]);
+}
+__kernel void cast_f16(__global const half *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, vload_half(i, in));
+}
+__kernel void cast_bf16(__global const ushort *in, __global STORE_T *out, int n) {
+    int i = get_global_id(0);
+    if (i < n) STORE(out, i, as_float((uint)in[i] << 16));
 }

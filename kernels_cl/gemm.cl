@@ -4,7 +4,12 @@
  *
  * Each work-group computes a TSM x TSN tile of out from TSK-deep slices of A and B staged
  * in local memory; each work-item computes WPTM x WPTN outputs strided by RTSM / RTSN so
- * that neighbouring work-items store neighbouring columns. */
+ * that neighbouring work-items store neighbouring columns.
+ *
+ * A, B, the bias and out are STORE_T (common.h.cl), so f16 and bf16 products are clnet's own,
+ * with float32 accumulators in every kernel here (CLBlast's half GEMM accumulates in half and
+ * needs cl_khr_fp16; it is never used for them). Split-K partials are float and used for f32
+ * launches only (the host never splits a 16-bit product). */
 
 #ifndef TSM
 #define TSM 64
@@ -30,11 +35,11 @@
 /* Fused bias (ops.h): out = op(A) op(B) + bias[col], then the epilogue; the kernels take
  * (bias, has_bias) last and add the bias to the finished sum (the reference's order). The
  * host passes some valid buffer with has_bias = 0 when there is none. */
-#define CN_BIAS(acc, col) (has_bias ? (acc) + bias[col] : (acc))
+#define CN_BIAS(acc, col) (has_bias ? (acc) + LOAD(bias, col) : (acc))
 
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
-void gemm_tiled(__global const float *A, __global const float *B, __global float *out, int M, int N, int K,
-                int trans_a, int trans_b, int epi, __global const float *bias, int has_bias) {
+void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int M, int N, int K,
+                int trans_a, int trans_b, int epi, __global const STORE_T *bias, int has_bias) {
     __local float Asub[TSK][TSM];
     __local float Bsub[TSK][TSN];
     const int tn = get_local_id(0), tm = get_local_id(1);
@@ -59,7 +64,7 @@ void gemm_tiled(__global const float *A, __global const float *B, __global float
                 else { kk = id % TSK; mm = id / TSK; }
                 int gm = offM + mm, gk = t + kk;
                 float v = 0.0f;
-                if (gm < M && gk < K) v = trans_a ? A[gk * M + gm] : A[gm * K + gk];
+                if (gm < M && gk < K) v = trans_a ? LOAD(A, gk * M + gm) : LOAD(A, gm * K + gk);
                 Asub[kk][mm] = v;
             }
         }
@@ -71,7 +76,7 @@ void gemm_tiled(__global const float *A, __global const float *B, __global float
                 else { nn = id % TSN; kk = id / TSN; }
                 int gn = offN + nn, gk = t + kk;
                 float v = 0.0f;
-                if (gn < N && gk < K) v = trans_b ? B[gn * K + gk] : B[gk * N + gn];
+                if (gn < N && gk < K) v = trans_b ? LOAD(B, gn * K + gk) : LOAD(B, gk * N + gn);
                 Bsub[kk][nn] = v;
             }
         }
@@ -92,7 +97,7 @@ void gemm_tiled(__global const float *A, __global const float *B, __global float
         if (gm >= M) continue;
         for (int wn = 0; wn < WPTN; wn++) {
             int gn = offN + tn + wn * RTSN;
-            if (gn < N) out[gm * N + gn] = cn_epi(CN_BIAS(acc[wm][wn], gn), epi);
+            if (gn < N) STORE(out, gm * N + gn, cn_epi(CN_BIAS(acc[wm][wn], gn), epi));
         }
     }
 }
@@ -134,20 +139,20 @@ floatG cn_epiG(floatG v, int epi) {
 }
 
 /* Correct for any M, N: one output at a time (the slow path of M < MR). */
-void cn_gemm_scalar(__global const float *A, __global const float *B, __global float *out, int m0, int m1,
-                    int n0, int n1, int N, int K, int sam, int sak, int epi, __global const float *bias,
+void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int m0, int m1,
+                    int n0, int n1, int N, int K, int sam, int sak, int epi, __global const STORE_T *bias,
                     int has_bias) {
     for (int i = m0; i < m1; i++)
         for (int j = n0; j < n1; j++) {
             float s = 0.0f;
-            for (int k = 0; k < K; k++) s = fma(A[i * sam + k * sak], B[k * N + j], s);
-            out[i * N + j] = cn_epi(CN_BIAS(s, j), epi);
+            for (int k = 0; k < K; k++) s = fma(LOAD(A, i * sam + k * sak), LOAD(B, k * N + j), s);
+            STORE(out, i * N + j, cn_epi(CN_BIAS(s, j), epi));
         }
 }
 
 #define CN_GEMM_REG(NAME, MR, NV)                                                                   \
-    __kernel void NAME(__global const float *A, __global const float *B, __global float *out, int M, int N, \
-                       int Ktot, int sam, int sak, int epi, int kc, int S, __global const float *bias, \
+    __kernel void NAME(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int M, int N, \
+                       int Ktot, int sam, int sak, int epi, int kc, int S, __global const STORE_T *bias, \
                        int has_bias) {                                                             \
         const int NR = NV * GVW;                                                                   \
         int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * NR, z = get_global_id(2);          \
@@ -166,18 +171,18 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
         /* A last, partial row block is shifted up to end at row M; rows it shares with the \
          * previous block are computed twice (identically) and stored only once. */          \
         int mb = min(m0, M - MR), skip = m0 - mb;                                                  \
-        __global const float *a0 = A + mb * sam;                                                   \
-        __global float *o0 = out + mb * N;                                                         \
+        __global const STORE_T *a0 = A + mb * sam;                                                 \
+        __global STORE_T *o0 = out + mb * N;                                                       \
         if (n0 + NR <= N) {                                                                        \
             floatG acc[MR][NV];                                                                    \
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
                 _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (floatG)(0.0f);         \
-            __global const float *ap = a0, *bp = B + n0;                                           \
+            __global const STORE_T *ap = a0, *bp = B + n0;                                         \
             for (int k = 0; k < K; k++) {                                                          \
                 floatG bv[NV];                                                                     \
-                _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] = vloadG(v, bp);              \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] = LOADV(bp, v);               \
                 _Pragma("unroll") for (int i = 0; i < MR; i++) {                                   \
-                    floatG av = (floatG)(ap[i * sam]);                                             \
+                    floatG av = (floatG)(LOAD(ap, i * sam));                                       \
                     _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
                 }                                                                                  \
                 ap += sak;                                                                         \
@@ -185,14 +190,14 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
             }                                                                                      \
             if (has_bias) {                                                                        \
                 floatG bb[NV];                                                                     \
-                _Pragma("unroll") for (int v = 0; v < NV; v++) bb[v] = vloadG(v, bias + n0);       \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) bb[v] = LOADV(bias + n0, v);        \
                 _Pragma("unroll") for (int i = 0; i < MR; i++)                                     \
                     _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] += bb[v];             \
             }                                                                                      \
             _Pragma("unroll") for (int i = 0; i < MR; i++) {                                       \
                 if (i >= skip) {                                                                   \
                     _Pragma("unroll") for (int v = 0; v < NV; v++)                                 \
-                        vstoreG(cn_epiG(acc[i][v], epi), v, o0 + i * N + n0);                       \
+                        STOREV(o0 + i * N + n0, v, cn_epiG(acc[i][v], epi));                       \
                 }                                                                                  \
             }                                                                                      \
             return;                                                                                \
@@ -202,42 +207,42 @@ void cn_gemm_scalar(__global const float *A, __global const float *B, __global f
         for (; n + GVW <= N; n += GVW) {                                                           \
             floatG acc[MR];                                                                        \
             _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                \
-            __global const float *ap = a0, *bp = B + n;                                            \
+            __global const STORE_T *ap = a0, *bp = B + n;                                          \
             for (int k = 0; k < K; k++) {                                                          \
-                floatG bv = vloadG(0, bp);                                                         \
-                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(ap[i * sam]), bv, acc[i]); \
+                floatG bv = LOADV(bp, 0);                                                          \
+                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(LOAD(ap, i * sam)), bv, acc[i]); \
                 ap += sak;                                                                         \
                 bp += N;                                                                           \
             }                                                                                      \
-            floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                           \
+            floatG bb = has_bias ? LOADV(bias + n, 0) : (floatG)(0.0f);                            \
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
-                if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
+                if (i >= skip) STOREV(o0 + i * N + n, 0, cn_epiG(has_bias ? acc[i] + bb : acc[i], epi)); \
         }                                                                                          \
         for (; n < N; n++) {                                                                       \
             float acc[MR];                                                                         \
             _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                          \
-            __global const float *ap = a0, *bp = B + n;                                            \
+            __global const STORE_T *ap = a0, *bp = B + n;                                          \
             for (int k = 0; k < K; k++) {                                                          \
-                float bv = *bp;                                                                    \
-                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma(ap[i * sam], bv, acc[i]); \
+                float bv = LOAD(bp, 0);                                                            \
+                _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma(LOAD(ap, i * sam), bv, acc[i]); \
                 ap += sak;                                                                         \
                 bp += N;                                                                           \
             }                                                                                      \
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
-                if (i >= skip) o0[i * N + n] = cn_epi(CN_BIAS(acc[i], n), epi);                     \
+                if (i >= skip) STORE(o0, i * N + n, cn_epi(CN_BIAS(acc[i], n), epi));              \
         }                                                                                          \
     }
 
 /* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i] (+ the bias
  * of column i % N)). */
-__kernel void gemm_splitk_sum(__global const float *part, __global float *out, int MN, int S, int epi,
-                              __global const float *bias, int has_bias, int N) {
+__kernel void gemm_splitk_sum(__global const float *part, __global STORE_T *out, int MN, int S, int epi,
+                              __global const STORE_T *bias, int has_bias, int N) {
     int i = get_global_id(0), b = get_global_id(1);
     if (i >= MN) return;
     __global const float *p = part + b * S * MN + i;
     float acc = p[0];
     for (int s = 1; s < S; s++) acc += p[s * MN];
-    out[b * MN + i] = cn_epi(CN_BIAS(acc, i % N), epi);
+    STORE(out, b * MN + i, cn_epi(CN_BIAS(acc, i % N), epi));
 }
 
 /* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */

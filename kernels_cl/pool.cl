@@ -3,25 +3,27 @@
  * window (row-major scan); average pool scales by 1/cn_pool_divisor (ops.h): 1/(KH*KW) unless
  * ceil mode or exclude_pad make windows differ. Gradients are gathers
  * over the windows covering each input pixel, so no atomics are needed; the summation
- * orders follow the OpenMP reference. */
+ * orders follow the OpenMP reference. The generic kernels take STORE_T tensors (common.h.cl)
+ * and sum in float; the row kernels below (CPU-type devices) are float only, and the host
+ * picks them for f32 launches alone. */
 
 /* The forward kernels run on a (C, OW, N*OH) grid and the gradients on (C, W, N*H): no
  * per-element division chains, and dimension 0 walks contiguous channels. */
 
 /* Flat h*W+w of the first maximum of window (n, oh, ow, c), -1 if the window holds no
  * valid pixel. */
-int cn_window_argmax(__global const float *x, int n, int oh, int ow, int c, int H, int W, int C, int KH, int KW,
+int cn_window_argmax(__global const STORE_T *x, int n, int oh, int ow, int c, int H, int W, int C, int KH, int KW,
                      int SH, int SW, int PH, int PW, float *best_out) {
     float best = 0.0f;
     int bi = -1;
     int h0 = oh * SH - PH, w0 = ow * SW - PW;
     int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);
-    __global const float *img = x + n * H * W * C + c;
+    __global const STORE_T *img = x + n * H * W * C + c;
     for (int ki = ki0; ki < ki1; ki++) {
         int h = h0 + ki;
         for (int kj = kj0; kj < kj1; kj++) {
             int w = w0 + kj;
-            float v = img[(h * W + w) * C];
+            float v = LOAD(img, (h * W + w) * C);
             if (bi < 0 || v > best) {
                 best = v;
                 bi = h * W + w;
@@ -44,16 +46,16 @@ int cn_window_argmax(__global const float *x, int n, int oh, int ow, int c, int 
     int h = t % H, n = t / H;                                           \
     int i = (t * W + w) * C + c;
 
-__kernel void maxpool(__global const float *x, __global float *y, int N, int H, int W, int C, int OH, int OW,
+__kernel void maxpool(__global const STORE_T *x, __global STORE_T *y, int N, int H, int W, int C, int OH, int OW,
                       int KH, int KW, int SH, int SW, int PH, int PW) {
     POOL_FWD_INDEX
     float best;
     int bi = cn_window_argmax(x, n, oh, ow, c, H, W, C, KH, KW, SH, SW, PH, PW, &best);
-    y[o] = bi < 0 ? 0.0f : best;
+    STORE(y, o, bi < 0 ? 0.0f : best);
 }
 
 /* Pass 1 of MAXPOOL_GRAD: the winning pixel of every window. */
-__kernel void maxpool_index(__global const float *x, __global int *idx, int N, int H, int W, int C, int OH, int OW,
+__kernel void maxpool_index(__global const STORE_T *x, __global int *idx, int N, int H, int W, int C, int OH, int OW,
                             int KH, int KW, int SH, int SW, int PH, int PW) {
     POOL_FWD_INDEX
     float best;
@@ -68,7 +70,7 @@ int cn_first_window(int h, int P, int K, int S) {
 
 /* Pass 2: dx[n,h,w,c] = sum of dy over the windows whose winner is (h, w), in ascending
  * (oh, ow) like the reference's scatter. */
-__kernel void maxpool_grad(__global const float *dy, __global const int *idx, __global float *dx, int N, int H,
+__kernel void maxpool_grad(__global const STORE_T *dy, __global const int *idx, __global STORE_T *dx, int N, int H,
                            int W, int C, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW) {
     POOL_BWD_INDEX
     int me = h * W + w;
@@ -78,9 +80,9 @@ __kernel void maxpool_grad(__global const float *dy, __global const int *idx, __
     for (int oh = oh0; oh <= oh1; oh++)
         for (int ow = ow0; ow <= ow1; ow++) {
             int o = ((n * OH + oh) * OW + ow) * C + c;
-            if (idx[o] == me) acc += dy[o];
+            if (idx[o] == me) acc += LOAD(dy, o);
         }
-    dx[i] = acc;
+    STORE(dx, i, acc);
 }
 
 /* ops.h's cn_pool_divisor: KH*KW clipped to the padded image (PB, PR: the padding after),
@@ -91,22 +93,22 @@ int cn_pool_divisor(int h0, int w0, int H, int W, int KH, int KW, int PB, int PR
     return (h1 - h0) * (w1 - w0);
 }
 
-__kernel void avgpool(__global const float *x, __global float *y, int N, int H, int W, int C, int OH, int OW,
+__kernel void avgpool(__global const STORE_T *x, __global STORE_T *y, int N, int H, int W, int C, int OH, int OW,
                       int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int PB, int PR) {
     POOL_FWD_INDEX
     int h0 = oh * SH - PH, w0 = ow * SW - PW;
     int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);
-    __global const float *img = x + n * H * W * C + c;
+    __global const STORE_T *img = x + n * H * W * C + c;
     float acc = 0.0f;
     for (int ki = ki0; ki < ki1; ki++)
-        for (int kj = kj0; kj < kj1; kj++) acc += img[((h0 + ki) * W + w0 + kj) * C];
-    y[o] = acc * (1.0f / (float)cn_pool_divisor(h0, w0, H, W, KH, KW, PB, PR, exclude));
+        for (int kj = kj0; kj < kj1; kj++) acc += LOAD(img, ((h0 + ki) * W + w0 + kj) * C);
+    STORE(y, o, acc * (1.0f / (float)cn_pool_divisor(h0, w0, H, W, KH, KW, PB, PR, exclude)));
 }
 
 /* Each pixel gathers dy from every window covering it, in (ki, kj) order like the
  * reference, then scales by 1/(KH*KW); with uneven divisors (uniform 0: ceil mode,
  * exclude_pad) each dy is scaled by its own window's. */
-__kernel void avgpool_grad(__global const float *dy, __global float *dx, int N, int H, int W, int C, int OH,
+__kernel void avgpool_grad(__global const STORE_T *dy, __global STORE_T *dx, int N, int H, int W, int C, int OH,
                            int OW, int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int uniform, int PB,
                            int PR) {
     POOL_BWD_INDEX
@@ -119,11 +121,11 @@ __kernel void avgpool_grad(__global const float *dy, __global float *dx, int N, 
             int tw = w + PW - kj;
             if (tw < 0) break;
             if (tw % SW != 0 || tw / SW >= OW) continue;
-            float v = dy[((n * OH + th / SH) * OW + tw / SW) * C + c];
+            float v = LOAD(dy, ((n * OH + th / SH) * OW + tw / SW) * C + c);
             acc += uniform ? v : v * (1.0f / (float)cn_pool_divisor(th - PH, tw - PW, H, W, KH, KW, PB, PR, exclude));
         }
     }
-    dx[i] = uniform ? acc * (1.0f / (float)(KH * KW)) : acc;
+    STORE(dx, i, uniform ? acc * (1.0f / (float)(KH * KW)) : acc);
 }
 
 /* ---- Row kernels for CPU-style devices: one work-item per row of windows (n, oh), walking

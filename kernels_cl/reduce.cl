@@ -1,6 +1,7 @@
 /* Reduction family: whole-tensor sums (two passes of work-group tree reductions), column
  * sums over leading axes, and row-wise argmax / accuracy. Group sizes are powers of two
- * chosen by the host; __local scratch is passed as an argument of that size. */
+ * chosen by the host; __local scratch is passed as an argument of that size. Tensors are
+ * STORE_T (common.h.cl); partial sums and the accuracy's hits are float scratch. */
 
 /* The serial parts of every sum are compensated (Kahan): float sums of long strided runs
  * would otherwise drift visibly from the double-accumulating reference. The host never
@@ -23,53 +24,59 @@ void cn_group_sum(__local float *tmp, int lid, int lsz) {
 }
 
 /* Pass 1: each group writes the sum of its grid-strided share of x to partial[group]. */
-__kernel void reduce_sum_partial(__global const float *x, int n, __global float *partial, __local float *tmp) {
+__kernel void reduce_sum_partial(__global const STORE_T *x, int n, __global float *partial, __local float *tmp) {
     int lid = get_local_id(0), lsz = get_local_size(0);
     float acc = 0.0f, comp = 0.0f;
-    for (uint i = get_global_id(0); i < (uint)n; i += get_global_size(0)) KAHAN_ADD(acc, comp, x[i]);
+    for (uint i = get_global_id(0); i < (uint)n; i += get_global_size(0)) KAHAN_ADD(acc, comp, LOAD(x, i));
     tmp[lid] = acc;
     cn_group_sum(tmp, lid, lsz);
     if (lid == 0) partial[get_group_id(0)] = tmp[0];
 }
 
-/* Pass 2 (or the only pass for small n): one group, out[0] = sum(x[0..n)) / div. */
-__kernel void reduce_sum_final(__global const float *x, int n, __global float *out, float div, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    float acc = 0.0f, comp = 0.0f;
-    for (int i = lid; i < n; i += lsz) KAHAN_ADD(acc, comp, x[i]);
-    tmp[lid] = acc;
-    cn_group_sum(tmp, lid, lsz);
-    if (lid == 0) out[0] = tmp[0] / div;
-}
+/* One group, out[0] = sum(x[0..n)) / div: pass 2 over the float partials (reduce_sum_final)
+ * or the only pass over a small tensor (reduce_sum_small). */
+#define CN_FLOAT_AT(p, i) ((p)[i])
+#define CN_REDUCE_ONE_GROUP(NAME, IN_T, GET)                                                          \
+    __kernel void NAME(__global const IN_T *x, int n, __global STORE_T *out, float div, __local float *tmp) { \
+        int lid = get_local_id(0), lsz = get_local_size(0);                                           \
+        float acc = 0.0f, comp = 0.0f;                                                                \
+        for (int i = lid; i < n; i += lsz) KAHAN_ADD(acc, comp, GET(x, i));                           \
+        tmp[lid] = acc;                                                                               \
+        cn_group_sum(tmp, lid, lsz);                                                                  \
+        if (lid == 0) STORE(out, 0, tmp[0] / div);                                                    \
+    }
+CN_REDUCE_ONE_GROUP(reduce_sum_final, float, CN_FLOAT_AT)
+CN_REDUCE_ONE_GROUP(reduce_sum_small, STORE_T, LOAD)
 
 /* x viewed as [R, C]: work-item (c, s) sums rows [s*chunk, (s+1)*chunk) of column c into
- * out[s*C + c]; with one slice that is already the answer. */
-__kernel void sum_rows_partial(__global const float *x, int R, int C, int chunk, __global float *out) {
+ * out[s*C + c]; with one slice that is already the answer (f32 only: for 16-bit storage the
+ * host always passes float scratch and finishes with sum_rows_final). */
+__kernel void sum_rows_partial(__global const STORE_T *x, int R, int C, int chunk, __global float *out) {
     int c = get_global_id(0), s = get_global_id(1);
     if (c >= C) return;
     int r0 = s * chunk, r1 = min(R, r0 + chunk);
     float acc = 0.0f, comp = 0.0f;
-    for (int r = r0; r < r1; r++) KAHAN_ADD(acc, comp, x[r * C + c]);
+    for (int r = r0; r < r1; r++) KAHAN_ADD(acc, comp, LOAD(x, r * C + c));
     out[s * C + c] = acc;
 }
 
-__kernel void sum_rows_final(__global const float *partial, int S, int C, __global float *out) {
+__kernel void sum_rows_final(__global const float *partial, int S, int C, __global STORE_T *out) {
     int c = get_global_id(0);
     if (c >= C) return;
     float acc = 0.0f, comp = 0.0f;
     for (int s = 0; s < S; s++) KAHAN_ADD(acc, comp, partial[s * C + c]);
-    out[c] = acc;
+    STORE(out, c, acc);
 }
 
 /* Index of the first maximum of row xr[0..C): each work-item scans a strided share, then a
  * tree keeps the larger value and, on ties, the smaller index, which is the serial
  * "first maximum" answer. Returns 0 for an empty row. */
-int cn_row_argmax(__global const float *xr, int C, __local float *tv, __local int *ti) {
+int cn_row_argmax(__global const STORE_T *xr, int C, __local float *tv, __local int *ti) {
     int lid = get_local_id(0), lsz = get_local_size(0);
     float best = 0.0f;
     int bi = -1;
     for (int j = lid; j < C; j += lsz) {
-        float v = xr[j];
+        float v = LOAD(xr, j);
         if (bi < 0 || v > best) {
             best = v;
             bi = j;
@@ -95,7 +102,7 @@ int cn_row_argmax(__global const float *xr, int C, __local float *tv, __local in
 }
 
 /* One group per row; the index is stored as int or as float bits, as the node's dtype asks. */
-__kernel void argmax_rows(__global const float *x, int C, __global int *out, int want_int,
+__kernel void argmax_rows(__global const STORE_T *x, int C, __global int *out, int want_int,
                           __local float *tv, __local int *ti) {
     int row = get_group_id(0);
     int idx = cn_row_argmax(x + row * C, C, tv, ti);
@@ -106,7 +113,7 @@ __kernel void argmax_rows(__global const float *x, int C, __global int *out, int
 
 /* hits[row] = 1 if the row's argmax equals its label; summed afterwards. A label outside
  * [0, C) raises CN_FLAG_LABEL. */
-__kernel void accuracy_rows(__global const float *x, __global const int *labels, int C, __global float *hits,
+__kernel void accuracy_rows(__global const STORE_T *x, __global const int *labels, int C, __global float *hits,
                             __local float *tv, __local int *ti, __global int *flags, int step) {
     int row = get_group_id(0);
     int idx = cn_row_argmax(x + row * C, C, tv, ti);
@@ -127,16 +134,16 @@ __kernel void accuracy_rows(__global const float *x, __global const int *labels,
 #define SR_CB (4 * GVW)
 
 #define CN_SR_COLS(NV)                                                                             \
-    void cn_sr_cols##NV(__global const float *x, int r0, int r1, int C, int c0, __global float *out) { \
+    void cn_sr_cols##NV(__global const STORE_T *x, int r0, int r1, int C, int c0, __global float *out) { \
         floatV sum[NV], comp[NV];                                                                  \
         for (int v = 0; v < NV; v++) sum[v] = comp[v] = (floatV)(0.0f);                            \
         for (int rb = r0; rb < r1; rb += SR_INNER) {                                               \
             int re = min(r1, rb + SR_INNER);                                                       \
             floatV blk[NV];                                                                        \
             for (int v = 0; v < NV; v++) blk[v] = (floatV)(0.0f);                                  \
-            __global const float *row = x + rb * C + c0;                                           \
+            __global const STORE_T *row = x + rb * C + c0;                                         \
             for (int r = rb; r < re; r++, row += C)                                                \
-                for (int v = 0; v < NV; v++) blk[v] += vloadV(v, row);                             \
+                for (int v = 0; v < NV; v++) blk[v] += LOADV(row, v);                              \
             for (int v = 0; v < NV; v++) {                                                         \
                 floatV y_ = blk[v] - comp[v], t_ = sum[v] + y_;                                    \
                 comp[v] = (t_ - sum[v]) - y_;                                                      \
@@ -149,7 +156,7 @@ CN_SR_COLS(4)
 CN_SR_COLS(2)
 CN_SR_COLS(1)
 
-__kernel void sum_rows_blocks(__global const float *x, int R, int C, int chunk, __global float *part) {
+__kernel void sum_rows_blocks(__global const STORE_T *x, int R, int C, int chunk, __global float *part) {
     int s = get_global_id(0), cb = get_global_id(1);
     int r0 = s * chunk, c = cb * SR_CB, cend = min(C, c + SR_CB);
     if (r0 >= R || c >= C) return;
@@ -172,7 +179,7 @@ __kernel void sum_rows_blocks(__global const float *x, int R, int C, int chunk, 
         for (int rb = r0; rb < r1; rb += SR_INNER) {
             int re = min(r1, rb + SR_INNER);
             float blk = 0.0f;
-            for (int r = rb; r < re; r++) blk += x[r * C + c];
+            for (int r = rb; r < re; r++) blk += LOAD(x, r * C + c);
             KAHAN_ADD(sum, comp, blk);
         }
         out[c] = sum;

@@ -103,6 +103,7 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
         b = t;
     }
     if (kc < 0) kc = cn_cl_gemm_default_kc(c, g, variant);
+    if (c->store != CN_CL_STORE_F32) kc = 0; /* split-K partials are float: 16-bit products are not split */
     int64_t S = kc > 0 ? (g->K + kc - 1) / kc : 1;
     if (S <= 1) kc = g->K > 0 ? g->K : 1, S = 1;
     int64_t mn = g->M * g->N;
@@ -186,7 +187,12 @@ cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
     int path, variant = 0;
     size_t wg = 0;
     int64_t kc = -1;
-    if (c->gemm_mode == CN_GEMM_CLBLAST) {
+    if (c->store != CN_CL_STORE_F32) {
+        /* 16-bit storage: clnet's own kernels, float32 accumulators (CLBlast's half GEMM
+         * accumulates in half and needs cl_khr_fp16); the f32 tuning does not apply. */
+        path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
+        variant = cn_cl_gemm_default_variant(c, g.M, g.N);
+    } else if (c->gemm_mode == CN_GEMM_CLBLAST) {
         path = CN_GEMM_PATH_CLBLAST;
     } else if (c->gemm_mode == CN_GEMM_AUTO && !c->clblast_failed &&
                cn_cl_tuned_gemm(c, &g, &path, &variant, &wg, &kc)) {

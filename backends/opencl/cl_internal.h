@@ -63,7 +63,7 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, tanh__span) X(ELEMENTWISE, exp__span) X(ELEMENTWISE, log__span)             \
     X(ELEMENTWISE, scale_span) X(ELEMENTWISE, relu_grad_span) X(ELEMENTWISE, sigmoid_grad_span) \
     X(ELEMENTWISE, tanh_grad_span)                                                             \
-    X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final)                                  \
+    X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final) X(REDUCE, reduce_sum_small)      \
     X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)           \
     X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                            \
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)   \
@@ -94,7 +94,8 @@ typedef enum cn_cl_family {
     X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
-    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)
+    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
+    X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -277,8 +278,17 @@ static inline void cn_cl_rows_cols(const cn_shape *s, int64_t *rows, int64_t *co
     *cols = s->ndim > 0 ? s->d[s->ndim - 1] : 1;
     *rows = *cols > 0 ? n / *cols : 0;
 }
-/* out[0] = sum(x[0..n)) / div, as a two-pass work-group tree reduction. */
+/* out[0] = sum(x[0..n)) / div, as a two-pass work-group tree reduction; x and out are in the
+ * current storage type (c->store). _f32: both are float (scratch, a loss, a count) whatever
+ * the launch's type. */
 cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
+cn_status cn_cl_reduce_sum_f32(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div);
+/* Switch the programs kernels come from (CN_CL_STORE_*) and return the previous choice. */
+static inline int cn_cl_set_store(cn_cl_ctx *c, int store) {
+    int old = c->store;
+    c->store = store;
+    return old;
+}
 /* buf[i] = epilogue(buf[i] + bias[i % nb]) in place over n floats (a fused bias after a
  * library GEMM). */
 cn_status cn_cl_bias_epilogue(cn_cl_ctx *c, cl_mem buf, cl_mem bias, int64_t n, int64_t nb, int epilogue);

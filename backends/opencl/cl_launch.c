@@ -213,7 +213,8 @@ cn_status cn_cl_run(void *ctx, const cn_launch *l) {
     cn_cl_ctx *c = ctx;
     pthread_mutex_lock(&c->lock);
     cn_status s = CN_OK;
-    c->store = cn_cl_store_of(cn_launch_storage(l));
+    /* CAST is the one launch of two float types: it runs in its output's programs */
+    c->store = cn_cl_store_of(l->op == CN_OP_CAST ? l->out_dtype : cn_launch_storage(l));
     /* Nothing to write: skip, so zero-sized tensors never reach a kernel. */
     if (cn_shape_numel(&l->out_shape) > 0) s = op_table[l->op](c, l);
     c->store = CN_CL_STORE_F32;

@@ -52,6 +52,8 @@ static void rows_grid(cn_cl_ctx *c, cn_cl_kernel_id k, int64_t rows, int64_t BH,
     cn_cl_grid_lws(c, k, one, lws);
 }
 
+/* The output goes in as both out (STORE_T, ATTENTION) and lse (float, ATTENTION_LSE, whose
+ * output is f32 in every storage type); the kernel writes the one lse_only names. */
 static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
     adims g = dims_of(l, 0);
     void *v = lse_only ? l->in[1] : l->in[2]; /* ATTENTION_LSE has no v: k in its place (never read) */
@@ -59,13 +61,15 @@ static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
         size_t gws[3], lws[3];
         rows_grid(c, CN_K_attn_fwd_rows, g.T, g.BH, gws, lws);
         return CN_CL_LAUNCH(c, CN_K_attn_fwd_rows, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
-                            CN_ARG_MEM(v), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D),
-                            CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(lse_only));
+                            CN_ARG_MEM(v), CN_ARG_MEM(l->out), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
+                            CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0),
+                            CN_ARG_INT(lse_only));
     }
     int64_t B = tile(c, CN_K_attn_fwd, g.D, 4);
     size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((g.T + B - 1) / B * B * B), (size_t)g.BH};
     return CN_CL_LAUNCH(c, CN_K_attn_fwd, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(v),
-                        CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale),
+                        CN_ARG_MEM(l->out), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D),
+                        CN_ARG_FLOAT(l->p->scale),
                         CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(lse_only), CN_ARG_INT(B), LOCAL_TILE(B, g.D),
                         LOCAL_TILE(B, g.D), LOCAL_TILE(B, lse_only ? 1 : g.D), LOCAL_TILE(B, lse_only ? 1 : g.D),
                         CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)), CN_ARG_LOCAL((size_t)(3 * B) * sizeof(float)));

@@ -54,10 +54,15 @@ static cn_status launch_rows(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nar
 
 static int64_t pooled_numel(const cn_window *g) { return g->n * g->oh * g->ow * g->c; }
 
+/* The row kernels of conv.cl and pool.cl (CPU-type devices) move float vectors and col2im_pix
+ * sums in its output: f32 launches only; 16-bit ones take the generic kernels, which load and
+ * store through STORE_T and sum in registers. */
+static int row_kernels(const cn_cl_ctx *c) { return c->is_cpu && c->store == CN_CL_STORE_F32; }
+
 cn_status cn_cl_op_IM2COL(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
-    if (c->is_cpu && g.dh == 1 && g.dw == 1) {
+    if (row_kernels(c) && g.dh == 1 && g.dw == 1) {
         static const cn_cl_kernel_id k[3] = {CN_K_im2col_rows1, CN_K_im2col_rows4, CN_K_im2col_rowsv};
         int cv;
         int v = channel_vec(c, g.c, &cv);
@@ -70,7 +75,7 @@ cn_status cn_cl_op_IM2COL(cn_cl_ctx *c, const cn_launch *l) {
 cn_status cn_cl_op_COL2IM(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
-    if (c->is_cpu && g.dh == 1 && g.dw == 1) {
+    if (row_kernels(c) && g.dh == 1 && g.dw == 1) {
         static const cn_cl_kernel_id k[3] = {CN_K_col2im_pix1, CN_K_col2im_pix4, CN_K_col2im_pixv};
         int cv;
         int v = channel_vec(c, g.c, &cv);
@@ -85,7 +90,7 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
     cn_window_of(&l->in_shape[0], l->p, &g);
     int cv;
     int v = channel_vec(c, g.c, &cv);
-    if (c->is_cpu && k == CN_K_maxpool && v > 0)
+    if (row_kernels(c) && k == CN_K_maxpool && v > 0)
         return ROWS(c, v == 2 ? CN_K_maxpool_rowsv : CN_K_maxpool_rows4, g.n * g.oh, CN_ARG_MEM(l->in[0]),
                     CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
     if (k == CN_K_avgpool)
@@ -104,7 +109,7 @@ cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     int64_t nout = pooled_numel(&g);
     int cv;
     int v = channel_vec(c, g.c, &cv);
-    if (c->is_cpu && v > 0 && g.sh >= g.kh && g.sw >= g.kw) {
+    if (row_kernels(c) && v > 0 && g.sh >= g.kh && g.sw >= g.kw) {
         /* Windows never overlap: one pass, each window writing the pixels it owns. */
         return ROWS(c, v == 2 ? CN_K_maxpool_grad_rowsv : CN_K_maxpool_grad_rows4, g.n * g.oh,
                     CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));

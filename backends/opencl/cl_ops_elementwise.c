@@ -137,3 +137,11 @@ cn_status cn_cl_op_GELU_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     return CN_CL_LAUNCH_1D(c, CN_K_gelu_bwd, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
                            CN_ARG_INT(n), CN_ARG_INT(l->p->variant == 1));
 }
+
+/* CAST runs in the output type's programs (cn_cl_run); the kernel is the input type's. */
+cn_status cn_cl_op_CAST(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape);
+    cn_dtype from = l->in_dtype[0];
+    cn_cl_kernel_id k = from == CN_F16 ? CN_K_cast_f16 : from == CN_BF16 ? CN_K_cast_bf16 : CN_K_cast_f32;
+    return CN_CL_LAUNCH_1D(c, k, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), CN_ARG_INT(n));
+}

@@ -10,8 +10,9 @@
 cn_status cn_cl_reduce_sum(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div) {
     size_t wgf = cn_cl_row_wg(c, CN_K_reduce_sum_final, 256);
     if (n <= (int64_t)(wgf * REDUCE_ITEMS_PER_THREAD)) {
-        return CN_CL_LAUNCH(c, CN_K_reduce_sum_final, 1, &wgf, &wgf, CN_ARG_MEM(x), CN_ARG_INT(n), CN_ARG_MEM(out),
-                            CN_ARG_FLOAT(div), CN_ARG_LOCAL(wgf * sizeof(float)));
+        size_t wgs = cn_cl_row_wg(c, CN_K_reduce_sum_small, 256);
+        return CN_CL_LAUNCH(c, CN_K_reduce_sum_small, 1, &wgs, &wgs, CN_ARG_MEM(x), CN_ARG_INT(n), CN_ARG_MEM(out),
+                            CN_ARG_FLOAT(div), CN_ARG_LOCAL(wgs * sizeof(float)));
     }
     size_t wgp = cn_cl_row_wg(c, CN_K_reduce_sum_partial, 256);
     int64_t groups = (n + (int64_t)(wgp * REDUCE_ITEMS_PER_THREAD) - 1) / (int64_t)(wgp * REDUCE_ITEMS_PER_THREAD);
@@ -54,11 +55,14 @@ static cn_status sum_rows_cpu(cn_cl_ctx *c, const cn_launch *l, int64_t R, int64
     S = (R + chunk - 1) / chunk;
     if (S < 1) S = 1;
     size_t gws[2] = {(size_t)S, (size_t)cb}, lws[2] = {1, 1};
+    /* One slice writes the output directly, which only an f32 output can take (the slices
+     * are float; a 16-bit output is rounded by sum_rows_final). */
+    int direct = S == 1 && c->store == CN_CL_STORE_F32;
     cl_mem part = cn_cl_mem(l->out);
-    if (S > 1) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * C) * sizeof(float), &part));
+    if (!direct) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * C) * sizeof(float), &part));
     CN_TRY(CN_CL_LAUNCH(c, CN_K_sum_rows_blocks, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
                         CN_ARG_INT(chunk), CN_ARG(part)));
-    if (S == 1) return CN_OK;
+    if (direct) return CN_OK;
     return CN_CL_LAUNCH_1D(c, CN_K_sum_rows_final, (size_t)C, CN_ARG(part), CN_ARG_INT(S), CN_ARG_INT(C),
                            CN_ARG_MEM(l->out));
 }
@@ -79,7 +83,7 @@ cn_status cn_cl_op_SUM_ROWS(cn_cl_ctx *c, const cn_launch *l) {
     if (S < 1) S = 1;
     size_t lx = cn_cl_row_wg(c, CN_K_sum_rows_partial, C < 64 ? C : 64);
     size_t lws[2] = {lx, 1}, gws[2] = {(size_t)C, (size_t)S};
-    if (S == 1)
+    if (S == 1 && c->store == CN_CL_STORE_F32) /* see sum_rows_cpu */
         return CN_CL_LAUNCH(c, CN_K_sum_rows_partial, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
                             CN_ARG_INT(chunk), CN_ARG_MEM(l->out));
     cl_mem part;
@@ -103,7 +107,7 @@ cn_status cn_cl_op_ARGMAX(cn_cl_ctx *c, const cn_launch *l) {
 cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
     int64_t rows, C;
     cn_cl_rows_cols(&l->in_shape[0], &rows, &C);
-    if (rows == 0) return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 1.0f);
+    if (rows == 0) return cn_cl_reduce_sum_f32(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 1.0f);
     cl_mem hits;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)rows * sizeof(float), &hits));
     size_t wg = cn_cl_row_wg(c, CN_K_accuracy_rows, C);
@@ -111,5 +115,12 @@ cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
     CN_TRY(CN_CL_LAUNCH(c, CN_K_accuracy_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_INT(C), CN_ARG_MEM(hits), CN_ARG_LOCAL(wg * sizeof(float)),
                         CN_ARG_LOCAL(wg * sizeof(cl_int)), CN_ARG_MEM(l->flags), CN_ARG_INT((uint32_t)l->step)));
-    return cn_cl_reduce_sum(c, hits, rows, cn_cl_mem(l->out), 1.0f);
+    return cn_cl_reduce_sum_f32(c, hits, rows, cn_cl_mem(l->out), 1.0f);
+}
+
+cn_status cn_cl_reduce_sum_f32(cn_cl_ctx *c, cl_mem x, int64_t n, cl_mem out, float div) {
+    int store = cn_cl_set_store(c, CN_CL_STORE_F32);
+    cn_status s = cn_cl_reduce_sum(c, x, n, out, div);
+    cn_cl_set_store(c, store);
+    return s;
 }

@@ -32,7 +32,7 @@ cn_status cn_cl_op_LOG_SOFTMAX_GRAD(cn_cl_ctx *c, const cn_launch *l) {
 cn_status cn_cl_op_XENT(cn_cl_ctx *c, const cn_launch *l) {
     int64_t N, C;
     cn_cl_rows_cols(&l->in_shape[0], &N, &C);
-    if (N == 0) return cn_cl_reduce_sum(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 0.0f);
+    if (N == 0) return cn_cl_reduce_sum_f32(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 0.0f);
     cl_mem loss;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)N * sizeof(float), &loss));
     size_t wg = cn_cl_row_wg(c, CN_K_xent_rows, C);
@@ -40,7 +40,7 @@ cn_status cn_cl_op_XENT(cn_cl_ctx *c, const cn_launch *l) {
     CN_TRY(CN_CL_LAUNCH(c, CN_K_xent_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(loss), CN_ARG_INT(C), CN_ARG_LOCAL(wg * sizeof(float)), CN_ARG_MEM(l->flags),
                         CN_ARG_INT((uint32_t)l->step)));
-    return cn_cl_reduce_sum(c, loss, N, cn_cl_mem(l->out), (float)N);
+    return cn_cl_reduce_sum_f32(c, loss, N, cn_cl_mem(l->out), (float)N); /* the loss is f32 */
 }
 
 cn_status cn_cl_op_XENT_GRAD(cn_cl_ctx *c, const cn_launch *l) {

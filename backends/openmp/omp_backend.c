@@ -179,7 +179,7 @@ static int be_supports(void *vctx, const cn_launch *l) {
 /* The launch is one the planner checked against the op contract (ops.h): no checks here. */
 static cn_status be_run(void *vctx, const cn_launch *l) {
     (void)vctx;
-    return op_fns[l->op](l);
+    return cn_omp_run_storage(l, op_fns[l->op]);
 }
 
 static cn_status be_flag_nonfinite(void *vctx, void *buf, int64_t n, void *flags, uint64_t step) {

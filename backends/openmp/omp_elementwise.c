@@ -212,3 +212,20 @@ static cn_status run_gelu(const cn_launch *l, int grad) {
 
 cn_status cn_omp_op_GELU(const cn_launch *l) { return run_gelu(l, 0); }
 cn_status cn_omp_op_GELU_GRAD(const cn_launch *l) { return run_gelu(l, 1); }
+
+/* CAST: each element widened exactly, then stored in the output's type (rounded to nearest
+ * even when narrowing), per tile like the ops above. */
+cn_status cn_omp_op_CAST(const cn_launch *l) {
+    const int64_t n = cn_shape_numel(&l->out_shape);
+    const cn_dtype from = l->in_dtype[0], to = l->out_dtype;
+    const int64_t tiles = (n + CN_OMP_TILE - 1) / CN_OMP_TILE;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t t = 0; t < tiles; t++) {
+        float buf[CN_OMP_TILE];
+        const int64_t lo = t * CN_OMP_TILE, hi = CN_OMP_MIN(lo + CN_OMP_TILE, n);
+        const float *x = cn_tile_in(from, l->in[0], lo, hi - lo, buf);
+        if (to != CN_F32) cn_tile_store(to, l->out, lo, hi - lo, x);
+        else if (x != (float *)l->out + lo) memmove((float *)l->out + lo, x, (size_t)(hi - lo) * sizeof(float));
+    }
+    return CN_OK;
+}

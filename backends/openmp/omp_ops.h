@@ -93,6 +93,10 @@ cn_status cn_omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_
 const char *cn_omp_gemm_isa(void);
 cn_status cn_omp_gemm_init(void);
 
+/* Runs fn on l, whatever l's storage type (omp_storage.c): f32 launches and the ops that
+ * convert per tile go straight to fn; other 16-bit launches run fn on float32 copies. */
+cn_status cn_omp_run_storage(const cn_launch *l, cn_status (*fn)(const cn_launch *));
+
 #define CN_OMP_X_DECL(NAME, ...) cn_status cn_omp_op_##NAME(const cn_launch *l);
 CN_OP_TABLE(CN_OMP_X_DECL)
 #undef CN_OMP_X_DECL

@@ -341,6 +341,12 @@ cn_value cn_op_exp(cn_program *p, cn_value x);
 cn_value cn_op_log(cn_program *p, cn_value x);
 cn_value cn_op_softmax(cn_program *p, cn_value x);     /* over the last axis */
 cn_value cn_op_log_softmax(cn_program *p, cn_value x); /* over the last axis */
+/* x converted to float storage type dt (CN_F32, CN_F16 or CN_BF16): widening is exact,
+ * narrowing rounds to nearest even (overflow to f16 gives infinity). The ops that follow
+ * compute in float32 and store in x's new type; gradients flow back through the cast to
+ * x's type (so an f32 parameter cast to bf16 still has an f32 gradient). Another dt is
+ * CN_ERR_DTYPE. */
+cn_value cn_op_cast(cn_program *p, cn_value x, cn_dtype dt);
 /* Sum or mean along one axis (negative counts from the end); keepdims leaves it as size 1.
  * axis CN_ALL_AXES reduces everything to [1]. */
 #define CN_ALL_AXES 127
@@ -521,6 +527,16 @@ typedef struct cn_optimizer_config {
      * gradient stays NaN. Checkpoints store them; older checkpoints read as off. */
     float clip_norm;
     float clip_value;
+    /* Mixed precision (docs/DESIGN.md, storage types): CN_F32 (default) trains in float32;
+     * CN_BF16 or CN_F16 stores activations, saved tensors and activation gradients in 16 bits.
+     * Parameters, their gradients, the optimizer state and checkpoints stay f32: every f32
+     * parameter, constant and input is cast to the 16-bit type where it is used, and every
+     * output and the loss is cast back to f32, so feeds, fetches and checkpoints do not
+     * change. All arithmetic is float32. Another value is CN_ERR_INVALID_ARG. fp16 has no
+     * loss scaling yet: gradients below 2^-24 vanish and values above 65504 overflow (use
+     * bf16, or cn_session_check_numerics to stop on the first non-finite step). Not stored in
+     * checkpoints. */
+    cn_dtype precision;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
 void cn_optimizer_config_default(cn_optimizer_config *c, cn_optimizer_kind kind);
@@ -535,6 +551,10 @@ cn_status cn_session_create_training(const cn_program *p, cn_device *dev, const 
  * updates by src are seen). src stays alive at least as long as *out. */
 cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
+/* The storage type of an inference session's activations (CN_F32, CN_BF16 or CN_F16; see
+ * cn_optimizer_config.precision, which sets a training session's and the inference sessions
+ * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type). */
+cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
 /* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
  * restores the default: every output whose inputs were all fed (so an inference session fed
  * no labels computes no loss; a training session always computes its loss). Fewer outputs:

@@ -420,6 +420,20 @@ def test_optimizer_settings():
     for bad in (["--clip-norm", "-1"], ["--clip-value", "nan"], ["--clip-norm", "x"], ["--clip-value", "inf"]):
         fails(run(["train", model, *common, *bad]), 2, [bad[0]])
 
+    # Mixed precision: bf16 and fp16 train (a different trajectory from f32's), write the same
+    # f32 checkpoint format (same size, evaluable), and an unknown precision names the choices.
+    for prec in ("bf16", "fp16"):
+        ck = train("prec_%s.ckpt" % prec, "--precision", prec)
+        check(os.path.getsize(ck) == os.path.getsize(adam), "--precision %s keeps f32 checkpoints" % prec)
+        check(open(ck, "rb").read() != open(adam, "rb").read(), "--precision %s changes the weights' rounding" % prec)
+        test_loss(ck)  # and the checkpoint evaluates
+    fails(run(["train", model, *common, "--precision", "fp8"]), 2, ["--precision", "fp32, bf16, fp16"])
+    for prec in ("bf16", "fp16"):  # inference in 16 bits from the same f32 checkpoint
+        r = run(["eval", adam, "--data", DATA, "--limit", "256", "--device", DEVICE, "--precision", prec])
+        ok(r)
+        check("accuracy" in r.out, "eval --precision %s reports" % prec, r)
+    fails(run(["eval", adam, "--data", DATA, "--limit", "16", "--precision", "int8"]), 2, ["fp32, bf16, fp16"])
+
 
 @test
 def test_devices_mirrored():

@@ -210,6 +210,56 @@ static void test_bad_arguments(void) {
     cn_program_free(p);
 }
 
+/* Mixed precision (bf16): batch norm's kernels are f32 only, so the instance runs it on f32
+ * casts between the 16-bit ops, updates the running statistics in the f32 parameter itself
+ * (not a 16-bit copy of it) and does not fold. Before the merge of issue 17 the step failed
+ * with CN_ERR_DTYPE. Tolerances: x is rounded to bf16 (2^-8 relative, |x| < 4), and y once
+ * more, so y is within 0.05 of the f32 formula; the running statistics move by momentum 0.1
+ * times statistics of |x| < 4, so 0.01 holds them, while a lost update (variance staying 1
+ * instead of about 1.1) is ten times that. */
+static void test_bf16(cn_device *dev) {
+    cn_program *p = bn_program(1, MOMENTUM);
+    cn_optimizer_config opt;
+    cn_optimizer_config_default(&opt, CN_OPT_SGD);
+    opt.lr = 1e-6f; /* gamma and beta stay 1 and 0 within the tolerance */
+    opt.precision = CN_BF16;
+    cn_session *s = NULL, *inf = NULL;
+    OK(cn_session_create_training(p, dev, &opt, &s));
+    if (!s) goto done;
+    float y[R * C], got[2 * C];
+    OK(cn_session_feed(s, "x", X[0], B));
+    OK(cn_session_feed(s, "t", T, B));
+    OK(cn_session_run(s));
+    OK(cn_session_fetch(s, "y", y, sizeof y));
+    double mean[C], var[C];
+    stats(X[0], R, mean, var);
+    int bad = 0;
+    for (int i = 0; i < R * C; i++) bad += fabs(y[i] - (X[0][i] - mean[i % C]) / sqrt(var[i % C] + EPS)) > 0.05;
+    CHECK(!bad, "bf16: %d outputs are not normalised with the batch's statistics", bad);
+    OK(cn_session_get_param(s, "running", got, sizeof got));
+    for (int c = 0; c < C; c++) {
+        double m = MOMENTUM * mean[c], v = 1 - MOMENTUM + MOMENTUM * var[c] * R / (R - 1.0);
+        CHECK(fabs(got[c] - m) < 0.01 && fabs(got[C + c] - v) < 0.01,
+              "bf16: running[%d] = %.6g, %.6g; PyTorch's rule gives %.6g, %.6g", c, (double)got[c], (double)got[C + c],
+              m, v);
+    }
+    OK(cn_session_create_shared(s, &inf));
+    if (inf) {
+        OK(cn_session_select_outputs(inf, (const char *[]){"y"}, 1));
+        OK(cn_session_feed(inf, "x", X[1], 1));
+        OK(cn_session_run(inf));
+        OK(cn_session_fetch(inf, "y", y, sizeof(float) * H * W * C));
+        bad = 0;
+        for (int i = 0; i < H * W * C; i++)
+            bad += fabs(y[i] - (X[1][i] - got[i % C]) / sqrt(got[C + i % C] + EPS)) > 0.05;
+        CHECK(!bad, "bf16 inference: %d outputs are not normalised with the running statistics", bad);
+    }
+done:
+    cn_session_free(inf);
+    cn_session_free(s);
+    cn_program_free(p);
+}
+
 static void run_on(const char *sel) {
     cn_device *dev;
     if (cn_device_open(sel, &dev) != CN_OK) {
@@ -219,6 +269,7 @@ static void run_on(const char *sel) {
     int before = failures;
     test_training_and_inference(dev);
     test_batch_of_one(dev);
+    test_bf16(dev);
     printf("%s %s\n", failures == before ? "ok  " : "FAIL", sel);
     cn_device_release(dev);
 }

@@ -119,6 +119,9 @@ static const gcase cases[] = {
      {GEN_UNIFORM, GEN_POSITIVE, GEN_UNIFORM, GEN_POSITIVE}, -1, {.eps = 1e-5f}, 0, {0}},
     {"batch_norm running statistics", CN_OP_BATCHNORM, 4, {S4(2, 3, 2, 3), S1(3), S1(3), S2(2, 3)},
      {GEN_UNIFORM, GEN_POSITIVE, GEN_UNIFORM, GEN_POSITIVE}, -1, {.eps = 1e-5f, .running = 1}, 0, {0}},
+    /* f32 to f32: finite differences see no 16-bit rounding; the 16-bit backward is checked
+     * exactly in tests/engine/test_storage.c */
+    {"cast", CN_OP_CAST, 1, {S2(3, 4)}, {0}, -1, {.variant = CN_F32}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 

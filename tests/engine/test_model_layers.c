@@ -139,7 +139,7 @@ static void test_fold(const char *sel) {
     CHECK_OK(cn_session_fetch(inf, "logits", logits, sizeof logits));
     /* what the inference session planned folds all three; the unfolded instance keeps them */
     CHECK_OK(cn_program_instantiate(p, BATCH, 0, &folded));
-    CHECK_OK(cn_program_instantiate_ex(p, BATCH, 0, 0, &plain));
+    CHECK_OK(cn_program_instantiate_ex(p, BATCH, 0, 0, CN_F32, &plain));
     if (tc_bad) goto done;
     CHECK(count_op(&folded.g, CN_OP_BN_FOLD) == 6, "%d BN_FOLD nodes, expected 2 per batch norm",
           count_op(&folded.g, CN_OP_BN_FOLD));

@@ -120,6 +120,211 @@ static void tensors(const char *sel) {
     cn_device_release(dev);
 }
 
+/* A bf16 product between f32 values through the public API: x and w cast to bf16, y = x w
+ * in bf16, cast back to f32 and summed into the loss. The weight gradient is x^T dy in bf16
+ * (dy = 1), cast back to the f32 master: exactly round_bf16(sum_b round_bf16(x[b][i])) (the
+ * f32 sums of 5 bf16 values are exact), on every device. Checks CAST, its backward and a
+ * session whose intermediate values are 16-bit. */
+static void mixed_program(const char *sel) {
+    cn_device *dev = NULL;
+    if (cn_device_open(sel, &dev) != CN_OK) {
+        printf("skip %s: %s\n", sel, cn_last_error());
+        return;
+    }
+    enum { B = 5, I = 4, J = 3 };
+    float x[B * I], w[I * J];
+    for (int k = 0; k < B * I; k++) x[k] = 0.1f * (float)(k % 7) - 0.27f + 0.013f * (float)k;
+    for (int k = 0; k < I * J; k++) w[k] = 0.05f * (float)k - 0.3f;
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    int64_t xs[2] = {CN_BATCH, I}, ws[2] = {I, J};
+    cn_value xv = cn_input(p, "x", 2, xs, CN_F32);
+    cn_value wv = cn_param_data(p, "w", 2, ws, w);
+    cn_value y = cn_op_matmul(p, cn_op_cast(p, xv, CN_BF16), cn_op_cast(p, wv, CN_BF16), 0, 0);
+    cn_value loss = cn_op_sum(p, cn_op_cast(p, y, CN_F32), CN_ALL_AXES, 0);
+    OK(cn_set_loss(p, loss));
+    CHECK(cn_op_cast(p, xv, CN_I32) == CN_INVALID_VALUE, "a cast to i32 is refused");
+    cn_session *s = NULL;
+    cn_program *ok = NULL; /* the refused cast above leaves its error in p: rebuild without it */
+    OK(cn_program_create(&ok));
+    xv = cn_input(ok, "x", 2, xs, CN_F32);
+    wv = cn_param_data(ok, "w", 2, ws, w);
+    y = cn_op_matmul(ok, cn_op_cast(ok, xv, CN_BF16), cn_op_cast(ok, wv, CN_BF16), 0, 0);
+    OK(cn_set_loss(ok, cn_op_sum(ok, cn_op_cast(ok, y, CN_F32), CN_ALL_AXES, 0)));
+    CHECK(cn_program_status(p) == CN_ERR_DTYPE, "the refused cast is recorded as CN_ERR_DTYPE");
+    if (cn_session_create_training(ok, dev, NULL, &s) == CN_OK) {
+        OK(cn_session_feed(s, "x", x, B));
+        OK(cn_session_compute_gradients(s));
+        cn_tensor *g = NULL;
+        float got[I * J];
+        OK(cn_session_gradient(s, "w", &g));
+        if (g) {
+            CHECK(cn_tensor_dtype(g) == CN_F32, "%s: the master gradient is f32", sel);
+            OK(cn_tensor_read(g, got, sizeof got));
+            for (int i = 0; i < I; i++) {
+                float sum = 0.0f;
+                for (int b = 0; b < B; b++) sum += cn_bf16_to_f32(cn_f32_to_bf16(x[b * I + i]));
+                float want = cn_bf16_to_f32(cn_f32_to_bf16(sum));
+                for (int j = 0; j < J; j++)
+                    CHECK(got[i * J + j] == want, "%s: dw[%d][%d] = %.9g, expected %.9g", sel, i, j,
+                          (double)got[i * J + j], (double)want);
+            }
+        }
+        float l = 0;
+        OK(cn_session_fetch(s, "loss", &l, sizeof l));
+        float want = 0.0f;
+        for (int b = 0; b < B; b++)
+            for (int j = 0; j < J; j++) {
+                float acc = 0.0f;
+                for (int i = 0; i < I; i++)
+                    acc = fmaf(cn_bf16_to_f32(cn_f32_to_bf16(x[b * I + i])), cn_bf16_to_f32(cn_f32_to_bf16(w[i * J + j])), acc);
+                want += cn_bf16_to_f32(cn_f32_to_bf16(acc));
+            }
+        /* the products' order and fma contraction may differ by device: one bf16 ulp each */
+        CHECK(fabsf(l - want) <= 15 * 0x1p-7f * 2.0f, "%s: loss %.9g, expected about %.9g", sel, (double)l, (double)want);
+        cn_session_free(s);
+    } else {
+        CHECK(0, "%s: a training session over a bf16 program", sel);
+    }
+    cn_program_free(p);
+    cn_program_free(ok);
+    cn_device_release(dev);
+}
+
+/* Mixed precision through the optimizer config: a two-layer classifier trained 30 SGD steps
+ * on one fixed batch in f32, bf16 and fp16. The 16-bit runs must train (the loss falls by at
+ * least half as much as in f32) and end near f32 (within 10% of its loss): a sanity check
+ * that every op of the step runs in 16 bits with f32 masters, not an accuracy gate (those are
+ * measured by the lead, docs/BENCHMARKS.md). Parameters, gradients and the logits output stay
+ * f32 whatever the precision; an unknown precision is refused naming the choices. */
+static float train_mlp(const char *sel, cn_dtype precision, float *first) {
+    enum { B = 16, IN = 8, H = 16, C = 4, STEPS = 30 };
+    cn_device *dev = NULL;
+    if (cn_device_open(sel, &dev) != CN_OK) return -1.0f;
+    float x[B * IN];
+    int32_t y[B];
+    for (int k = 0; k < B * IN; k++) x[k] = (float)((k * 37) % 19) / 9.5f - 1.0f;
+    for (int b = 0; b < B; b++) y[b] = (b * 7 + (x[b * IN] > 0)) % C;
+    cn_program *p = NULL;
+    cn_program_create(&p);
+    int64_t xs[2] = {CN_BATCH, IN}, ys[1] = {CN_BATCH}, w1s[2] = {IN, H}, b1s[1] = {H}, w2s[2] = {H, C}, b2s[1] = {C};
+    cn_value xv = cn_input(p, "x", 2, xs, CN_F32), yv = cn_input(p, "y", 1, ys, CN_I32);
+    cn_value w1 = cn_param(p, "w1", 2, w1s, CN_INIT_GLOROT_UNIFORM, 0), b1 = cn_param(p, "b1", 1, b1s, CN_INIT_ZEROS, 0);
+    cn_value w2 = cn_param(p, "w2", 2, w2s, CN_INIT_GLOROT_UNIFORM, 0), b2 = cn_param(p, "b2", 1, b2s, CN_INIT_ZEROS, 0);
+    cn_value logits = cn_op_dense(p, cn_op_relu(p, cn_op_dense(p, xv, w1, b1)), w2, b2);
+    cn_output(p, "logits", logits);
+    cn_set_loss(p, cn_op_cross_entropy(p, logits, yv));
+    cn_optimizer_config oc;
+    cn_optimizer_config_default(&oc, CN_OPT_SGD);
+    oc.lr = 0.1f;
+    oc.precision = precision;
+    cn_session *s = NULL;
+    float loss = -1.0f;
+    if (cn_session_create_training(p, dev, &oc, &s) == CN_OK) {
+        for (int t = 0; t < STEPS; t++) {
+            OK(cn_session_feed(s, "x", x, B));
+            OK(cn_session_feed(s, "y", y, B));
+            OK(cn_session_run(s));
+            OK(cn_session_fetch(s, "loss", &loss, sizeof loss));
+            if (t == 0) *first = loss;
+        }
+        float lg[B * C];
+        OK(cn_session_fetch(s, "logits", lg, sizeof lg)); /* f32, whatever the precision */
+        cn_tensor *g = NULL;
+        OK(cn_session_gradient(s, "w1", &g));
+        CHECK(g && cn_tensor_dtype(g) == CN_F32, "%s: gradients stay f32", sel);
+        cn_session_free(s);
+    } else {
+        CHECK(0, "%s: training session in %s", sel, cn_dtype_name(precision));
+    }
+    cn_program_free(p);
+    cn_device_release(dev);
+    return loss;
+}
+
+static void mixed_training(const char *sel) {
+    float f0 = 0, h0 = 0;
+    float f32 = train_mlp(sel, CN_F32, &f0);
+    if (f32 < 0) {
+        printf("skip %s: %s\n", sel, cn_last_error());
+        return;
+    }
+    const cn_dtype types[2] = {CN_BF16, CN_F16};
+    for (int t = 0; t < 2; t++) {
+        float h = train_mlp(sel, types[t], &h0);
+        printf("%s: loss %.4f -> %.4f in f32, %.4f -> %.4f in %s\n", sel, (double)f0, (double)f32, (double)h0, (double)h,
+               cn_dtype_name(types[t]));
+        CHECK(h0 - h >= 0.5f * (f0 - f32), "%s %s: the loss fell by %g, f32's by %g", sel, cn_dtype_name(types[t]),
+              (double)(h0 - h), (double)(f0 - f32));
+        CHECK(fabsf(h - f32) <= 0.1f * f32, "%s %s: final loss %g, f32's %g", sel, cn_dtype_name(types[t]), (double)h,
+              (double)f32);
+    }
+}
+
+static void bad_precision(void) {
+    cn_program *p = NULL;
+    cn_program_create(&p);
+    int64_t xs[2] = {CN_BATCH, 2}, ws[2] = {2, 1};
+    cn_value xv = cn_input(p, "x", 2, xs, CN_F32);
+    cn_set_loss(p, cn_op_sum(p, cn_op_matmul(p, xv, cn_param(p, "w", 2, ws, CN_INIT_ONES, 0), 0, 0), CN_ALL_AXES, 0));
+    cn_device *dev = NULL;
+    OK(cn_device_open("omp", &dev));
+    cn_optimizer_config oc;
+    cn_optimizer_config_default(&oc, CN_OPT_ADAM);
+    oc.precision = CN_I32;
+    cn_session *s = NULL;
+    CHECK(cn_session_create_training(p, dev, &oc, &s) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "unknown precision") &&
+              strstr(cn_last_error(), "CN_BF16"),
+          "an unknown precision is refused, naming the choices");
+    if (cn_session_create_inference(p, dev, &s) == CN_OK) {
+        CHECK(cn_session_set_precision(s, (cn_dtype)9) == CN_ERR_INVALID_ARG, "set_precision refuses 9");
+        OK(cn_session_set_precision(s, CN_BF16));
+        float x[2] = {1, 2};
+        OK(cn_session_feed(s, "x", x, 1));
+        OK(cn_session_run(s));
+        CHECK(cn_session_set_precision(s, CN_F32) == CN_ERR_INVALID_ARG, "set_precision after a run is refused");
+        cn_session_free(s);
+    }
+    cn_device_release(dev);
+    cn_program_free(p);
+}
+
+/* fp16 on values past its range: x = 1000 times a weight of 100 overflows (1e5 > 65504), the
+ * check of numerics stops the step and the message advises bf16; bf16 (f32's range) trains. */
+static void fp16_overflow(const char *sel) {
+    cn_device *dev = NULL;
+    if (cn_device_open(sel, &dev) != CN_OK) return;
+    const cn_dtype types[2] = {CN_F16, CN_BF16};
+    for (int t = 0; t < 2; t++) {
+        cn_program *p = NULL;
+        cn_program_create(&p);
+        int64_t xs[2] = {CN_BATCH, 2}, ws[2] = {2, 1};
+        cn_value xv = cn_input(p, "x", 2, xs, CN_F32);
+        cn_value w = cn_param(p, "w", 2, ws, CN_INIT_CONSTANT, 100.0f);
+        cn_set_loss(p, cn_op_mean(p, cn_op_matmul(p, xv, w, 0, 0), CN_ALL_AXES, 0));
+        cn_optimizer_config oc;
+        cn_optimizer_config_default(&oc, CN_OPT_SGD);
+        oc.precision = types[t];
+        cn_session *s = NULL;
+        if (cn_session_create_training(p, dev, &oc, &s) == CN_OK) {
+            OK(cn_session_check_numerics(s, 1));
+            float x[2] = {1000.0f, 1000.0f}, l = 0;
+            OK(cn_session_feed(s, "x", x, 1));
+            cn_status st = cn_session_run(s);
+            if (st == CN_OK) st = cn_session_fetch(s, "loss", &l, sizeof l);
+            if (types[t] == CN_F16)
+                CHECK(st == CN_ERR_NUMERIC && strstr(cn_last_error(), "bf16"), "%s: fp16 overflow stops and advises bf16 (%s)",
+                      sel, cn_status_name(st));
+            else
+                CHECK(st == CN_OK && l == cn_bf16_to_f32(cn_f32_to_bf16(200000.0f)), "%s: bf16 holds 2e5, rounded (loss %g)",
+                      sel, (double)l);
+            cn_session_free(s);
+        }
+        cn_program_free(p);
+    }
+    cn_device_release(dev);
+}
+
 int main(void) {
     CHECK(cn_dtype_size(CN_F16) == 2 && cn_dtype_size(CN_BF16) == 2 && cn_dtype_size(CN_F32) == 4, "dtype sizes");
     CHECK(!strcmp(cn_dtype_name(CN_BF16), "bf16") && !strcmp(cn_dtype_name(CN_F16), "f16"), "dtype names");
@@ -132,6 +337,13 @@ int main(void) {
     conversions();
     tensors("omp");
     tensors("cl:0");
+    mixed_program("omp");
+    mixed_program("cl:0");
+    mixed_training("omp");
+    mixed_training("cl:0");
+    bad_precision();
+    fp16_overflow("omp");
+    fp16_overflow("cl:0");
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }

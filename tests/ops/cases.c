@@ -734,6 +734,28 @@ static void cases_CLIP_SCALE(h_caselist *L) {
     }
 }
 
+/* ---- CAST: every pair of float storage types (the f16 and bf16 sources come from
+ * store_variants). Conversions are exact or rounded to nearest even on both backends, so
+ * the results must agree bit for bit; ranges stay inside f16's finite range, and one case
+ * reaches into its subnormals (below 2^-14). */
+static void cases_CAST(h_caselist *L) {
+    static const cn_dtype to[3] = {CN_F32, CN_F16, CN_BF16};
+    for (int t = 0; t < 3; t++) {
+        h_case *c = h_case_new(L, CN_OP_CAST, "[1037] -> %s", cn_dtype_name(to[t]));
+        h_in(c, h_shape(1, 1037), GEN_UNIFORM, -30000.0f, 30000.0f);
+        c->out_shape = h_shape(1, 1037);
+        c->p.variant = (int32_t)to[t];
+        c->out_dt = to[t];
+        h_tol_exact(c);
+        c = h_case_new(L, CN_OP_CAST, "[4,33] small -> %s", cn_dtype_name(to[t]));
+        h_in(c, h_shape(2, 4, 33), GEN_UNIFORM, -1e-4f, 1e-4f);
+        c->out_shape = h_shape(2, 4, 33);
+        c->p.variant = (int32_t)to[t];
+        c->out_dt = to[t];
+        h_tol_exact(c);
+    }
+}
+
 /* LEAF and RESHAPE launch no kernel (a leaf is data, a reshape is a view); they are
  * deliberately empty here and excluded by h_op_tested(). */
 static void cases_LEAF(h_caselist *L) { (void)L; }
@@ -768,8 +790,8 @@ static void store_variants(h_caselist *L, cn_op op, int from, int to) {
             memcpy(desc, v->desc, sizeof desc);
             *v = base;
             memcpy(v->desc, desc, sizeof desc);
-            for (int i = 0; i < v->n_in && sig + i < colon; i++)
-                if (sig[i] == 'h') v->in[i].dt = types[t].dt;
+            for (int i = 0; i < v->n_in; i++) /* past the signature: MATMUL's fused bias, of the same type */
+                if (sig + i >= colon || sig[i] == 'h') v->in[i].dt = types[t].dt;
             if (colon[1] == 'h') v->out_dt = types[t].dt;
             v->tol.store_rel = types[t].rel;
             v->tol.store_abs = types[t].abs;

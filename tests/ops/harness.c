@@ -192,8 +192,14 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
 
 /* A 16-bit input holds the values its storage type can represent: both backends then see
  * exactly the host's floats, and the magnitude run and optimizer checks read them too. */
+float h_store_round(cn_dtype dt, float v) {
+    if (dt == CN_F16) return cn_f16_to_f32(cn_f32_to_f16(v));
+    if (dt == CN_BF16) return cn_bf16_to_f32(cn_f32_to_bf16(v));
+    return v;
+}
+
 static void quantize(cn_dtype dt, float *f, int64_t n) {
-    for (int64_t k = 0; k < n; k++) f[k] = dt == CN_F16 ? cn_f16_to_f32(cn_f32_to_f16(f[k])) : cn_bf16_to_f32(cn_f32_to_bf16(f[k]));
+    for (int64_t k = 0; k < n; k++) f[k] = h_store_round(dt, f[k]);
 }
 
 void h_gen_inputs(const h_case *c, h_data *d) {

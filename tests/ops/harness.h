@@ -134,6 +134,9 @@ typedef struct h_cmp {
 int h_compare(const h_case *c, int j, const void *ref, const void *got, const float *mag,
               const float *before, h_cmp *r, char *msg, size_t cap);
 
+/* v rounded to storage type dt (to nearest even; f32 and i32: v itself). */
+float h_store_round(cn_dtype dt, float v);
+
 /* f32 helpers */
 int h_isfinite_buf(const float *x, int64_t n);
 uint32_t h_f2u(float f);

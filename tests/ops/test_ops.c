@@ -240,7 +240,7 @@ static int ref_sane(const h_case *c, const h_data *r, char *msg, size_t cap) {
             }
             const float f = h_checked_dtype(c, j) != CN_I32 ? ((const float *)r->chk[j])[i] : 0.0f;
             /* CAUSAL_MASK writes its fill (-inf before a softmax) on purpose */
-            if (!isfinite(f) && !(c->op == CN_OP_CAUSAL_MASK && f == c->p.fill)) {
+            if (!isfinite(f) && !(c->op == CN_OP_CAUSAL_MASK && f == h_store_round(c->out_dt, c->p.fill))) {
                 snprintf(msg, cap, "reference %s[%lld] = %g is not finite", h_checked_name(c, j), (long long)i,
                          (double)((const float *)r->chk[j])[i]);
                 return 0;

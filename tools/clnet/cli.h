@@ -77,6 +77,12 @@ void cli_release_devices(cn_device **devs, int n);
  * *dev may be open (the caller releases it); the model and session are NULL. */
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
                               cn_session **session, const char *output, int *epoch, uint64_t *step);
+/* --precision: the names train, eval, predict and generate accept (NULL-terminated), and the
+ * storage type of each; cli_load_checkpoint's session runs in cli_precision (index into the
+ * names, 0 = fp32), which the inference commands set from their flag. */
+extern const char *const cli_precision_names[];
+extern const cn_dtype cli_precision_types[];
+extern int cli_precision;
 
 /* Finds a model file shipped with clnet ("seed_cnn.net"): models/NAME under the working
  * directory (a checkout), then <prefix>/share/clnet/models beside an installed binary

@@ -26,6 +26,7 @@ void help_generate(void) {
            "  --seed S            seed of the draws: the same seed, the same text (default %d)\n"
            "  --device SEL        omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name\n"
            "                      (default $CLNET_DEVICE, else auto)\n"
+           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights f32\n"
            "  -v, --verbose       log INFO messages to stderr\n"
            "  -h, --help          show this help\n"
            "\n"
@@ -66,6 +67,7 @@ int cmd_generate(int argc, char **argv) {
         {"--temperature", NULL, ARG_FLOAT, &temperature, 0, 100, NULL, "T", 0},
         {"--seed", NULL, ARG_U64, &seed, 0, 0, NULL, "S", 0},
         {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
+        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_precision_names, "NAME", 0},
         ARG_END,
     };
     const char *pos[1];

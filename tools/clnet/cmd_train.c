@@ -51,6 +51,9 @@ void help_train(void) {
            "  --min-lr X            where the cosine schedule ends (default 0)\n"
            "  --clip-norm X         scale the gradients to a global L2 norm of at most X (default 0: off)\n"
            "  --clip-value X        clamp each gradient element to [-X, X], after --clip-norm (0: off)\n"
+           "  --precision NAME      fp32 (default), bf16 or fp16: activations and their gradients in\n"
+           "                        16 bits, weights, optimizer state and checkpoints in f32 (fp16 has\n"
+           "                        no loss scaling yet: prefer bf16)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
            "                        $CLNET_DEVICE, else auto)\n"
            "  --devices LIST        train on several devices at once (comma-separated selectors, or\n"
@@ -146,7 +149,7 @@ typedef struct train_opts {
     double lr, weight_decay, eps, beta1, beta2, momentum, min_lr, clip_norm, clip_value;
     int64_t warmup;
     uint64_t seed;
-    int optimizer, quiet, schedule;
+    int optimizer, quiet, schedule, precision;
     int given[G_COUNT];
     cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
     uint64_t ckpt_seed;       /* and its seed */
@@ -274,6 +277,7 @@ static int parse_options(train_opts *o, int argc, char **argv) {
         {"--min-lr", NULL, ARG_FLOAT, &o->min_lr, 0, 100, NULL, "X", 0},
         {"--clip-norm", NULL, ARG_FLOAT, &o->clip_norm, 0, 1e9, NULL, "X", 0},
         {"--clip-value", NULL, ARG_FLOAT, &o->clip_value, 0, 1e9, NULL, "X", 0},
+        {"--precision", NULL, ARG_CHOICE, &o->precision, 0, 0, cli_precision_names, "NAME", 0},
         {"--device", NULL, ARG_STRING, &o->device, 0, 0, NULL, "SEL", 0},
         {"--devices", NULL, ARG_STRING, &o->devices, 0, 0, NULL, "LIST", 0},
         {"--seed", NULL, ARG_U64, &o->seed, 0, 0, NULL, "N", 0},
@@ -312,6 +316,7 @@ static void make_config(train_run *r) {
     if (o->given[G_SCHEDULE]) cfg->opt.schedule = (cn_lr_schedule)o->schedule;
     if (o->given[G_WARMUP]) cfg->opt.warmup_steps = o->warmup;
     if (o->given[G_MIN_LR]) cfg->opt.min_lr = (float)o->min_lr;
+    cfg->opt.precision = cli_precision_types[o->precision]; /* not in checkpoints: the run's own */
     /* the schedule spans the whole run, resumed epochs included: its end is --epochs' end */
     r->steps_per_epoch = (r->data.n_train + o->batch - 1) / o->batch;
     if (cfg->opt.schedule == CN_LR_COSINE) cfg->opt.total_steps = o->epochs * r->steps_per_epoch;

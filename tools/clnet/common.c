@@ -157,11 +157,16 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
     else snprintf(buf, cap, "%s (%s)", info->selector, info->name);
 }
 
+const char *const cli_precision_names[] = {"fp32", "bf16", "fp16", NULL};
+const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16};
+int cli_precision;
+
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
                               cn_session **session, const char *output, int *epoch, uint64_t *step) {
     cn_status st = cli_open_device(device, dev);
     if (st != CN_OK) return st;
     st = cn_inference_from_checkpoint(path, *dev, model, session, epoch, step);
+    if (st == CN_OK) st = cn_session_set_precision(*session, cli_precision_types[cli_precision]);
     const char *outs[] = {output, "loss", "correct"};
     if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, 2);
     return st;
