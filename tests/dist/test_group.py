@@ -1,5 +1,6 @@
 """Replica groups under mpirun and --devices (issue 15's defects), on this machine, bound to
-loopback like test_mpi.py, every run bounded in time:
+loopback like test_mpi.py (mpitest.mpi(): --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo),
+every run bounded in time:
 
 - a last batch with fewer rows than ranks (--limit 129 --batch 64 on 2 ranks: the last step
   has 1 row) finishes every epoch, with and without -q, and saves a checkpoint whose test loss

@@ -1,4 +1,5 @@
-"""clnet train under mpirun on this machine (loopback only, every run bounded in time):
+"""clnet train under mpirun on this machine (loopback only: mpitest.mpi() passes --mca btl
+self,vader,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo; every run bounded in time):
 
 - 2 and 3 ranks with global batch B train the seed CNN like one process with batch B: the
   epoch's training loss (a global metric) and the test loss of the checkpoints they write agree within 1e-4
