@@ -236,6 +236,49 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
             r = accumulate(g, grad, b, with_params(g, CN_OP_DWCONV_GRAD_W, 2, in, &p, NULL));
         }
         break;
+    case CN_OP_LEAKY_RELU: case CN_OP_ELU: case CN_OP_CLIP: case CN_OP_SILU: case CN_OP_HARD_SIGMOID:
+    case CN_OP_HARD_SWISH: case CN_OP_SOFTPLUS:
+        if (need_a) {
+            cn_op_params q = p;
+            q.variant = (int32_t)n.op;
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_ACT_GRAD, 2, in, &q, NULL));
+        }
+        break;
+    case CN_OP_CHANNEL_ADD: case CN_OP_CHANNEL_MUL: {
+        cn_op_params one = {.alpha = 1.0f};
+        if (need_a) r = accumulate(g, grad, a, n.op == CN_OP_CHANNEL_ADD ? dy : cn_g_binary(g, CN_OP_CHANNEL_MUL, dy, b));
+        if (r >= 0 && need_b) {
+            int t = n.op == CN_OP_CHANNEL_ADD ? dy : cn_g_binary(g, CN_OP_MUL, dy, a);
+            r = accumulate(g, grad, b, with_params(g, CN_OP_CHANNEL_SUM, 1, &t, &one, NULL));
+        }
+        break;
+    }
+    case CN_OP_CHANNEL_SUM:
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_CHANNEL_BCAST, 1, &dy, &p, &sa));
+        break;
+    case CN_OP_CHANNEL_BCAST:
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_CHANNEL_SUM, 1, &dy, &p, NULL));
+        break;
+    case CN_OP_CHANNEL_MAX:
+        if (need_a) {
+            int in[2] = {dy, a};
+            r = accumulate(g, grad, a, with_params(g, CN_OP_CHANNEL_MAX_GRAD, 2, in, NULL, NULL));
+        }
+        break;
+    case CN_OP_BATCHNORM: {
+        /* inputs x, gamma, beta, running: the running statistics never get a gradient (they
+         * are state, updated by BN_RUNNING), so optimizers never see them */
+        int beta = n.in[2], in[4] = {dy, a, b, n.in[3]};
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_BATCHNORM_GRAD, 4, in, &p, NULL));
+        if (r >= 0 && need_b) {
+            cn_op_params q = p;
+            q.variant = 1; /* dy * xhat */
+            r = accumulate(g, grad, b, unbroadcast(g, with_params(g, CN_OP_BATCHNORM_GRAD, 4, in, &q, NULL), &sb));
+        }
+        if (r >= 0 && g->nodes[beta].requires_grad) r = accumulate(g, grad, beta, unbroadcast(g, dy, &g->nodes[beta].shape));
+        break;
+    }
     default:
         return cn_errorf(CN_ERR_UNSUPPORTED, "autodiff: op %s has no backward rule", cn_op_name(n.op));
     }

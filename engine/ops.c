@@ -53,7 +53,17 @@ typedef enum cn_shape_rule {
     CN_RULE_DOWNSAMPLE,   /* UPSAMPLE_GRAD: -> the given shape, which UPSAMPLE maps to dy's */
     CN_RULE_DWCONV,       /* DWCONV: image, [KH,KW,C] -> windows */
     CN_RULE_DWCONV_GRAD_X, /* (dy, w) -> the given image */
-    CN_RULE_DWCONV_GRAD_W  /* (dy, x) -> [KH,KW,C] */
+    CN_RULE_DWCONV_GRAD_W, /* (dy, x) -> [KH,KW,C] */
+    /* layer ops of issue 16, stated in ops_norm_act.c (cn_op_infer_norm_act) */
+    CN_RULE_ACT,          /* SAME, with the activation's parameters checked */
+    CN_RULE_ACT_GRAD,     /* (dy, x) of one shape, p.variant an activation op */
+    CN_RULE_CHANNEL,      /* x [N,...,C], s [N,C] -> x's shape */
+    CN_RULE_CHANNEL_REDUCE, /* x [N,...,C] -> [N,C] */
+    CN_RULE_CHANNEL_GRAD, /* dy [N,C], x [N,...,C] -> x's shape */
+    CN_RULE_CHANNEL_BCAST, /* s [N,C] -> the given [N,...,C] */
+    CN_RULE_BATCHNORM,    /* BATCHNORM(_GRAD): x (dy, x) [...,C], gamma [C], running [2,C] */
+    CN_RULE_BN_RUNNING,   /* running [2,C], x [...,C] -> running's shape */
+    CN_RULE_BN_FOLD       /* gamma [C], beta [C], running [2,C] -> [C] */
 } cn_shape_rule;
 
 #define ROW_NAME(NAME, name, arity, diff, launches, dtypes, rule, ...) name,
@@ -165,6 +175,18 @@ int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out) 
     return cn_window_span(in, k, s, p, p, 1, out);
 }
 
+/* PyTorch's ceil_mode on top of cn_window_span's count (floor). */
+static int64_t ceil_count(int64_t in, int64_t ext, int64_t s, int64_t p0, int64_t p1) {
+    int64_t o = (in + p0 + p1 - ext + s - 1) / s + 1;
+    return (o - 1) * s >= in + p0 ? o - 1 : o;
+}
+
+int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil, int64_t *out) {
+    if (!cn_window_extent(in, k, s, p, out)) return 0;
+    if (ceil) *out = ceil_count(in, k, s, p, p);
+    return 1;
+}
+
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
     if (img->ndim != 4) return 0;
     memset(g, 0, sizeof *g);
@@ -175,6 +197,10 @@ int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g) {
     if (!cn_window_span(g->h, g->kh, g->sh, g->ph, g->pb, g->dh, &g->oh) ||
         !cn_window_span(g->w, g->kw, g->sw, g->pw, g->pr, g->dw, &g->ow))
         return 0;
+    if (p->ceil_mode) {
+        g->oh = ceil_count(g->h, g->dh * (g->kh - 1) + 1, g->sh, g->ph, g->pb);
+        g->ow = ceil_count(g->w, g->dw * (g->kw - 1) + 1, g->sw, g->pw, g->pr);
+    }
     /* the patch matrix multiplies sizes: it must fit as a shape, or the window does not */
     cn_shape pooled = cn_window_pooled(g), patch = cn_shape_of(3, g->kh, g->kw, g->c);
     return cn_shape_fits(&pooled, NULL) && cn_shape_fits(&patch, NULL);
@@ -241,7 +267,8 @@ cn_status cn_window_fail(cn_op op, const cn_op_params *p, const cn_shape *img) {
         o += (size_t)snprintf(extra, sizeof extra, " (after: %lldx%lld)", (long long)p->ph + p->ph_extra,
                               (long long)p->pw + p->pw_extra);
     if ((p->dh && p->dh != 1) || (p->dw && p->dw != 1))
-        snprintf(extra + o, sizeof extra - o, " dilation %dx%d", p->dh ? p->dh : 1, p->dw ? p->dw : 1);
+        o += (size_t)snprintf(extra + o, sizeof extra - o, " dilation %dx%d", p->dh ? p->dh : 1, p->dw ? p->dw : 1);
+    if (p->ceil_mode && o < sizeof extra) snprintf(extra + o, sizeof extra - o, " ceil_mode");
     SHAPE_FAIL("%s: window %dx%d stride %dx%d pad %dx%d%s does not fit image %s (NHWC)", names[op], p->kh, p->kw, p->sh,
                p->sw, p->ph, p->pw, extra, cn_shape_str(img, s1, sizeof s1));
 }
@@ -396,6 +423,10 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     case CN_RULE_PAD: case CN_RULE_UNPAD: case CN_RULE_CONCAT: case CN_RULE_UPSAMPLE: case CN_RULE_DOWNSAMPLE:
     case CN_RULE_DWCONV: case CN_RULE_DWCONV_GRAD_X: case CN_RULE_DWCONV_GRAD_W:
         return cn_op_infer_layers(op, p, in, given, out);
+    case CN_RULE_ACT: case CN_RULE_ACT_GRAD: case CN_RULE_CHANNEL: case CN_RULE_CHANNEL_REDUCE:
+    case CN_RULE_CHANNEL_GRAD: case CN_RULE_CHANNEL_BCAST: case CN_RULE_BATCHNORM: case CN_RULE_BN_RUNNING:
+    case CN_RULE_BN_FOLD:
+        return cn_op_infer_norm_act(op, p, in, given, out);
     }
     SHAPE_FAIL("%s: no shape rule", name);
 }
@@ -420,8 +451,8 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     if (!p) p = &none;
     if ((unsigned)op >= CN_OP_COUNT || !launch_flags[op])
         return cn_errorf(CN_ERR_INVALID_ARG, "%s is not a launch", cn_op_name(op));
-    if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue > CN_EPI_TANH))
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, relu/sigmoid/tanh)",
+    if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue >= CN_EPI_COUNT))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, of cn_epilogue)",
                          names[op], (int)p->epilogue);
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {

@@ -17,8 +17,9 @@
  *   c fastest, zero padding. COL2IM is its adjoint (sums overlapping windows) and gets the
  *   image shape as its output shape.
  * - Pools: x [N,H,W,C] -> [N,OH,OW,C], window (kh,kw), stride (sh,sw), padding (ph,pw);
- *   OH = (H + 2ph - kh)/sh + 1. Max pool ignores padding; MAXPOOL_GRAD routes each dy to the
- *   first maximum of its window (row-major scan). Avg pool divides by kh*kw.
+ *   OH = (H + 2ph - kh)/sh + 1 (p.ceil_mode: cn_window_extent_ceil). Max pool ignores
+ *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan).
+ *   Avg pool divides by cn_pool_divisor (kh*kw unless p.ceil_mode or p.exclude_pad).
  * - Window geometry in general (cn_window_of): padding before (ph, pw) and after (ph + ph_extra,
  *   pw + pw_extra: asymmetric padding), dilation (dh, dw; 0 reads as 1): window position
  *   (oh, ki) reads row oh*sh - ph + ki*dh, and OH = (H + pt + pb - (dh(kh-1)+1))/sh + 1.
@@ -92,6 +93,35 @@
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
  *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
+ *
+ * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
+ * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
+ *   default 0.01); ELU x > 0 ? x : p.alpha * expm1(x); CLIP min(max(x, p.alpha), p.beta)
+ *   (ReLU6 is CLIP 0 6; hardtanh); SILU x / (1 + exp(-x)); HARD_SIGMOID min(max(x + 3, 0), 6)
+ *   / 6; HARD_SWISH x * min(max(x + 3, 0), 6) / 6; SOFTPLUS x > 20 ? x : log1p(exp(x))
+ *   (beta 1, threshold 20). ACT_GRAD(dy, x) -> x's shape is the gradient of the activation
+ *   whose op is p.variant (with that op's alpha and beta), computed from the forward input x
+ *   as PyTorch's *_backward: at the kinks LEAKY_RELU and ELU take the x <= 0 side, CLIP and
+ *   HARD_SIGMOID give 0 at their ends, HARD_SWISH gives dy * (x/3 + 1/2) on [-3, 3].
+ * - Channel ops treat an image [N,H,W,C] (any x of 2 or more dims) as [N, S, C]:
+ *   CHANNEL_ADD(x, s [N,C]) and CHANNEL_MUL(x, s) -> x's shape, out[n,i,c] = x[n,i,c] (+|*)
+ *   s[n,c] (squeeze-and-excitation). CHANNEL_SUM(x) -> [N,C], p.alpha * sum over S (global
+ *   average pooling: alpha = 1/S); CHANNEL_MAX(x) -> [N,C] (global max pooling);
+ *   CHANNEL_MAX_GRAD(dy [N,C], x) -> x's shape, dy routed to the first maximum over S;
+ *   CHANNEL_BCAST(s [N,C]) -> the given shape [N,...,C], p.alpha * s[n,c] (CHANNEL_SUM's
+ *   adjoint).
+ * - BATCHNORM(x [..., C], gamma [C], beta [C], running [2,C]) -> x's shape: per channel c over
+ *   every other axis (R rows), (x - mean) / sqrt(var + p.eps) * gamma + beta. p.running 0:
+ *   mean and the biased var of this batch (R must be > 1: PyTorch refuses one value per
+ *   channel too); 1: running[0] and running[1]. BATCHNORM_GRAD(dy, x, gamma, running): p.variant
+ *   0 gives dx (through the batch statistics when p.running is 0), 1 gives dy * xhat, whose
+ *   SUM_ROWS is dgamma; dbeta is SUM_ROWS(dy). BN_RUNNING(running [2,C], x) updates running
+ *   in place: running[0] = (1-m) running[0] + m mean, running[1] = (1-m) running[1] +
+ *   m var * R/(R-1) (the unbiased variance, as PyTorch), m = p.momentum.
+ *   BN_FOLD(gamma [C], beta [C], running [2,C]) -> [C]: p.variant 0 gives the scale
+ *   gamma / sqrt(running[1] + p.eps), 1 the shift beta - running[0] * scale, so that the
+ *   inference form is x * scale + shift (an inference session folds them into the weights
+ *   and bias of the convolution or dense layer before it, program_fold.c).
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -181,7 +211,25 @@
     X(UPSAMPLE_GRAD, "upsample_grad", 1, 0, 1, "f:f", DOWNSAMPLE, OWN, 0, NONE)       \
     X(DWCONV, "depthwise_conv", 2, 1, 1, "ff:f", DWCONV, OWN, 0, NONE)                \
     X(DWCONV_GRAD_X, "depthwise_conv_grad_x", 2, 0, 1, "ff:f", DWCONV_GRAD_X, OWN, 0, NONE) \
-    X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "ff:f", DWCONV_GRAD_W, OWN, 0, NONE) \
+    X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "ff:f", DWCONV_GRAD_W, OWN, 0, NONE)   \
+    X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                        \
+    X(ELU, "elu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                      \
+    X(CLIP, "clip", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                    \
+    X(SILU, "silu", 1, 1, 1, "h:h", ACT, OWN, 0, SILU)                                    \
+    X(HARD_SIGMOID, "hard_sigmoid", 1, 1, 1, "h:h", ACT, OWN, 0, HARD_SIGMOID)            \
+    X(HARD_SWISH, "hard_swish", 1, 1, 1, "h:h", ACT, OWN, 0, HARD_SWISH)                  \
+    X(SOFTPLUS, "softplus", 1, 1, 1, "h:h", ACT, OWN, 0, SOFTPLUS)                        \
+    X(ACT_GRAD, "activation_grad", 2, 0, 1, "hh:h", ACT_GRAD, OWN, 0, NONE)               \
+    X(CHANNEL_ADD, "channel_add", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_MUL, "channel_mul", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_SUM, "channel_sum", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX, "channel_max", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX_GRAD, "channel_max_grad", 2, 0, 1, "ff:f", CHANNEL_GRAD, OWN, 0, NONE)  \
+    X(CHANNEL_BCAST, "channel_broadcast", 1, 1, 1, "f:f", CHANNEL_BCAST, OWN, 0, NONE)    \
+    X(BATCHNORM, "batch_norm", 4, 1, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)                \
+    X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
+    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
+    X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)                \
     X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)
 
 typedef enum cn_op {
@@ -206,7 +254,19 @@ const char *cn_op_dtypes(cn_op op);
  * Fused bias: the planner may also fold ADD(MATMUL(a,b), bias) into a MATMUL launch with
  * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
-typedef enum cn_epilogue { CN_EPI_NONE = 0, CN_EPI_RELU, CN_EPI_SIGMOID, CN_EPI_TANH } cn_epilogue;
+/* The parameter-free activations of issue 16 are epilogues too; LEAKY_RELU, ELU and CLIP take
+ * parameters that no GEMM or conv launch carries, so they stay separate launches. */
+typedef enum cn_epilogue {
+    CN_EPI_NONE = 0,
+    CN_EPI_RELU,
+    CN_EPI_SIGMOID,
+    CN_EPI_TANH,
+    CN_EPI_SILU,
+    CN_EPI_HARD_SIGMOID,
+    CN_EPI_HARD_SWISH,
+    CN_EPI_SOFTPLUS,
+    CN_EPI_COUNT
+} cn_epilogue;
 
 /* The optimizer's per-step block, the last input of ADAM and SGD: element CN_RATE_LR is the
  * step's learning rate (the schedule's value, cn_optimizer_lr_at), CN_RATE_GRAD_SCALE the
@@ -244,6 +304,9 @@ typedef struct cn_op_params {
     int32_t dh, dw;                 /* window dilation (0 reads as 1), see above */
     int32_t ph_extra, pw_extra;     /* window padding after minus before (asymmetric) */
     int32_t axis, before, after;    /* PAD, CONCAT */
+    int32_t running;                /* BATCHNORM(_GRAD): 1 = normalise with the running statistics */
+    int32_t ceil_mode;              /* pools: output size rounded up (cn_window_extent_ceil) */
+    int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
 } cn_op_params;
 
 typedef struct cn_shape {
@@ -285,6 +348,24 @@ typedef struct cn_window {
 int cn_window_span(int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1, int64_t d, int64_t *out);
 /* cn_window_span with symmetric padding p and no dilation. */
 int cn_window_extent(int64_t in, int64_t k, int64_t s, int64_t p, int64_t *out);
+/* The same with ceil true: PyTorch's ceil_mode, (in + 2p - k + s - 1)/s + 1 positions, less
+ * the last when it would start past in + p (so every window starts inside the image or its
+ * left padding); windows may then reach past the right padding, and kernels clip them to the
+ * image. Pools pass p->ceil_mode; everything else rounds down. */
+int cn_window_extent_ceil(int64_t in, int64_t k, int64_t s, int64_t p, int ceil, int64_t *out);
+/* Average pooling's divisor for window (oh, ow): kh*kw clipped to the padded image (ceil mode's
+ * last windows are smaller), or with exclude_pad the positions inside the image alone
+ * (PyTorch's count_include_pad=False). kh*kw for every window unless one of the two is set. */
+static inline int64_t cn_pool_divisor(const cn_window *g, int64_t oh, int64_t ow, int exclude_pad) {
+    int64_t h0 = oh * g->sh - g->ph, w0 = ow * g->sw - g->pw;
+    int64_t h1 = h0 + g->kh < g->h + g->pb ? h0 + g->kh : g->h + g->pb;
+    int64_t w1 = w0 + g->kw < g->w + g->pr ? w0 + g->kw : g->w + g->pr;
+    if (exclude_pad) {
+        h0 = h0 < 0 ? 0 : h0, w0 = w0 < 0 ? 0 : w0;
+        h1 = h1 > g->h ? g->h : h1, w1 = w1 > g->w ? g->w : w1;
+    }
+    return (h1 - h0) * (w1 - w0);
+}
 /* 1 and g filled when img is 4-D, kernel and stride >= 1, padding >= 0 and the window fits
  * the padded image; else 0. */
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g);
@@ -315,6 +396,12 @@ cn_status cn_op_infer_layers(cn_op op, const cn_op_params *p, const cn_shape *in
 cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
                                   cn_shape *out);
 
+/* The layer ops' shape rules (ops_norm_act.c): cn_op_infer's cases for the rules ACT ..
+ * BN_FOLD. Engine-internal. */
+cn_status cn_op_infer_norm_act(cn_op op, const cn_op_params *p, const cn_shape *in, const cn_shape *given,
+                             cn_shape *out);
+/* 1 for the activation ops of issue 16 (LEAKY_RELU .. SOFTPLUS): the ops ACT_GRAD differentiates. */
+static inline int cn_op_is_activation(cn_op op) { return op >= CN_OP_LEAKY_RELU && op <= CN_OP_SOFTPLUS; }
 /* Index rules of the layout ops, shared by the OpenMP reference and the tests (kernels_cl/resize.cl
  * states them again in OpenCL C, in the same float operations). */
 /* PAD reflect: the source of padded position s (s - before) on an axis of d, without

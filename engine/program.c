@@ -492,7 +492,7 @@ static int given_shape(const cn_node *n, const cn_prog_spec *spec, const cn_grap
 }
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out) {
-    return cn_program_instantiate_as(p, batch, training, CN_F32, out);
+    return cn_program_instantiate_ex(p, batch, training, !training, CN_F32, out);
 }
 
 /* A CAST of node id to dt (precision). */
@@ -504,19 +504,31 @@ static int cast_to(cn_graph *g, int id, cn_dtype dt) {
 
 static int is16(cn_dtype dt) { return dt == CN_F16 || dt == CN_BF16; }
 
-cn_status cn_program_instantiate_as(const cn_program *p, int64_t batch, int training, cn_dtype precision,
+/* Batch norm's kernels are f32 only ("ffff:f"): in a 16-bit precision it reads the f32 leaves
+ * themselves and an f32 copy of x, and its result is cast back, so the ops after it stay 16-bit. */
+static int batch_norm_f32_inputs(cn_graph *g, const cn_program *p, const cn_node *n, const int *map, int *in) {
+    for (int k = 0; k < n->n_in; k++) {
+        if (p->g.nodes[n->in[k]].op == CN_OP_LEAF) in[k] = map[n->in[k]];
+        else if (is16(g->nodes[in[k]].dtype) && (in[k] = cast_to(g, in[k], CN_F32)) < 0) return -1;
+    }
+    return 0;
+}
+
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_dtype precision,
                                     cn_prog_inst *out) {
     memset(out, 0, sizeof *out);
     cn_graph_init(&out->g);
     out->map = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->map);
+    out->roots = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->roots);
     /* use[i]: the node that consumers of template node i read (a leaf's 16-bit cast) */
     int *use = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *use);
-    if (!out->map || !use) {
+    if (!out->map || !out->roots || !use) {
         free(use);
-        free(out->map);
-        out->map = NULL;
+        cn_prog_inst_destroy(out);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
     }
+    /* the fold rewrites the layer before in f32; a 16-bit instance keeps batch norm as it is */
+    if (is16(precision)) fold = 0;
     cn_graph *g = &out->g;
     for (int i = 0; i < p->g.n; i++) {
         const cn_node *n = &p->g.nodes[i];
@@ -541,12 +553,27 @@ cn_status cn_program_instantiate_as(const cn_program *p, int64_t batch, int trai
                                     (double)cn_shape_numel(&g->nodes[use[sp->mean_of]].shape));
             cn_shape given;
             int has = given_shape(n, sp, g, in, &given);
-            if (has >= 0) {
+            int bn16 = n->op == CN_OP_BATCHNORM && is16(precision);
+            if (n->op == CN_OP_BATCHNORM) prm.running = !training;
+            if (bn16 && batch_norm_f32_inputs(g, p, n, out->map, in) < 0) has = -1;
+            /* -2: nothing to fold into, batch norm as it is */
+            int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm) : -2;
+            if (folded != -2) id = folded;
+            else if (has >= 0) {
                 prm.epilogue = CN_EPI_NONE;
                 id = cn_g_op(g, n->op, n->n_in, in, &prm, has ? &given : NULL);
             }
+            if (id >= 0 && n->op == CN_OP_BATCHNORM && training) {
+                /* the running statistics' update, run with the step (build_plan asks for it);
+                 * in place, so on the parameter itself, never its 16-bit cast */
+                int up[2] = {out->map[n->in[3]], in[0]};
+                if (is16(g->nodes[up[1]].dtype)) up[1] = cast_to(g, up[1], CN_F32);
+                int u = cn_g_op(g, CN_OP_BN_RUNNING, 2, up, &prm, NULL);
+                if (u < 0) id = -1;
+                else out->roots[out->n_roots++] = u;
+            }
             if (id >= 0) snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", n->name);
-            used = id;
+            used = id >= 0 && bn16 ? cast_to(g, id, precision) : id;
         }
         if (id < 0 || used < 0) {
             cn_error_context(CN_ERR_SHAPE, "building the program for a batch of %lld", (long long)batch);
@@ -576,7 +603,10 @@ cn_status cn_program_instantiate_as(const cn_program *p, int64_t batch, int trai
 void cn_prog_inst_destroy(cn_prog_inst *inst) {
     cn_graph_destroy(&inst->g);
     free(inst->map);
+    free(inst->roots);
     inst->map = NULL;
+    inst->roots = NULL;
+    inst->n_roots = 0;
 }
 
 cn_status cn_program_clone(const cn_program *p, cn_program **out) {

@@ -47,10 +47,16 @@ struct cn_program {
 };
 
 /* A program instantiated for one batch: graph, template-to-graph node map. Dropout is kept
- * only when training (else its node maps to its input). Params become PARAM leaves. */
+ * only when training (else its node maps to its input). Params become PARAM leaves. Batch norm
+ * normalises with the batch's statistics when training (and gains its running update, a
+ * root), with the running statistics otherwise. */
 typedef struct cn_prog_inst {
     cn_graph g;
     int *map; /* template node -> instance node */
+    /* Nodes that must run although nothing reads them: in a training instance, each batch
+     * norm's in-place update of its running statistics (BN_RUNNING). */
+    int *roots;
+    int n_roots;
 } cn_prog_inst;
 
 /* Values and nodes (program_values.c): a value is the node number with the program's tag
@@ -67,12 +73,19 @@ int cn_prog_node(const cn_program *p, cn_value v);
 cn_status cn_prog_value_error(const cn_program *p, cn_value v, const char *what);
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
-/* The same in a precision (cn_optimizer_config.precision): with CN_BF16 or CN_F16, every f32
- * leaf's users read a CAST of it to that type (map[] keeps the leaf, which is what sessions
- * bind and feed), and every output and the loss that came out 16-bit is mapped to a CAST
- * back to f32 (so fetches, the loss and the gradients' seed stay f32). */
-cn_status cn_program_instantiate_as(const cn_program *p, int64_t batch, int training, cn_dtype precision,
+/* The same, choosing whether an inference instance folds batch norm into the convolution or
+ * dense layer before it (cn_program_instantiate folds whenever it does not train; the test
+ * of the fold builds both), and in a precision (cn_optimizer_config.precision): with CN_BF16
+ * or CN_F16, every f32 leaf's users read a CAST of it to that type (map[] keeps the leaf, which
+ * is what sessions bind and feed), and every output and the loss that came out 16-bit is
+ * mapped to a CAST back to f32 (so fetches, the loss and the gradients' seed stay f32). Batch
+ * norm, f32 only, runs on f32 casts there and is not folded. */
+cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_dtype precision,
                                     cn_prog_inst *out);
+/* In graph g, BATCHNORM (inference form) of in[0..3] rewritten as the layer before it with
+ * folded weights (program_fold.c): the new node, -2 when in[0] is not ADD(MATMUL(a, w), b)
+ * (seen through one reshape), -1 when building failed (cn_last_error set). */
+int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

@@ -16,7 +16,11 @@
 #include "session.h"
 
 #define PROG_MAGIC 0x47504e43 /* "CNPG" as little-endian bytes */
-#define PROG_VERSION 1
+/* 2: the op parameters of issue 16's layers (batch norm's momentum and mode, pools' ceil mode
+ * and exclude_pad) follow the 24 words of version 1. A program is written as version 2 only
+ * when a node sets one of them, so every program keeps one encoding and programs without
+ * them keep their version 1 bytes; a version 2 section that sets none is refused. */
+#define PROG_VERSION 2
 
 /* ---- writing ---- */
 
@@ -71,11 +75,16 @@ static void put_shape(words *b, const cn_shape *s) {
     I(perm[3]) I(perm[4]) I(perm[5]) I(epilogue) F(alpha) F(beta) F(rate) I(seed) F(eps) I(causal) \
     I(variant) F(scale) F(fill)
 #define PARAM_WORDS 24
+/* Version 2's, after those. */
+#define PARAM_FIELDS_V2(I, F) F(momentum) I(running) I(ceil_mode) I(exclude_pad)
 
-static void put_params(words *b, const cn_op_params *p) {
+static void put_params(words *b, const cn_op_params *p, int version) {
 #define W_I(f) put(b, (int32_t)p->f);
 #define W_F(f) put_f(b, p->f);
     PARAM_FIELDS(W_I, W_F)
+    if (version >= 2) {
+        PARAM_FIELDS_V2(W_I, W_F)
+    }
 #undef W_I
 #undef W_F
 }
@@ -86,13 +95,26 @@ static int storable(const cn_op_params *p) {
     memset(&q, 0, sizeof q);
 #define C_I(f) q.f = p->f;
     PARAM_FIELDS(C_I, C_I)
+    PARAM_FIELDS_V2(C_I, C_I)
 #undef C_I
     return memcmp(&q, p, sizeof q) == 0;
 }
 
+/* 1 when p sets a member that only version 2 stores. */
+static int needs_v2(const cn_op_params *p) {
+    int any = 0;
+#define V_I(f) any |= p->f != 0;
+    PARAM_FIELDS_V2(V_I, V_I)
+#undef V_I
+    return any;
+}
+
 cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
     words b = {0};
-    put(&b, PROG_MAGIC), put(&b, PROG_VERSION);
+    int version = 1;
+    for (int i = 0; i < p->g.n; i++)
+        if (needs_v2(&p->g.nodes[i].p)) version = 2;
+    put(&b, PROG_MAGIC), put(&b, version);
     put_64(&b, (int64_t)p->seed), put(&b, (int32_t)p->next_salt), put(&b, p->loss);
     put(&b, p->g.n);
     for (int i = 0; i < p->g.n; i++) {
@@ -109,7 +131,7 @@ cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
             return cn_errorf(CN_ERR_UNSUPPORTED, "storing the program: node %d (%s) sets an op parameter the program "
                              "section does not hold", i, cn_op_name(nd->op));
         }
-        put_params(&b, &nd->p);
+        put_params(&b, &nd->p, version);
         for (int64_t k = 0; nd->leaf == CN_LEAF_CONST && k < cn_shape_numel(&nd->shape); k++) put_f(&b, nd->const_data[k]);
     }
     put(&b, p->n_params);
@@ -143,6 +165,7 @@ typedef struct reader {
     int64_t n, at;
     const char *origin;
     int bad;
+    int version; /* of the section: 1 stores PARAM_FIELDS only */
 } reader;
 
 static int32_t get(reader *r) {
@@ -193,6 +216,9 @@ static void get_params(reader *r, cn_op_params *p) {
 #define R_I(f) p->f = get(r);
 #define R_F(f) p->f = get_f(r);
     PARAM_FIELDS(R_I, R_F)
+    if (r->version >= 2) {
+        PARAM_FIELDS_V2(R_I, R_F)
+    }
 #undef R_I
 #undef R_F
 }
@@ -207,8 +233,8 @@ static cn_status bad(const reader *r, int node, const char *what) {
 static int same_params(const cn_op_params *a, const cn_op_params *b) {
     int32_t wa[64], wb[64];
     words ba = {wa, 0, 64, 0}, bb = {wb, 0, 64, 0};
-    put_params(&ba, a);
-    put_params(&bb, b);
+    put_params(&ba, a, PROG_VERSION);
+    put_params(&bb, b, PROG_VERSION);
     return ba.n == bb.n && memcmp(wa, wb, (size_t)ba.n * sizeof *wa) == 0;
 }
 
@@ -316,9 +342,10 @@ static cn_status replay_node(cn_program *p, reader *r, int i, const cn_ckpt *c, 
 static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
     if (get(r) != PROG_MAGIC) return bad(r, -1, "wrong magic");
     int32_t version = get(r);
-    if (version != PROG_VERSION)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: program section version %d (this build reads %d)", r->origin, version,
+    if (version < 1 || version > PROG_VERSION)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: program section version %d (this build reads 1..%d)", r->origin, version,
                          PROG_VERSION);
+    r->version = version;
     uint64_t seed = (uint64_t)get_64(r);
     uint32_t next_salt = (uint32_t)get(r);
     int32_t loss = get(r), n_nodes = get(r);
@@ -367,6 +394,9 @@ static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
     int64_t after_params = r->at;
     r->at = nodes_at;
     for (int i = 0; i < n_nodes && st == CN_OK; i++) st = replay_node(p, r, i, c, sp, n_sp, &next);
+    int used_v2 = 0;
+    for (int i = 0; i < p->g.n && st == CN_OK; i++) used_v2 |= needs_v2(&p->g.nodes[i].p);
+    if (st == CN_OK && version == 2 && !used_v2) st = bad(r, -1, "version 2 without a parameter that needs it");
     if (st == CN_OK && next != n_sp) st = bad(r, -1, "a parameter record that names no parameter leaf");
     free(sp);
     CN_TRY(st);
@@ -396,7 +426,7 @@ cn_status cn_program__decode(const int32_t *w, int64_t n, const cn_ckpt *c, cons
     *out = NULL;
     cn_program *p;
     CN_TRY(cn_program_create(&p));
-    reader r = {w, n, 0, origin, 0};
+    reader r = {w, n, 0, origin, 0, 0};
     cn_status st = decode(p, &r, c);
     if (st != CN_OK) {
         cn_program_free(p);

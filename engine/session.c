@@ -263,7 +263,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
     if (!(sp->sel = malloc((size_t)(p->n_outputs ? p->n_outputs : 1))))
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     memcpy(sp->sel, sel, (size_t)p->n_outputs);
-    cn_status ist = cn_program_instantiate_as(p, batch, s->training, s->opt.precision, &sp->inst);
+    cn_status ist = cn_program_instantiate_ex(p, batch, s->training, !s->training, s->opt.precision, &sp->inst);
     if (ist != CN_OK) {
         free(sp->sel);
         sp->sel = NULL;
@@ -272,12 +272,13 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
     cn_graph *g = &sp->inst.g;
     const int *map = sp->inst.map;
     int n0 = g->n, n_out = 0;
-    int *grads = NULL, *outs = malloc(sizeof(int) * (size_t)(p->n_outputs + 2 * p->n_params + 2));
+    int *grads = NULL, *outs = malloc(sizeof(int) * (size_t)(p->n_outputs + 2 * p->n_params + 2 + sp->inst.n_roots));
     cn_tensor **bind = NULL;
     cn_status st = outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     for (int i = 0; i < p->n_outputs && st == CN_OK; i++)
         if (sel[i]) outs[n_out++] = map[p->outputs[i].node];
     if (st == CN_OK && s->training) {
+        for (int k = 0; k < sp->inst.n_roots; k++) outs[n_out++] = sp->inst.roots[k]; /* state updates */
         outs[n_out++] = map[p->loss];
         grads = malloc(sizeof(int) * (size_t)n0);
         st = grads ? cn_graph_backward(g, map[p->loss], grads) : cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");

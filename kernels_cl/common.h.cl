@@ -15,11 +15,45 @@ float cn_rng_uniform(ulong seed, ulong step, ulong index) {
     return (float)(r >> 40) * (1.0f / 16777216.0f);
 }
 
+/* Work-group sum of v over a power-of-two group through __local tmp (one float per
+ * work-item); every work-item must call it, and the trailing barrier frees tmp for reuse.
+ * Shared by the row and channel reductions (norm.cl, softmax.cl, batchnorm.cl). */
+float cn_wg_sum(float v, __local float *tmp) {
+    int lid = get_local_id(0), lsz = get_local_size(0);
+    tmp[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = lsz >> 1; s > 0; s >>= 1) {
+        if (lid < s) tmp[lid] += tmp[lid + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    float r = tmp[0];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return r;
+}
+
 /* Epilogue codes match cn_epilogue in engine/ops.h. */
 #define EPI_NONE 0
 #define EPI_RELU 1
 #define EPI_SIGMOID 2
 #define EPI_TANH 3
+#define EPI_SILU 4
+#define EPI_HARD_SIGMOID 5
+#define EPI_HARD_SWISH 6
+#define EPI_SOFTPLUS 7
+
+/* The parameter-free activations of issue 16, as PyTorch's CPU kernels compute them; macros
+ * because the same expression serves float, float4, floatV and gemm.cl's floatG (fmin, fmax,
+ * exp, log1p and the ternary operator take vectors). */
+#define CN_SILU(v) ((v) / (1.0f + exp(-(v))))
+#define CN_HARD_SIGMOID(v) (fmin(fmax((v) + 3.0f, 0.0f), 6.0f) / 6.0f)
+#define CN_HARD_SWISH(v) ((v) * fmin(fmax((v) + 3.0f, 0.0f), 6.0f) / 6.0f)
+#define CN_SOFTPLUS(v) ((v) > 20.0f ? (v) : log1p(exp(v)))
+/* The epilogue cases these add to each cn_epi* below (and gemm.cl's cn_epiG). */
+#define CN_EPI_MORE(v, epi)                             \
+    if (epi == EPI_SILU) return CN_SILU(v);             \
+    if (epi == EPI_HARD_SIGMOID) return CN_HARD_SIGMOID(v); \
+    if (epi == EPI_HARD_SWISH) return CN_HARD_SWISH(v); \
+    if (epi == EPI_SOFTPLUS) return CN_SOFTPLUS(v);
 
 float cn_relu(float v) { return v > 0.0f ? v : 0.0f; }
 float4 cn_relu4(float4 v) { return select((float4)(0.0f), v, v > (float4)(0.0f)); }
@@ -38,12 +72,14 @@ float cn_epi(float v, int epi) {
     if (epi == EPI_RELU) return cn_relu(v);
     if (epi == EPI_SIGMOID) return cn_sigmoid(v);
     if (epi == EPI_TANH) return tanh(v);
+    CN_EPI_MORE(v, epi)
     return v;
 }
 float4 cn_epi4(float4 v, int epi) {
     if (epi == EPI_RELU) return cn_relu4(v);
     if (epi == EPI_SIGMOID) return cn_sigmoid4(v);
     if (epi == EPI_TANH) return tanh(v);
+    CN_EPI_MORE(v, epi)
     return v;
 }
 
@@ -67,6 +103,7 @@ floatV cn_epiV(floatV v, int epi) {
     if (epi == EPI_RELU) return cn_reluV(v);
     if (epi == EPI_SIGMOID) return cn_sigmoidV(v);
     if (epi == EPI_TANH) return tanh(v);
+    CN_EPI_MORE(v, epi)
     return v;
 }
 

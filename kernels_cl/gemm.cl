@@ -134,6 +134,7 @@ floatG cn_epiG(floatG v, int epi) {
         return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatG)(0.0f));
     }
     if (epi == EPI_TANH) return tanh(v);
+    CN_EPI_MORE(v, epi)
     return v;
 }
 

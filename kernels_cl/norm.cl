@@ -4,31 +4,17 @@
  * rows with a large mean); the backward recomputes them, since a node has one output.
  * Tensors are STORE_T (common.h.cl); statistics and sums are float. */
 
-/* Group-wide sum; every work-item must call it. The trailing barrier frees tmp for reuse. */
-float ln_group_sum(float v, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    tmp[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = lsz >> 1; s > 0; s >>= 1) {
-        if (lid < s) tmp[lid] += tmp[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = tmp[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 /* mean and 1/sqrt(var + eps) of row xr. */
 float2 ln_row_stats(__global const STORE_T *xr, int C, float eps, __local float *tmp) {
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += LOAD(xr, j);
-    float mean = ln_group_sum(s, tmp) / (float)C;
+    float mean = cn_wg_sum(s, tmp) / (float)C;
     float v = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) {
         float d = LOAD(xr, j) - mean;
         v += d * d;
     }
-    float var = ln_group_sum(v, tmp) / (float)C;
+    float var = cn_wg_sum(v, tmp) / (float)C;
     return (float2)(mean, 1.0f / sqrt(var + eps));
 }
 
@@ -61,8 +47,8 @@ __kernel void layer_norm_grad_rows(__global const STORE_T *dy, __global const ST
         sg += g;
         sgx += g * ((LOAD(xr, j) - st.x) * st.y);
     }
-    float mg = ln_group_sum(sg, tmp) / (float)C;
-    float mgx = ln_group_sum(sgx, tmp) / (float)C;
+    float mg = cn_wg_sum(sg, tmp) / (float)C;
+    float mgx = cn_wg_sum(sgx, tmp) / (float)C;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) {
         float xhat = (LOAD(xr, j) - st.x) * st.y;
         STORE(dxr, j, st.y * (LOAD(dyr, j) * LOAD(gamma, j) - mg - xhat * mgx));

@@ -1,6 +1,7 @@
 /* Pooling family, NHWC: x [N,H,W,C] -> y [N,OH,OW,C]. Max pool ignores padded positions (a
  * window wholly in the padding yields 0) and its gradient goes to the first maximum of each
- * window (row-major scan); average pool always scales by 1/(KH*KW). Gradients are gathers
+ * window (row-major scan); average pool scales by 1/cn_pool_divisor (ops.h): 1/(KH*KW) unless
+ * ceil mode or exclude_pad make windows differ. Gradients are gathers
  * over the windows covering each input pixel, so no atomics are needed; the summation
  * orders follow the OpenMP reference. The generic kernels take STORE_T tensors (common.h.cl)
  * and sum in float; the row kernels below (CPU-type devices) are float only, and the host
@@ -84,8 +85,16 @@ __kernel void maxpool_grad(__global const STORE_T *dy, __global const int *idx, 
     STORE(dx, i, acc);
 }
 
+/* ops.h's cn_pool_divisor: KH*KW clipped to the padded image (PB, PR: the padding after),
+ * or (exclude) to the image. */
+int cn_pool_divisor(int h0, int w0, int H, int W, int KH, int KW, int PB, int PR, int exclude) {
+    int h1 = min(h0 + KH, H + PB), w1 = min(w0 + KW, W + PR);
+    if (exclude) h0 = max(h0, 0), w0 = max(w0, 0), h1 = min(h1, H), w1 = min(w1, W);
+    return (h1 - h0) * (w1 - w0);
+}
+
 __kernel void avgpool(__global const STORE_T *x, __global STORE_T *y, int N, int H, int W, int C, int OH, int OW,
-                      int KH, int KW, int SH, int SW, int PH, int PW) {
+                      int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int PB, int PR) {
     POOL_FWD_INDEX
     int h0 = oh * SH - PH, w0 = ow * SW - PW;
     int ki0 = max(0, -h0), ki1 = min(KH, H - h0), kj0 = max(0, -w0), kj1 = min(KW, W - w0);
@@ -93,13 +102,15 @@ __kernel void avgpool(__global const STORE_T *x, __global STORE_T *y, int N, int
     float acc = 0.0f;
     for (int ki = ki0; ki < ki1; ki++)
         for (int kj = kj0; kj < kj1; kj++) acc += LOAD(img, ((h0 + ki) * W + w0 + kj) * C);
-    STORE(y, o, acc * (1.0f / (float)(KH * KW)));
+    STORE(y, o, acc * (1.0f / (float)cn_pool_divisor(h0, w0, H, W, KH, KW, PB, PR, exclude)));
 }
 
 /* Each pixel gathers dy from every window covering it, in (ki, kj) order like the
- * reference, then scales by 1/(KH*KW). */
+ * reference, then scales by 1/(KH*KW); with uneven divisors (uniform 0: ceil mode,
+ * exclude_pad) each dy is scaled by its own window's. */
 __kernel void avgpool_grad(__global const STORE_T *dy, __global STORE_T *dx, int N, int H, int W, int C, int OH,
-                           int OW, int KH, int KW, int SH, int SW, int PH, int PW) {
+                           int OW, int KH, int KW, int SH, int SW, int PH, int PW, int exclude, int uniform, int PB,
+                           int PR) {
     POOL_BWD_INDEX
     float acc = 0.0f;
     for (int ki = 0; ki < KH; ki++) {
@@ -110,10 +121,11 @@ __kernel void avgpool_grad(__global const STORE_T *dy, __global STORE_T *dx, int
             int tw = w + PW - kj;
             if (tw < 0) break;
             if (tw % SW != 0 || tw / SW >= OW) continue;
-            acc += LOAD(dy, ((n * OH + th / SH) * OW + tw / SW) * C + c);
+            float v = LOAD(dy, ((n * OH + th / SH) * OW + tw / SW) * C + c);
+            acc += uniform ? v : v * (1.0f / (float)cn_pool_divisor(th - PH, tw - PW, H, W, KH, KW, PB, PR, exclude));
         }
     }
-    STORE(dx, i, acc * (1.0f / (float)(KH * KW)));
+    STORE(dx, i, uniform ? acc * (1.0f / (float)(KH * KW)) : acc);
 }
 
 /* ---- Row kernels for CPU-style devices: one work-item per row of windows (n, oh), walking

@@ -17,19 +17,6 @@ float cn_group_max(float v, __local float *tmp) {
     barrier(CLK_LOCAL_MEM_FENCE);
     return r;
 }
-float cn_group_sum_f(float v, __local float *tmp) {
-    int lid = get_local_id(0), lsz = get_local_size(0);
-    tmp[lid] = v;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = lsz >> 1; s > 0; s >>= 1) {
-        if (lid < s) tmp[lid] += tmp[lid + s];
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    float r = tmp[0];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    return r;
-}
-
 float cn_row_max(__global const STORE_T *xr, int C, __local float *tmp) {
     float m = -INFINITY;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) m = fmax(m, LOAD(xr, j));
@@ -38,7 +25,7 @@ float cn_row_max(__global const STORE_T *xr, int C, __local float *tmp) {
 float cn_row_sum_exp(__global const STORE_T *xr, int C, float mx, __local float *tmp) {
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += exp(LOAD(xr, j) - mx);
-    return cn_group_sum_f(s, tmp);
+    return cn_wg_sum(s, tmp);
 }
 
 /* y may alias x: every read of the row ends before the first write (group barriers). */
@@ -64,7 +51,7 @@ __kernel void softmax_grad_rows(__global const STORE_T *dy, __global const STORE
     __global STORE_T *dxr = dx + row * C;
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += LOAD(dyr, j) * LOAD(yr, j);
-    s = cn_group_sum_f(s, tmp);
+    s = cn_wg_sum(s, tmp);
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) STORE(dxr, j, LOAD(yr, j) * (LOAD(dyr, j) - s));
 }
 
@@ -76,7 +63,7 @@ __kernel void log_softmax_grad_rows(__global const STORE_T *dy, __global const S
     __global STORE_T *dxr = dx + row * C;
     float s = 0.0f;
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) s += LOAD(dyr, j);
-    s = cn_group_sum_f(s, tmp);
+    s = cn_wg_sum(s, tmp);
     for (int j = get_local_id(0); j < C; j += get_local_size(0)) STORE(dxr, j, LOAD(dyr, j) - exp(LOAD(yr, j)) * s);
 }
 

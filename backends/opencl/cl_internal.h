@@ -35,7 +35,10 @@
     X(GATHER, "gather.cl")            \
     X(ATTENTION, "attention.cl")      \
     X(RESIZE, "resize.cl")            \
-    X(DEPTHWISE, "depthwise.cl")
+    X(DEPTHWISE, "depthwise.cl")      \
+    X(ACTIVATION, "activation.cl")    \
+    X(CHANNEL, "channel.cl")          \
+    X(BATCHNORM, "batchnorm.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -86,7 +89,12 @@ typedef enum cn_cl_family {
     X(ATTENTION, attn_bwd_dkv_rows)                                                           \
     X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
     X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
-    X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w) \
+    X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w)               \
+    X(ACTIVATION, act_fwd) X(ACTIVATION, act_bwd)                                              \
+    X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
+    X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
+    X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
+    X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)
 
 typedef enum cn_cl_kernel_id {

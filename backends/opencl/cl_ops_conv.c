@@ -93,6 +93,9 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
     if (row_kernels(c) && k == CN_K_maxpool && v > 0)
         return ROWS(c, v == 2 ? CN_K_maxpool_rowsv : CN_K_maxpool_rows4, g.n * g.oh, CN_ARG_MEM(l->in[0]),
                     CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+    if (k == CN_K_avgpool)
+        return GRID(c, k, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
+                    CN_ARG_INT(l->p->exclude_pad), CN_ARG_INT(g.pb), CN_ARG_INT(g.pr));
     return GRID(c, k, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
 }
 
@@ -121,7 +124,9 @@ cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
 cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
-    return GRID(c, CN_K_avgpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g));
+    return GRID(c, CN_K_avgpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
+                CN_ARG_INT(l->p->exclude_pad), CN_ARG_INT(!l->p->ceil_mode && !l->p->exclude_pad), CN_ARG_INT(g.pb),
+                CN_ARG_INT(g.pr));
 }
 
 cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C) {

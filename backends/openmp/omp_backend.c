@@ -76,6 +76,18 @@ void cn_omp_apply_epilogue(float *x, int64_t n, int epilogue) {
     case CN_EPI_TANH:
         for (int64_t i = 0; i < n; i++) x[i] = tanhf(x[i]);
         break;
+    case CN_EPI_SILU:
+        for (int64_t i = 0; i < n; i++) x[i] = cn_omp_silu(x[i]);
+        break;
+    case CN_EPI_HARD_SIGMOID:
+        for (int64_t i = 0; i < n; i++) x[i] = cn_omp_hard_sigmoid(x[i]);
+        break;
+    case CN_EPI_HARD_SWISH:
+        for (int64_t i = 0; i < n; i++) x[i] = cn_omp_hard_swish(x[i]);
+        break;
+    case CN_EPI_SOFTPLUS:
+        for (int64_t i = 0; i < n; i++) x[i] = cn_omp_softplus(x[i]);
+        break;
     default:
         break;
     }

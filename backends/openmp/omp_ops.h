@@ -73,6 +73,14 @@ static inline float cn_omp_sigmoid(float x) {
     return e / (1.0f + e);
 }
 
+/* The activations of issue 16 (engine/ops.h), one statement each, used by their ops
+ * (omp_activation.c) and, for the parameter-free ones, by the fused epilogue. The formulas
+ * are PyTorch's CPU kernels' (the same order of operations). */
+static inline float cn_omp_silu(float x) { return x / (1.0f + expf(-x)); }
+static inline float cn_omp_hard_sigmoid(float x) { return fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+static inline float cn_omp_hard_swish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
+static inline float cn_omp_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+
 /* C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major, contiguous per batch; op(A)
  * is [M,K] (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]; bias is [N] or NULL.
  * The bias and the epilogue are applied to each tile of C after its last K block, while it

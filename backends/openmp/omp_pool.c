@@ -1,8 +1,8 @@
 /* Pooling over NHWC windows: MAXPOOL, AVGPOOL and their gradients.
  *
  * Max pool only looks at window positions inside the image (padding never wins; a window
- * lying wholly in the padding yields 0). Average pool divides by kh*kw whatever the
- * padding, i.e. padded positions count as zeros.
+ * lying wholly in the padding yields 0). Average pool divides by cn_pool_divisor: kh*kw
+ * (padded positions count as zeros), or with ceil mode or exclude_pad what ops.h says.
  *
  * MAXPOOL_GRAD routes each dy to the first maximum of its window in row-major (ki, kj)
  * order. Overlapping windows may pick the same input, so the scatter is split over
@@ -154,7 +154,7 @@ cn_status cn_omp_op_AVGPOOL(const cn_launch *l) {
     const float *x = l->in[0];
     float *y = l->out;
     const int64_t C = g.c;
-    const float inv = 1.0f / (float)(g.kh * g.kw);
+    const int exclude = l->p->exclude_pad;
     const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
 #pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.oh; r++) {
@@ -163,6 +163,7 @@ cn_status cn_omp_op_AVGPOOL(const cn_launch *l) {
         int64_t ki0, ki1;
         clip(oh * g.sh - g.ph, g.kh, g.h, &ki0, &ki1);
         for (int64_t ow = 0; ow < g.ow; ow++) {
+            const float inv = 1.0f / (float)cn_pool_divisor(&g, oh, ow, exclude);
             float *dst = y + (r * g.ow + ow) * C;
             int64_t kj0, kj1;
             clip(ow * g.sw - g.pw, g.kw, g.w, &kj0, &kj1);
@@ -181,7 +182,8 @@ cn_status cn_omp_op_AVGPOOL(const cn_launch *l) {
 }
 
 /* AVGPOOL_GRAD(dy) -> dx with the node's (image) shape: each pixel gathers dy/(kh*kw)
- * from every window that covers it. */
+ * from every window that covers it (dy over each window's own divisor, summed, when the
+ * divisors differ: ceil mode, exclude_pad). */
 cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->out_shape, l->p, &g);
@@ -189,6 +191,7 @@ cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
     float *dx = l->out;
     const int64_t C = g.c;
     const float inv = 1.0f / (float)(g.kh * g.kw);
+    const int uniform = !l->p->ceil_mode && !l->p->exclude_pad, exclude = l->p->exclude_pad;
     const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
 #pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.h; r++) {
@@ -205,10 +208,16 @@ cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
                     if (tw < 0) break;
                     if (tw % g.sw || tw / g.sw >= g.ow) continue;
                     const float *src = dy + ((n * g.oh + th / g.sh) * g.ow + tw / g.sw) * C;
-                    for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                    if (uniform) {
+                        for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                    } else {
+                        const float w_inv = 1.0f / (float)cn_pool_divisor(&g, th / g.sh, tw / g.sw, exclude);
+                        for (int64_t c = 0; c < C; c++) dst[c] += src[c] * w_inv;
+                    }
                 }
             }
-            for (int64_t c = 0; c < C; c++) dst[c] *= inv;
+            if (uniform)
+                for (int64_t c = 0; c < C; c++) dst[c] *= inv;
         }
     }
     return CN_OK;

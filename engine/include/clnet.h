@@ -425,6 +425,44 @@ cn_value cn_op_attention(cn_program *p, cn_value q, cn_value k, cn_value v, floa
 cn_value cn_op_multihead_attention(cn_program *p, cn_value x, cn_value wq, cn_value bq, cn_value wk, cn_value bk,
                                    cn_value wv, cn_value bv, cn_value wo, cn_value bo, int heads, int causal);
 
+/* Activations of any shape, as PyTorch defines them: leaky ReLU (x > 0 ? x : slope x; PyTorch's
+ * slope is 0.01), ELU (x > 0 ? x : alpha (exp(x) - 1)), clip to [lo, hi] (ReLU6 is
+ * cn_op_clip(p, x, 0, 6); lo > hi fails), SiLU x sigmoid(x), hard sigmoid relu6(x + 3) / 6,
+ * hard swish x relu6(x + 3) / 6, softplus log(1 + exp(x)) (x above 20: x). */
+cn_value cn_op_leaky_relu(cn_program *p, cn_value x, float slope);
+cn_value cn_op_elu(cn_program *p, cn_value x, float alpha);
+cn_value cn_op_clip(cn_program *p, cn_value x, float lo, float hi);
+cn_value cn_op_silu(cn_program *p, cn_value x);
+cn_value cn_op_hard_sigmoid(cn_program *p, cn_value x);
+cn_value cn_op_hard_swish(cn_program *p, cn_value x);
+cn_value cn_op_softplus(cn_program *p, cn_value x);
+/* Per image and channel: x [N,...,C] (an NHWC image, or [N,C]) times or plus s [N,C], each
+ * s[n,c] applied to every position of image n (squeeze-and-excitation). */
+cn_value cn_op_channel_mul(cn_program *p, cn_value x, cn_value s);
+cn_value cn_op_channel_add(cn_program *p, cn_value x, cn_value s);
+/* Pools with PyTorch's options: pad on every side (0..size/2; max pool never picks padding),
+ * ceil_mode (the output size rounded up; a last window may reach past the padding and is
+ * clipped), count_include_pad (1: average over size*size positions, padding counted as zeros;
+ * 0: over the positions inside the image). stride <= 0 means stride = size. */
+cn_value cn_op_maxpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode);
+cn_value cn_op_avgpool2d_ex(cn_program *p, cn_value x, int size, int stride, int pad, int ceil_mode, int count_include_pad);
+/* Global pooling: x [N,...,C] -> [N,C], the mean or the maximum over every position. */
+cn_value cn_op_global_avgpool(cn_program *p, cn_value x);
+cn_value cn_op_global_maxpool(cn_program *p, cn_value x);
+/* Batch normalisation over the last axis of x [...,C] (the channels of an NHWC image, the
+ * features of a vector): (x - mean) / sqrt(var + eps) * gamma + beta, gamma and beta [C].
+ * running is a parameter [2,C] holding the running mean (row 0) and variance (row 1); create
+ * it with cn_param_data, means 0 and variances 1. A training session normalises with the
+ * batch's mean and biased variance and updates running in place, running = (1 - momentum)
+ * running + momentum (mean, unbiased variance) (PyTorch's rule; its momentum is 0.1); an
+ * inference session normalises with running. running never gets a gradient, so optimizers
+ * leave it alone; checkpoints and replicas carry it like any parameter. Training needs more
+ * than one value per channel (a batch of one vector fails when the session plans it, as
+ * PyTorch raises). CN_ERR_INVALID_ARG for momentum outside [0,1], a negative eps or a
+ * running value that is not a parameter. */
+cn_value cn_op_batch_norm(cn_program *p, cn_value x, cn_value gamma, cn_value beta, cn_value running, float momentum,
+                          float eps);
+
 /* Shape and dtype of a value (with a batch of 1 where the batch appears). */
 cn_status cn_value_shape(const cn_program *p, cn_value v, int *ndim, int64_t *shape, cn_dtype *dt);
 int cn_program_num_params(const cn_program *p);
@@ -791,7 +829,15 @@ typedef enum cn_act {
     CN_ACT_SIGMOID,
     CN_ACT_TANH,
     CN_ACT_SOFTMAX,
-    CN_ACT_GELU /* exact (erf) form */
+    CN_ACT_GELU, /* exact (erf) form */
+    /* issue 16, with PyTorch's default parameters (cn_op_leaky_relu etc. take others) */
+    CN_ACT_LEAKY_RELU,   /* slope 0.01 */
+    CN_ACT_ELU,          /* alpha 1 */
+    CN_ACT_RELU6,        /* clip to [0, 6] */
+    CN_ACT_SILU,
+    CN_ACT_HARD_SIGMOID,
+    CN_ACT_HARD_SWISH,
+    CN_ACT_SOFTPLUS
 } cn_act;
 
 typedef struct cn_model cn_model;
@@ -805,9 +851,20 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act); /* on a sequen
 cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, int pad, cn_act act);
 cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride);
 cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride);
+/* With PyTorch's options (see cn_op_maxpool2d_ex): pad in 0..size/2, ceil_mode, and for the
+ * average count_include_pad. Model files: "avgpool2d 3 2 pad=1 ceil_mode=1 count_include_pad=0". */
+cn_status cn_model_add_maxpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode);
+cn_status cn_model_add_avgpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode, int count_include_pad);
 cn_status cn_model_add_flatten(cn_model *m); /* an image or a sequence -> one vector */
 cn_status cn_model_add_activation(cn_model *m, cn_act act);
 cn_status cn_model_add_dropout(cn_model *m, float rate);
+/* Batch normalisation over the channels of an image or the features of a vector (see
+ * cn_op_batch_norm; PyTorch's defaults are momentum 0.1, eps 1e-5). Its parameters are
+ * "batch_norm_K.weight", ".bias" and ".running" (the non-trainable statistics). */
+cn_status cn_model_add_batch_norm(cn_model *m, float momentum, float eps);
+/* An image [h,w,c] -> a vector [c]: the mean or the maximum of each channel. */
+cn_status cn_model_add_global_avgpool(cn_model *m);
+cn_status cn_model_add_global_maxpool(cn_model *m);
 /* Sequences. Patch embedding: the image cut into non-overlapping patch x patch squares (H and W
  * divisible by patch), each projected to width features, plus a learned position per patch.
  * Token embedding: a learned width-vector per token id plus one per position. */

@@ -15,7 +15,8 @@
 #define EMBED_SCALE 0.034641016f
 
 static cn_value activation(cn_program *p, cn_value x, cn_act a) {
-    return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, NULL);
+    cn_op_params prm = cn_act_params(a);
+    return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, &prm);
 }
 
 /* Parameter "<layer>_<index>.<what>", e.g. "dense_2.weight", "attention_1.query.bias". */
@@ -97,7 +98,9 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
             break;
         }
         case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
-            pre = x = (l->kind == CN_L_MAXPOOL2D ? cn_op_maxpool2d : cn_op_avgpool2d)(p, x, l->kernel, l->stride);
+            pre = x = l->kind == CN_L_MAXPOOL2D
+                          ? cn_op_maxpool2d_ex(p, x, l->kernel, l->stride, l->pad, l->ceil_mode)
+                          : cn_op_avgpool2d_ex(p, x, l->kernel, l->stride, l->pad, l->ceil_mode, !l->exclude_pad);
             break;
         case CN_L_FLATTEN:
             pre = x = cn_prog_reshape(p, x, &(cn_shape){2, {-1, l->oc}});
@@ -124,6 +127,7 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
             pre = x = cn_layer_lower_dag(p, m, l, x, in_c, vals, input);
             x = activation(p, x, l->act);
             break;
+        case CN_L_BATCH_NORM: case CN_L_GLOBAL_AVGPOOL: case CN_L_GLOBAL_MAXPOOL: pre = x = cn_lower_norm_pool(p, l, x); break;
         case CN_L_KIND_COUNT: break;
         }
         vals[i] = x;

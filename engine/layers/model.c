@@ -14,16 +14,23 @@
 static const char *const kind_names[CN_L_KIND_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
     "attention", "patch_embed", "embed", "mean_tokens", "residual", "end",
-    "conv2d_transpose", "upsample", "pad", "from", "concat", "add"};
+    "conv2d_transpose", "upsample", "pad", "from", "concat", "add", "batch_norm", "global_avgpool",
+    "global_maxpool"};
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
 
 /* The activations, written once: the name model files and the canonical text use, and the op
  * that computes it (GELU's params left zero: variant 0, the exact erf form of CN_ACT_GELU).
  * "linear" and "none" also parse, as CN_ACT_NONE, which has no name and no op. */
-static const struct { cn_act act; const char *name; cn_op op; } acts[] = {
-    {CN_ACT_RELU, "relu", CN_OP_RELU},       {CN_ACT_SIGMOID, "sigmoid", CN_OP_SIGMOID}, {CN_ACT_TANH, "tanh", CN_OP_TANH},
-    {CN_ACT_SOFTMAX, "softmax", CN_OP_SOFTMAX}, {CN_ACT_GELU, "gelu", CN_OP_GELU},
+static const struct { cn_act act; const char *name; cn_op op; float alpha, beta; } acts[] = {
+    {CN_ACT_RELU, "relu", CN_OP_RELU, 0, 0},       {CN_ACT_SIGMOID, "sigmoid", CN_OP_SIGMOID, 0, 0},
+    {CN_ACT_TANH, "tanh", CN_OP_TANH, 0, 0},       {CN_ACT_SOFTMAX, "softmax", CN_OP_SOFTMAX, 0, 0},
+    {CN_ACT_GELU, "gelu", CN_OP_GELU, 0, 0},
+    /* issue 16, with PyTorch's default parameters */
+    {CN_ACT_LEAKY_RELU, "leaky_relu", CN_OP_LEAKY_RELU, 0.01f, 0}, {CN_ACT_ELU, "elu", CN_OP_ELU, 1.0f, 0},
+    {CN_ACT_RELU6, "relu6", CN_OP_CLIP, 0.0f, 6.0f},              {CN_ACT_SILU, "silu", CN_OP_SILU, 0, 0},
+    {CN_ACT_HARD_SIGMOID, "hard_sigmoid", CN_OP_HARD_SIGMOID, 0, 0},
+    {CN_ACT_HARD_SWISH, "hard_swish", CN_OP_HARD_SWISH, 0, 0},   {CN_ACT_SOFTPLUS, "softplus", CN_OP_SOFTPLUS, 0, 0},
 };
 #define N_ACTS (sizeof acts / sizeof acts[0])
 
@@ -38,6 +45,15 @@ cn_op cn_act_op(cn_act a) {
         if (acts[i].act == a) return acts[i].op;
     return CN_OP_LEAF;
 }
+
+cn_op_params cn_act_params(cn_act a) {
+    cn_op_params p = {0};
+    for (size_t i = 0; i < N_ACTS; i++)
+        if (acts[i].act == a) p.alpha = acts[i].alpha, p.beta = acts[i].beta;
+    return p;
+}
+
+int cn_act_known(cn_act a) { return a == CN_ACT_NONE || cn_act_op(a) != CN_OP_LEAF; }
 
 int cn_act_parse(const char *s, cn_act *a) {
     for (size_t i = 0; i < N_ACTS; i++)
@@ -54,7 +70,9 @@ void cn_layer_line(const cn_model *m, const cn_layer *l, char *b, size_t cap) {
     switch (l->kind) {
     case CN_L_DENSE: snprintf(b, cap, "dense %d%s%s", l->units, sp, an); break;
     case CN_L_MAXPOOL2D: case CN_L_AVGPOOL2D:
-        snprintf(b, cap, "%s %d %d", kind_names[l->kind], l->kernel, l->stride);
+        /* options only where set, so older models keep their text */
+        snprintf(b, cap, "%s %d %d%s%.0d%s%s", kind_names[l->kind], l->kernel, l->stride, l->pad ? " pad=" : "", l->pad,
+                 l->ceil_mode ? " ceil_mode=1" : "", l->exclude_pad ? " count_include_pad=0" : "");
         break;
     case CN_L_ACTIVATION: snprintf(b, cap, "%s", an); break;
     case CN_L_DROPOUT: snprintf(b, cap, "dropout %.9g", (double)l->rate); break;
@@ -66,6 +84,9 @@ void cn_layer_line(const cn_model *m, const cn_layer *l, char *b, size_t cap) {
     case CN_L_PATCH_EMBED: snprintf(b, cap, "patch_embed %d %d", l->kernel, l->units); break;
     case CN_L_EMBED: snprintf(b, cap, "embed %d", l->units); break;
     default:
+    case CN_L_BATCH_NORM: cn_batch_norm_line(l, b, cap); break;
+    case CN_L_FLATTEN: case CN_L_MEAN_TOKENS: case CN_L_RESIDUAL: case CN_L_END: case CN_L_GLOBAL_AVGPOOL:
+    case CN_L_GLOBAL_MAXPOOL: case CN_L_KIND_COUNT:
         snprintf(b, cap, "%s", cn_layer_kind_name(l->kind));
         break;
     }
@@ -258,7 +279,7 @@ cn_status cn_model_add_dense(cn_model *m, int units, cn_act act) {
     char fb[96];
     cn_model_current(m, &f, &h, &w, &c);
     if (units < 1 || units > (1 << 24)) return cn_errorf(CN_ERR_INVALID_ARG, "dense: %d units (must be 1..16777216)", units);
-    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "dense: unknown activation %d", (int)act);
+    if (!cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "dense: unknown activation %d", (int)act);
     if (f == CN_FORM_IMAGE)
         return cn_errorf(CN_ERR_SHAPE, "dense: input is %s; add 'flatten' first", cn_form_str(f, h, w, c, fb, sizeof fb));
     if (f == CN_FORM_IDS) return cn_errorf(CN_ERR_SHAPE, "dense: input is %s", cn_form_str(f, h, w, c, fb, sizeof fb));
@@ -284,7 +305,7 @@ cn_status cn_model_add_conv2d(cn_model *m, int filters, int kernel, int stride, 
     return cn_model_add_conv2d_ex(m, filters, kernel, &o, act);
 }
 
-static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride) {
+static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride, int pad, int ceil_mode, int exclude_pad) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
     const char *nm = kind_names[kind];
     cn_form f;
@@ -292,16 +313,25 @@ static cn_status add_pool(cn_model *m, cn_layer_kind kind, int size, int stride)
     cn_model_current(m, &f, &h, &w, &c);
     if (stride <= 0) stride = size;
     if (size < 1 || size > 1024 || stride > 1024) return cn_errorf(CN_ERR_INVALID_ARG, "%s: size %d stride %d out of range", nm, size, stride);
+    /* PyTorch's rule: a window never lies wholly in the padding */
+    if (pad < 0 || pad > size / 2) return cn_errorf(CN_ERR_INVALID_ARG, "%s: pad %d must be in 0..%d (half the window)", nm, pad, size / 2);
     CN_TRY(need_image(nm, f, h, w, c));
-    if (!cn_window_extent(h, size, stride, 0, &oh) || !cn_window_extent(w, size, stride, 0, &ow))
+    if (!cn_window_extent_ceil(h, size, stride, pad, ceil_mode, &oh) || !cn_window_extent_ceil(w, size, stride, pad, ceil_mode, &ow))
         return cn_errorf(CN_ERR_SHAPE, "%s: window %d does not fit input %lldx%lld", nm, size, (long long)h, (long long)w);
-    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
+    cn_layer l = {.kind = kind, .kernel = size, .stride = stride, .pad = pad, .form = CN_FORM_IMAGE, .oh = oh, .ow = ow, .oc = c};
+    l.ceil_mode = !!ceil_mode, l.exclude_pad = !!exclude_pad;
     l.flops = CN_PRODUCT(oh, ow, c, size, size);
     return cn_model_push(m, &l);
 }
 
-cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_MAXPOOL2D, size, stride); }
-cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_AVGPOOL2D, size, stride); }
+cn_status cn_model_add_maxpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_MAXPOOL2D, size, stride, 0, 0, 0); }
+cn_status cn_model_add_avgpool2d(cn_model *m, int size, int stride) { return add_pool(m, CN_L_AVGPOOL2D, size, stride, 0, 0, 0); }
+cn_status cn_model_add_maxpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode) {
+    return add_pool(m, CN_L_MAXPOOL2D, size, stride, pad, ceil_mode, 0);
+}
+cn_status cn_model_add_avgpool2d_ex(cn_model *m, int size, int stride, int pad, int ceil_mode, int count_include_pad) {
+    return add_pool(m, CN_L_AVGPOOL2D, size, stride, pad, ceil_mode, !count_include_pad);
+}
 
 cn_status cn_model_add_flatten(cn_model *m) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
@@ -330,7 +360,7 @@ static cn_status add_same_shape(cn_model *m, cn_layer l) {
 
 cn_status cn_model_add_activation(cn_model *m, cn_act act) {
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
-    if (act == CN_ACT_NONE || (unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
+    if (act == CN_ACT_NONE || !cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "activation: unknown kind %d", (int)act);
     return add_same_shape(m, (cn_layer){.kind = CN_L_ACTIVATION, .act = act});
 }
 
@@ -379,7 +409,7 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     static const char *const kinds[CN_L_KIND_COUNT] = {
         "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
         "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add", "Conv2DTranspose", "UpSampling2D",
-        "Padding2D", "From", "Concatenate", "Add"};
+        "Padding2D", "From", "Concatenate", "Add", "BatchNorm", "GlobalAvgPool", "GlobalMaxPool"};
     size_t o = 0;
     const char *sample = m->in_form == CN_FORM_IDS ? "window" : "image";
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)

@@ -34,6 +34,9 @@ typedef enum cn_layer_kind {
     CN_L_FROM,     /* continues from a named output (refs[0]) */
     CN_L_CONCAT,   /* the current output and the named ones, on the last axis */
     CN_L_ADD,      /* the current output plus the named ones */
+    CN_L_BATCH_NORM,
+    CN_L_GLOBAL_AVGPOOL,
+    CN_L_GLOBAL_MAXPOOL,
     CN_L_KIND_COUNT
 } cn_layer_kind;
 
@@ -55,7 +58,10 @@ typedef struct cn_layer {
     int kernel, stride, pad; /* conv and pools; kernel is the patch size of patch_embed */
     cn_act act;
     float rate;              /* dropout */
-    float eps;               /* layer norm */
+    float eps;               /* layer norm, batch norm */
+    float momentum;          /* batch norm */
+    int ceil_mode;           /* pools: PyTorch's ceil_mode */
+    int exclude_pad;         /* avgpool2d: count_include_pad = 0 */
     int causal;              /* attention */
     cn_conv2d_opts conv;     /* CONV2D, CONV2D_T: the full geometry (stride and pad above are its
                                 square, symmetric part, kept for the old text and callers) */
@@ -124,6 +130,20 @@ const char *cn_layer_kind_name(cn_layer_kind k);
 const char *cn_act_name(cn_act a);
 cn_op cn_act_op(cn_act a);
 int cn_act_parse(const char *s, cn_act *a);
+/* The parameters of an activation's op (leaky ReLU's slope, ReLU6's bounds, ...); 1 if a is
+ * CN_ACT_NONE or in the table. */
+cn_op_params cn_act_params(cn_act a);
+int cn_act_known(cn_act a);
+
+/* Issue 16's layers (model_norm_pool.c): batch norm and global pooling. */
+#define CN_BATCH_NORM_MOMENTUM 0.1f /* PyTorch's defaults */
+#define CN_BATCH_NORM_EPS 1e-5f
+/* Its canonical line ("batch_norm", options only where not the defaults). */
+void cn_batch_norm_line(const cn_layer *l, char *b, size_t cap);
+/* Parses the layer lines of model_norm_pool.c; 0 if tok[0] is none of them. */
+int cn_model_parse_norm_pool(cn_model *m, char **tok, int nt, const char *origin, int lineno, cn_status *st);
+/* Lowers one of them onto x (parameters named after the layer). */
+cn_value cn_lower_norm_pool(cn_program *p, const cn_layer *l, cn_value x);
 /* Output of the last layer (or the input) as a form and dims. */
 void cn_model_current(const cn_model *m, cn_form *form, int64_t *h, int64_t *w, int64_t *c);
 /* "an image 28x28x1", "a sequence of 49 tokens of width 64", ... for messages. */

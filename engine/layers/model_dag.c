@@ -32,7 +32,7 @@ static cn_status conv_common(cn_model *m, cn_layer_kind kind, int filters, int k
     if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
     if (filters < 1 || filters > 65536) return cn_errorf(CN_ERR_INVALID_ARG, "%s: %d filters (must be 1..65536)", what, filters);
     if (kernel < 1 || kernel > 1024) return cn_errorf(CN_ERR_INVALID_ARG, "%s: kernel %d (must be 1..1024)", what, kernel);
-    if ((unsigned)act > CN_ACT_GELU) return cn_errorf(CN_ERR_INVALID_ARG, "%s: unknown activation %d", what, (int)act);
+    if (!cn_act_known(act)) return cn_errorf(CN_ERR_INVALID_ARG, "%s: unknown activation %d", what, (int)act);
     cn_op_params prm;
     if (!cn_conv2d_params(what, o, transposed, &prm)) return CN_ERR_INVALID_ARG;
     int64_t h, w, c, oh, ow;

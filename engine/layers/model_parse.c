@@ -7,9 +7,12 @@
  *   conv2d_transpose FILTERS KERNEL [activation] [stride=..] [pad=..] [out_pad=P|PH,PW]
  *          [groups=G] [dilation=..]
  *   upsample FACTOR [nearest|bilinear]    pad P|T,B,L,R [reflect|value=V]
- *   maxpool2d SIZE [STRIDE]      avgpool2d SIZE [STRIDE]
+ *   maxpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1]
+ *   avgpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1] [count_include_pad=0|1]
  *   flatten                      dense UNITS [activation]        dropout RATE
- *   relu | sigmoid | tanh | gelu | softmax
+ *   relu | sigmoid | tanh | gelu | softmax | leaky_relu | elu | relu6 | silu | hard_sigmoid |
+ *   hard_swish | softplus         (also as a dense or conv2d activation)
+ *   batch_norm [momentum=M] [eps=X]    global_avgpool    global_maxpool   (model_norm_pool.c)
  *   patch_embed PATCH WIDTH      embed WIDTH                     mean_tokens
  *   layer_norm [eps=X]           attention HEADS [causal]
  *   transformer HEADS MLP_UNITS [causal]
@@ -169,9 +172,21 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
                            : cn_model_add_sum(m, nt - 1, (const char *const *)tok + 1);
     }
     if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
-        if (nt < 2 || nt > 3 || !parse_int(tok[1], 1, 1024, &a) || (nt == 3 && !parse_int(tok[2], 1, 1024, &b)))
-            LINE_ERR(CN_ERR_PARSE, "expected '%s SIZE [STRIDE]'", k);
-        return k[0] == 'm' ? cn_model_add_maxpool2d(m, a, b) : cn_model_add_avgpool2d(m, a, b);
+        int pad = 0, ceil_mode = 0, include = 1, i = 2;
+        if (nt >= 3 && !strchr(tok[2], '=') && parse_int(tok[2], 1, 1024, &b)) i = 3;
+        if (nt < 2 || !parse_int(tok[1], 1, 1024, &a))
+            LINE_ERR(CN_ERR_PARSE, "expected '%s SIZE [STRIDE] [pad=P] [ceil_mode=0|1]%s'", k,
+                     k[0] == 'a' ? " [count_include_pad=0|1]" : "");
+        for (; i < nt; i++) {
+            if (strncmp(tok[i], "pad=", 4) == 0 && parse_int(tok[i] + 4, 0, 512, &pad)) continue;
+            if (strncmp(tok[i], "ceil_mode=", 10) == 0 && parse_int(tok[i] + 10, 0, 1, &ceil_mode)) continue;
+            if (k[0] == 'a' && strncmp(tok[i], "count_include_pad=", 18) == 0 && parse_int(tok[i] + 18, 0, 1, &include))
+                continue;
+            LINE_ERR(CN_ERR_PARSE, "bad option '%s' for %s (pad=P, ceil_mode=0|1%s)", tok[i], k,
+                     k[0] == 'a' ? ", count_include_pad=0|1" : "");
+        }
+        return k[0] == 'm' ? cn_model_add_maxpool2d_ex(m, a, b, pad, ceil_mode)
+                           : cn_model_add_avgpool2d_ex(m, a, b, pad, ceil_mode, include);
     }
     if (strcmp(k, "flatten") == 0 || strcmp(k, "mean_tokens") == 0) {
         if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
@@ -211,14 +226,17 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         if (nt != 2 || !parse_int(tok[1], 1, 65536, &a)) LINE_ERR(CN_ERR_PARSE, "expected 'embed WIDTH'");
         return cn_model_add_embed(m, a);
     }
+    cn_status st;
+    if (cn_model_parse_norm_pool(m, tok, nt, origin, lineno, &st)) return st;
     if (cn_act_parse(k, &act) && act != CN_ACT_NONE) {
         if (nt != 1) LINE_ERR(CN_ERR_PARSE, "'%s' takes no arguments", k);
         return cn_model_add_activation(m, act);
     }
     LINE_ERR(CN_ERR_PARSE,
              "unknown layer '%s' (known: input, conv2d, conv2d_transpose, maxpool2d, avgpool2d, upsample, pad, flatten, "
-             "dense, dropout, relu, sigmoid, tanh, gelu, softmax, patch_embed, embed, layer_norm, attention, "
-             "transformer, mean_tokens, residual, repeat, end, from, concat, add)", k);
+             "dense, dropout, relu, sigmoid, tanh, gelu, softmax, leaky_relu, elu, relu6, silu, hard_sigmoid, "
+             "hard_swish, softplus, patch_embed, embed, layer_norm, batch_norm, global_avgpool, global_maxpool, "
+             "attention, transformer, mean_tokens, residual, repeat, end, from, concat, add)", k);
 }
 
 /* An open block: a residual, or a repeat whose body is parsed again until its passes are

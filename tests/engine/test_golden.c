@@ -105,7 +105,8 @@ static float param(const fixture *f, const char *name) {
 }
 
 static int is_input(const rec *r) {
-    return strcmp(r->name, "out") && strcmp(r->name, "R") && strncmp(r->name, "grad:", 5) && strncmp(r->name, "param:", 6);
+    return strcmp(r->name, "out") && strcmp(r->name, "R") && strncmp(r->name, "grad:", 5) && strncmp(r->name, "param:", 6) &&
+           strncmp(r->name, "const:", 6) && strncmp(r->name, "expect:", 7);
 }
 
 /* ---- graph builders: the ops a fixture names, from primitives ---- */
@@ -196,6 +197,36 @@ static int build(ctx *c, const char *name) {
     if (!strncmp(name, "attention_", 10))
         return attention(c, in(c, "q"), in(c, "k"), in(c, "v"), param(c->f, "causal") != 0.0f, param(c->f, "scale"));
     if (!strcmp(name, "transformer_block")) return block(c);
+    /* issue 16 (tools/golden/make_layer_fixtures.py) */
+    static const struct { const char *name; cn_op op; } acts[] = {
+        {"leaky_relu", CN_OP_LEAKY_RELU}, {"elu", CN_OP_ELU}, {"relu6", CN_OP_CLIP}, {"silu", CN_OP_SILU},
+        {"hard_sigmoid", CN_OP_HARD_SIGMOID}, {"hard_swish", CN_OP_HARD_SWISH}, {"softplus", CN_OP_SOFTPLUS}};
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++)
+        if (!strcmp(name, acts[i].name)) {
+            p.alpha = acts[i].op == CN_OP_CLIP ? 0.0f : param(c->f, "alpha");
+            p.beta = 6.0f;
+            return op1(c, acts[i].op, in(c, "x"), p);
+        }
+    if (!strcmp(name, "channel_mul")) return cn_g_binary(c->g, CN_OP_CHANNEL_MUL, in(c, "x"), in(c, "s"));
+    if (!strcmp(name, "channel_add")) return cn_g_binary(c->g, CN_OP_CHANNEL_ADD, in(c, "x"), in(c, "s"));
+    if (!strcmp(name, "global_avgpool")) return p.alpha = 1.0f / 12, op1(c, CN_OP_CHANNEL_SUM, in(c, "x"), p);
+    if (!strcmp(name, "global_maxpool")) return op1(c, CN_OP_CHANNEL_MAX, in(c, "x"), p);
+    if (!strcmp(name, "maxpool_ceil") || !strncmp(name, "avgpool_ceil_", 13)) {
+        p.kh = p.kw = (int32_t)param(c->f, "kernel");
+        p.sh = p.sw = (int32_t)param(c->f, "stride");
+        p.ph = p.pw = (int32_t)param(c->f, "pad");
+        p.ceil_mode = 1;
+        p.exclude_pad = strstr(name, "exclude") != NULL;
+        return op1(c, name[0] == 'm' ? CN_OP_MAXPOOL : CN_OP_AVGPOOL, in(c, "x"), p);
+    }
+    if (!strncmp(name, "batch_norm_", 11)) {
+        const rec *run = find(c->f, "const:running");
+        if (!run) return -1;
+        p.eps = param(c->f, "eps");
+        p.running = !strcmp(name, "batch_norm_eval");
+        int xs[4] = {in(c, "x"), in(c, "gamma"), in(c, "beta"), cn_g_const(c->g, "running", &run->shape, run->data)};
+        return cn_g_op(c->g, CN_OP_BATCHNORM, 4, xs, &p, NULL);
+    }
     cn_errorf(CN_ERR_INVALID_ARG, "no builder for fixture '%s'", name);
     return -1;
 }
@@ -455,6 +486,81 @@ static void replay_layers(const char *dir, const char *name, cn_device *dev) {
     tc_end();
 }
 
+/* Batch norm's running statistics after one step (BN_RUNNING in place on a bound tensor)
+ * against PyTorch's update of the same statistics (an eval fixture expects them unchanged,
+ * so it is not replayed here). */
+static void replay_running(const char *dir, const char *name, cn_device *dev) {
+    char label[160];
+    snprintf(label, sizeof label, "%s running statistics on %s", name, cn_device_selector(dev));
+    fixture f;
+    if (!begin_case(label, dir, name, &f)) return;
+    const rec *x = find(&f, "x"), *run = find(&f, "const:running"), *want = find(&f, "expect:running");
+    cn_graph g;
+    cn_graph_init(&g);
+    cn_tensor *t = NULL;
+    cn_plan *plan = NULL;
+    cn_tensor **bind = NULL;
+    CHECK(x && run && want, "fixture lacks x, const:running or expect:running");
+    if (tc_bad) goto done;
+    int ids[2] = {cn_g_leaf(&g, CN_LEAF_PARAM, "running", &run->shape, CN_F32), cn_g_const(&g, "x", &x->shape, x->data)};
+    cn_op_params p = {0};
+    p.momentum = param(&f, "momentum");
+    int u = cn_g_op(&g, CN_OP_BN_RUNNING, 2, ids, &p, NULL);
+    CHECK(u >= 0, "BN_RUNNING: %s", cn_last_error());
+    if (tc_bad) goto done;
+    CHECK_OK(cn_tensor_from_host(dev, run->shape.ndim, run->shape.d, CN_F32, run->data, &t));
+    bind = calloc((size_t)g.n, sizeof *bind);
+    bind[ids[0]] = t;
+    CHECK_OK(cn_plan_create(&g, dev, &u, 1, bind, 0, &plan));
+    if (!tc_bad) CHECK_OK(cn_plan_run(plan, 1));
+    float got[64];
+    double worst_rel = 0;
+    if (!tc_bad) CHECK_OK(cn_tensor_read(t, got, sizeof(float) * (size_t)cn_shape_numel(&want->shape)));
+    if (!tc_bad) compare(want, got, 2e-5, &worst_rel);
+    if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+done:
+    cn_plan_free(plan);
+    free(bind);
+    cn_tensor_release(t);
+    cn_graph_destroy(&g);
+    fixture_free(&f);
+    tc_end();
+}
+
+/* The builders of issue 16's ops that compute a parameter from the shape (global average
+ * pooling's 1/S), through the public API and an inference session, against the fixtures. */
+static void replay_builders(const char *dir, cn_device *dev) {
+    static const char *const names[] = {"global_avgpool", "global_maxpool", "channel_mul", "hard_swish"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        char label[160];
+        snprintf(label, sizeof label, "%s through the public builder on %s", names[k], cn_device_selector(dev));
+        fixture f;
+        if (!begin_case(label, dir, names[k], &f)) continue;
+        const rec *x = find(&f, "x"), *sv = find(&f, "s"), *want = find(&f, "out");
+        cn_program *p = NULL;
+        cn_session *s = NULL;
+        CHECK_OK(cn_program_create(&p));
+        cn_value xi = cn_input(p, "x", x->shape.ndim, x->shape.d, CN_F32), y;
+        if (!strcmp(names[k], "global_avgpool")) y = cn_op_global_avgpool(p, xi);
+        else if (!strcmp(names[k], "global_maxpool")) y = cn_op_global_maxpool(p, xi);
+        else if (!strcmp(names[k], "hard_swish")) y = cn_op_hard_swish(p, xi);
+        else y = cn_op_channel_mul(p, xi, cn_constant(p, "s", sv->shape.ndim, sv->shape.d, sv->data));
+        CHECK_OK(cn_output(p, "y", y));
+        if (!tc_bad) CHECK_OK(cn_session_create_inference(p, dev, &s));
+        if (!tc_bad) CHECK_OK(cn_session_feed(s, "x", x->data, x->shape.d[0]));
+        if (!tc_bad) CHECK_OK(cn_session_run(s));
+        float got[4096];
+        double worst_rel = 0;
+        if (!tc_bad) CHECK_OK(cn_session_fetch(s, "y", got, sizeof(float) * (size_t)cn_shape_numel(&want->shape)));
+        if (!tc_bad) compare(want, got, 2e-5, &worst_rel);
+        if (!tc_bad) printf("ok   %-44s worst |d| / max|PyTorch| %.1e (rtol 2e-05)\n", label, worst_rel);
+        cn_session_free(s);
+        cn_program_free(p);
+        fixture_free(&f);
+        tc_end();
+    }
+}
+
 static const char *const layer_fixtures[] = {
     "conv_grouped", "conv_depthwise", "conv_transpose_grouped", "conv_transpose_dilated", "upsample_nearest",
     "upsample_bilinear", "concat_pad_slice",
@@ -463,6 +569,10 @@ static const char *const layer_fixtures[] = {
 static const char *const fixtures[] = {
     "layer_norm", "embedding", "gelu_erf", "gelu_tanh", "sum_last", "mean_last", "max_last", "causal_softmax",
     "attention_causal", "attention_full", "transformer_block",
+    /* issue 16 (layers-a) */
+    "leaky_relu", "elu", "relu6", "silu", "hard_sigmoid", "hard_swish", "softplus", "channel_mul", "channel_add",
+    "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
+    "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
 };
 
 int main(int argc, char **argv) {
@@ -486,6 +596,9 @@ int main(int argc, char **argv) {
         replay_public(argv[1], dev);
         for (size_t i = 0; i < sizeof layer_fixtures / sizeof layer_fixtures[0]; i++)
             replay_layers(argv[1], layer_fixtures[i], dev);
+        replay_builders(argv[1], dev);
+        replay_running(argv[1], "batch_norm_train", dev);
+        replay_running(argv[1], "batch_norm_vectors", dev);
         cn_device_release(dev);
     }
     return tc_finish();

@@ -13,19 +13,23 @@
 #include "graph.h"
 #include "plan.h"
 
-typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT } gen_kind;
+typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT, GEN_SPREAD } gen_kind;
 
 typedef struct gcase {
     const char *label;
     cn_op op;
     int n_in;
-    cn_shape in[3];
-    gen_kind gen[3];
+    cn_shape in[4];
+    gen_kind gen[4];
     int labels_input; /* index of an i32 labels input, or -1 */
     cn_op_params p;
     int has_out_shape;
     cn_shape out_shape;
 } gcase;
+
+/* The input that is a constant rather than a checked parameter (batch norm's running
+ * statistics: state, never given a gradient), or -1. */
+static int constant_input(const gcase *c) { return c->op == CN_OP_BATCHNORM ? 3 : -1; }
 
 #define S1(a) {1, {a}}
 #define S2(a, b) {2, {a, b}}
@@ -88,6 +92,33 @@ static const gcase cases[] = {
     {"upsample bilinear", CN_OP_UPSAMPLE, 1, {S4(2, 3, 3, 2)}, {0}, -1, {.sh = 2, .sw = 3, .variant = 1}, 0, {0}},
     {"depthwise conv", CN_OP_DWCONV, 2, {S4(2, 5, 5, 3), S3(3, 3, 3)}, {0}, -1,
      {.kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1, .pw_extra = -1, .dh = 1, .dw = 2}, 0, {0}},
+    /* issue 16: activations away from their kinks (GEN_AWAY_FROM_ZERO, GEN_SPREAD), softplus
+     * and silu on the uniform [-1, 1); batch norm through its batch statistics and with the
+     * running ones (a constant input) */
+    {"leaky_relu", CN_OP_LEAKY_RELU, 1, {S2(3, 5)}, {GEN_AWAY_FROM_ZERO}, -1, {.alpha = 0.1f}, 0, {0}},
+    {"elu", CN_OP_ELU, 1, {S2(3, 5)}, {GEN_AWAY_FROM_ZERO}, -1, {.alpha = 1.3f}, 0, {0}},
+    {"clip", CN_OP_CLIP, 1, {S2(3, 5)}, {GEN_SPREAD}, -1, {.alpha = -3.0f, .beta = 3.0f}, 0, {0}},
+    {"silu", CN_OP_SILU, 1, {S2(3, 5)}, {0}, -1, {0}, 0, {0}},
+    {"hard_sigmoid", CN_OP_HARD_SIGMOID, 1, {S2(3, 5)}, {GEN_SPREAD}, -1, {0}, 0, {0}},
+    {"hard_swish", CN_OP_HARD_SWISH, 1, {S2(3, 5)}, {GEN_SPREAD}, -1, {0}, 0, {0}},
+    {"softplus", CN_OP_SOFTPLUS, 1, {S2(3, 5)}, {0}, -1, {0}, 0, {0}},
+    {"channel_add", CN_OP_CHANNEL_ADD, 2, {S4(2, 3, 2, 4), S2(2, 4)}, {0}, -1, {0}, 0, {0}},
+    {"channel_mul", CN_OP_CHANNEL_MUL, 2, {S4(2, 3, 2, 4), S2(2, 4)}, {0}, -1, {0}, 0, {0}},
+    {"channel_sum (global average)", CN_OP_CHANNEL_SUM, 1, {S4(2, 3, 2, 4)}, {0}, -1, {.alpha = 1.0f / 6}, 0, {0}},
+    {"channel_max (global max)", CN_OP_CHANNEL_MAX, 1, {S4(2, 3, 2, 4)}, {GEN_DISTINCT}, -1, {0}, 0, {0}},
+    {"channel_broadcast", CN_OP_CHANNEL_BCAST, 1, {S2(2, 4)}, {0}, -1, {.alpha = 0.5f}, 1, S4(2, 3, 2, 4)},
+    {"maxpool pad ceil_mode", CN_OP_MAXPOOL, 1, {S4(1, 6, 6, 2)}, {GEN_DISTINCT}, -1,
+     {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil_mode = 1}, 0, {0}},
+    {"avgpool ceil_mode exclude_pad", CN_OP_AVGPOOL, 1, {S4(1, 6, 6, 2)}, {0}, -1,
+     {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil_mode = 1, .exclude_pad = 1}, 0, {0}},
+    {"avgpool ceil_mode include_pad", CN_OP_AVGPOOL, 1, {S4(1, 6, 6, 2)}, {0}, -1,
+     {.kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .ceil_mode = 1}, 0, {0}},
+    {"batch_norm training [N,C]", CN_OP_BATCHNORM, 4, {S2(6, 3), S1(3), S1(3), S2(2, 3)},
+     {GEN_UNIFORM, GEN_POSITIVE, GEN_UNIFORM, GEN_POSITIVE}, -1, {.eps = 1e-5f}, 0, {0}},
+    {"batch_norm training NHWC", CN_OP_BATCHNORM, 4, {S4(2, 3, 2, 3), S1(3), S1(3), S2(2, 3)},
+     {GEN_UNIFORM, GEN_POSITIVE, GEN_UNIFORM, GEN_POSITIVE}, -1, {.eps = 1e-5f}, 0, {0}},
+    {"batch_norm running statistics", CN_OP_BATCHNORM, 4, {S4(2, 3, 2, 3), S1(3), S1(3), S2(2, 3)},
+     {GEN_UNIFORM, GEN_POSITIVE, GEN_UNIFORM, GEN_POSITIVE}, -1, {.eps = 1e-5f, .running = 1}, 0, {0}},
     /* f32 to f32: finite differences see no 16-bit rounding; the 16-bit backward is checked
      * exactly in tests/engine/test_storage.c */
     {"cast", CN_OP_CAST, 1, {S2(3, 4)}, {0}, -1, {.variant = CN_F32}, 0, {0}},
@@ -103,6 +134,12 @@ static float gen(gen_kind k, uint64_t salt, int64_t i, int64_t n) {
         /* a scrambled ramp with spacing 0.05: no two values within 2h */
         int64_t j = (i * 7919) % n;
         return -1.0f + 0.05f * (float)j;
+    }
+    case GEN_SPREAD: {
+        /* [-5, 5) without the kinks at -3 and 3 (hard sigmoid, hard swish): +-[0.2, 2.8) or
+         * +-[3.2, 5) */
+        const float m = u < 0.5f ? 0.2f + 5.2f * u : 3.2f + 3.6f * (u - 0.5f);
+        return (i % 2 ? -1.0f : 1.0f) * m;
     }
     case GEN_UNIFORM: break;
     }
@@ -121,9 +158,9 @@ static void check_case(const gcase *c, cn_device *dev) {
     tc_begin(label);
     cn_graph g;
     cn_graph_init(&g);
-    int ids[3] = {-1, -1, -1};
-    cn_tensor *t[3] = {0};
-    float *host[3] = {0};
+    int ids[4] = {-1, -1, -1, -1};
+    cn_tensor *t[4] = {0};
+    float *host[4] = {0};
     cn_tensor **bind = NULL;
     cn_plan *plan = NULL;
     int32_t labels[64];
@@ -134,6 +171,12 @@ static void check_case(const gcase *c, cn_device *dev) {
             int64_t mod = c->op == CN_OP_EMBEDDING ? c->in[0].d[0] : c->in[0].d[1];
             for (int64_t i = 0; i < n; i++) labels[i] = (int32_t)(i * 3 % mod);
             ids[k] = cn_g_leaf(&g, CN_LEAF_INPUT, "labels", &c->in[k], CN_I32);
+            continue;
+        }
+        if (k == constant_input(c)) {
+            float data[256];
+            for (int64_t i = 0; i < n && i < 256; i++) data[i] = gen(c->gen[k], (uint64_t)k, i, n);
+            ids[k] = cn_g_const(&g, "constant", &c->in[k], data);
             continue;
         }
         ids[k] = cn_g_leaf(&g, CN_LEAF_PARAM, "x", &c->in[k], CN_F32);
@@ -151,7 +194,7 @@ static void check_case(const gcase *c, cn_device *dev) {
     free(r);
     int *grads = malloc(sizeof(int) * (size_t)g.n);
     CHECK_OK(cn_graph_backward(&g, loss, grads));
-    int outs[4] = {loss}, n_out = 1;
+    int outs[5] = {loss}, n_out = 1;
     for (int k = 0; k < c->n_in; k++)
         if (t[k]) {
             CHECK(grads[ids[k]] >= 0, "input %d got no gradient", k);
@@ -199,7 +242,7 @@ done_grads:
 done:
     cn_plan_free(plan);
     free(bind);
-    for (int k = 0; k < 3; k++) cn_tensor_release(t[k]), free(host[k]);
+    for (int k = 0; k < 4; k++) cn_tensor_release(t[k]), free(host[k]);
     cn_graph_destroy(&g);
     tc_end();
 }

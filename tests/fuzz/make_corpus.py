@@ -91,6 +91,13 @@ def main():
     # issue 16's graphs: named outputs, from/concat/add, grouped and transposed convolution
     for name in ("unet_small", "inception_small", "densenet_small"):
         models[name] = open(os.path.join(ROOT, "tests", "fixtures", "models", name + ".net"), "rb").read()
+    # issue 16's layers and options (tests/engine/test_model_layers.c trains this one)
+    models["layers16"] = (b"input 8 8 3\nconv2d 8 3 pad=1\nbatch_norm\nrelu6\nmaxpool2d 3 2 pad=1 ceil_mode=1\n"
+                          b"conv2d 8 3 stride=2 pad=1\nbatch_norm momentum=0.2 eps=0.001\nhard_swish\n"
+                          b"avgpool2d 2 1 count_include_pad=0\nglobal_avgpool\ndense 16\nbatch_norm\nsilu\n"
+                          b"dense 4 leaky_relu\ndense 3 softplus\n")
+    models["layers16_more"] = (b"input 9 9 2\nconv2d 4 3 elu\nglobal_maxpool\ndense 5 hard_sigmoid\nbatch_norm\n"
+                               b"dense 2 tanh\n")
     for name, text in models.items():
         put("model", name, text)
 

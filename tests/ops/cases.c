@@ -71,8 +71,8 @@ const char *h_sh(cn_shape s) {
 }
 
 static const char *epi_name(int e) {
-    static const char *n[] = {"none", "relu", "sigmoid", "tanh"};
-    return (unsigned)e < 4 ? n[e] : "?";
+    static const char *n[] = {"none", "relu", "sigmoid", "tanh", "silu", "hard_sigmoid", "hard_swish", "softplus"};
+    return (unsigned)e < sizeof n / sizeof n[0] ? n[e] : "?";
 }
 
 /* ---- MATMUL ---- */
@@ -92,7 +92,7 @@ static void mm(h_caselist *L, int B, int M, int K, int N, int ta, int tb, int ep
         c->out_shape = h_shape(2, M, N);
     }
     h_tol_reduce(c, K);
-    c->mag_run = 1; /* run with epilogue none; relu/sigmoid/tanh are 1-Lipschitz */
+    c->mag_run = 1; /* run with epilogue none; the epilogues' slopes are at most 1.5 (hard swish) */
 }
 
 /* The fused-bias launch (ops.h): a third input, bias [N], added to each row of the 2-D
@@ -126,6 +126,11 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
     /* split-K with tiny outputs, small enough for Oclgrind: partial slices live in scratch,
      * which test_ops fills with garbage first, so a slice no work-item wrote shows */
     mmb(L, 5, 1536, 7, 1, 1, CN_EPI_RELU);
+    /* issue 16's epilogues (inputs of a few units: every piece of hard swish and softplus) */
+    for (int e = CN_EPI_SILU; e < CN_EPI_COUNT; e++) {
+        mmb(L, 33, 17, 29, e & 1, 0, e);
+        mmb(L, 40, 4096, 24, 1, 0, e); /* split-K: the epilogue after the slices' sum */
+    }
 }
 
 static void cases_MATMUL(h_caselist *L) {
@@ -195,6 +200,11 @@ static void cases_ADD(h_caselist *L) {
     bin(L, CN_OP_ADD, h_shape(2, 121, 64), h_shape(1, 64), CN_EPI_RELU);
     bin(L, CN_OP_ADD, h_shape(2, 77, 48), h_shape(1, 48), CN_EPI_SIGMOID);
     bin(L, CN_OP_ADD, h_shape(1, 20001), h_shape(1, 20001), CN_EPI_TANH); /* long, scalar tail */
+    for (int e = CN_EPI_SILU; e < CN_EPI_COUNT; e++) {
+        bin(L, CN_OP_ADD, h_shape(2, 17, 33), h_shape(1, 33), e);
+        bin(L, CN_OP_ADD, h_shape(2, 64, 10), h_shape(2, 64, 10), e); /* float4 kernels */
+        bin(L, CN_OP_ADD, h_shape(1, 20001), h_shape(1, 20001), e);
+    }
 }
 static void cases_SUB(h_caselist *L) { bin_common(L, CN_OP_SUB); }
 static void cases_MUL(h_caselist *L) { bin_common(L, CN_OP_MUL); }
@@ -527,6 +537,7 @@ static void cases_MAXPOOL(h_caselist *L) {
         c->out_shape = pool_out_shape(g);
         h_tol_exact(c);
     }
+    cases_pool_modes(L, CN_OP_MAXPOOL);
 }
 
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape */
@@ -552,6 +563,7 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         c->out_shape = c->in[1].shape;
         h_tol_reduce(c, geo_overlap(g));
     }
+    cases_pool_modes(L, CN_OP_MAXPOOL_GRAD);
 }
 
 static void cases_AVGPOOL(h_caselist *L) {
@@ -564,6 +576,7 @@ static void cases_AVGPOOL(h_caselist *L) {
         h_tol_reduce(c, (double)g->kh * g->kw);
         c->mag_run = 1;
     }
+    cases_pool_modes(L, CN_OP_AVGPOOL);
 }
 
 /* AVGPOOL_GRAD(dy) -> dx; the output shape (the image) comes from the node */
@@ -577,6 +590,7 @@ static void cases_AVGPOOL_GRAD(h_caselist *L) {
         h_tol_reduce(c, geo_overlap(g));
         c->mag_run = 1;
     }
+    cases_pool_modes(L, CN_OP_AVGPOOL_GRAD);
 }
 
 /* ---- dropout ---- */

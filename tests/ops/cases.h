@@ -54,4 +54,27 @@ void cases_DWCONV(h_caselist *L);
 void cases_DWCONV_GRAD_X(h_caselist *L);
 void cases_DWCONV_GRAD_W(h_caselist *L);
 
+/* Case builders of the layer ops of issue 16 (cases_layers.c). */
+void cases_LEAKY_RELU(h_caselist *L);
+void cases_ELU(h_caselist *L);
+void cases_CLIP(h_caselist *L);
+void cases_SILU(h_caselist *L);
+void cases_HARD_SIGMOID(h_caselist *L);
+void cases_HARD_SWISH(h_caselist *L);
+void cases_SOFTPLUS(h_caselist *L);
+void cases_ACT_GRAD(h_caselist *L);
+void cases_CHANNEL_ADD(h_caselist *L);
+void cases_CHANNEL_MUL(h_caselist *L);
+void cases_CHANNEL_SUM(h_caselist *L);
+void cases_CHANNEL_MAX(h_caselist *L);
+void cases_CHANNEL_MAX_GRAD(h_caselist *L);
+void cases_CHANNEL_BCAST(h_caselist *L);
+void cases_BATCHNORM(h_caselist *L);
+void cases_BATCHNORM_GRAD(h_caselist *L);
+void cases_BN_RUNNING(h_caselist *L);
+void cases_BN_FOLD(h_caselist *L);
+/* Pools with padding, ceil mode and exclude_pad (count_include_pad = False), appended to the
+ * pool ops' cases. */
+void cases_pool_modes(h_caselist *L, cn_op op);
+
 #endif

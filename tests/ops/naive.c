@@ -15,6 +15,10 @@ double nv_epilogue(int epi, double x) {
     case CN_EPI_RELU: return x > 0 ? x : 0;
     case CN_EPI_SIGMOID: return sigm(x);
     case CN_EPI_TANH: return tanh(x);
+    case CN_EPI_SILU: return x * sigm(x);
+    case CN_EPI_HARD_SIGMOID: return fmin(fmax(x + 3, 0), 6) / 6;
+    case CN_EPI_HARD_SWISH: return x * fmin(fmax(x + 3, 0), 6) / 6;
+    case CN_EPI_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
     default: return x;
     }
 }

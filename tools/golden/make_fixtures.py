@@ -41,8 +41,11 @@ def uniform(shape, lo=-1.0, hi=1.0):
     return x.to(torch.float64)
 
 
-def write(name, inputs, params, fn):
-    """inputs: ordered dict name -> tensor (float64 = float input, int64 = i32 ids)."""
+def write(name, inputs, params, fn, extra=()):
+    """inputs: ordered dict name -> tensor (float64 = float input, int64 = i32 ids).
+    extra: more (name, tensor) records, or a function giving them after fn has run, e.g.
+    "const:running" (a constant the C test feeds without a gradient) or "expect:running" (a
+    state fn updated)."""
     leaves = {}
     for k, v in inputs.items():
         leaves[k] = v.clone().requires_grad_(True) if v.dtype == torch.float64 else v
@@ -53,6 +56,7 @@ def write(name, inputs, params, fn):
     records += [("param:" + k, torch.tensor([v], dtype=torch.float64)) for k, v in params.items()]
     records += [("out", out.detach()), ("R", r)]
     records += [("grad:" + k, leaves[k].grad) for k, v in inputs.items() if v.dtype == torch.float64]
+    records += list(extra() if callable(extra) else extra)
     path = os.path.join(OUT_DIR, name + ".bin")
     with open(path, "wb") as f:
         f.write(b"CNFIXT01")
