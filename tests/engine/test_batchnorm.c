@@ -260,32 +260,16 @@ done:
     cn_program_free(p);
 }
 
-static void run_on(const char *sel) {
-    cn_device *dev;
-    if (cn_device_open(sel, &dev) != CN_OK) {
-        CHECK(0, "open %s", sel);
-        return;
-    }
-    int before = failures;
+static void device_tests(cn_device *dev) {
     test_training_and_inference(dev);
     test_batch_of_one(dev);
     test_bf16(dev);
-    printf("%s %s\n", failures == before ? "ok  " : "FAIL", sel);
-    cn_device_release(dev);
 }
+
+static void run_on(const char *sel) { check_device(sel, device_tests); }
 
 int main(int argc, char **argv) {
     fill();
     test_bad_arguments();
-    if (argc > 1) run_on(argv[1]);
-    else {
-        int n = 0;
-        cn_device_count(&n);
-        for (int i = 0; i < n; i++) {
-            cn_device_info info;
-            if (cn_device_info_get(i, &info) == CN_OK) run_on(info.selector);
-        }
-    }
-    printf("%d failures\n", failures);
-    return failures ? 1 : 0;
+    return check_each_device(argc, argv, run_on);
 }

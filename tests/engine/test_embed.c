@@ -382,21 +382,15 @@ static void test_limits(cn_device *dev) {
     cn_program_free(p);
 }
 
-static void run_on(const char *sel) {
-    cn_device *dev;
-    if (cn_device_open(sel, &dev) != CN_OK) {
-        CHECK(0, "open %s", sel);
-        return;
-    }
-    int before = failures;
+static void device_tests(cn_device *dev) {
     test_outputs_per_run(dev);
     test_device_tensors(dev);
     test_program_checkpoint(dev);
     test_load_params(dev);
     test_limits(dev);
-    printf("%s %s\n", failures == before ? "ok  " : "FAIL", sel);
-    cn_device_release(dev);
 }
+
+static void run_on(const char *sel) { check_device(sel, device_tests); }
 
 static int write_seed(const char *path) {
     cn_device *dev;
@@ -417,15 +411,5 @@ int main(int argc, char **argv) {
     if (argc > 2 && !strcmp(argv[1], "--write-seed")) return write_seed(argv[2]);
     test_discover();
     test_foreign_values();
-    if (argc > 1) run_on(argv[1]);
-    else {
-        int n = 0;
-        cn_device_count(&n);
-        for (int i = 0; i < n; i++) {
-            cn_device_info info;
-            if (cn_device_info_get(i, &info) == CN_OK) run_on(info.selector);
-        }
-    }
-    printf("%d failures\n", failures);
-    return failures ? 1 : 0;
+    return check_each_device(argc, argv, run_on);
 }

@@ -266,15 +266,5 @@ int main(int argc, char **argv) {
     test_null_program();
     test_escaping();
     test_env_flags();
-    if (argc > 1) run_on(argv[1]);
-    else {
-        int n = 0;
-        cn_device_count(&n);
-        for (int i = 0; i < n; i++) {
-            cn_device_info info;
-            if (cn_device_info_get(i, &info) == CN_OK) run_on(info.selector);
-        }
-    }
-    printf("%d failures\n", failures);
-    return failures ? 1 : 0;
+    return check_each_device(argc, argv, run_on);
 }
