@@ -28,6 +28,10 @@ void h_tol_exact(h_case *c);
 /* "[2,5,7]" in one of four rotating static buffers (for case descriptions). */
 const char *h_sh(cn_shape s);
 
+/* Case builders of the optimizer ops (cases_optim.c). */
+void cases_ADAM(h_caselist *L);
+void cases_SGD(h_caselist *L);
+void cases_CLIP_SCALE(h_caselist *L);
 /* Case builders of the transformer ops (cases_transformer.c). */
 void cases_LAYERNORM(h_caselist *L);
 void cases_LAYERNORM_GRAD(h_caselist *L);
