@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""libclnet exports exactly the functions engine/include/clnet.h declares.
+"""libclnet exports exactly the functions engine/include/clnet.h declares (with the clnet_*.h
+parts it includes).
 
 usage: check_exports.py NM LIBCLNET.so CLNET.h
 
 Fails (exit 1) naming every exported symbol the header does not declare (an internal
 function leaking into the ABI) and every declared function the library does not export (a
 public call an embedding program could not link)."""
+import os
 import re
 import subprocess
 import sys
@@ -40,7 +42,12 @@ def main():
         return 2
     nm, lib, header = sys.argv[1:]
     with open(header, encoding="utf-8") as f:
-        want = declared(f.read())
+        text = f.read()
+    # The parts clnet.h includes by quoted name, from its own folder.
+    for part in re.findall(r'^\s*#\s*include\s+"(clnet_\w+\.h)"', text, flags=re.M):
+        with open(os.path.join(os.path.dirname(header), part), encoding="utf-8") as f:
+            text += "\n" + f.read()
+    want = declared(text)
     have = exported(nm, lib)
     if len(want) < 20:
         print(f"only {len(want)} declarations found in {header}: the parser is broken", file=sys.stderr)
