@@ -93,6 +93,13 @@
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
  *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
+ * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [BH,C,D], rows [BH,T,D],
+ *   pos i32 [1]) updates cache in place: cache[b, pos + t] = rows[b, t] for the t with
+ *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched.
+ *   ATTEND_CACHE(q [BH,T,D], k [BH,C,D], v [BH,C,D], pos i32 [1]) -> [BH,T,D]: query t is at
+ *   position pos + t and attends the keys 0 .. min(pos + t, C - 1) with scale p.scale, as
+ *   ATTENTION's causal rows do (a query row with no key, pos + t < 0, is 0). pos is read on
+ *   the device, so one plan serves every step.
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -230,7 +237,9 @@
     X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
     X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
     X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)                \
-    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)
+    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)                                   \
+    X(KV_WRITE, "kv_write", 3, 0, 1, "hhi:h", KV_WRITE, INPLACE, 0, NONE)                 \
+    X(ATTEND_CACHE, "attend_cache", 4, 0, 1, "hhhi:h", ATTEND_CACHE, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -89,7 +89,8 @@ int64_t h_case_work(const h_case *c) {
         return w + cn_shape_numel(&c->out_shape) * a->d[a->ndim - (c->p.trans_a ? 2 : 1)];
     case CN_OP_ATTENTION:
     case CN_OP_ATTENTION_LSE:
-    case CN_OP_ATTENTION_GRAD: { /* q [BH, T, D] times S keys */
+    case CN_OP_ATTENTION_GRAD:
+    case CN_OP_ATTEND_CACHE: { /* q [BH, T, D] times S keys (C cached keys) */
         int qi = c->op == CN_OP_ATTENTION_GRAD;
         return w + cn_shape_numel(&c->in[qi].shape) * c->in[qi + 1].shape.d[1];
     }
