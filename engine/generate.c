@@ -67,10 +67,15 @@ static int64_t window_start(int64_t n, int64_t context, int64_t slide) {
 void cn_generator_config_default(cn_generator_config *c) {
     if (!c) return;
     memset(c, 0, sizeof *c);
-    c->cache_type = CN_F32;
+    c->cache_type = CN_KV_F32;
 }
 
 /* ---- lowering the model for T tokens ---- */
+
+/* The tensor type of a cache: its float type, or i32 words of int8 rows (engine/ops.h). */
+static cn_dtype cache_dtype(cn_kv_cache k) {
+    return k == CN_KV_BF16 ? CN_BF16 : k == CN_KV_F16 ? CN_F16 : k == CN_KV_INT8 ? CN_I32 : CN_F32;
+}
 
 typedef struct lower {
     cn_generator *gen;
@@ -174,21 +179,25 @@ static int attention(lower *L, const cn_layer *l, int x, int layer) {
         b[k] = param(L, l, what);
     }
     for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
-    const cn_dtype ct = gen->cfg.cache_type;
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
+    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
     int cache[2];
     for (int k = 0; k < 2; k++) {
         cn_tensor *t = gen->cache[2 * layer + k];
         int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
-        cache[k] = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, as_type(L, qkv[1 + k], ct), gg->start}, &(cn_op_params){0},
-                      NULL);
+        int rows = q8 ? qkv[1 + k] : as_type(L, qkv[1 + k], ct);
+        cache[k] = op(L, q8 ? CN_OP_KV_WRITE_Q8 : CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
         if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
     }
     cn_op_params p = {0};
     p.scale = 1.0f / sqrtf((float)dh);
     p.causal = 1;
-    int a = T > 1 ? op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL)
-                  : as_type(L, op(L, CN_OP_ATTEND_CACHE, 4, (int[]){as_type(L, qkv[0], ct), cache[0], cache[1], gg->start},
-                                  &p, NULL), gen->act);
+    int a;
+    if (T > 1) a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
+    else if (q8) a = op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
+    else
+        a = as_type(L, op(L, CN_OP_ATTEND_CACHE, 4, (int[]){as_type(L, qkv[0], ct), cache[0], cache[1], gg->start}, &p, NULL),
+                    gen->act);
     return dense(L, reshape(L, swap01(L, a), cn_shape_of(2, T, d)), w[3], b[3]);
 }
 
@@ -294,8 +303,10 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     for (int i = 0; i < m->n; i++) {
         const cn_layer *l = &m->layers[i];
         if (l->kind != CN_L_ATTENTION) continue;
-        int64_t dims[3] = {l->units, gen->context, l->oc / l->units};
-        for (int j = 0; j < 2; j++) CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, gen->cfg.cache_type, &gen->cache[k++]));
+        int64_t dh = l->oc / l->units, dims[3] = {l->units, gen->context, dh};
+        if (gen->cfg.cache_type == CN_KV_INT8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
+        for (int j = 0; j < 2; j++)
+            CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
     }
     return CN_OK;
 }
@@ -310,8 +321,9 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (m->in_form != CN_FORM_IDS)
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: the model reads images, not tokens; generation needs a "
                          "token model ('input tokens CONTEXT VOCAB')");
-    if (c.cache_type != CN_F32 && c.cache_type != CN_BF16 && c.cache_type != CN_F16)
-        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: cache type %d is not f32, bf16 or f16", (int)c.cache_type);
+    if ((unsigned)c.cache_type > CN_KV_INT8)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: cache type %d is not CN_KV_F32, _BF16, _F16 or _INT8",
+                         (int)c.cache_type);
     if (c.slide < 0 || c.slide > m->context)
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: slide %lld is outside 0..%d (0: half the context)",
                          (long long)c.slide, m->context);

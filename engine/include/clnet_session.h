@@ -204,11 +204,17 @@ cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
  */
 typedef struct cn_generator cn_generator;
 typedef struct cn_model cn_model; /* clnet_train.h: model files and their layers */
+/* How a cache stores keys and values; all arithmetic stays float32 whatever it is.
+ * - CN_KV_BF16, CN_KV_F16: rounded to nearest even when written, half the memory;
+ * - CN_KV_INT8: per row (one head's key or value at one position), a power-of-two scale 2^s
+ *   with s = e - 7 for the row's largest |value| f 2^e (f in [0.5, 1)), and the values
+ *   rounded to integers in [-127, 127] times it: each off by at most 1/64 of the row's
+ *   largest, about 0.27x the memory of f32 (the scale takes a word per row). A power of two
+ *   makes quantizing exact arithmetic, so every device stores the same bits. */
+typedef enum cn_kv_cache { CN_KV_F32 = 0, CN_KV_BF16, CN_KV_F16, CN_KV_INT8 } cn_kv_cache;
 typedef struct cn_generator_config {
-    int no_cache;        /* 0 (default): the key/value cache; 1: every feed runs the whole window */
-    /* How keys and values are stored: CN_F32 (default), CN_BF16 or CN_F16 (rounded to nearest
-     * even when written; half the memory; all arithmetic stays float32). */
-    cn_dtype cache_type;
+    int no_cache;         /* 0 (default): the key/value cache; 1: every feed runs the whole window */
+    cn_kv_cache cache_type; /* CN_KV_F32 (default) */
     int64_t slide;       /* 0 (default): context / 2; else 1 .. context */
 } cn_generator_config;
 void cn_generator_config_default(cn_generator_config *c);

@@ -114,10 +114,11 @@ def test_train_text_eval_generate():
         ok(uncached)
         check(cached.raw == uncached.raw and len(cached.raw) == len(long_prompt) + 41,
               "cached and --no-cache greedy texts are equal (%s)" % " ".join(extra), cached)
-    # a 16-bit cache runs and keeps the format of the output
-    r = run(["generate", ckpt, "--prompt", long_prompt, "--tokens", "20", "--cache-type", "bf16", "--device", DEVICE])
-    ok(r)
-    check(r.raw.startswith(long_prompt.encode()) and len(r.raw) == len(long_prompt) + 21, "bf16 cache", r)
+    # 16- and 8-bit caches run and keep the format of the output
+    for ct in ("bf16", "int8"):
+        r = run(["generate", ckpt, "--prompt", long_prompt, "--tokens", "20", "--cache-type", ct, "--device", DEVICE])
+        ok(r)
+        check(r.raw.startswith(long_prompt.encode()) and len(r.raw) == len(long_prompt) + 21, "%s cache" % ct, r)
     # resume one more epoch
     r = run(["train", "-", "--resume", ckpt, "--text", corpus(), "--epochs", "2", "--limit", "64", "--device", DEVICE])
     ok(r)

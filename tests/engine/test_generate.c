@@ -116,13 +116,13 @@ static double compare(cn_generator *a, cn_generator *b, int prompt, int steps, d
     return worst;
 }
 
-static cn_generator *make(fixture *f, int no_cache, cn_dtype cache, int64_t slide) {
+static cn_generator *make(fixture *f, int no_cache, cn_kv_cache cache, int64_t slide) {
     cn_generator_config c;
     cn_generator_config_default(&c);
     c.no_cache = no_cache, c.cache_type = cache, c.slide = slide;
     cn_generator *g = NULL;
-    CHECK(cn_generator_create(f->s, f->m, &c, &g) == CN_OK, "create no_cache %d cache %s slide %lld", no_cache,
-          cn_dtype_name(cache), (long long)slide);
+    CHECK(cn_generator_create(f->s, f->m, &c, &g) == CN_OK, "create no_cache %d cache %d slide %lld", no_cache,
+          (int)cache, (long long)slide);
     return g;
 }
 
@@ -142,7 +142,7 @@ static void exact(cn_device *dev) {
     }
     static const int64_t slides[] = {1, 0, CONTEXT};
     for (int k = 0; k < 3; k++) {
-        cn_generator *ref = make(&f, 1, CN_F32, slides[k]), *kv = make(&f, 0, CN_F32, slides[k]);
+        cn_generator *ref = make(&f, 1, CN_KV_F32, slides[k]), *kv = make(&f, 0, CN_KV_F32, slides[k]);
         if (ref && kv) {
             /* a prompt shorter than the window, then 40 tokens past it (steps, then the slides);
              * a prompt longer than the window (23 > 16), then 40 more */
@@ -170,7 +170,7 @@ static void exact(cn_device *dev) {
             CHECK(cn_generator_window(kv) == 0, "reset empties the window");
             OK(cn_generator_feed(kv, ids, 3, a, sizeof a));
             OK(cn_generator_feed(kv, ids, 1, a, sizeof a));
-            cn_generator *fresh = make(&f, 0, CN_F32, slides[k]);
+            cn_generator *fresh = make(&f, 0, CN_KV_F32, slides[k]);
             if (fresh) {
                 OK(cn_generator_feed(fresh, ids, 3, b, sizeof b));
                 OK(cn_generator_feed(fresh, ids, 1, b, sizeof b));
@@ -184,13 +184,15 @@ static void exact(cn_device *dev) {
     teardown(&f);
 }
 
-/* 16-bit caches against the f32 cache. A stored key or value is off by at most u relative
- * (u = 2^-9 for bf16's 8 significant bits, 2^-12 for f16's 11, round to nearest even); the
- * step's query is rounded too. A score q.k/sqrt(dh) then moves by about 2u of its terms'
- * size, the softmax weights by that relative amount, and the attention output by u of the
- * values plus that; two attention layers add theirs, and the layer norms and products after
- * them keep relative errors of the logits' scale. 16u of the largest logit bounds it with
- * room for the growth of the errors through the blocks (measured: 2u to 4u). */
+/* 16- and 8-bit caches against the f32 cache. A stored key or value is off by at most u
+ * relative: u = 2^-9 for bf16's 8 significant bits and 2^-12 for f16's 11 (round to nearest
+ * even), u = 2^-6 of its row's largest for int8 (clnet_session.h); the step's query is
+ * rounded too (16-bit). A score q.k/sqrt(dh) then moves by about 2u of its terms' size, the
+ * softmax weights by that relative amount, and the attention output by u of the values plus
+ * that; two attention layers add theirs, and the layer norms and products after them keep
+ * relative errors at the logits' scale. 8u of the largest logit bounds it with room for the
+ * growth through the blocks (measured: about 2u for the 16-bit types, u/2 for int8, whose
+ * rows' errors are rarely their worst). */
 static void cache_types(cn_device *dev) {
     fixture f;
     if (!setup(dev, MODEL, &f)) {
@@ -198,17 +200,17 @@ static void cache_types(cn_device *dev) {
         teardown(&f);
         return;
     }
-    static const struct { cn_dtype dt; double u; } types[] = {{CN_BF16, 0x1p-9}, {CN_F16, 0x1p-12}};
-    for (int t = 0; t < 2; t++) {
-        cn_generator *ref = make(&f, 0, CN_F32, 0), *g = make(&f, 0, types[t].dt, 0);
+    static const struct { cn_kv_cache k; const char *name; double u; } types[] = {
+        {CN_KV_BF16, "bf16", 0x1p-9}, {CN_KV_F16, "f16", 0x1p-12}, {CN_KV_INT8, "int8", 0x1p-6}};
+    for (int t = 0; t < 3; t++) {
+        cn_generator *ref = make(&f, 0, CN_KV_F32, 0), *g = make(&f, 0, types[t].k, 0);
         if (ref && g) {
             int flips;
-            double bound = 16 * types[t].u, w = compare(ref, g, 10, 30, bound, &flips);
-            printf("  %s cache vs f32 cache: worst |d| / max|logit| = %.3g (bound %.3g)\n", cn_dtype_name(types[t].dt), w,
-                   bound);
-            CHECK(w <= bound, "%s cache: logits off by %g of the largest (bound %g)", cn_dtype_name(types[t].dt), w, bound);
-            CHECK(w > 0, "%s cache: the cache is really stored in 16 bits (the logits moved)", cn_dtype_name(types[t].dt));
-            CHECK(flips == 0, "%s cache: %d greedy tokens differ beyond twice the bound", cn_dtype_name(types[t].dt), flips);
+            double bound = 8 * types[t].u, w = compare(ref, g, 10, 30, bound, &flips);
+            printf("  %s cache vs f32 cache: worst |d| / max|logit| = %.3g (bound %.3g)\n", types[t].name, w, bound);
+            CHECK(w <= bound, "%s cache: logits off by %g of the largest (bound %g)", types[t].name, w, bound);
+            CHECK(w > 0, "%s cache: the cache is really stored narrower (the logits moved)", types[t].name);
+            CHECK(flips == 0, "%s cache: %d greedy tokens differ beyond twice the bound", types[t].name, flips);
         }
         cn_generator_free(ref);
         cn_generator_free(g);
@@ -223,7 +225,7 @@ static void refusals(cn_device *dev) {
         teardown(&f);
         return;
     }
-    cn_generator *g = make(&f, 0, CN_F32, 0);
+    cn_generator *g = make(&f, 0, CN_KV_F32, 0);
     float l[VOCAB];
     int32_t bad[2] = {3, VOCAB};
     if (g) {
@@ -240,9 +242,9 @@ static void refusals(cn_device *dev) {
     c.slide = CONTEXT + 1;
     CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "slide"),
           "a slide longer than the context is refused");
-    c.slide = 0, c.cache_type = CN_I32;
+    c.slide = 0, c.cache_type = (cn_kv_cache)7;
     CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "cache type"),
-          "an i32 cache is refused");
+          "an unknown cache type is refused");
     teardown(&f);
     /* a non-causal model: no cache (its keys change with later tokens), the uncached path serves it */
     if (!setup(dev, "input tokens 8 16\nembed 8\nattention 2\ndense 16\n", &f)) CHECK(0, "setup of a non-causal model");

@@ -1,7 +1,7 @@
 /* Tokens per second of generation with and without the key/value cache (cn_generator).
  *
  *   generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N]
- *                  [--cache-type f32|bf16|f16] [--slide N] [--repeat R] [--check]
+ *                  [--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--check]
  *
  * The model is models/char_gpt.net (context 128) with its initial weights unless --model or
  * --ckpt names another: speed does not depend on the weights. Each path is timed from a fresh
@@ -63,7 +63,7 @@ static cn_status one(cn_session *s, cn_model *m, const cn_generator_config *cfg,
 
 static int usage(void) {
     fprintf(stderr, "usage: generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N] "
-                    "[--cache-type f32|bf16|f16] [--slide N] [--repeat R] [--check]\n");
+                    "[--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--check]\n");
     return 2;
 }
 
@@ -85,8 +85,11 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--cache-type")) ctype = v, i++;
         else return usage();
     }
-    cn_dtype dt = !strcmp(ctype, "f32") ? CN_F32 : !strcmp(ctype, "bf16") ? CN_BF16 : !strcmp(ctype, "f16") ? CN_F16 : CN_I32;
-    if (prompt < 1 || tokens < 1 || repeat < 1 || dt == CN_I32) return usage();
+    static const char *const names[] = {"f32", "bf16", "f16", "int8"}; /* cn_kv_cache's order */
+    int dt = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(ctype, names[i])) dt = i;
+    if (prompt < 1 || tokens < 1 || repeat < 1 || dt < 0) return usage();
     cn_device *dev = NULL;
     cn_model *m = NULL;
     cn_program *p = NULL;
@@ -107,7 +110,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < 2 && st == CN_OK; k++) {
             cn_generator_config c;
             cn_generator_config_default(&c);
-            c.no_cache = k == 0, c.cache_type = k ? dt : CN_F32, c.slide = slide;
+            c.no_cache = k == 0, c.cache_type = k ? (cn_kv_cache)dt : CN_KV_F32, c.slide = slide;
             st = one(s, m, &c, prompt, tokens, &r[k]);
             if (r[k].prompt_s < best[k][0]) best[k][0] = r[k].prompt_s;
             if (r[k].gen_s < best[k][1]) best[k][1] = r[k].gen_s;
@@ -128,7 +131,7 @@ int main(int argc, char **argv) {
             printf("cached:   prompt %.1f ms, %.1f tokens/s\n", 1e3 * best[1][0], tokens / best[1][1]);
             printf("speed-up: %.1fx; same tokens: %s\n", best[0][1] / best[1][1], same ? "yes" : "no");
         }
-        rc = same || dt != CN_F32 ? 0 : 1; /* a 16-bit cache may part at a near tie */
+        rc = same || dt != CN_KV_F32 ? 0 : 1; /* a 16- or 8-bit cache may part at a near tie */
     }
     free(r[0].out);
     free(r[1].out);

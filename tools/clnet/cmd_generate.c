@@ -36,7 +36,8 @@ void help_generate(void) {
            "                      (default $CLNET_DEVICE, else auto)\n"
            "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights f32\n"
            "  --no-cache          run the whole window for every byte (no key/value cache)\n"
-           "  --cache-type NAME   fp32 (default), bf16 or fp16: how the cache stores keys and values\n"
+           "  --cache-type NAME   fp32 (default), bf16, fp16 or int8: how the cache stores keys and\n"
+           "                      values (int8: per row of a head, a power-of-two scale)\n"
            "  --slide N           bytes the window's start moves by when the text outgrows the\n"
            "                      context (default: half the context; 1 keeps the last CONTEXT bytes)\n"
            "  -v, --verbose       log INFO messages to stderr\n"
@@ -47,6 +48,9 @@ void help_generate(void) {
            "  clnet generate gpt.ckpt --prompt \"And God said\" --tokens 300 --temperature 0 --no-cache\n",
            DEFAULT_TOKENS, DEFAULT_SEED);
 }
+
+/* --cache-type, in cn_kv_cache's order */
+static const char *const cache_names[] = {"fp32", "bf16", "fp16", "int8", NULL};
 
 static const arg_cmd generate_cmd = {
     "generate", "clnet generate CKPT --prompt TEXT [--tokens N] [--temperature T] [--seed S] [--device SEL]",
@@ -83,7 +87,7 @@ int cmd_generate(int argc, char **argv) {
         {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
         {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_precision_names, "NAME", 0},
         {"--no-cache", NULL, ARG_FLAG, &no_cache, 0, 0, NULL, NULL, 0},
-        {"--cache-type", NULL, ARG_CHOICE, &cache_type, 0, 0, cli_precision_names, "NAME", 0},
+        {"--cache-type", NULL, ARG_CHOICE, &cache_type, 0, 0, cache_names, "NAME", 0},
         {"--slide", NULL, ARG_INT, &slide, 1, 1000000, NULL, "N", 0},
         ARG_END,
     };
@@ -139,7 +143,7 @@ int cmd_generate(int argc, char **argv) {
     cn_generator_config cfg;
     cn_generator_config_default(&cfg);
     cfg.no_cache = no_cache != 0;
-    cfg.cache_type = cli_precision_types[cache_type];
+    cfg.cache_type = (cn_kv_cache)cache_type;
     cfg.slide = slide;
     st = cn_generator_create(s, model, &cfg, &gen);
     if (st != CN_OK) {
