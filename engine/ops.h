@@ -103,8 +103,8 @@
  *   KV_WRITE_Q8 and ATTEND_CACHE_Q8 are the same over an int8 cache: i32 [BH,C,W] with
  *   W = 1 + ceil(D/4) words a row: word 0 the row's scale 2^s as f32 bits, then the values,
  *   four a word, value e in bits 8 (e%4) .. 8 (e%4) + 7 of word 1 + e/4 (two's complement,
- *   unused bytes 0). KV_WRITE_Q8 quantizes each row x: m = max |x| = f 2^x (frexp, f in
- *   [0.5, 1)), s = x - 7, values clamp(rint(x 2^-s), -127, 127); a power-of-two scale makes
+ *   unused bytes 0). KV_WRITE_Q8 quantizes each row x: m = max |x| = f 2^e (f in
+ *   [0.5, 1); e = 0 for m = 0), s = e - 7, values clamp(rint(x 2^-s), -127, 127); a power-of-two scale makes
  *   it exact arithmetic (the same bits on every device), and the error of a value is at
  *   most m / 64 (the rounding's half step 2^(s-1) <= m / 128, or the clamp's one step).
  *   ATTEND_CACHE_Q8 reads value e as the integer times 2^s (exact in f32).

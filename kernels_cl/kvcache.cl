@@ -5,7 +5,7 @@
  *
  * int8 rows (ops.h): word 0 holds the row's scale 2^s as float bits, then four values a word,
  * value e in bits 8 (e % 4) .. 8 (e % 4) + 7 of word 1 + e / 4 (two's complement). The scale
- * is a power of two so that quantizing is exact arithmetic (frexp, ldexp, rint: no division),
+ * is a power of two so that quantizing is exact arithmetic (ilogb, ldexp, rint: no division),
  * hence the same bits on every device. */
 
 #ifndef KV_DPER
@@ -36,8 +36,7 @@ __kernel void kv_write_q8(__global int *cache, __global const STORE_T *rows, __g
     __global const STORE_T *x = rows + r * D;
     float m = 0.0f;
     for (int e = 0; e < D; e++) m = fmax(m, fabs(LOAD(x, e)));
-    int ex;
-    frexp(m, &ex);
+    int ex = m > 0.0f ? ilogb(m) + 1 : 0; /* frexp's exponent, without its pointer (Oclgrind) */
     __global int *row = cache + ((long)b * C + at) * W;
     row[0] = as_int(ldexp(1.0f, ex - 7));
     for (int w = 0; w < W - 1; w++) {

@@ -5,7 +5,7 @@
  *
  * KV_WRITE moves elements of one storage type (cache and rows share it), so it copies their
  * bytes and runs on every type as it is (omp_storage.c lists it); the others run widened.
- * The int8 forms quantize with frexp, ldexp and rint (exact: the bits kvcache.cl writes) and
+ * The int8 forms quantize with ilogb, ldexp and rint (exact: the bits kvcache.cl writes) and
  * attend through a float copy of the rows they read, whose values are exact. */
 #include <stdlib.h>
 
@@ -83,8 +83,7 @@ cn_status cn_omp_op_KV_WRITE_Q8(const cn_launch *l) {
             const float *x = rows + (b * t + i) * d;
             float m = 0.0f;
             for (int64_t e = 0; e < d; e++) m = fmaxf(m, fabsf(x[e]));
-            int ex;
-            frexpf(m, &ex);
+            const int ex = m > 0.0f ? ilogbf(m) + 1 : 0; /* frexp's exponent, as kvcache.cl computes it */
             int32_t *row = out + (b * cap + pos + i) * w;
             float s = ldexpf(1.0f, ex - 7);
             memcpy(&row[0], &s, sizeof s);
