@@ -1,7 +1,7 @@
 /* The key/value cache of generation (engine/ops.h, engine/generate.c): KV_WRITE copies new
  * rows into a cache in place, ATTEND_CACHE attends queries at positions pos, pos + 1, ...
- * over the cached keys. The reference is ATTENTION's: per query row, the scores in double,
- * their maximum, and the sums in double in key order.
+ * over the cached keys, through ATTENTION's own forward (cn_omp_attend: per query row, the
+ * scores in double, their maximum, and the sums in double in key order).
  *
  * KV_WRITE moves elements of one storage type (cache and rows share it), so it copies their
  * bytes and runs on every type as it is (omp_storage.c lists it); the others run widened.
@@ -28,49 +28,7 @@ cn_status cn_omp_op_KV_WRITE(const cn_launch *l) {
     return CN_OK;
 }
 
-/* The attention of ATTEND_CACHE over float caches k, v [BH, C, D]. */
-static cn_status attend(const cn_launch *l, const float *k, const float *v) {
-    const cn_shape *qs = &l->in_shape[0], *ks = &l->in_shape[1];
-    const int64_t bh = qs->d[0], t = qs->d[1], d = qs->d[2], cap = ks->d[1], pos = position(l, 3);
-    const float *q = l->in[0];
-    float *out = l->out;
-    const double scale = l->p->scale;
-    int oom = 0;
-    const int64_t rows = bh * t;
-#pragma omp parallel if (rows * cap * d >= CN_OMP_PAR_MIN)
-    {
-        double *sc = malloc((size_t)cap * sizeof(double));
-        double *acc = malloc((size_t)d * sizeof(double));
-        if (!sc || !acc) {
-#pragma omp atomic write
-            oom = 1;
-        }
-#pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; r++) {
-            if (!sc || !acc) continue;
-            const int64_t b = r / t, last = pos + r % t, n = last < 0 ? 0 : CN_OMP_MIN(cap, last + 1);
-            const float *qr = q + r * d, *kb = k + b * cap * d, *vb = v + b * cap * d;
-            double m = -INFINITY, sum = 0.0;
-            for (int64_t j = 0; j < n; j++) {
-                double s = 0.0;
-                for (int64_t e = 0; e < d; e++) s += (double)qr[e] * (double)kb[j * d + e];
-                sc[j] = scale * (double)(float)s; /* the dot rounded to float, as ATTENTION's reference */
-                if (sc[j] > m) m = sc[j];
-            }
-            for (int64_t j = 0; j < n; j++) sum += sc[j] = exp(sc[j] - m);
-            for (int64_t e = 0; e < d; e++) acc[e] = 0.0;
-            for (int64_t j = 0; j < n; j++)
-                for (int64_t e = 0; e < d; e++) acc[e] += sc[j] * (double)vb[j * d + e];
-            for (int64_t e = 0; e < d; e++) out[r * d + e] = n ? (float)(acc[e] / sum) : 0.0f;
-        }
-        free(sc);
-        free(acc);
-    }
-    if (oom) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate a row of %lld scores", (long long)cap);
-    return CN_OK;
-}
-
-cn_status cn_omp_op_ATTEND_CACHE(const cn_launch *l) { return attend(l, l->in[1], l->in[2]); }
+cn_status cn_omp_op_ATTEND_CACHE(const cn_launch *l) { return cn_omp_attend(l, l->in[1], l->in[2], position(l, 3)); }
 
 cn_status cn_omp_op_KV_WRITE_Q8(const cn_launch *l) {
     const cn_shape *c = &l->in_shape[0], *r = &l->in_shape[1];
@@ -124,7 +82,7 @@ cn_status cn_omp_op_ATTEND_CACHE_Q8(const cn_launch *l) {
     if (st == CN_OK) {
         dequantize(l->in[1], bh, cap, w, d, n, k);
         dequantize(l->in[2], bh, cap, w, d, n, v);
-        st = attend(l, k, v);
+        st = cn_omp_attend(l, k, v, position(l, 3));
     }
     free(k);
     free(v);

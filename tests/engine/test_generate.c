@@ -67,6 +67,14 @@ static void teardown(fixture *f) {
     if (f->m) cn_model_free(f->m);
 }
 
+/* setup, or a failure counted and nothing left to free */
+static int start(cn_device *dev, const char *text, fixture *f) {
+    if (setup(dev, text, f)) return 1;
+    CHECK(0, "setup of %s", text);
+    teardown(f);
+    return 0;
+}
+
 static int argmax(const float *x) {
     int b = 0;
     for (int i = 1; i < VOCAB; i++)
@@ -135,11 +143,7 @@ static cn_generator *make(fixture *f, int no_cache, cn_kv_cache cache, int64_t s
 
 static void exact(cn_device *dev) {
     fixture f;
-    if (!setup(dev, MODEL, &f)) {
-        CHECK(0, "setup");
-        teardown(&f);
-        return;
-    }
+    if (!start(dev, MODEL, &f)) return;
     static const int64_t slides[] = {1, 0, CONTEXT};
     for (int k = 0; k < 3; k++) {
         cn_generator *ref = make(&f, 1, CN_KV_F32, slides[k]), *kv = make(&f, 0, CN_KV_F32, slides[k]);
@@ -195,11 +199,7 @@ static void exact(cn_device *dev) {
  * rows' errors are rarely their worst). */
 static void cache_types(cn_device *dev) {
     fixture f;
-    if (!setup(dev, MODEL, &f)) {
-        CHECK(0, "setup");
-        teardown(&f);
-        return;
-    }
+    if (!start(dev, MODEL, &f)) return;
     static const struct { cn_kv_cache k; const char *name; double u; } types[] = {
         {CN_KV_BF16, "bf16", 0x1p-9}, {CN_KV_F16, "f16", 0x1p-12}, {CN_KV_INT8, "int8", 0x1p-6}};
     for (int t = 0; t < 3; t++) {
@@ -220,11 +220,7 @@ static void cache_types(cn_device *dev) {
 
 static void refusals(cn_device *dev) {
     fixture f;
-    if (!setup(dev, MODEL, &f)) {
-        CHECK(0, "setup");
-        teardown(&f);
-        return;
-    }
+    if (!start(dev, MODEL, &f)) return;
     cn_generator *g = make(&f, 0, CN_KV_F32, 0);
     float l[VOCAB];
     int32_t bad[2] = {3, VOCAB};
@@ -247,8 +243,7 @@ static void refusals(cn_device *dev) {
           "an unknown cache type is refused");
     teardown(&f);
     /* a non-causal model: no cache (its keys change with later tokens), the uncached path serves it */
-    if (!setup(dev, "input tokens 8 16\nembed 8\nattention 2\ndense 16\n", &f)) CHECK(0, "setup of a non-causal model");
-    else {
+    if (start(dev, "input tokens 8 16\nembed 8\nattention 2\ndense 16\n", &f)) {
         CHECK(cn_generator_create(f.s, f.m, NULL, &g) == CN_ERR_UNSUPPORTED && strstr(cn_last_error(), "attention_1") &&
                   strstr(cn_last_error(), "not causal"),
               "a non-causal attention is refused by the cache, naming the layer");
@@ -256,8 +251,8 @@ static void refusals(cn_device *dev) {
         c.no_cache = 1;
         CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_OK, "the uncached path takes it");
         cn_generator_free(g);
+        teardown(&f);
     }
-    teardown(&f);
     memset(&f, 0, sizeof f);
     if (cn_model_parse("input 8 8 1\nflatten\ndense 4\n", "image", &f.m) == CN_OK &&
         cn_model_program(f.m, 1, CN_LOSS_XENT, &f.p) == CN_OK && cn_session_create_inference(f.p, dev, &f.s) == CN_OK)
