@@ -54,6 +54,8 @@ struct cn_generator {
     gen_graph pre, step;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
+    int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
+                          that do not block read them until the run's logits are read */
     float *rows;       /* context x vocab logits */
 };
 
@@ -384,10 +386,10 @@ static cn_status run_window(cn_generator *g, float *dst) {
         CN_TRY(cn_session_fetch(g->s, "logits", g->rows, (size_t)g->context * row));
     } else {
         cn_plan *p = g->pre.plan;
-        int32_t zero = 0;
-        CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 1));
-        CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 1));
-        CN_TRY(cn_plan_feed(p, g->pre.start, &zero, sizeof zero, 1));
+        g->fed[2] = 0;
+        CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, g->pre.start, &g->fed[2], sizeof g->fed[2], 0));
         CN_TRY(cn_plan_run(p, 1));
         CN_TRY(cn_plan_read(p, g->pre.logits, g->rows, (size_t)g->context * row));
     }
@@ -398,10 +400,10 @@ static cn_status run_window(cn_generator *g, float *dst) {
 /* One token at row pos = n_win - 1 of the caches, which hold the rows before it. */
 static cn_status run_step(cn_generator *g, float *dst) {
     cn_plan *p = g->step.plan;
-    int32_t tok = g->win[g->n_win - 1], pos = (int32_t)(g->n_win - 1);
-    CN_TRY(cn_plan_feed(p, g->step.tokens, &tok, sizeof tok, 1));
-    CN_TRY(cn_plan_feed(p, g->step.positions, &pos, sizeof pos, 1));
-    CN_TRY(cn_plan_feed(p, g->step.start, &pos, sizeof pos, 1));
+    g->fed[0] = g->win[g->n_win - 1], g->fed[1] = (int32_t)(g->n_win - 1);
+    CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
+    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0));
+    CN_TRY(cn_plan_feed(p, g->step.start, &g->fed[1], sizeof g->fed[1], 0));
     CN_TRY(cn_plan_run(p, 1));
     return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
 }
@@ -429,5 +431,12 @@ cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, f
     g->cached = 0; /* until the run below succeeds: a failed run leaves the caches unknown */
     cn_status st = step ? run_step(g, logits) : run_window(g, logits);
     if (st == CN_OK && !g->cfg.no_cache) g->cached = g->n_win;
+    if (st != CN_OK) {
+        /* uploads of a failed run may still read fed[] and ids: wait for them, keeping the error */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", cn_last_error());
+        (void)cn_device_sync(g->s->dev);
+        cn_errorf(st, "%s", msg);
+    }
     return st;
 }
