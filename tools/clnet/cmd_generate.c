@@ -142,7 +142,12 @@ int cmd_generate(int argc, char **argv) {
         }
     cn_generator_config cfg;
     cn_generator_config_default(&cfg);
-    cfg.no_cache = no_cache != 0;
+    /* a non-causal model's keys change with later bytes, so nothing can be cached: it keeps
+     * generating as it always did, through the whole window (the warning above says why it is
+     * a poor generator anyway) */
+    cfg.no_cache = no_cache != 0 || !cn_model_causal(model);
+    if (!no_cache && !cn_model_causal(model) && args_given(opts, "--cache-type"))
+        cli_warnf("--cache-type is ignored: a model that is not causal generates without the key/value cache");
     cfg.cache_type = (cn_kv_cache)cache_type;
     cfg.slide = slide;
     st = cn_generator_create(s, model, &cfg, &gen);
