@@ -36,8 +36,8 @@ typedef struct gen_graph {
     int logits;                   /* [T, V], f32 */
     int *writes;                  /* KV_WRITE nodes: outputs, so they run although the prefill reads no cache */
     int n_writes;
-    int *bound;                   /* (node, tensor index) pairs: tensor index < n_params is a parameter, */
-    cn_tensor **tensors;          /* else a cache; tensors[] follows bound[] */
+    int *bound;                   /* leaf bound[i] reads tensors[i]: a session parameter or a cache */
+    cn_tensor **tensors;
     int n_bound, cap_bound;
 } gen_graph;
 
@@ -82,7 +82,6 @@ static cn_dtype cache_dtype(cn_kv_cache k) {
 typedef struct lower {
     cn_generator *gen;
     gen_graph *gg;
-    const cn_model *m;
     int fail; /* a node failed: its message is set */
 } lower;
 
@@ -117,7 +116,7 @@ static int as_type(lower *L, int v, cn_dtype dt) {
 }
 
 /* A parameter of layer l, bound to the session's tensor of that name, read in the
- * activations' type (cast once per use, as the session's precision does). */
+ * activations' type (a CAST where it is read; each is read once, as in the session). */
 static int param(lower *L, const cn_layer *l, const char *what) {
     char name[CN_NODE_NAME_MAX];
     cn_layer_param_name(l, what, name, sizeof name);
@@ -210,7 +209,7 @@ static cn_status unsupported(const cn_layer *l, const char *why) {
 }
 
 static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg) {
-    lower L = {gen, gg, m, 0};
+    lower L = {gen, gg, 0};
     cn_graph *g = &gg->g;
     CN_TRY(cn_graph_init(g));
     gg->writes = malloc((size_t)(2 * gen->n_cache + 1) * sizeof *gg->writes);

@@ -209,7 +209,7 @@ typedef struct cn_model cn_model; /* clnet_train.h: model files and their layers
  * - CN_KV_INT8: per row (one head's key or value at one position), a power-of-two scale 2^s
  *   with s = e - 7 for the row's largest |value| f 2^e (f in [0.5, 1)), and the values
  *   rounded to integers in [-127, 127] times it: each off by at most 1/64 of the row's
- *   largest, about 0.27x the memory of f32 (the scale takes a word per row). A power of two
+ *   largest; 1 + ceil(dh/4) words a row of dh values (0.28x f32 at dh = 32). A power of two
  *   makes quantizing exact arithmetic, so every device stores the same bits. */
 typedef enum cn_kv_cache { CN_KV_F32 = 0, CN_KV_BF16, CN_KV_F16, CN_KV_INT8 } cn_kv_cache;
 typedef struct cn_generator_config {
