@@ -145,8 +145,12 @@ static int reshape(lower *L, int x, cn_shape shape) {
     return r < 0 ? (L->fail = 1, -1) : r;
 }
 
-/* [A, B, C] -> [B, A, C]: heads to the front ([T, H, dh] -> [H, T, dh]) and back. */
+/* [A, B, C] -> [B, A, C]: heads to the front ([T, H, dh] -> [H, T, dh]) and back. With A or
+ * B of 1 (a step's single token) the elements keep their order: a view, no launch. */
 static int swap01(lower *L, int x) {
+    if (x < 0) return L->fail = 1, -1;
+    const cn_shape *s = &L->gg->g.nodes[x].shape;
+    if (s->d[0] == 1 || s->d[1] == 1) return reshape(L, x, cn_shape_of(3, s->d[1], s->d[0], s->d[2]));
     cn_op_params p = {.perm = {1, 0, 2}};
     return op(L, CN_OP_TRANSPOSE, 1, &x, &p, NULL);
 }
