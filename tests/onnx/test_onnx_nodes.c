@@ -11,8 +11,11 @@
  * of the output's largest magnitude (relative to the output's scale, since logits cross
  * zero), and a refusal fails too.
  *
+ * With --export after DIR, each model is also written back (cn_program_to_onnx, into
+ * DIR/NAME/clnet_export.onnx for an ONNX checker), imported again and held to the same bound.
+ *
  * Usage: test_onnx_nodes DATA_DIR [NAME_FILTER]   (skips, exit 77, without the data)
- *        test_onnx_nodes --fixtures DIR */
+ *        test_onnx_nodes --fixtures DIR [--export] */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,7 +25,7 @@
 #include "onnx_import.h"
 #include "session.h"
 
-static int g_fixtures;
+static int g_fixtures, g_export;
 
 typedef struct counts {
     int total, other_ops, pass, refused, failed;
@@ -138,6 +141,58 @@ done:
     return bad;
 }
 
+/* Every data set of a test on the OpenMP device (fixtures: on every device); 1 when one fails. */
+static int run_sets(cn_program *p, const Onnx__GraphProto *g, const char *suite_dir, const char *name, const char *what,
+                    int all_devices, int *sets) {
+    int bad = 0;
+    *sets = 0;
+    for (int k = 0; k < 16 && !bad; k++) {
+        char dir[1200];
+        snprintf(dir, sizeof dir, "%s/%s/test_data_set_%d", suite_dir, name, k);
+        DIR *d = opendir(dir);
+        if (!d) break;
+        closedir(d);
+        char why[600] = "";
+        (*sets)++;
+        int ndev = 1;
+        if (all_devices && cn_device_count(&ndev) != CN_OK) ndev = 1;
+        for (int di = 0; di < ndev && !bad; di++) {
+            cn_device_info info;
+            const char *sel = "omp";
+            if (all_devices && cn_device_info_get(di, &info) == CN_OK) sel = info.selector;
+            if (run_set(p, g, dir, sel, why, sizeof why)) {
+                bad = 1;
+                printf("FAILED  %s%s (data set %d, device %s): %s\n", name, what, k, sel, why);
+            } else if (g_fixtures) {
+                printf("ok      %s%s on %s\n", name, what, sel);
+            }
+        }
+    }
+    return bad;
+}
+
+/* --export: the imported program written back as ONNX (SUITE/NAME/clnet_export.onnx, for the
+ * checker that the caller runs), imported again and run on the same data sets. */
+static int export_again(cn_program *p, const Onnx__GraphProto *g, const char *suite_dir, const char *name) {
+    void *bytes = NULL;
+    size_t len = 0;
+    cn_program *q = NULL;
+    char path[1300];
+    snprintf(path, sizeof path, "%s/%s/clnet_export.onnx", suite_dir, name);
+    remove(path);
+    if (cn_program_to_onnx(p, NULL, path, 0) != CN_OK || cn_data_read_file(path, (size_t)1 << 31, (uint8_t **)&bytes, &len) != CN_OK ||
+        cn_program_from_onnx_memory(bytes, len, path, &q) != CN_OK) {
+        printf("FAILED  %s exported and imported again: %s\n", name, cn_last_error());
+        free(bytes);
+        return 1;
+    }
+    /* the devices were compared on the first import: the round trip on the reference only */
+    int sets = 0, bad = run_sets(q, g, suite_dir, name, " (exported, imported again)", 0, &sets);
+    cn_program_free(q);
+    free(bytes);
+    return bad;
+}
+
 static void run_test(const char *suite_dir, const char *name, counts *c) {
     char path[1100];
     snprintf(path, sizeof path, "%s/%s/model.onnx", suite_dir, name);
@@ -164,30 +219,8 @@ static void run_test(const char *suite_dir, const char *name, counts *c) {
         printf("refused %s: %s\n", name, cn_last_error());
     } else {
         const Onnx__GraphProto *g = cn_onnx_file_model(f)->graph;
-        int sets = 0, bad = 0;
-        for (int k = 0; k < 16; k++) {
-            char dir[1200];
-            snprintf(dir, sizeof dir, "%s/%s/test_data_set_%d", suite_dir, name, k);
-            DIR *d = opendir(dir);
-            if (!d) break;
-            closedir(d);
-            char why[600] = "";
-            sets++;
-            int ndev = 1;
-            if (g_fixtures && cn_device_count(&ndev) != CN_OK) ndev = 1;
-            for (int di = 0; di < ndev && !bad; di++) {
-                cn_device_info info;
-                const char *sel = "omp";
-                if (g_fixtures && cn_device_info_get(di, &info) == CN_OK) sel = info.selector;
-                if (run_set(p, g, dir, sel, why, sizeof why)) {
-                    bad = 1;
-                    printf("FAILED  %s (data set %d, device %s): %s\n", name, k, sel, why);
-                } else if (g_fixtures) {
-                    printf("ok      %s on %s\n", name, sel);
-                }
-            }
-            if (bad) break;
-        }
+        int sets = 0, bad = run_sets(p, g, suite_dir, name, "", g_fixtures, &sets);
+        if (!bad && sets && g_export) bad = export_again(p, g, suite_dir, name);
         if (bad) c->failed++;
         else if (sets) c->pass++;
         else c->refused++, printf("refused %s: no data sets\n", name);
@@ -201,8 +234,9 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
-    if (argc == 3 && !strcmp(argv[1], "--fixtures")) {
+    if ((argc == 3 || argc == 4) && !strcmp(argv[1], "--fixtures")) {
         g_fixtures = 1;
+        g_export = argc == 4 && !strcmp(argv[3], "--export");
         counts c = {0};
         DIR *d = opendir(argv[2]);
         if (!d) {
