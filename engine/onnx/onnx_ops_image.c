@@ -136,7 +136,12 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - os[i];
-            if (total < 0) return ox_unsupported("an output_shape larger than the full transposed convolution");
+            if (total < 0) { /* larger than the full output: the extra rows are output padding */
+                if (-total >= wn.s[i] || (i ? o.out_pad_w : o.out_pad_h))
+                    return ox_unsupported("an output_shape %lld larger than the full transposed convolution", (long long)os[i]);
+                *(i ? &o.out_pad_w : &o.out_pad_h) = (int)-total;
+                total = 0;
+            }
             int64_t small = total / 2, big = total - small;
             int64_t before = lower ? big : small, after = lower ? small : big;
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
@@ -230,10 +235,32 @@ void cn_onnx_bn_split(const char *running, char *mean, char *var, size_t cap) {
     }
 }
 
+/* x with its channels (dim 1) last, as clnet's batch norm takes them: NHWC for an image, a
+ * transpose for [N,C,L] or [N,C,D,H,W]; channels_back gives the result x's layout again. */
+static cn_value channels_last(ox_ctx *c, ox_val *x) {
+    if (x->ndim == 4) return ox_nhwc(c, x);
+    cn_value v = ox_logical(c, x);
+    if (x->ndim == 2) return v;
+    int perm[CN_MAX_DIMS];
+    perm[0] = 0, perm[x->ndim - 1] = 1;
+    for (int k = 1; k < x->ndim - 1; k++) perm[k] = k + 1;
+    return cn_op_transpose(P, v, perm);
+}
+
+static cn_status channels_back(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cn_value y) {
+    if (x->ndim != 2 && x->ndim != 4) {
+        int perm[CN_MAX_DIMS];
+        perm[0] = 0, perm[1] = x->ndim - 1;
+        for (int k = 2; k < x->ndim; k++) perm[k] = k - 1;
+        y = cn_op_transpose(P, y, perm);
+    }
+    return ox_set_dyn(c, n, 0, y, x->ndim == 4, x->bdim, x->ndim);
+}
+
 /* scale, B, mean or var that are not constants (graph inputs, say): inference only, as
  * arithmetic, 1/sqrt(var + eps) written exp(-log(var + eps) / 2). */
 static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val **t, float eps) {
-    cn_value xv = x->ndim == 4 ? ox_nhwc(c, x) : ox_logical(c, x);
+    cn_value xv = channels_last(c, x);
     int64_t C = x->d[1];
     cn_value v[4];
     for (int k = 0; k < 4; k++) {
@@ -242,7 +269,7 @@ static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val
     }
     cn_value inv = cn_op_exp(P, cn_op_scale(P, cn_op_log(P, cn_op_scale(P, v[3], 1.0f, eps)), -0.5f, 0.0f));
     cn_value y = cn_op_mul(P, cn_op_sub(P, xv, v[2]), cn_op_mul(P, inv, v[0]));
-    return ox_set_dyn(c, n, 0, cn_op_add(P, y, v[1]), x->ndim == 4, x->bdim, x->ndim);
+    return channels_back(c, n, x, cn_op_add(P, y, v[1]));
 }
 
 static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -256,10 +283,13 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
         return ox_unsupported("training_mode=1 (batch statistics in the file's graph itself; clnet's training sessions "
                               "use batch statistics for an imported BatchNormalization in inference mode)");
     if (c->opset < 9 && !ox_attr_i(n, "spatial", 1)) return ox_unsupported("spatial=0");
+    if (c->opset < 7 && !ox_attr_i(n, "is_test", 0))
+        return ox_unsupported("is_test=0 (batch statistics in the file's graph itself; clnet's training sessions use "
+                              "batch statistics for an imported BatchNormalization with is_test=1)");
     for (size_t k = 1; k < n->n_output; k++)
         if (*n->output[k]) return ox_unsupported("the running_mean, running_var and saved outputs (training_mode=0 has none)");
     if (x->is_const) return ox_unsupported("a constant input");
-    if (x->ndim != 2 && x->ndim != 4) return ox_unsupported("a %d-D input (only [N,C] and [N,C,H,W])", x->ndim);
+    if (x->ndim < 2) return ox_unsupported("a %d-D input (at least [N,C])", x->ndim);
     if (x->bdim > 0) return ox_unsupported("a batch dim after the channels");
     int64_t C = x->d[1];
     for (int k = 0; k < 4; k++) {
@@ -283,8 +313,8 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     cn_value rv = cn_param_data(P, name, 2, (const int64_t[]){2, C}, run);
     free(run);
     cn_value g = ox_const_value(c, t[0], "", 1, &C, t[0]->c.f), b = ox_const_value(c, t[1], "", 1, &C, t[1]->c.f);
-    cn_value xv = x->ndim == 4 ? ox_nhwc(c, x) : ox_logical(c, x);
-    return ox_set_dyn(c, n, 0, cn_op_batch_norm(P, xv, g, b, rv, momentum, eps), x->ndim == 4, x->bdim, x->ndim);
+    cn_value y = cn_op_batch_norm(P, channels_last(c, x), g, b, rv, momentum, eps);
+    return channels_back(c, n, x, y);
 }
 
 /* ---- resampling ---- */
@@ -438,10 +468,12 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         if (a < 0 || a >= nd) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)axes[k], nd);
         int64_t before = pads[k], after = pads[na + k];
         if (!before && !after) continue;
-        if (a == x->bdim || (a == 0 && x->bdim < 0)) return ox_unsupported("padding the first (batch) axis");
+        if (a == x->bdim) return ox_unsupported("padding the batch axis");
         if (before > 65536 || after > 65536 || before < -65536 || after < -65536) return cn_errorf(CN_ERR_SHAPE, "pads %lld, %lld", (long long)before, (long long)after);
         int pa = x->nhwc ? phys_of[a] : (int)a;
-        v = cn_op_pad(P, v, pa, (int)before, (int)after, reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT, value);
+        cn_pad_mode pm = reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT;
+        if (pa) v = cn_op_pad(P, v, pa, (int)before, (int)after, pm, value);
+        else v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v), 1, (int)before, (int)after, pm, value));
     }
     return ox_set_like(c, n, 0, v, x);
 }
@@ -453,7 +485,7 @@ const ox_op cn_onnx_image_ops[] = {
     {"AveragePool", 1, h_avgpool},
     {"GlobalAveragePool", 1, h_global_avgpool},
     {"GlobalMaxPool", 1, h_global_maxpool},
-    {"BatchNormalization", 7, h_batch_norm},
+    {"BatchNormalization", 1, h_batch_norm},
     {"Resize", 10, h_resize},
     {"Upsample", 7, h_upsample},
     {"Pad", 2, h_pad},

@@ -10,6 +10,29 @@ static const int phys_of_nchw[4] = {0, 3, 1, 2}; /* logical (NCHW) dim -> its NH
 
 static int phys_axis(const ox_val *x, int64_t a) { return x->nhwc ? phys_of_nchw[a] : (int)a; }
 
+/* v viewed with a leading dim of 1, and back: clnet's slice, pad and concat keep their first
+ * axis (the batch) whole, so a value without a batch gets one in front for them. */
+cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v) {
+    int nd;
+    int64_t d[CN_MAX_DIMS + 1];
+    cn_dtype dt;
+    if (cn_value_shape(P, v, &nd, d + 1, &dt) != CN_OK) return CN_INVALID_VALUE;
+    if (nd >= CN_MAX_DIMS) {
+        cn_errorf(CN_ERR_UNSUPPORTED, "the first axis of a %d-D value", nd);
+        return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+    }
+    d[0] = 1;
+    return cn_op_reshape(P, v, nd + 1, d);
+}
+
+cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v) {
+    int nd;
+    int64_t d[CN_MAX_DIMS];
+    cn_dtype dt;
+    if (v == CN_INVALID_VALUE || cn_value_shape(P, v, &nd, d, &dt) != CN_OK) return CN_INVALID_VALUE;
+    return cn_op_reshape(P, v, nd - 1, d + 1);
+}
+
 cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis) {
     ox_val *in[256];
     int k = 0, image = 0, batch = -2;
@@ -34,24 +57,30 @@ cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis) 
     }
     image = image && nd == 4;
     cn_value r = CN_INVALID_VALUE;
+    int pa = image ? phys_of_nchw[axis] : (int)axis;
     for (int i = 0; i < k; i++) {
         cn_value v = image ? ox_nhwc(c, in[i]) : ox_logical(c, in[i]);
-        r = i ? cn_op_concat(P, r, v, image ? phys_of_nchw[axis] : (int)axis) : v;
+        if (pa == 0) v = cn_onnx_lead_add(c, v);
+        r = i ? cn_op_concat(P, r, v, pa ? pa : 1) : v;
     }
+    if (pa == 0) r = cn_onnx_lead_drop(c, r);
     return ox_set_dyn(c, n, 0, r, image, batch, nd);
 }
 
-/* Elements [start, start + len) of logical axis a, with step 1. */
+/* Elements [start, start + len) of logical axis a, with step 1. clnet's slice keeps its
+ * first axis whole (the batch); a value without a batch is viewed with a leading 1 for it. */
 static cn_value slice_axis(ox_ctx *c, const ox_val *x, cn_value v, int64_t a, int64_t start, int64_t len) {
-    if (a == x->bdim || (a == 0 && !x->nhwc)) {
-        cn_errorf(CN_ERR_UNSUPPORTED, "slicing the first (batch) axis of '%s'", x->name);
+    if (a == x->bdim) {
+        cn_errorf(CN_ERR_UNSUPPORTED, "slicing the batch axis of '%s'", x->name);
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
     if (len < 1) {
         cn_errorf(CN_ERR_UNSUPPORTED, "an empty slice of '%s' (clnet tensors have no empty dims)", x->name);
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
-    return cn_op_slice(P, v, phys_axis(x, a), (int)start, (int)len);
+    int pa = phys_axis(x, a);
+    if (pa > 0) return cn_op_slice(P, v, pa, (int)start, (int)len);
+    return cn_onnx_lead_drop(c, cn_op_slice(P, cn_onnx_lead_add(c, v), 1, (int)start, (int)len));
 }
 
 cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
