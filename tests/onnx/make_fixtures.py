@@ -163,12 +163,13 @@ class Layers(nn.Module):
         return self.fc(torch.cat([nn.functional.adaptive_max_pool2d(x, 1), nn.functional.adaptive_avg_pool2d(x, 1)], 1).flatten(1))
 
 
-def write(name, model, x, opset, keep_bn=False):
+def write(name, model, x, opset, keep_bn=False, out=None):
     """keep_bn: BatchNormalization nodes stay (TrainingMode.PRESERVE of a model in eval mode,
-    training_mode=0 in the file); the default (EVAL) folds them into the convolutions."""
+    training_mode=0 in the file); the default (EVAL) folds them into the convolutions. out:
+    the folder (default: the committed fixtures; make_torchvision.py writes elsewhere)."""
     torch.manual_seed(1)
     model.eval()
-    d = os.path.join(OUT, name)
+    d = os.path.join(out or OUT, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
@@ -181,7 +182,7 @@ def write(name, model, x, opset, keep_bn=False):
     for kind, t in (("input", x), ("output", y)):
         with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(t.numpy()).SerializeToString())
-    print(name, os.path.getsize(path), "bytes")
+    print(name, os.path.getsize(path), "bytes, output scale %.3g" % y.abs().max().item())
 
 
 def fashion(n):
