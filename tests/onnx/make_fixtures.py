@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/onnx/<model>/: model.onnx exported by PyTorch (TorchScript exporter,
-Debian's python3-torch 1.13; CLNET_WITH_TORCH=1 scripts/setup.sh installs it) with a free
+Debian's python3-torch 1.13; scripts/setup.sh installs it) with a free
 batch, and test_data_set_0/{input,output}_N.pb (ONNX TensorProto files, the layout of the
 ONNX project's own backend tests) holding a batch of 3 and PyTorch's outputs for it.
 tests/onnx/test_onnx_nodes replays them on every device. Run again only to change a model.
@@ -9,7 +9,11 @@ The models: an MLP, the course's seed CNN (models/seed_cnn.net, NCHW), a small V
 small GPT-style causal transformer, written so that the exporter emits what real models
 make it emit: shape arithmetic for x.view(x.size(0), -1), layer norm and GELU as their
 decompositions (opset 14: LayerNormalization and Gelu did not exist yet), attention as
-batched MatMul and Softmax, token embeddings as Gather."""
+batched MatMul and Softmax, token embeddings as Gather. Then issue 16's layers: a CNN with
+batch norm kept as nodes (and 20 SGD steps of PyTorch losses, for fine-tuning with batch
+statistics) and one with every layer PyTorch exports for them.
+
+Usage: make_fixtures.py [NAME...]   (default: every fixture)"""
 import math
 import os
 
