@@ -15,7 +15,7 @@ static const char *const kind_names[CN_L_KIND_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
     "attention", "patch_embed", "embed", "mean_tokens", "residual", "end",
     "conv2d_transpose", "upsample", "pad", "from", "concat", "add", "batch_norm", "global_avgpool",
-    "global_maxpool"};
+    "global_maxpool", "mul"};
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
 
