@@ -181,31 +181,14 @@ static float train_denoiser(cn_device *dev, float *first) {
     return loss;
 }
 
-static void test_train(void) {
-    int n = 0;
-    CHECK_OK(cn_device_count(&n));
-    float first0 = NAN;
-    for (int d = 0; d < n; d++) {
-        cn_device_info info;
-        cn_device *dev = NULL;
-        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) continue;
-        char label[128];
-        snprintf(label, sizeof label, "a denoiser trains on target images on %s", info.selector);
-        tc_begin(label);
-        float first = NAN, last = train_denoiser(dev, &first);
-        CHECK(isfinite(first) && isfinite(last) && last < first, "loss %g -> %g", (double)first, (double)last);
-        /* same weights, same batch: 1e-4 relative is float rounding across backends */
-        if (d == 0) first0 = first;
-        else CHECK(fabsf(first - first0) <= 1e-4f * fabsf(first0), "first loss %.9g, device 0 %.9g", (double)first,
-                   (double)first0);
-        cn_device_release(dev);
-        tc_end();
-    }
+static float train_on(cn_device *dev, const void *ctx, float *first) {
+    (void)ctx;
+    return train_denoiser(dev, first);
 }
 
 int main(void) {
     test_mul();
     test_image_programs();
-    test_train();
+    each_device_trains("a denoiser trains on target images", train_on, NULL);
     return tc_finish();
 }
