@@ -1,7 +1,9 @@
 /* The classifier trainer: a front-end over a model's program, a training session and an
  * inference session sharing its parameters. It adds what classification needs (of images, or
  * of the next token at every position of a window of text): label checks, one-hot targets for
- * MSE, metrics collected without a host sync, evaluation and prediction in chunks. */
+ * MSE, metrics collected without a host sync, evaluation and prediction in chunks. A model that
+ * ends in an image (a denoiser) goes through the same loop with target images in place of
+ * labels and no accuracy. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

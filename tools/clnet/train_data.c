@@ -152,6 +152,11 @@ uint64_t train_data_hash(const train_data *d) {
         for (size_t i = 0; i < d->corpus.len; i++) h = (h ^ d->corpus.bytes[i]) * 1099511628211ull;
     else
         for (int64_t i = 0; i < d->train.n; i++) h = (h ^ (uint32_t)d->train.labels[i]) * 1099511628211ull;
+    if (d->noise > 0) { /* every rank must add the same noise */
+        uint64_t bits;
+        memcpy(&bits, &d->noise, sizeof bits);
+        h = (h ^ bits) * 1099511628211ull;
+    }
     return h;
 }
 

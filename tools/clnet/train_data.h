@@ -53,7 +53,8 @@ void train_data_gather(const train_data *d, uint64_t seed, int epoch, const int6
 const void *train_data_test_inputs(const train_data *d, int64_t first);
 const int32_t *train_data_test_labels(const train_data *d, int64_t first);
 const float *train_data_test_targets(const train_data *d, int64_t first);
-/* A hash of the training labels or text, which every MPI rank must share. */
+/* A hash of the training labels or text (and a denoiser's noise), which every MPI rank must
+ * share. */
 uint64_t train_data_hash(const train_data *d);
 /* "60000 training, 10000 test images from DIR" / "... windows of 128 bytes from FILE". */
 void train_data_describe(const train_data *d, const char *where, char *buf, size_t cap);
