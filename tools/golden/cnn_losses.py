@@ -7,6 +7,7 @@ running statistics after them, from weights and batches that clnet can rebuild e
 Run with Debian's PyTorch:
     /usr/bin/python3 tools/golden/cnn_losses.py                 # every model below
     /usr/bin/python3 tools/golden/cnn_losses.py MODEL.net OUT   # one model
+    /usr/bin/python3 tools/golden/cnn_losses.py --conditioning MODEL.net
 tests/engine/test_torch_models.c replays each fixture on every device without Python.
 
 Optimizer: SGD with momentum 0.9, lr 0.01, not Adam. Batch norm makes some parameters
@@ -67,14 +68,47 @@ def fixture(model_path, out):
     gt.write(os.path.join(gt.ROOT, out), lines)
 
 
+def conditioning(model_path, trials=3):
+    """How far PyTorch's float64 trajectory moves when every weight moves by one float32 ulp
+    (6e-8 relative, random signs): the largest relative change of the 20 losses and of the
+    running statistics (of max(|v|, 1)) over a few trials. A model for which this is near 1e-4
+    cannot be held to 1e-4 by any float32 engine."""
+    import copy
+
+    import torch
+    with open(os.path.join(gt.ROOT, model_path)) as f:
+        model = tn.NetFile(f.read(), skip_dropout=True)
+    gt.set_weights(model.clnet_params(), recipe, SEED, tn.clnet_shape, tn.to_torch, [])
+    x, y = gt.fashion_batches(BATCH, STEPS)
+
+    def run(m):
+        lines = []
+        gt.train(m, x, y, BATCH, STEPS, LR, EPS, lines, MOMENTUM)
+        return [float(v.split()[2]) for v in lines], [tn.running(b) for _, b, h in m.clnet_params() if h == "running"]
+
+    base, run0 = run(copy.deepcopy(model))
+    for t in range(trials):
+        m = copy.deepcopy(model)
+        g = torch.Generator().manual_seed(t)
+        with torch.no_grad():
+            for q in m.parameters():
+                q.mul_(1 + 6e-8 * (2 * torch.rand(q.shape, generator=g) - 1))
+        losses, runs = run(m)
+        print("%s, trial %d: losses %.1e, running statistics %.1e" % (
+            model_path, t + 1, max(abs(a - b) / abs(a) for a, b in zip(base, losses)),
+            max(((a - b).abs() / a.abs().clamp(min=1)).max().item() for a, b in zip(run0, runs))))
+
+
 def main():
-    if len(sys.argv) == 3:
+    if len(sys.argv) == 3 and sys.argv[1] == "--conditioning":
+        conditioning(sys.argv[2])
+    elif len(sys.argv) == 3:
         fixture(sys.argv[1], sys.argv[2])
     elif len(sys.argv) == 1:
         for model_path, out in MODELS:
             fixture(model_path, out)
     else:
-        sys.exit("usage: cnn_losses.py [MODEL.net OUT]")
+        sys.exit("usage: cnn_losses.py [MODEL.net OUT | --conditioning MODEL.net]")
     return 0
 
 

@@ -11,7 +11,8 @@ matters):
   maxpool2d/avgpool2d SIZE [STRIDE] [pad=P] [ceil_mode=0|1] [count_include_pad=0|1],
   global_avgpool, global_maxpool, flatten, dropout R, upsample F [nearest|bilinear],
   pad P|T,B,L,R [reflect|value=V], residual ... end, repeat N ... end, "-> NAME", from, concat,
-  add;
+  add, mul (the named image scaled per channel by the current vector, or an elementwise
+  product);
 - layers are named by kind and count in model order, repeats written out ("conv2d_3",
   "batch_norm_2"), their parameters "<layer>.weight", ".bias" and, for batch norm, the
   running statistics "<layer>.running" [2, C] (means, then variances);
@@ -153,6 +154,10 @@ class NetFile(nn.Module):
             elif k == "from":
                 opts["refs"] = words[1:]
                 shape = labels[words[1]] if words[1] != self.input_label else ("image", c, h, w)
+            elif k == "mul":
+                opts["refs"] = words[1:]
+                opts["gate"] = shape[0] == "flat" and labels[words[1]][0] == "image"
+                shape = labels[words[1]] if words[1] != self.input_label else ("image", c, h, w)
             elif k in ("concat", "add"):
                 opts["refs"] = words[1:]
                 if k == "concat":
@@ -269,6 +274,9 @@ class NetFile(nn.Module):
                 x = x + block.pop()
             elif k == "from":
                 x = env[o["refs"][0]]
+            elif k == "mul":
+                y = env[o["refs"][0]]
+                x = y * x[:, :, None, None] if o["gate"] else y * x
             elif k in ("concat", "add"):
                 for n in o["refs"]:
                     x = torch.cat([x, env[n]], dim=1) if k == "concat" else x + env[n]
