@@ -228,8 +228,9 @@ class NetFile(nn.Module):
         opts["m"] = self._add(conv, name, [("weight", conv.weight, how), ("bias", conv.bias, "")])
         return ("image", f, oh, ow)
 
-    def forward(self, images):
-        x = images.permute(0, 3, 1, 2)
+    def forward(self, images, channels_first=False):
+        """images NHWC, or NCHW with channels_first (what a PyTorch user feeds: no permute)."""
+        x = images if channels_first else images.permute(0, 3, 1, 2)
         env = {self.input_label: x} if self.input_label else {}
         inp, block = x, []
         for i, (k, o, label) in enumerate(self.steps):
