@@ -2,7 +2,8 @@
  * says what the program is): after every step every replica holds the same statistics, bit
  * for bit, and they are the row-weighted mean of what each replica's shard gave, including a
  * step whose shards are unequal (2 and 3 rows); a checkpoint written from the group holds
- * them. Before, each replica updated the statistics from its own shard and replica 0's were
+ * them; a shard of one row (which batch norm on vectors cannot train) fails the step naming
+ * the replica, and the group trains on. Before, each replica updated the statistics from its own shard and replica 0's were
  * copied over the others: they agreed, but on replica 0's half of the batch (the second half
  * of every batch is shifted, so that is off by about 0.1 after one step).
  *
@@ -96,6 +97,25 @@ int main(int argc, char **argv) {
         }
     }
     unlink(path);
+    /* a shard of one row cannot train bn_mid (one value per channel; PyTorch's DDP raises on
+     * that rank too): the step fails naming the replica and the rule, changes no running
+     * statistic, and the group trains the next full batch */
+    if (g) {
+        float before[2 * GB_HID], after[2 * GB_HID];
+        OK(cn_session_get_param(cn_group_session(g, 0), RUN[1], before, RUN_BYTES[1]));
+        OK(cn_group_feed(g, "x", gb_x[0], 3));
+        OK(cn_group_feed(g, "y", gb_y[0], 3));
+        cn_status st = cn_group_run(g);
+        CHECK(st == CN_ERR_SHAPE && strstr(cn_last_error(), "replica") &&
+                  strstr(cn_last_error(), "more than one value per channel"),
+              "3 rows over 2 replicas (a shard of 1): status %d", (int)st);
+        OK(cn_session_get_param(cn_group_session(g, 0), RUN[1], after, RUN_BYTES[1]));
+        CHECK(!memcmp(before, after, sizeof before), "the failed step changed replica 0's %s", RUN[1]);
+        OK(cn_group_feed(g, "x", gb_x[0], GB_BATCH));
+        OK(cn_group_feed(g, "y", gb_y[0], GB_BATCH));
+        OK(cn_group_run(g));
+        check_agreement(g, n, GB_STEPS + 2, got);
+    }
     printf("%d replicas on %s: %d steps, running statistics at most %.2g (relative) from the shards' weighted mean\n", n,
            argv[1], GB_STEPS, worst);
     cn_session_free(back);
