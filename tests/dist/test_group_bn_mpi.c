@@ -28,12 +28,8 @@ int main(int argc, char **argv) {
     int rank = -1, size = 0;
     if (cn_mpi_init(&rank, &size) != CN_OK || size != 2) return printf("needs mpirun -np 2: %s\n", cn_last_error()), 1;
     cn_device *devs[2];
-    int n = 0;
-    char list[256], *save = NULL;
-    snprintf(list, sizeof list, "%s", argv[1]);
-    for (char *t = strtok_r(list, ",", &save); t && n < 2; t = strtok_r(NULL, ",", &save))
-        if (cn_device_open(t, &devs[n]) == CN_OK) n++;
-        else CHECK(0, "open %s", t);
+    int n = gb_open_devices(argv[1], devs, 2);
+    CHECK(n > 0 && n == gb_count_list(argv[1]), "opened %d of the devices %s", n, argv[1]);
     gb_fill();
     cn_program *p = gb_program();
     cn_group *g = NULL;

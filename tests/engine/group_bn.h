@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <clnet.h>
@@ -22,6 +23,24 @@
 enum { GB_H = 3, GB_W = 3, GB_C = 4, GB_PIX = GB_H * GB_W, GB_HID = 6, GB_OUT = 3, GB_BATCH = 32, GB_STEPS = 4 };
 #define GB_MOMENTUM 0.1f
 #define GB_SHIFT 1.5
+
+/* Opens the devices of a comma-separated list (at most max); returns how many opened. */
+static inline int gb_open_devices(const char *list, cn_device **devs, int max) {
+    char buf[256], *save = NULL;
+    int n = 0;
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *t = strtok_r(buf, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save))
+        if (cn_device_open(t, &devs[n]) == CN_OK) n++;
+        else break;
+    return n;
+}
+
+/* The entries of a comma-separated list. */
+static inline int gb_count_list(const char *list) {
+    int n = 1;
+    for (const char *c = list; *c; c++) n += *c == ',';
+    return n;
+}
 
 static inline cn_program *gb_program(void) {
     cn_program *p;

@@ -41,12 +41,8 @@ static void check_agreement(cn_group *g, int n, int step, float *got) {
 int main(int argc, char **argv) {
     if (argc < 2) return fprintf(stderr, "usage: test_group_bn DEV0,DEV1\n"), 2;
     cn_device *devs[2];
-    int n = 0;
-    char list[256], *save = NULL;
-    snprintf(list, sizeof list, "%s", argv[1]);
-    for (char *t = strtok_r(list, ",", &save); t && n < 2; t = strtok_r(NULL, ",", &save))
-        if (cn_device_open(t, &devs[n]) == CN_OK) n++;
-        else CHECK(0, "open %s", t);
+    int n = gb_open_devices(argv[1], devs, 2);
+    CHECK(n > 0 && n == gb_count_list(argv[1]), "opened %d of the devices %s", n, argv[1]);
     if (n < 2) return printf("need two devices, got %d\n", n), 1;
     gb_fill();
     cn_program *p = gb_program();
