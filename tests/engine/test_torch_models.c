@@ -12,7 +12,7 @@
  *
  * Tolerance: 1e-4 relative on each of the 20 losses, and 1e-4 on each running statistic,
  * relative to max(|value|, 1) (the issue's bounds; the means of a channel can be near 0, where
- * a relative bound would ask for more digits than f32 statistics of 12,544 values have).
+ * a relative bound would ask for more digits than f32 statistics of thousands of values have).
  * PyTorch ran in float64, so the fixture is the exact trajectory to ~1e-15; clnet runs in
  * float32. ViT: its rounding (~6e-8 per operation, GEMMs of 16-784 terms, two layer norms per
  * block, softmax over 49 keys) gives forward losses within ~1e-6 relative, and Adam then carries
