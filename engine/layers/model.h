@@ -37,6 +37,7 @@ typedef enum cn_layer_kind {
     CN_L_BATCH_NORM,
     CN_L_GLOBAL_AVGPOOL,
     CN_L_GLOBAL_MAXPOOL,
+    CN_L_MUL,      /* the named output times the current one (per channel: squeeze-excite) */
     CN_L_KIND_COUNT
 } cn_layer_kind;
 
@@ -67,7 +68,7 @@ typedef struct cn_layer {
                                 square, symmetric part, kept for the old text and callers) */
     int mode;                /* UPSAMPLE: cn_upsample_mode; PAD: cn_pad_mode */
     float value;             /* PAD: the constant */
-    int refs[CN_LAYER_REFS]; /* FROM, CONCAT, ADD: layer indices or CN_LAYER_REF_INPUT */
+    int refs[CN_LAYER_REFS]; /* FROM, CONCAT, ADD, MUL: layer indices or CN_LAYER_REF_INPUT */
     int n_refs;
     char label[CN_LAYER_LABEL]; /* the name its output was given ("-> NAME"), or "" */
     int partner;             /* RESIDUAL: the enclosing open residual or -1; END: its RESIDUAL */
