@@ -58,9 +58,11 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
             e->dtype = CN_F32;
             e->ndim = x->shape.ndim;
             memcpy(e->shape, x->shape.d, sizeof e->shape);
-            host[n] = malloc(cn_tensor_bytes(x));
+            /* f32 on the host whatever the device holds (an int8 parameter is dequantised) */
+            const size_t bytes = (size_t)cn_shape_numel(&x->shape) * sizeof(float);
+            host[n] = malloc(bytes);
             if (!host[n]) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging for %s", e->name);
-            else st = cn_tensor_read(x, host[n], cn_tensor_bytes(x));
+            else st = kind == 0 ? cn_session__param_read(s, i, host[n]) : cn_tensor_read(x, host[n], bytes);
                     e->data = host[n++];
         }
     float settings[SETTINGS_LEN] = {(float)s->opt.kind, s->opt.lr, s->opt.beta1, s->opt.beta2,
@@ -252,7 +254,7 @@ cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, in
     cn_status st = cn_session__settle(s);
     if (st == CN_ERR_INVALID_ARG || st == CN_ERR_NUMERIC) st = CN_OK;
     for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
-        st = cn_tensor_write(s->param[i], cn_ckpt_find(c, s->prog->params[i].name)->data, cn_tensor_bytes(s->param[i]));
+        st = cn_session__param_write(s, i, cn_ckpt_find(c, s->prog->params[i].name)->data);
         if (!s->training || !mode || st != CN_OK) continue;
         if (h != CN_RESTORED_ALL) {
             st = zero_state(s, i);

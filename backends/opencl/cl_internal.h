@@ -38,7 +38,8 @@
     X(DEPTHWISE, "depthwise.cl")      \
     X(ACTIVATION, "activation.cl")    \
     X(CHANNEL, "channel.cl")          \
-    X(BATCHNORM, "batchnorm.cl")
+    X(BATCHNORM, "batchnorm.cl")      \
+    X(QUANT, "quant.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -95,7 +96,8 @@ typedef enum cn_cl_family {
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
-    X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)
+    X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)               \
+    X(QUANT, gemm_q8)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
