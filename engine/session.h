@@ -106,6 +106,9 @@ cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, 
 /* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
  * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
 cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
+/* The same for an inference session, which also takes f16 and bf16 weights (16-bit exports,
+ * cn_checkpoint_export); the training form refuses them with CN_ERR_DTYPE. */
+cn_status cn_session__match_ckpt_inference(const cn_program *p, const cn_ckpt *c, const char *path);
 /* Names of checkpoint tensors that are not parameters: optimizer state and the optimizer's,
  * trainer's and program's metadata (".m", "optimizer.settings", "program.graph", ...). */
 int cn_ckpt__is_state_name(const char *name);

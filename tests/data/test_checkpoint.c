@@ -256,8 +256,8 @@ static void test_structure(void) {
     cn_ckpt_free(c);
     tc_end();
 
-    b_header(&b, 2, "m", 1, 0), b_crc(&b);
-    expect_bad(&b, "version 2", CN_ERR_UNSUPPORTED, "version 2 is not supported");
+    b_header(&b, 3, "m", 1, 0), b_crc(&b);
+    expect_bad(&b, "version 3", CN_ERR_UNSUPPORTED, "version 3 is not supported");
     b_header(&b, 0, "m", 1, 0), b_crc(&b);
     expect_bad(&b, "version 0", CN_ERR_UNSUPPORTED, "version 0");
     b_header(&b, 1, "m", 0xFFFFFFFFu, 0), b_crc(&b);
