@@ -3,7 +3,10 @@
  * enter local memory: w stays a quarter of its f32 size in global memory and nothing is
  * dequantised outside the kernel. QT x QT work-items compute a QT x QT tile, k in QT-deep
  * slabs staged in local memory; each sum runs in k order in float32, the scale is applied
- * once. The OpenMP twin is backends/openmp/omp_quant.c. */
+ * once. CPU-type devices take gemm_q8_cols instead: one work-item per output, no local memory
+ * and no barriers (which a CPU driver runs as loops around each barrier), neighbouring
+ * work-items reading neighbouring bytes of a row of w. The OpenMP twin is
+ * backends/openmp/omp_quant.c. */
 
 #ifndef QT
 #define QT 16
@@ -25,4 +28,14 @@ __kernel void gemm_q8(__global const float *a, __global const char *w, __global 
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (row < M && col < N) out[(size_t)row * N + col] = acc * scale[col];
+}
+
+__kernel void gemm_q8_cols(__global const float *a, __global const char *w, __global const float *scale,
+                           __global float *out, int M, int N, int K) {
+    const int col = get_global_id(0), row = get_global_id(1);
+    if (row >= M || col >= N) return;
+    __global const float *ar = a + (size_t)row * K;
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += ar[k] * (float)w[(size_t)k * N + col];
+    out[(size_t)row * N + col] = acc * scale[col];
 }
