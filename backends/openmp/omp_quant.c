@@ -1,13 +1,14 @@
 /* MATMUL_Q8: int8 weight-only GEMM (ops.h), the reference of kernels_cl/quant.cl.
  *
  * out[m,n] = scale[n] * sum_k a[m,k] * (float)w[k,n]. Each byte is widened to float in a
- * register as it is used, never into a dequantised copy of w, so the weights stay a quarter
- * of their float32 size in memory. ROWS rows of a share every row of w that is loaded, and
- * an output tile of ROWS x COLS float32 accumulators lives on the stack; k runs in order for
- * every element, so results do not depend on the thread count. */
+ * register (a row of at most COLS bytes at a time, on the stack) as it is used, never into a
+ * dequantised copy of w, so the weights stay a quarter of their float32 size in memory.
+ * ROWS rows of a share every row of w that is widened, and an output tile of ROWS x COLS
+ * float32 accumulators lives on the stack; k runs in order for every element, so results do
+ * not depend on the thread count. */
 #include "omp_ops.h"
 
-#define ROWS 4
+#define ROWS 8
 #define COLS 256
 
 cn_status cn_omp_op_MATMUL_Q8(const cn_launch *l) {
@@ -24,12 +25,15 @@ cn_status cn_omp_op_MATMUL_Q8(const cn_launch *l) {
             float acc[ROWS][COLS];
             for (int i = 0; i < rows; i++)
                 for (int j = 0; j < cols; j++) acc[i][j] = 0.0f;
+            float wf[COLS];
             for (int64_t p = 0; p < k; p++) {
                 const int8_t *wp = w + p * n + j0;
+#pragma omp simd
+                for (int j = 0; j < cols; j++) wf[j] = (float)wp[j]; /* widened once for the ROWS rows */
                 for (int i = 0; i < rows; i++) {
                     const float ai = a[(i0 + i) * k + p];
 #pragma omp simd
-                    for (int j = 0; j < cols; j++) acc[i][j] += ai * (float)wp[j];
+                    for (int j = 0; j < cols; j++) acc[i][j] += ai * wf[j];
                 }
             }
             for (int i = 0; i < rows; i++)
