@@ -89,7 +89,8 @@ void cn_session_free(cn_session *s);
  * CN_ERR_UNSUPPORTED naming the parameter and the op when a weight feeds an op without an
  * int8 path (depthwise or grouped conv2d), and with CN_ERR_NUMERIC for a non-finite weight.
  * Afterwards cn_session_set_param and loads quantise, cn_session_get_param and saves return
- * the dequantised f32 values, and cn_session_param gives the CN_I8 tensor. */
+ * the dequantised f32 values, and cn_session_param gives the CN_I8 tensor. A session made by
+ * cn_session_create_shared quantises its own copy: src's later updates are not seen. */
 cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
 /* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
  * restores the default: every output whose inputs were all fed (so an inference session fed
