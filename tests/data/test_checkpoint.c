@@ -112,8 +112,8 @@ static void test_round_trip(void) {
 
     tc_begin("bf16 tensors: version 2, only when one is present; infinities refused");
     {
-        cn_ckpt_tensor b[2];
-        make_tensors(b);
+        cn_ckpt_tensor b[5];
+        make_tensors(b); /* b[0] is f32; b[1] becomes the bf16 one */
         uint16_t bits[3] = {0x3f80, 0xc040, 0x0001}; /* 1, -3, the smallest subnormal */
         b[1] = b[0];
         strcpy(b[1].name, "w.bf16");
