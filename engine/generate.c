@@ -332,6 +332,12 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (c.slide < 0 || c.slide > m->context)
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: slide %lld is outside 0..%d (0: half the context)",
                          (long long)c.slide, m->context);
+    /* the cached graphs bind the session's weights as float32 matmul operands; an int8
+     * session quantises them at its first run and releases the float32 copies, so the cache
+     * would read freed or unquantised weights */
+    if (!c.no_cache && s->opt.precision == CN_I8)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "cn_generator_create: the key/value cache has no int8-weight path; "
+                                             "generate an int8 session without the cache (no_cache, --no-cache)");
     cn_generator *gen = calloc(1, sizeof *gen);
     if (!gen) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cn_generator_create");
     gen->s = s;

@@ -13,6 +13,10 @@
  *   with element i % numel(small). See cn_shape_broadcasts().
  * - MATMUL: a and b are both 2-D or both 3-D (batched, same batch). trans_a/trans_b select
  *   op(a)=[M,K], op(b)=[K,N]; out = op(a) op(b), shape [(B,) M, N].
+ * - MATMUL_Q8 (int8 weight-only inference, engine/program_quant.c): a [M,K] f32, w [K,N] i8,
+ *   scale [N] f32 -> out [M,N] = (a w)[m,n] * scale[n], the products of a and the widened
+ *   bytes summed in float32, the scale applied once per output (equal to a times the
+ *   dequantised w up to float32 rounding). No transposes, no batch, no epilogue.
  * - IM2COL: x [N,H,W,C] -> [N*OH*OW, KH*KW*C]; row = (n, oh, ow), column = (ki, kj, c) with
  *   c fastest, zero padding. COL2IM is its adjoint (sums overlapping windows) and gets the
  *   image shape as its output shape.
@@ -149,7 +153,7 @@
 /* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule, storage, takes epilogue,
  *   as epilogue)
  * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
- * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; h = a float
+ * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, q = i8, * = any; h = a float
  *   storage type (f32, f16 or bf16: engine/storage.h), the same for every h of one launch; an
  *   output of several letters allows each (the first is what the graph makes), "=" is input 0's
  *   dtype, an output h the inputs' storage type, an output c the float type p.variant names
@@ -249,7 +253,8 @@
     X(KV_WRITE, "kv_write", 3, 0, 1, "hhi:h", KV_WRITE, INPLACE, 0, NONE)                 \
     X(ATTEND_CACHE, "attend_cache", 4, 0, 1, "hhhi:h", ATTEND_CACHE, OWN, 0, NONE)       \
     X(KV_WRITE_Q8, "kv_write_q8", 3, 0, 1, "ihi:i", KV_WRITE, INPLACE, 0, NONE)          \
-    X(ATTEND_CACHE_Q8, "attend_cache_q8", 4, 0, 1, "hiii:h", ATTEND_CACHE, OWN, 0, NONE)
+    X(ATTEND_CACHE_Q8, "attend_cache_q8", 4, 0, 1, "hiii:h", ATTEND_CACHE, OWN, 0, NONE) \
+    X(MATMUL_Q8, "matmul_int8", 3, 0, 1, "fqf:f", MATMUL_Q8, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

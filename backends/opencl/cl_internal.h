@@ -39,7 +39,8 @@
     X(ACTIVATION, "activation.cl")    \
     X(CHANNEL, "channel.cl")          \
     X(BATCHNORM, "batchnorm.cl")      \
-    X(KVCACHE, "kvcache.cl")
+    X(KVCACHE, "kvcache.cl") \
+    X(QUANT, "quant.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -97,7 +98,8 @@ typedef enum cn_cl_family {
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
-    X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8)
+    X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
+    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,

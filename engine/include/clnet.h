@@ -139,9 +139,12 @@ void cn_profile_log(void);
  * every device (no cl_khr_fp16 needed). cn_tensor_read/write move the raw 16-bit values
  * (host order, 2 bytes an element). An op's float inputs and output share one storage type
  * unless its documentation says otherwise (losses write an f32 scalar). */
-typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2, CN_BF16 = 3 } cn_dtype;
-/* Bytes per element (4, or 2 for CN_F16 and CN_BF16), and "f32", "i32", "f16", "bf16"
- * ("?" for a value outside the enum, whose size is 0). */
+/* CN_I8 is a signed byte: the storage of int8 weights (an inference session's precision
+ * CN_I8, clnet_session.h: weight-only quantisation with a float32 scale per output channel);
+ * no op reads it as activations, and cn_tensor_read/write move its raw bytes. */
+typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2, CN_BF16 = 3, CN_I8 = 4 } cn_dtype;
+/* Bytes per element (4, 2 for CN_F16 and CN_BF16, 1 for CN_I8), and "f32", "i32", "f16",
+ * "bf16", "i8" ("?" for a value outside the enum, whose size is 0). */
 size_t cn_dtype_size(cn_dtype dt);
 const char *cn_dtype_name(cn_dtype dt);
 

@@ -78,7 +78,19 @@ cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
 /* The storage type of an inference session's activations (CN_F32, CN_BF16 or CN_F16; see
  * cn_optimizer_config.precision, which sets a training session's and the inference sessions
- * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type). */
+ * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type).
+ * CN_I8 (inference sessions only; a training session refuses it): weight-only int8. The
+ * weights of every 2-D matrix product (dense, conv2d with one group, attention projections,
+ * ONNX Gemm/MatMul/Conv) are stored as int8 with a float32 scale per output channel
+ * (symmetric: scale = max |column| / 127, values rounded to nearest even), widened in
+ * registers, with float32 activations and accumulation; other parameters (biases, norms,
+ * embeddings) stay f32. The first run quantises them and frees their f32 tensors (weights
+ * take a quarter of the device memory, plus the scales). That run fails with
+ * CN_ERR_UNSUPPORTED naming the parameter and the op when a weight feeds an op without an
+ * int8 path (depthwise or grouped conv2d), and with CN_ERR_NUMERIC for a non-finite weight.
+ * Afterwards cn_session_set_param and loads quantise, cn_session_get_param and saves return
+ * the dequantised f32 values, and cn_session_param gives the CN_I8 tensor. A session made by
+ * cn_session_create_shared quantises its own copy: src's later updates are not seen. */
 cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
 /* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
  * restores the default: every output whose inputs were all fed (so an inference session fed
@@ -148,7 +160,7 @@ cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out);
  * as they are, from before that step. */
 cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes);
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes);
-cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
+cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed; CN_I8 once quantised */
 /* Parameters (and, for a training session, optimizer state, settings and step count) to a
  * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
  * reported instead of saved as taken: nothing is written. cn_session_save also stores the

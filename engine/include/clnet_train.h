@@ -292,6 +292,15 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
  * cn_program_from_checkpoint). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
+/* Writes the checkpoint at `in` again at `out` for deployment: every weight in dt (CN_BF16 or
+ * CN_F16, rounded to nearest even; bf16 files are checkpoint format version 2), the optimizer
+ * state left out, the model text, settings, epoch and step kept. cn_inference_from_checkpoint
+ * and inference sessions' cn_session_load widen the weights to f32 (exactly); training
+ * sessions and trainers refuse them (CN_ERR_DTYPE naming the parameter). Errors: dt another
+ * type (CN_ERR_INVALID_ARG), a checkpoint without a model description or holding a program
+ * graph, a weight past fp16's 65504 (CN_ERR_NUMERIC, naming it: use bf16), and the reading and
+ * writing errors of checkpoints; `out` is written atomically and untouched on failure. */
+cn_status cn_checkpoint_export(const char *in, const char *out, cn_dtype dt);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */

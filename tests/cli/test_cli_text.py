@@ -126,6 +126,39 @@ def test_train_text_eval_generate():
 
 
 @test
+def test_int8_and_bf16_export_of_a_language_model():
+    """The char model in int8 (its attention and MLP weights; the embedding table stays f32)
+    and from a bf16 export: eval's bits per byte stay near f32's, generate runs."""
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_text_eval_generate")
+    ckpt = state["ckpt"]
+
+    def bpb(c, *flags):
+        r = run(["eval", c, "--text", corpus(), "--limit", "64", "--device", DEVICE, *flags])
+        ok(r)
+        return float(re.search(r"bits per byte ([0-9.]+)", r.out).group(1))
+
+    f32 = bpb(ckpt)
+    # int8 moves a logit by ~1% of its size, bf16 weights by 2^-9: both far within 2% of the
+    # bits per byte, a broken path lands near uniform guessing (8 bits)
+    check(abs(bpb(ckpt, "--precision", "int8") - f32) <= 0.02 * f32, "eval --precision int8 near f32")
+    g = run(["generate", ckpt, "--prompt", "And God", "--tokens", "20", "--seed", "5", "--device", DEVICE,
+             "--precision", "int8"])
+    ok(g)
+    check(g.raw.startswith(b"And God") and len(g.raw) == 7 + 20 + 1, "generate --precision int8", g)
+    # the key/value cache binds float32 weights: int8 must say it runs uncached, and refuse a
+    # cache type it cannot honour (before the check it ran the cache on unquantised weights)
+    check("without the key/value cache" in g.err, "generate --precision int8 says it runs uncached", g)
+    bad = run(["generate", ckpt, "--prompt", "And God", "--tokens", "5", "--device", DEVICE, "--precision", "int8",
+               "--cache-type", "bf16"])
+    check(bad.rc != 0 and "--cache-type" in bad.err, "generate --precision int8 --cache-type is refused", bad)
+    half = path("lm-bf16.ckpt")
+    ok(run(["export", ckpt, half, "--precision", "bf16"]))
+    check(abs(bpb(half) - f32) <= 0.02 * f32, "the bf16 export evaluates near f32")
+    ok(run(["generate", half, "--prompt", "And God", "--tokens", "20", "--device", DEVICE]))
+
+
+@test
 def test_bad_text_input():
     model = tiny_lm()
     big = "x" * 2000

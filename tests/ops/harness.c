@@ -240,6 +240,8 @@ void h_data_free(h_data *d) {
  * H_PREFILL_BITS, so "never written" is reported the same way for every type. */
 #define H_GUARD_BITS16 0xA5A5u
 #define H_PREFILL_BITS16 0x7FC0u /* a NaN in f16 and in bf16 */
+#define H_GUARD_BITS8 0xA5u       /* i8 buffers (MATMUL_Q8's weights) */
+#define H_PREFILL_BITS8 0x5Au
 typedef struct gbuf {
     void *dev;
     unsigned char *stage; /* expected device content: data + guard */

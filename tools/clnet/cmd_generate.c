@@ -34,7 +34,10 @@ void help_generate(void) {
            "  --seed S            seed of the draws: the same seed, the same text (default %d)\n"
            "  --device SEL        omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name\n"
            "                      (default $CLNET_DEVICE, else auto)\n"
-           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights f32\n"
+           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits,\n"
+           "                      weights f32; int8: weights of dense, conv2d and\n"
+           "                      attention layers in int8, one f32 scale per output\n"
+           "                      channel, activations f32\n"
            "  --no-cache          run the whole window for every byte (no key/value cache)\n"
            "  --cache-type NAME   fp32 (default), bf16, fp16 or int8: how the cache stores keys and\n"
            "                      values (int8: per row of a head, a power-of-two scale)\n"
@@ -85,7 +88,7 @@ int cmd_generate(int argc, char **argv) {
         {"--temperature", NULL, ARG_FLOAT, &temperature, 0, 100, NULL, "T", 0},
         {"--seed", NULL, ARG_U64, &seed, 0, 0, NULL, "S", 0},
         {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
-        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_precision_names, "NAME", 0},
+        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_infer_precision_names, "NAME", 0},
         {"--no-cache", NULL, ARG_FLAG, &no_cache, 0, 0, NULL, NULL, 0},
         {"--cache-type", NULL, ARG_CHOICE, &cache_type, 0, 0, cache_names, "NAME", 0},
         {"--slide", NULL, ARG_INT, &slide, 1, 1000000, NULL, "N", 0},
@@ -146,6 +149,15 @@ int cmd_generate(int argc, char **argv) {
      * generating as it always did, through the whole window (the warning above says why it is
      * a poor generator anyway) */
     cfg.no_cache = no_cache != 0 || !cn_model_causal(model);
+    if (!cfg.no_cache && cli_precision_types[cli_precision] == CN_I8) {
+        /* int8 weights run through the session's own plan (cn_generator_create refuses them) */
+        if (args_given(opts, "--cache-type")) {
+            rc = cli_errorf("--precision int8 generates without the key/value cache, so --cache-type cannot apply");
+            goto done;
+        }
+        cli_warnf("--precision int8 generates without the key/value cache (the cache has no int8-weight path)");
+        cfg.no_cache = 1;
+    }
     if (!no_cache && !cn_model_causal(model) && args_given(opts, "--cache-type"))
         cli_warnf("--cache-type is ignored: a model that is not causal generates without the key/value cache");
     cfg.cache_type = (cn_kv_cache)cache_type;

@@ -158,7 +158,8 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
 }
 
 const char *const cli_precision_names[] = {"fp32", "bf16", "fp16", NULL};
-const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16};
+const char *const cli_infer_precision_names[] = {"fp32", "bf16", "fp16", "int8", NULL};
+const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16, CN_I8};
 int cli_precision;
 
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
