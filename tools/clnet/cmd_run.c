@@ -284,6 +284,7 @@ int cli_onnx_summary(const char *path) {
         printf("  param   %-28s %-20s %lld\n", name, sh, (long long)n);
     }
     printf("Trainable parameters: %lld\n", (long long)total);
+    int rc = cli_print_op_stats(p);
     cn_program_free(p);
-    return EXIT_OK;
+    return rc;
 }

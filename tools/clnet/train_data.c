@@ -29,7 +29,7 @@ static int load_text(train_data *d, const cn_model *m, const char *path, int64_t
 int train_data_load(train_data *d, const cn_model *m, const char *dir, const char *text, int64_t limit) {
     memset(d, 0, sizeof *d);
     int rc;
-    if (cn_model_vocab(m) > 0) {
+    if (m && cn_model_vocab(m) > 0) {
         if (!text) rc = cli_errorf("the model reads tokens (a language model): give --text FILE to train on");
         else if (dir) rc = cli_errorf("--data names an image dataset, but the model reads tokens; give --text FILE only");
         else rc = load_text(d, m, text, limit);
@@ -38,7 +38,7 @@ int train_data_load(train_data *d, const cn_model *m, const char *dir, const cha
     } else {
         rc = cli_load_dataset(dir, "train", limit, m, &d->train);
         if (rc == EXIT_OK) rc = cli_load_dataset(dir, "t10k", limit, m, &d->test);
-        d->in_elems = cn_model_input_size(m), d->per = 1;
+        d->in_elems = (int64_t)d->train.h * d->train.w * d->train.c, d->per = 1; /* what cli_load_dataset checked */
         d->n_train = d->train.n, d->n_test = d->test.n;
     }
     if (rc != EXIT_OK) train_data_free(d);

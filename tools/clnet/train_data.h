@@ -21,7 +21,7 @@ typedef struct train_data {
     int64_t in_elems, per;             /* input values and labels per sample */
 } train_data;
 
-/* Loads what model m trains on: for a token model the text file `text` (required; --data is
+/* Loads what model m (NULL: an imported image classifier) trains on: for a token model the text file `text` (required; --data is
  * refused), else the IDX dataset in dir (--text is refused). limit > 0 keeps the first limit
  * samples of each part. Prints the error (naming the file or directory) and returns its exit
  * status on failure, with *d freed. */
