@@ -14,6 +14,7 @@ TorchScript exporter, opset 13, a free batch; run again only to change a model):
   (which reads the running statistics). tests/onnx/test_onnx_train.c replays it.
 - tests/fixtures/onnx/dropout: x -> Dropout(0.5) -> + b, built with onnx.helper (PyTorch's
   exporter drops Dropout in eval mode), for the check that dropout is active in training only.
+Each also gets test_data_set_0 (a batch of 3 and its eval-mode outputs) for test_onnx_nodes.
 """
 import copy
 import gzip
@@ -50,8 +51,20 @@ def export(name, model, shape):
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=13,
                       do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
     onnx.checker.check_model(onnx.load(path))
+    x = torch.rand(*((3,) + tuple(shape[1:])))
+    with torch.no_grad():
+        y = model(x)
+    data_set(d, x.numpy(), y.numpy())
     print(name, os.path.getsize(path), "bytes")
     return d
+
+
+def data_set(d, x, y):
+    """test_data_set_0: an input batch and the outputs, for tests/onnx/test_onnx_nodes --fixtures."""
+    os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
+    for kind, t in (("input", x), ("output", y)):
+        with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(t.astype(np.float32)).SerializeToString())
 
 
 class RgbCNN(nn.Module):
@@ -156,6 +169,8 @@ def dropout():
     model.ir_version = 7
     onnx.checker.check_model(model)
     onnx.save(model, os.path.join(d, "model.onnx"))
+    x = np.random.default_rng(1).standard_normal((3, 64)).astype(np.float32)
+    data_set(d, x, x)  # inference: dropout passes x through
 
 
 rgb_cnn()
