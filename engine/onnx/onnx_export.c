@@ -262,11 +262,57 @@ static int conv_kernel(ex *e, int i) {
     int r = only_use(e, i);
     if (r < 0 || g->nodes[r].op != CN_OP_RESHAPE) return 0;
     int m = only_use(e, r);
+    if (m >= 0 && g->nodes[m].op == CN_OP_DWCONV && g->nodes[m].in[1] == r) return 2; /* [KH,KW,1,C] */
     return m >= 0 && g->nodes[m].op == CN_OP_MATMUL && g->nodes[m].in[1] == r && !g->nodes[m].p.trans_a &&
            !g->nodes[m].p.trans_b && g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
 }
 
+/* Conv's attributes from a window's parameters (per-side pads, dilations); group 0: none. */
+static void conv_attrs(const cn_op_params *p, int64_t group, int64_t v[5][4], attr_spec *a) {
+    int64_t ks[2] = {p->kh, p->kw}, st[2] = {p->sh, p->sw}, dl[2] = {p->dh ? p->dh : 1, p->dw ? p->dw : 1};
+    int64_t pads[4] = {p->ph, p->pw, p->ph + p->ph_extra, p->pw + p->pw_extra};
+    memcpy(v[0], ks, sizeof ks), memcpy(v[1], st, sizeof st), memcpy(v[2], pads, sizeof pads), memcpy(v[3], dl, sizeof dl);
+    int k = 0;
+    a[k++] = AS("kernel_shape", 2, v[0]);
+    a[k++] = AS("strides", 2, v[1]);
+    a[k++] = AS("pads", 4, v[2]);
+    a[k++] = AS("dilations", 2, v[3]);
+    if (group) a[k++] = AI("group", group);
+    a[k] = AEND;
+}
+
 static const char *in_name(ex *e, const cn_node *n, int k) { return e->name[n->in[k]]; }
+
+/* A [2,C] parameter that batch norms read as their running statistics. */
+static int bn_running(ex *e, int i) {
+    const cn_graph *g = &e->p->g;
+    if (g->nodes[i].shape.ndim != 2 || g->nodes[i].shape.d[0] != 2) return 0;
+    int any = 0;
+    for (int j = i + 1; j < g->n; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++)
+            if (g->nodes[j].in[k] == i && e->keep[j]) {
+                if (g->nodes[j].op != CN_OP_BATCHNORM || k != 3) return 0;
+                any = 1;
+            }
+    return any;
+}
+
+/* op applied to x with its channels moved from last (clnet's layout) to second (ONNX's),
+ * and back: [N,...,C] -> [N,C,...] -> op -> [N,...,C]. */
+static char *channels_second(ex *e, const char *x, int nd, const char *type, int n_in, const char **extra,
+                             const attr_spec *attrs) {
+    int to[CN_MAX_DIMS], back[CN_MAX_DIMS];
+    to[0] = back[0] = 0;
+    to[1] = nd - 1;
+    for (int k = 2; k < nd; k++) to[k] = k - 1;
+    for (int k = 1; k < nd - 1; k++) back[k] = k + 1;
+    back[nd - 1] = 1;
+    const char *t = nd > 2 ? transpose(e, x, nd, to) : x;
+    const char *in[8] = {t};
+    for (int k = 1; k < n_in && k < 8; k++) in[k] = extra[k - 1];
+    char *y = emit(e, type, n_in, in, NULL, attrs);
+    return nd > 2 ? transpose(e, y, nd, back) : y;
+}
 
 static cn_status node(ex *e, int i, cn_session *s) {
     const cn_program *p = e->p;
@@ -287,6 +333,7 @@ static cn_status node(ex *e, int i, cn_session *s) {
             if (!w) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
             cn_status st = s ? cn_session_get_param(s, n->name, w, (size_t)numel * sizeof *w) : cn_prog_param_init(p, pi, w);
             if (st == CN_OK && conv_kernel(e, i)) {
+                /* [KH,KW,Cin,Cout] -> [Cout,Cin,KH,KW]; depthwise [KH,KW,1,C] -> [C,1,KH,KW] alike */
                 int64_t kh = sh->d[0], kw = sh->d[1], ci = sh->d[2], co = sh->d[3];
                 float *t = malloc((size_t)numel * sizeof *t);
                 if (!t) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
@@ -301,6 +348,12 @@ static cn_status node(ex *e, int i, cn_session *s) {
                     e->oihw[i] = 1;
                 }
                 free(t);
+            } else if (st == CN_OK && bn_running(e, i)) {
+                /* ONNX's BatchNormalization takes the mean and variance as two tensors */
+                char mean[CN_NODE_NAME_MAX + 8], var[CN_NODE_NAME_MAX + 8];
+                cn_onnx_bn_split(n->name, mean, var, sizeof mean);
+                tensor(e, mean, 1, &sh->d[1], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)sh->d[1] * sizeof *w);
+                tensor(e, var, 1, &sh->d[1], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w + sh->d[1], (size_t)sh->d[1] * sizeof *w);
             } else if (st == CN_OK) {
                 tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)numel * sizeof *w);
             }
@@ -397,6 +450,15 @@ static cn_status node(ex *e, int i, cn_session *s) {
         y = transpose(e, t, 4, (int[]){0, 2, 3, 1});
         break;
     }
+    case CN_OP_BATCHNORM: {
+        char mean[CN_NODE_NAME_MAX + 8], var[CN_NODE_NAME_MAX + 8];
+        const cn_node *r = &p->g.nodes[n->in[3]];
+        cn_onnx_bn_split(r->name, mean, var, sizeof mean);
+        const char *extra[4] = {in_name(e, n, 1), in_name(e, n, 2), mean, var};
+        attr_spec a[] = {AF("epsilon", n->p.eps), AF("momentum", 1.0f - n->p.momentum), AEND};
+        y = channels_second(e, x, sh->ndim, "BatchNormalization", 5, extra, a);
+        break;
+    }
     case CN_OP_DROPOUT: y = emit2(e, "Dropout", x, scalar(e, n->p.rate)); break;
     case CN_OP_LAYERNORM: {
         const char *in[3] = {x, in_name(e, n, 1), in_name(e, n, 2)};
@@ -463,13 +525,63 @@ static cn_status node(ex *e, int i, cn_session *s) {
         const char *w = e->name[wr->in[0]];
         char *xt = transpose(e, x, 4, (int[]){0, 3, 1, 2});
         const char *wt = e->oihw[wr->in[0]] ? w : transpose(e, w, 4, (int[]){3, 2, 0, 1});
-        int64_t ks[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw}, pads[4] = {n->p.ph, n->p.pw, n->p.ph, n->p.pw};
-        attr_spec a[] = {AS("kernel_shape", 2, ks), AS("strides", 2, st), AS("pads", 4, pads), AEND};
+        int64_t v[5][4];
+        attr_spec a[6];
+        conv_attrs(&n->p, 0, v, a);
         const char *in[2] = {xt, wt};
         char *conv = emit(e, "Conv", 2, in, NULL, a);
         char *nhwc = transpose(e, conv, 4, (int[]){0, 2, 3, 1});
         e->name[mm] = reshape(e, nhwc, &(cn_shape){2, {-1, ws->d[3]}});
         y = ar_str(e, ""); /* the patch matrix itself is never written */
+        break;
+    }
+    case CN_OP_LEAKY_RELU: y = emit1(e, "LeakyRelu", x, (attr_spec[]){AF("alpha", n->p.alpha), AEND}); break;
+    case CN_OP_ELU: y = emit1(e, "Elu", x, (attr_spec[]){AF("alpha", n->p.alpha), AEND}); break;
+    case CN_OP_CLIP: {
+        const char *in[3] = {x, scalar(e, n->p.alpha), scalar(e, n->p.beta)};
+        y = emit(e, "Clip", 3, in, NULL, NULL);
+        break;
+    }
+    case CN_OP_SILU: y = emit2(e, "Mul", x, emit1(e, "Sigmoid", x, NULL)); break; /* fused back on import */
+    case CN_OP_HARD_SIGMOID:
+        y = emit1(e, "HardSigmoid", x, (attr_spec[]){AF("alpha", 1.0f / 6.0f), AF("beta", 0.5f), AEND});
+        break;
+    case CN_OP_HARD_SWISH: y = emit1(e, "HardSwish", x, NULL); break;
+    case CN_OP_SOFTPLUS: y = emit1(e, "Softplus", x, NULL); break;
+    case CN_OP_CHANNEL_SUM: case CN_OP_CHANNEL_MAX: { /* [N,...,C] -> [N,C] */
+        int nd = p->g.nodes[n->in[0]].shape.ndim;
+        int is_max = n->op == CN_OP_CHANNEL_MAX;
+        const cn_shape *xs = &p->g.nodes[n->in[0]].shape;
+        float mean = (float)(1.0 / (double)(cn_shape_numel(xs) / (xs->d[0] * xs->d[nd - 1])));
+        if (nd == 4 && (is_max || n->p.alpha == mean)) { /* the global pools, which the importer maps back */
+            y = channels_second(e, x, 4, is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1, NULL, NULL);
+            y = reshape(e, y, &(cn_shape){2, {-1, sh->d[1]}});
+            break;
+        }
+        int64_t axes[CN_MAX_DIMS];
+        for (int k = 1; k < nd - 1; k++) axes[k - 1] = k;
+        y = reduce(e, is_max ? "ReduceMax" : "ReduceSum", x, nd - 2, axes, 0);
+        if (!is_max && n->p.alpha != 1.0f) y = emit2(e, "Mul", y, scalar(e, n->p.alpha));
+        break;
+    }
+    case CN_OP_CHANNEL_MUL: case CN_OP_CHANNEL_ADD: { /* s [N,C] as [N,1,...,1,C] */
+        int64_t d[CN_MAX_DIMS];
+        d[0] = -1;
+        for (int k = 1; k < sh->ndim; k++) d[k] = k + 1 < sh->ndim ? 1 : sh->d[k];
+        char *s4 = emit2(e, "Reshape", in_name(e, n, 1), const_i64(e, sh->ndim, d));
+        y = emit2(e, n->op == CN_OP_CHANNEL_MUL ? "Mul" : "Add", x, s4);
+        break;
+    }
+    case CN_OP_DWCONV: { /* Conv with one group per channel; the kernel [KH,KW,C] as [C,1,KH,KW] */
+        const cn_node *wr = &p->g.nodes[n->in[1]];
+        int64_t C = sh->d[3];
+        const char *w = wr->op == CN_OP_RESHAPE && e->oihw[wr->in[0]] ? e->name[wr->in[0]] : NULL;
+        if (!w) w = reshape(e, transpose(e, in_name(e, n, 1), 3, (int[]){2, 0, 1}), &(cn_shape){4, {C, 1, n->p.kh, n->p.kw}});
+        int64_t v[5][4];
+        attr_spec a[6];
+        conv_attrs(&n->p, C, v, a);
+        const char *extra[1] = {w};
+        y = channels_second(e, x, 4, "Conv", 2, extra, a);
         break;
     }
     default:

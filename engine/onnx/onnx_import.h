@@ -105,6 +105,11 @@ extern const ox_op cn_onnx_ops[];
 extern const int cn_onnx_n_ops;
 extern const ox_op cn_onnx_shape_ops[];
 extern const int cn_onnx_n_shape_ops;
+extern const ox_op cn_onnx_image_ops[]; /* onnx_ops_image.c */
+extern const int cn_onnx_n_image_ops;
+/* The ONNX names of the running mean and variance that a batch norm's running-statistics
+ * parameter [2,C] was imported from (the inverse of the importer's naming). */
+void cn_onnx_bn_split(const char *running, char *mean, char *var, size_t cap);
 /* Comma-separated op types supported, for messages. */
 const char *cn_onnx_supported_list(void);
 
@@ -151,6 +156,8 @@ cn_status ox_unsupported(const char *fmt, ...) CN_PRINTF(1, 2);
 /* Computes a node on the host when its inputs are constants (elementwise ops with numpy
  * broadcasting, Cast, Identity, Gather, ...); unsupported for other op types. */
 cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
+/* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
+cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
 /* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */

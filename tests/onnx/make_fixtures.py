@@ -105,7 +105,33 @@ class GPT(nn.Module):
         return self.head(self.ln(self.blocks(self.tok(ids) + self.pos)))
 
 
-def write(name, model, x, opset):
+class BNCNN(nn.Module):
+    """Batch norm after a plain and a depthwise convolution, ReLU6 and a global pool: the
+    layers of issue 16 that an imported classifier trains through (batch statistics)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+        with torch.no_grad():  # running statistics away from 0 and 1, so that they matter
+            for bn in (self.bn1, self.bn2):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = nn.functional.relu6(self.bn2(self.dw(x)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+def write(name, model, x, opset, keep_bn=False):
+    """keep_bn: BatchNormalization nodes stay (TrainingMode.PRESERVE of a model in eval mode,
+    training_mode=0 in the file); the default (EVAL) folds them into the convolutions."""
     torch.manual_seed(1)
     model.eval()
     d = os.path.join(OUT, name)
@@ -113,7 +139,8 @@ def write(name, model, x, opset):
     path = os.path.join(d, "model.onnx")
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=opset,
-                      do_constant_folding=True)
+                      do_constant_folding=True,
+                      training=torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL)
     onnx.checker.check_model(onnx.load(path))
     with torch.no_grad():
         y = model(x)
@@ -153,15 +180,37 @@ def train_losses(name, model, steps=20, batch=16, lr=0.01):
             f.write("%.12g\n" % loss.item())
 
 
-def main():
+def main(only):
+    """Every model is built and exported in the same order whatever is asked (each export
+    reseeds and consumes the generator, so the order fixes every fixture's weights); those
+    not asked for go to a scratch folder."""
+    global OUT
+    import tempfile
+    real, scratch = OUT, tempfile.mkdtemp()
+
+    def pick(name):
+        global OUT
+        OUT = real if not only or name in only else scratch
+
     torch.manual_seed(0)
     img = torch.rand(3, 1, 28, 28)
+    pick("mlp")
     write("mlp", MLP(), img, 13)
     cnn = SeedCNN()
+    pick("seed_cnn")
     write("seed_cnn", cnn, img, 13)
     train_losses("seed_cnn", cnn)
+    pick("vit")
     write("vit", ViT(), img, 14)
+    pick("gpt")
     write("gpt", GPT(), torch.randint(0, 64, (3, 16)), 14)
+    pick("bn_cnn")
+    torch.manual_seed(2)
+    bn = BNCNN()
+    write("bn_cnn", bn, img, 14, keep_bn=True)
+    train_losses("bn_cnn", bn)
 
 
-main()
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])  # names: only those fixtures (default: all)

@@ -8,7 +8,8 @@
  *   sharing the weights must give PyTorch's eval-mode loss on the next batch, which reads the
  *   running statistics the 20 steps updated.
  * Then dropout (tests/fixtures/onnx/dropout: x -> Dropout(0.5) -> + b) must be active in a
- * training session and off in an inference session. Usage: test_onnx_train SOURCE_ROOT */
+ * training session and off in an inference session. Usage: test_onnx_train SOURCE_ROOT [FIXTURE]:
+ * FIXTURE alone (bn_cnn: onnxops' batch-norm CNN, plain SGD) instead of the two and dropout. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,13 +171,12 @@ done:
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     static const char *const models[] = {"seed_cnn", "resnet_bn"};
-    const char *only = getenv("CLNET_ONNX_TRAIN"); /* one model, for debugging */
+    const char *only = argc > 2 ? argv[2] : NULL;
     int count = 0;
     OK(cn_device_count(&count));
-    for (int m = 0; m < 2; m++) {
-        if (only && strcmp(only, models[m]) != 0) continue;
+    for (int m = 0; m < (only ? 1 : 2); m++) {
         char dir[1024], path[1100];
-        snprintf(dir, sizeof dir, "%s/tests/fixtures/onnx/%s", argv[1], models[m]);
+        snprintf(dir, sizeof dir, "%s/tests/fixtures/onnx/%s", argv[1], only ? only : models[m]);
         snprintf(path, sizeof path, "%s/train_sgd.txt", dir);
         losses L;
         if (!read_losses(path, &L)) continue;
