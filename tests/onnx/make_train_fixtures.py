@@ -125,7 +125,7 @@ class ResNetBN(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
 
 
-def resnet_bn(steps=20, batch=16, lr=0.05, momentum=0.9):
+def resnet_bn(steps=20, batch=16, lr=0.01, momentum=0.9):
     torch.manual_seed(7)
     m = ResNetBN()
     with torch.no_grad():

@@ -75,7 +75,7 @@ static void train_on(const char *dir, const char *sel, const losses *L, const cn
         OK(cn_session_fetch(s, "loss", &loss, sizeof loss));
         double rel = fabs(loss - L->want[k]) / fabs(L->want[k]);
         worst = fmax(worst, rel);
-        if (getenv("VERBOSE")) printf("step %d %.3g\n", k + 1, rel);
+        if (getenv("VERBOSE")) printf("step %d %.9f %.3g\n", k + 1, loss, rel);
         CHECK(rel <= 1e-4, "%s %s step %d: loss %.7f, PyTorch %.7f", model, sel, k + 1, loss, L->want[k]);
     }
     printf("%s: %d SGD steps of %s, losses within %.2g of PyTorch's\n", sel, L->steps, model, worst);
