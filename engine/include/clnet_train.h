@@ -312,11 +312,13 @@ cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_
 cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
 /* Makes p, a program built elsewhere with one input (images with a free batch), a classifier
  * program as above: it adds the input "labels" [batch] i32 and, from output `output` (NULL: the
- * first) of shape [batch, classes] taken as logits, the outputs "logits" (unless it is so
- * named), "probabilities", "correct" and the cross-entropy "loss". A model whose output is a
+ * one named "logits", as in a file clnet exported, else the first) of shape [batch, classes]
+ * taken as logits, the outputs "logits" and "probabilities" (each unless the program has it),
+ * "correct" and the cross-entropy "loss". A model whose output is a
  * log-softmax trains the same (softmax of a log-softmax is the softmax); one that ends in a
  * softmax does not (its output is not logits). CN_ERR_INVALID_ARG for another number of
- * inputs or a name the classifier adds already used, CN_ERR_NOT_FOUND for no such output,
+ * inputs, an input "labels", an output "correct" or "loss", or an output "logits" that is not
+ * the one classified, CN_ERR_NOT_FOUND for no such output,
  * CN_ERR_SHAPE for an output of another shape. */
 cn_status cn_program_make_classifier(cn_program *p, const char *output);
 /* Mean loss and count of right predictions over n samples, in batches, on a session of such a

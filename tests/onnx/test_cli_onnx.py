@@ -48,6 +48,10 @@ def test_run_free_batch():
     r = run(["run", m, "--input", x1, "--device", DEVICE])
     ok(r)
     check(r.out.startswith("output [1,10]:"), "printed output: %r" % r.out)
+    r = run(["run", m, "--input", x3, "--device", DEVICE, "--repeat", "3"])
+    ok(r)
+    check(re.search(r"\ntiming: 3 runs after 1 untimed: median [0-9.]+ ms, fastest [0-9.]+ ms", r.out) is not None,
+          "--repeat times the runs", r)
 
 
 @test
@@ -139,6 +143,11 @@ def test_train_eval_onnx():
     ok(e)
     check(number(e.out, "loss ") == val and number(e.out, "accuracy ") == number(r.out, "val_accuracy "),
           "eval with the checkpoint's weights repeats train's validation (%s)" % val, e)
+    tuned = path("tuned.onnx")
+    ok(run(["export", ck, tuned]))
+    e1 = run(["eval", tuned] + common[:4] + common[6:])
+    ok(e1)
+    check(number(e1.out, "loss ") == val, "the exported fine-tuned model evaluates as its checkpoint", e1)
     e0 = run(["eval", m] + common[:4] + common[6:])
     ok(e0)
     check(number(e0.out, "loss ") != val, "the file's own weights are not the trained ones", e0)
@@ -149,6 +158,22 @@ def test_train_eval_onnx():
     fails(run(["train", m, "--text", m, "--limit", "8"]), 1, ["--text"])
     fails(run(["eval", os.path.join(FIX, "gpt", "model.onnx"), "--data", DATA]), 1, ["not an image batch"])
     fails(run(["eval", os.path.join(ROOT, "tests", "fixtures", "old_cnn.ckpt"), "--weights", ck]), 1, ["--weights"])
+
+
+@test
+def test_eval_exported_model_file():
+    """A model file's checkpoint exported to ONNX (NHWC input, every layer's output, logits and
+    probabilities) evaluates as the checkpoint does."""
+    need_data()
+    ckpt, out = os.path.join(ROOT, "tests", "fixtures", "old_cnn.ckpt"), path("old_eval.onnx")
+    ok(run(["export", ckpt, out]))
+    a = run(["eval", ckpt, "--data", DATA, "--limit", "100", "--device", DEVICE])
+    b = run(["eval", out, "--data", DATA, "--limit", "100", "--device", DEVICE])
+    ok(a)
+    ok(b)
+    check("input: 1x28x28 (NHWC)" in b.out, "NHWC input", b)
+    check(number(a.out, "loss ") == number(b.out, "loss ") and number(a.out, "accuracy ") == number(b.out, "accuracy "),
+          "same loss and accuracy: %s vs %s" % (a.out, b.out), b)
 
 
 @test
@@ -166,13 +191,19 @@ def test_eval_onnx_resized_rgb():
     loss = number(r.out, "loss ")
     check(abs(loss - float(want)) <= 1e-4 * float(want) + 5e-5, "loss %s vs PyTorch %s" % (loss, want), r)
     check("(%s correct)" % right in r.out, "PyTorch's %s right predictions" % right, r)
-    t = run(["train", os.path.join(d, "model.onnx"), "--data", DATA, "--limit", "32", "--batch", "8", "--epochs", "1",
-             "--devices", "omp,cl:0", "--lr-schedule", "cosine", "--warmup", "1"])
+    ck, tuned = path("rgb.ckpt"), path("rgb_tuned.onnx")
+    args = ["train", os.path.join(d, "model.onnx"), "--data", DATA, "--limit", "32", "--batch", "8", "--epochs", "1",
+            "--save", ck, "--lr-schedule", "cosine", "--warmup", "1"]
+    t = run(args + ["--devices", "omp,cl:0"])
     if t.rc != 0 and "cl:0" in t.err and "no device" in t.err:
-        t = run(["train", os.path.join(d, "model.onnx"), "--data", DATA, "--limit", "32", "--batch", "8",
-                 "--epochs", "1", "--device", "omp"])
+        t = run(args + ["--device", "omp"])
     ok(t)
     check("epoch 1/1 - loss " in t.out, "trained", t)
+    # its strided, padded convolutions are stored in the checkpoint's program (version 3)
+    ok(run(["export", ck, tuned]))
+    e = run(["eval", tuned, "--data", DATA, "--limit", "32", "--device", "omp"])  # replica 0 validated
+    ok(e)
+    check(number(e.out, "loss ") == number(t.out, "val_loss "), "the exported fine-tuned model evaluates as trained", e)
 
 
 sys.exit(clitest.main())

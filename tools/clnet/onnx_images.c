@@ -45,11 +45,14 @@ int onnx_classifier_load(const char *path, cn_program **out, image_fit *fit) {
     int rc = cn_program_num_inputs(p) == 1 ? read_input(p, path, fit)
                                             : cli_errorf("%s takes %d inputs; clnet train and eval feed image "
                                                          "classifiers with one", path, cn_program_num_inputs(p));
-    int nd = 0;
-    int64_t d[CN_MAX_DIMS];
-    if (rc == EXIT_OK && (st = cn_program_output_info(p, 0, NULL, &nd, d, NULL)) != CN_OK) rc = cli_error(st);
-    if (rc == EXIT_OK && nd == 2) fit->classes = d[1];
     if (rc == EXIT_OK && (st = cn_program_make_classifier(p, NULL)) != CN_OK) rc = cli_error(st);
+    for (int i = 0; rc == EXIT_OK && i < cn_program_num_outputs(p); i++) { /* the classes: the logits' width */
+        const char *name;
+        int nd = 0;
+        int64_t d[CN_MAX_DIMS];
+        if ((st = cn_program_output_info(p, i, &name, &nd, d, NULL)) != CN_OK) rc = cli_error(st);
+        else if (!strcmp(name, "logits")) fit->classes = d[nd - 1];
+    }
     if (rc != EXIT_OK) {
         cn_program_free(p);
         return rc;
