@@ -28,6 +28,7 @@ typedef struct ex {
     int *keep;     /* per template node: computed by an exported output */
     char *oihw;    /* per template node: a conv kernel parameter written as ONNX's OIHW */
     int tmp;
+    int pruned; /* nodes were written that nothing reads (prune_dead) */
     cn_status st;
 } ex;
 
@@ -110,6 +111,12 @@ static char *emit(ex *e, const char *type, int n_in, const char *const *in, cons
         switch (attrs[k].kind) {
         case 1: a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i = 1, a->i = attrs[k].i; break;
         case 2: a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, a->has_f = 1, a->f = attrs[k].f; break;
+        case 4:
+            a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+            a->has_s = 1;
+            a->s.len = strlen(attrs[k].s);
+            a->s.data = (uint8_t *)ar_str(e, attrs[k].s);
+            break;
         case 3:
             a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
             a->n_ints = (size_t)attrs[k].n;
@@ -253,6 +260,18 @@ static int only_use(ex *e, int i) {
     return use;
 }
 
+/* Grouped convolution (program_layers.c): x -> reshape, transpose, reshape (the groups as
+ * images) -> im2col -> reshape [G,rows,KK] -> matmul [G,KK,Fg] -> reshape, transpose,
+ * reshape (back to channels). For that matmul, x's node; else -1. */
+static int group_source(ex *e, int mm) {
+    const cn_graph *g = &e->p->g;
+    static const cn_op chain[4] = {CN_OP_RESHAPE, CN_OP_IM2COL, CN_OP_RESHAPE, CN_OP_TRANSPOSE};
+    int k = g->nodes[mm].in[0];
+    for (int s = 0; s < 4; s++, k = g->nodes[k].in[0])
+        if (g->nodes[k].op != chain[s]) return -1;
+    return g->nodes[k].op == CN_OP_RESHAPE && g->nodes[mm].shape.ndim == 3 ? g->nodes[k].in[0] : -1;
+}
+
 /* A [KH,KW,Cin,Cout] parameter that only a convolution reads (reshaped to the matrix its
  * im2col multiplies): written in ONNX's OIHW under its own name, so that importing the file
  * gives the same parameter back. */
@@ -263,6 +282,11 @@ static int conv_kernel(ex *e, int i) {
     if (r < 0 || g->nodes[r].op != CN_OP_RESHAPE) return 0;
     int m = only_use(e, r);
     if (m >= 0 && g->nodes[m].op == CN_OP_DWCONV && g->nodes[m].in[1] == r) return 2; /* [KH,KW,1,C] */
+    if (m >= 0 && g->nodes[m].op == CN_OP_TRANSPOSE) { /* grouped: [1,KK,G,Fg,1] -> [G,KK,Fg] */
+        int r2 = only_use(e, m), mm = r2 >= 0 ? only_use(e, r2) : -1;
+        return r2 >= 0 && g->nodes[r2].op == CN_OP_RESHAPE && mm >= 0 && g->nodes[mm].op == CN_OP_MATMUL &&
+               g->nodes[mm].in[1] == r2 && group_source(e, mm) >= 0;
+    }
     return m >= 0 && g->nodes[m].op == CN_OP_MATMUL && g->nodes[m].in[1] == r && !g->nodes[m].p.trans_a &&
            !g->nodes[m].p.trans_b && g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
 }
@@ -312,6 +336,31 @@ static char *channels_second(ex *e, const char *x, int nd, const char *type, int
     for (int k = 1; k < n_in && k < 8; k++) in[k] = extra[k - 1];
     char *y = emit(e, type, n_in, in, NULL, attrs);
     return nd > 2 ? transpose(e, y, nd, back) : y;
+}
+
+/* A grouped convolution (group_source's chain) as one Conv with group G; im2col is node i,
+ * mm the matmul. The nodes of the chain are named "" (not written); the ones before the
+ * im2col were written already and nothing reads them (pruned at the end). */
+static cn_status grouped_conv(ex *e, int i, int mm) {
+    const cn_graph *g = &e->p->g;
+    int x = mm >= 0 && g->nodes[mm].op == CN_OP_MATMUL ? group_source(e, mm) : -1;
+    int r4 = x >= 0 ? only_use(e, mm) : -1, t2 = r4 >= 0 ? only_use(e, r4) : -1, r5 = t2 >= 0 ? only_use(e, t2) : -1;
+    if (r5 < 0 || g->nodes[r4].op != CN_OP_RESHAPE || g->nodes[t2].op != CN_OP_TRANSPOSE || g->nodes[r5].op != CN_OP_RESHAPE)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: an im2col that is not a convolution's", i);
+    int w = g->nodes[mm].in[1];
+    for (int s = 0; s < 3; s++) w = g->nodes[w].in[0];
+    const char *wt = e->oihw[w] ? e->name[w] : NULL;
+    if (!wt) return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: a grouped convolution whose kernel is computed", i);
+    int64_t v[5][4];
+    attr_spec a[6];
+    conv_attrs(&g->nodes[i].p, g->nodes[mm].shape.d[0], v, a);
+    const char *extra[1] = {wt};
+    char *y = channels_second(e, e->name[x], 4, "Conv", 2, extra, a);
+    int skip[5] = {i, g->nodes[mm].in[0], mm, r4, t2};
+    for (int k = 0; k < 5; k++) e->name[skip[k]] = ar_str(e, "");
+    e->name[r5] = y;
+    e->pruned = 1;
+    return y ? CN_OK : e->st;
 }
 
 static cn_status node(ex *e, int i, cn_session *s) {
@@ -365,7 +414,8 @@ static cn_status node(ex *e, int i, cn_session *s) {
         }
         break;
     case CN_OP_RESHAPE:
-        if (e->oihw[n->in[0]]) { /* the kernel's matrix view: the Conv reads the kernel itself */
+        /* the kernel's matrix view (or its grouped form): the Conv reads the kernel itself */
+        if (e->oihw[n->in[0]] || (x && !*x)) {
             y = ar_str(e, "");
             break;
         }
@@ -436,18 +486,55 @@ static cn_status node(ex *e, int i, cn_session *s) {
     }
     case CN_OP_EXPAND: y = emit2(e, "Expand", x, const_i64(e, sh->ndim, sh->d)); break;
     case CN_OP_TRANSPOSE: {
+        if (!*x) { /* of a grouped kernel written as OIHW */
+            y = ar_str(e, "");
+            break;
+        }
         int perm[CN_MAX_DIMS];
         for (int k = 0; k < sh->ndim; k++) perm[k] = n->p.perm[k];
         y = transpose(e, x, sh->ndim, perm);
         break;
     }
     case CN_OP_MAXPOOL: case CN_OP_AVGPOOL: {
-        if (n->p.ph || n->p.pw) return cn_errorf(CN_ERR_UNSUPPORTED, "node %d (%s): padded pooling", i, cn_op_name(n->op));
         int64_t k[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw};
-        char *t = transpose(e, x, 4, (int[]){0, 3, 1, 2});
-        attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AEND};
-        t = emit1(e, n->op == CN_OP_MAXPOOL ? "MaxPool" : "AveragePool", t, a);
-        y = transpose(e, t, 4, (int[]){0, 2, 3, 1});
+        int64_t pads[4] = {n->p.ph, n->p.pw, n->p.ph + n->p.ph_extra, n->p.pw + n->p.pw_extra};
+        attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AS("pads", 4, pads), AI("ceil_mode", n->p.ceil_mode),
+                         n->op == CN_OP_AVGPOOL ? AI("count_include_pad", !n->p.exclude_pad) : AEND, AEND};
+        y = channels_second(e, x, 4, n->op == CN_OP_MAXPOOL ? "MaxPool" : "AveragePool", 1, NULL, a);
+        break;
+    }
+    case CN_OP_CONCAT: {
+        const char *in[2] = {x, in_name(e, n, 1)};
+        y = emit(e, "Concat", 2, in, NULL, (attr_spec[]){AI("axis", n->p.axis), AEND});
+        break;
+    }
+    case CN_OP_PAD: { /* negative amounts crop: a Slice, then a Pad for the positive ones */
+        const cn_shape *xs = &p->g.nodes[n->in[0]].shape;
+        int ax = n->p.axis, nd = xs->ndim;
+        int64_t b = n->p.before, a = n->p.after;
+        y = (char *)x;
+        if (b < 0 || a < 0) {
+            int64_t s0 = b < 0 ? -b : 0, e0 = xs->d[ax] - (a < 0 ? -a : 0), axis = ax;
+            const char *in[4] = {y, const_i64(e, 1, &s0), const_i64(e, 1, &e0), const_i64(e, 1, &axis)};
+            y = emit(e, "Slice", 4, in, NULL, NULL);
+        }
+        if (b > 0 || a > 0) {
+            int64_t pads[2 * CN_MAX_DIMS] = {0};
+            pads[ax] = b > 0 ? b : 0, pads[nd + ax] = a > 0 ? a : 0;
+            const char *in[3] = {y, const_i64(e, 2 * nd, pads), scalar(e, n->p.fill)};
+            attr_spec md[] = {{"mode", 4, 0, 0, 0, NULL, n->p.variant ? "reflect" : "constant"}, AEND};
+            y = emit(e, "Pad", n->p.variant ? 2 : 3, in, NULL, md);
+        }
+        if (y == x) y = emit1(e, "Identity", x, NULL);
+        break;
+    }
+    case CN_OP_UPSAMPLE: { /* Resize of the NCHW view: nearest is floor(out / factor), bilinear half_pixel */
+        float sc[4] = {1.0f, 1.0f, (float)n->p.sh, (float)n->p.sw};
+        const char *extra[2] = {"", const_f32(e, 1, (int64_t[]){4}, sc)};
+        attr_spec a[] = {{"mode", 4, 0, 0, 0, NULL, n->p.variant ? "linear" : "nearest"},
+                         {"coordinate_transformation_mode", 4, 0, 0, 0, NULL, n->p.variant ? "half_pixel" : "asymmetric"},
+                         {"nearest_mode", 4, 0, 0, 0, NULL, "floor"}, AEND};
+        y = channels_second(e, x, 4, "Resize", 3, extra, a);
         break;
     }
     case CN_OP_BATCHNORM: {
@@ -516,6 +603,7 @@ static cn_status node(ex *e, int i, cn_session *s) {
         for (int j = i + 1; j < p->g.n; j++)
             for (int k = 0; k < p->g.nodes[j].n_in; k++)
                 if (p->g.nodes[j].in[k] == i && e->keep[j]) uses++, mm = j;
+        if (uses == 1 && p->g.nodes[mm].op == CN_OP_RESHAPE) return grouped_conv(e, i, only_use(e, mm));
         const cn_node *m = mm >= 0 ? &p->g.nodes[mm] : NULL;
         const cn_node *wr = m && m->op == CN_OP_MATMUL && m->in[0] == i && !m->p.trans_a && !m->p.trans_b
                                 ? &p->g.nodes[m->in[1]] : NULL;
@@ -590,6 +678,24 @@ static cn_status node(ex *e, int i, cn_session *s) {
     if (!y) return e->st != CN_OK ? e->st : cn_errorf(CN_ERR_OUT_OF_MEMORY, "exporting ONNX");
     if (!e->name[i]) e->name[i] = y;
     return CN_OK;
+}
+
+/* Drops the nodes whose output no kept node and no graph output reads (written before a
+ * pattern was recognised that replaces them: a grouped convolution's regrouping). */
+static void prune_dead(ex *e, Onnx__ValueInfoProto **outs, size_t n_out) {
+    char *keep = calloc(e->n_nodes + 1, 1);
+    if (!keep) return; /* dead nodes are still a valid file */
+    for (size_t j = e->n_nodes; j-- > 0;) {
+        const char *o = e->nodes[j]->output[0];
+        for (size_t k = 0; k < n_out && !keep[j]; k++) keep[j] = !strcmp(outs[k]->name, o);
+        for (size_t k = j + 1; k < e->n_nodes && !keep[j]; k++)
+            for (size_t q = 0; keep[k] && q < e->nodes[k]->n_input && !keep[j]; q++) keep[j] = !strcmp(e->nodes[k]->input[q], o);
+    }
+    size_t w = 0;
+    for (size_t j = 0; j < e->n_nodes; j++)
+        if (keep[j]) e->nodes[w++] = e->nodes[j];
+    e->n_nodes = w;
+    free(keep);
 }
 
 /* batch: the first dim is symbolic, named dim0 ("batch" for inputs; an output's first dim may
@@ -668,6 +774,7 @@ cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opse
         outs[n_out++] = value_info(&e, p->outputs[k].name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &p->g.nodes[id].shape,
                                    any_batch, "rows");
     }
+    if (st == CN_OK && e.pruned) prune_dead(&e, outs, n_out);
     if (st == CN_OK && !n_out) st = cn_errorf(CN_ERR_INVALID_ARG, "cn_program_to_onnx: the program has no output that needs no labels");
     if (st == CN_OK && e.st != CN_OK) st = e.st;
     if (st == CN_OK) {

@@ -133,7 +133,7 @@ static cn_status reduce(ox_ctx *c, const Onnx__NodeProto *n, int mean) {
     if (mean && last && keep && (x->pat == PAT_SQ)) return set_part(c, n, x, CN_INVALID_VALUE, PAT_VAR, x->px, -1, 0);
     if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
     if (x->is_const) return ox_unsupported("a constant input");
-    if (na < 0) {
+    if (na <= 0) { /* no axes, or an empty axes tensor: every axis (ReduceSum-13 and later) */
         if (ox_attr_i(n, "noop_with_empty_axes", 0)) return ox_set_like(c, n, 0, x->v, x);
         na = x->ndim;
         for (int k = 0; k < na; k++) axes[k] = k;

@@ -212,6 +212,7 @@ typedef struct op_table {
 } op_table;
 static const op_table tables[] = {{cn_onnx_ops, &cn_onnx_n_ops},
                                   {cn_onnx_image_ops, &cn_onnx_n_image_ops},
+                                  {cn_onnx_join_ops, &cn_onnx_n_join_ops},
                                   {cn_onnx_shape_ops, &cn_onnx_n_shape_ops},
                                   {cn_onnx_fuse_ops, &cn_onnx_n_fuse_ops}};
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))

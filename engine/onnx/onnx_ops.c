@@ -219,6 +219,16 @@ static int same_shape(const ox_val *a, const ox_val *b) {
     return 1;
 }
 
+/* y holds one value per image and channel of x: x's rank, the batch dim and the channel dim
+ * (1 of an NHWC image, else the last) as x's, every other dim 1. */
+static int per_channel(const ox_val *x, const ox_val *y) {
+    int nd = x->ndim, k = x->nhwc ? 1 : nd - 1;
+    if (nd < 3 || y->ndim != nd || y->bdim != x->bdim || (x->bdim != 0 && x->bdim != -1)) return 0;
+    for (int i = 0; i < nd; i++)
+        if (y->d[i] != (i == 0 || i == k ? x->d[i] : 1)) return 0;
+    return !y->nhwc || x->nhwc;
+}
+
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     NEED(a, 0);
     NEED(b, 1);
@@ -245,6 +255,14 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     } else if (same_shape(x, y) && x->nhwc == y->nhwc) {
         nhwc = x->nhwc;
         xv = x->v, yv = y->v;
+    } else if (per_channel(x, y) && (kind == B_ADD || kind == B_MUL || (kind == B_SUB && !swap))) {
+        /* y [N,C,1,1] onto an image (squeeze-and-excitation), or [N,1,...,C] onto a value whose
+         * channels are last: [N,C] in memory either way */
+        int k = x->nhwc ? 1 : nd - 1;
+        cn_value sv = cn_op_reshape(P, y->v, 2, (const int64_t[]){y->bdim == 0 ? -1 : y->d[0], y->d[k]});
+        if (kind == B_SUB) sv = cn_op_scale(P, sv, -1.0f, 0.0f);
+        r = kind == B_MUL ? cn_op_channel_mul(P, x->v, sv) : cn_op_channel_add(P, x->v, sv);
+        return ox_set_like(c, n, 0, r, x);
     } else {
         xv = ox_logical(c, x);
         yv = ox_logical(c, y);

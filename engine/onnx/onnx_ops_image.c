@@ -19,20 +19,32 @@ typedef struct win {
     int64_t k[2], s[2], d[2], pad[4];
 } win;
 
-static cn_status window_attrs(const Onnx__NodeProto *n, const ox_val *x, int64_t kh, int64_t kw, win *w) {
-    if (x->ndim != 4) return ox_unsupported("%d-D input (only 2-D images [N,C,H,W])", x->ndim);
+/* An ints attribute of a 2-D window op (per = 1: one entry per spatial dim; 2: pads, two),
+ * or of a 1-D one, which runs as 2-D with a height of 1 (its entries go to the width). */
+static cn_status spatial_ints(const Onnx__NodeProto *n, const char *name, int one_d, int per, int64_t *out) {
+    const Onnx__AttributeProto *a = ox_attr(n, name);
+    if (!a) return CN_OK;
+    size_t want = (size_t)(one_d ? 1 : 2) * (size_t)per;
+    if (a->n_ints != want)
+        return ox_unsupported("%s of %zu entries for a %s window (1-D and 2-D windows only)", name, a->n_ints,
+                              one_d ? "1-D" : "2-D");
+    if (!one_d) memcpy(out, a->ints, want * sizeof *out);
+    else if (per == 1) out[1] = a->ints[0];
+    else out[1] = a->ints[0], out[3] = a->ints[1];
+    return CN_OK;
+}
+
+/* x: the image (a 1-D op's input viewed as [N,C,1,L], one_d set). */
+static cn_status window_attrs(const Onnx__NodeProto *n, const ox_val *x, int one_d, int64_t kh, int64_t kw, win *w) {
+    if (x->ndim != 4) return ox_unsupported("%d-D input (1-D [N,C,L] and 2-D [N,C,H,W] windows only)", x->ndim);
     const Onnx__AttributeProto *a;
+    cn_status st;
     w->k[0] = kh, w->k[1] = kw;
     w->s[0] = w->s[1] = w->d[0] = w->d[1] = 1;
     memset(w->pad, 0, sizeof w->pad);
-    if ((a = ox_attr(n, "kernel_shape")) && a->n_ints != 2) return ox_unsupported("kernel_shape of %zu entries (2-D only)", a->n_ints);
-    if (a) w->k[0] = a->ints[0], w->k[1] = a->ints[1];
-    if ((a = ox_attr(n, "strides")) && a->n_ints != 2) return ox_unsupported("strides of %zu entries (2-D only)", a->n_ints);
-    if (a) w->s[0] = a->ints[0], w->s[1] = a->ints[1];
-    if ((a = ox_attr(n, "dilations")) && a->n_ints != 2) return ox_unsupported("dilations of %zu entries (2-D only)", a->n_ints);
-    if (a) w->d[0] = a->ints[0], w->d[1] = a->ints[1];
-    if ((a = ox_attr(n, "pads")) && a->n_ints != 4) return ox_unsupported("pads of %zu entries (2-D only)", a->n_ints);
-    if (a) memcpy(w->pad, a->ints, sizeof w->pad);
+    if ((st = spatial_ints(n, "kernel_shape", one_d, 1, w->k)) != CN_OK || (st = spatial_ints(n, "strides", one_d, 1, w->s)) != CN_OK ||
+        (st = spatial_ints(n, "dilations", one_d, 1, w->d)) != CN_OK || (st = spatial_ints(n, "pads", one_d, 2, w->pad)) != CN_OK)
+        return st;
     for (int i = 0; i < 2; i++)
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->k[i] > 65536 || w->s[i] > 65536 || w->d[i] > 65536)
             return cn_errorf(CN_ERR_SHAPE, "kernel %lldx%lld, strides %lldx%lld, dilations %lldx%lld", (long long)w->k[0],
@@ -95,16 +107,44 @@ static cn_value weights(ox_ctx *c, ox_val *w, const char *key, const int perm[4]
     return v;
 }
 
+/* A 3-D [N,C,L] value (an input or a weight) as the image [N,C,1,L]: 1-D windows run as 2-D
+ * ones of height 1. A constant shares x's data. */
+static ox_val as_image(ox_ctx *c, const ox_val *x) {
+    ox_val v = *x;
+    v.ndim = 4, v.d[3] = x->d[2], v.d[2] = 1;
+    v.nhwc = 0, v.pat = 0, v.alt = CN_INVALID_VALUE;
+    if (x->is_const) {
+        v.c.ndim = 4, v.c.d[3] = x->c.d[2], v.c.d[2] = 1;
+    } else {
+        v.v = cn_op_reshape(P, ox_logical(c, (ox_val *)x), 4, (const int64_t[]){x->bdim == 0 ? -1 : x->d[0], x->d[1], 1, x->d[2]});
+    }
+    return v;
+}
+
+/* A window op's NHWC result y as output 0: an image, or for a 1-D op [N,C,L] again. */
+static cn_status image_out(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x, cn_value y, int one_d) {
+    int nd;
+    int64_t s[CN_MAX_DIMS];
+    cn_dtype dt;
+    if (!one_d || y == CN_INVALID_VALUE || cn_value_shape(P, y, &nd, s, &dt) != CN_OK) return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
+    y = cn_op_reshape(P, y, 3, (const int64_t[]){x->bdim == 0 ? -1 : s[0], s[2], s[3]});
+    return ox_set_dyn(c, n, 0, cn_op_transpose(P, y, (const int[]){0, 2, 1}), 0, x->bdim, 3);
+}
+
 static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed) {
     NEED(x, 0);
     NEED(w, 1);
     ox_val *b = ox_in(c, n, 2);
-    if (w->ndim != 4 || (w->is_const && w->c.dt != OX_F32) || w->is_int) return ox_unsupported("weights that are not 4-D float values");
+    int one_d = x->ndim == 3 && w->ndim == 3;
+    if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
+        return ox_unsupported("%d-D weights (1-D and 2-D convolutions of float weights only)", w->ndim);
     if (x->is_const) return ox_unsupported("a constant image");
+    ox_val x4, w4, *w_file = w;
+    if (one_d) x4 = as_image(c, x), w4 = as_image(c, w), x = &x4, w = &w4;
     int64_t g = ox_attr_i(n, "group", 1);
     if (g < 1 || g > x->d[1]) return cn_errorf(CN_ERR_SHAPE, "group %lld for %lld channels", (long long)g, (long long)x->d[1]);
     win wn;
-    cn_status st = window_attrs(n, x, w->d[2], w->d[3], &wn);
+    cn_status st = window_attrs(n, x, one_d, w->d[2], w->d[3], &wn);
     if (st != CN_OK) return st;
     if (wn.k[0] != w->d[2] || wn.k[1] != w->d[3]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
     int64_t co = transposed ? w->d[1] * g : w->d[0];
@@ -119,24 +159,30 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
             return cn_errorf(CN_ERR_SHAPE, "the input has %lld channels, the weights expect %lld x group %lld",
                              (long long)x->d[1], (long long)w->d[1], (long long)g);
         /* OIHW -> [KH,KW,Cin/groups,Cout] */
-        y = cn_op_conv2d_ex(P, ox_nhwc(c, x), weights(c, w, "hwio", (const int[]){2, 3, 1, 0}), bv, &o);
-        return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
+        cn_value wv = weights(c, w, "hwio", (const int[]){2, 3, 1, 0});
+        if (one_d) w_file->v = w4.v, memcpy(w_file->vkey, w4.vkey, sizeof w4.vkey);
+        y = cn_op_conv2d_ex(P, ox_nhwc(c, x), wv, bv, &o);
+        return image_out(c, n, x, y, one_d);
     }
     if (x->d[1] != w->d[0]) return cn_errorf(CN_ERR_SHAPE, "the input has %lld channels, the weights expect %lld", (long long)x->d[1], (long long)w->d[0]);
     const Onnx__AttributeProto *a;
-    if ((a = ox_attr(n, "output_padding"))) {
-        if (a->n_ints != 2) return ox_unsupported("output_padding of %zu entries", a->n_ints);
-        o.out_pad_h = (int)a->ints[0], o.out_pad_w = (int)a->ints[1];
-    }
+    int64_t op2[2] = {0, 0};
+    if ((st = spatial_ints(n, "output_padding", one_d, 1, op2)) != CN_OK) return st;
+    o.out_pad_h = (int)op2[0], o.out_pad_w = (int)op2[1];
     if ((a = ox_attr(n, "output_shape"))) {
         /* the pads that give this size (ONNX: the odd one at the end unless SAME_LOWER) */
-        if (a->n_ints != 2 && a->n_ints != 4) return ox_unsupported("output_shape of %zu entries", a->n_ints);
-        const int64_t *os = a->ints + a->n_ints - 2;
+        int64_t os[2] = {1, 1};
+        if ((st = spatial_ints(n, "output_shape", one_d, 1, os)) != CN_OK) return st;
         int lower = str_is(ox_attr(n, "auto_pad"), "SAME_LOWER");
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - os[i];
-            if (total < 0) return ox_unsupported("an output_shape larger than the full transposed convolution");
+            if (total < 0) { /* larger than the full output: the extra rows are output padding */
+                if (-total >= wn.s[i] || (i ? o.out_pad_w : o.out_pad_h))
+                    return ox_unsupported("an output_shape %lld larger than the full transposed convolution", (long long)os[i]);
+                *(i ? &o.out_pad_w : &o.out_pad_h) = (int)-total;
+                total = 0;
+            }
             int64_t small = total / 2, big = total - small;
             int64_t before = lower ? big : small, after = lower ? small : big;
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
@@ -155,8 +201,10 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
         }
     }
     /* [Cin, Cout/groups, KH, KW] -> [Cin, KH, KW, Cout/groups] */
-    y = cn_op_conv2d_transpose(P, ox_nhwc(c, x), weights(c, w, "ihwo", (const int[]){0, 2, 3, 1}), bv, &o);
-    return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
+    cn_value wv = weights(c, w, "ihwo", (const int[]){0, 2, 3, 1});
+    if (one_d) w_file->v = w4.v, memcpy(w_file->vkey, w4.vkey, sizeof w4.vkey);
+    y = cn_op_conv2d_transpose(P, ox_nhwc(c, x), wv, bv, &o);
+    return image_out(c, n, x, y, one_d);
 }
 static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 0); }
 static cn_status h_conv_transpose(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 1); }
@@ -167,9 +215,12 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     if (n->n_output > 1 && *n->output[1]) return ox_unsupported("the Indices output");
     if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
     const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
-    if (!ks || ks->n_ints != 2) return ox_unsupported("kernel_shape must have 2 entries (2-D pooling)");
+    int one_d = x->ndim == 3;
+    if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D or 2-D pool needed");
+    ox_val x4;
+    if (one_d) x4 = as_image(c, x), x = &x4;
     win wn;
-    cn_status st = window_attrs(n, x, ks->ints[0], ks->ints[1], &wn);
+    cn_status st = window_attrs(n, x, one_d, 1, 1, &wn);
     if (st != CN_OK) return st;
     if (wn.d[0] != 1 || wn.d[1] != 1) return ox_unsupported("dilated pooling");
     /* clnet's pools clip every window to the image and its padding; a window that lies wholly
@@ -183,7 +234,7 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     wp.ph_extra = (int)(wn.pad[2] - wn.pad[0]), wp.pw_extra = (int)(wn.pad[3] - wn.pad[1]);
     wp.ceil_mode = ox_attr_i(n, "ceil_mode", 0) != 0;
     if (op == CN_OP_AVGPOOL) wp.exclude_pad = ox_attr_i(n, "count_include_pad", 0) == 0;
-    return ox_set_dyn(c, n, 0, cn_prog_op(P, op, 1, (cn_value[]){ox_nhwc(c, x)}, &wp), 1, x->bdim, 4);
+    return image_out(c, n, x, cn_prog_op(P, op, 1, (cn_value[]){ox_nhwc(c, x)}, &wp), one_d);
 }
 static cn_status h_maxpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_MAXPOOL); }
 static cn_status h_avgpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_AVGPOOL); }
@@ -230,10 +281,32 @@ void cn_onnx_bn_split(const char *running, char *mean, char *var, size_t cap) {
     }
 }
 
+/* x with its channels (dim 1) last, as clnet's batch norm takes them: NHWC for an image, a
+ * transpose for [N,C,L] or [N,C,D,H,W]; channels_back gives the result x's layout again. */
+static cn_value channels_last(ox_ctx *c, ox_val *x) {
+    if (x->ndim == 4) return ox_nhwc(c, x);
+    cn_value v = ox_logical(c, x);
+    if (x->ndim == 2) return v;
+    int perm[CN_MAX_DIMS];
+    perm[0] = 0, perm[x->ndim - 1] = 1;
+    for (int k = 1; k < x->ndim - 1; k++) perm[k] = k + 1;
+    return cn_op_transpose(P, v, perm);
+}
+
+static cn_status channels_back(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cn_value y) {
+    if (x->ndim != 2 && x->ndim != 4) {
+        int perm[CN_MAX_DIMS];
+        perm[0] = 0, perm[1] = x->ndim - 1;
+        for (int k = 2; k < x->ndim; k++) perm[k] = k - 1;
+        y = cn_op_transpose(P, y, perm);
+    }
+    return ox_set_dyn(c, n, 0, y, x->ndim == 4, x->bdim, x->ndim);
+}
+
 /* scale, B, mean or var that are not constants (graph inputs, say): inference only, as
  * arithmetic, 1/sqrt(var + eps) written exp(-log(var + eps) / 2). */
 static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val **t, float eps) {
-    cn_value xv = x->ndim == 4 ? ox_nhwc(c, x) : ox_logical(c, x);
+    cn_value xv = channels_last(c, x);
     int64_t C = x->d[1];
     cn_value v[4];
     for (int k = 0; k < 4; k++) {
@@ -242,7 +315,7 @@ static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val
     }
     cn_value inv = cn_op_exp(P, cn_op_scale(P, cn_op_log(P, cn_op_scale(P, v[3], 1.0f, eps)), -0.5f, 0.0f));
     cn_value y = cn_op_mul(P, cn_op_sub(P, xv, v[2]), cn_op_mul(P, inv, v[0]));
-    return ox_set_dyn(c, n, 0, cn_op_add(P, y, v[1]), x->ndim == 4, x->bdim, x->ndim);
+    return channels_back(c, n, x, cn_op_add(P, y, v[1]));
 }
 
 static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -256,10 +329,13 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
         return ox_unsupported("training_mode=1 (batch statistics in the file's graph itself; clnet's training sessions "
                               "use batch statistics for an imported BatchNormalization in inference mode)");
     if (c->opset < 9 && !ox_attr_i(n, "spatial", 1)) return ox_unsupported("spatial=0");
+    if (c->opset < 7 && !ox_attr_i(n, "is_test", 0))
+        return ox_unsupported("is_test=0 (batch statistics in the file's graph itself; clnet's training sessions use "
+                              "batch statistics for an imported BatchNormalization with is_test=1)");
     for (size_t k = 1; k < n->n_output; k++)
         if (*n->output[k]) return ox_unsupported("the running_mean, running_var and saved outputs (training_mode=0 has none)");
     if (x->is_const) return ox_unsupported("a constant input");
-    if (x->ndim != 2 && x->ndim != 4) return ox_unsupported("a %d-D input (only [N,C] and [N,C,H,W])", x->ndim);
+    if (x->ndim < 2) return ox_unsupported("a %d-D input (at least [N,C])", x->ndim);
     if (x->bdim > 0) return ox_unsupported("a batch dim after the channels");
     int64_t C = x->d[1];
     for (int k = 0; k < 4; k++) {
@@ -283,8 +359,8 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     cn_value rv = cn_param_data(P, name, 2, (const int64_t[]){2, C}, run);
     free(run);
     cn_value g = ox_const_value(c, t[0], "", 1, &C, t[0]->c.f), b = ox_const_value(c, t[1], "", 1, &C, t[1]->c.f);
-    cn_value xv = x->ndim == 4 ? ox_nhwc(c, x) : ox_logical(c, x);
-    return ox_set_dyn(c, n, 0, cn_op_batch_norm(P, xv, g, b, rv, momentum, eps), x->ndim == 4, x->bdim, x->ndim);
+    cn_value y = cn_op_batch_norm(P, channels_last(c, x), g, b, rv, momentum, eps);
+    return channels_back(c, n, x, y);
 }
 
 /* ---- resampling ---- */
@@ -393,6 +469,7 @@ static cn_status h_upsample(ox_ctx *c, const Onnx__NodeProto *n) {
 static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant input");
+    if (x->is_int) return ox_unsupported("an integer input (clnet pads float values)");
     const Onnx__AttributeProto *m = ox_attr(n, "mode");
     int reflect = str_is(m, "reflect");
     if (m && !reflect && !str_is(m, "constant"))
@@ -438,10 +515,12 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         if (a < 0 || a >= nd) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)axes[k], nd);
         int64_t before = pads[k], after = pads[na + k];
         if (!before && !after) continue;
-        if (a == x->bdim || (a == 0 && x->bdim < 0)) return ox_unsupported("padding the first (batch) axis");
+        if (a == x->bdim) return ox_unsupported("padding the batch axis");
         if (before > 65536 || after > 65536 || before < -65536 || after < -65536) return cn_errorf(CN_ERR_SHAPE, "pads %lld, %lld", (long long)before, (long long)after);
         int pa = x->nhwc ? phys_of[a] : (int)a;
-        v = cn_op_pad(P, v, pa, (int)before, (int)after, reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT, value);
+        cn_pad_mode pm = reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT;
+        if (pa) v = cn_op_pad(P, v, pa, (int)before, (int)after, pm, value);
+        else v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v), 1, (int)before, (int)after, pm, value));
     }
     return ox_set_like(c, n, 0, v, x);
 }
@@ -453,7 +532,7 @@ const ox_op cn_onnx_image_ops[] = {
     {"AveragePool", 1, h_avgpool},
     {"GlobalAveragePool", 1, h_global_avgpool},
     {"GlobalMaxPool", 1, h_global_maxpool},
-    {"BatchNormalization", 7, h_batch_norm},
+    {"BatchNormalization", 1, h_batch_norm},
     {"Resize", 10, h_resize},
     {"Upsample", 7, h_upsample},
     {"Pad", 2, h_pad},
