@@ -110,29 +110,25 @@ static int storable(const cn_op_params *p) {
     return memcmp(&q, p, sizeof q) == 0;
 }
 
-/* 1 when p sets a member that only version 2 stores; needs_v3: that only version 3 stores. */
-static int needs_v2(const cn_op_params *p) {
-    int any = 0;
-#define V_I(f) any |= p->f != 0;
-    PARAM_FIELDS_V2(V_I, V_I)
-#undef V_I
-    return any;
-}
-static int needs_v3(const cn_op_params *p) {
-    int any = 0;
-#define V_I(f) any |= p->f != 0;
-    PARAM_FIELDS_V3(V_I, V_I)
-#undef V_I
-    return any;
+/* The lowest section version that stores every member p sets. */
+static int version_needed(const cn_op_params *p) {
+    int v2 = 0, v3 = 0;
+#define V2(f) v2 |= p->f != 0;
+#define V3(f) v3 |= p->f != 0;
+    PARAM_FIELDS_V2(V2, V2)
+    PARAM_FIELDS_V3(V3, V3)
+#undef V2
+#undef V3
+    return v3 ? 3 : v2 ? 2 : 1;
 }
 
 cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
     words b = {0};
     int version = 1;
-    for (int i = 0; i < p->g.n; i++)
-        if (needs_v2(&p->g.nodes[i].p) && version < 2) version = 2;
-    for (int i = 0; i < p->g.n; i++)
-        if (needs_v3(&p->g.nodes[i].p)) version = 3;
+    for (int i = 0; i < p->g.n; i++) {
+        int v = version_needed(&p->g.nodes[i].p);
+        if (v > version) version = v;
+    }
     put(&b, PROG_MAGIC), put(&b, version);
     put_64(&b, (int64_t)p->seed), put(&b, (int32_t)p->next_salt), put(&b, p->loss);
     put(&b, p->g.n);
@@ -416,12 +412,16 @@ static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
     int64_t after_params = r->at;
     r->at = nodes_at;
     for (int i = 0; i < n_nodes && st == CN_OK; i++) st = replay_node(p, r, i, c, sp, n_sp, &next);
-    int used_v2 = 0, used_v3 = 0;
-    for (int i = 0; i < p->g.n && st == CN_OK; i++)
-        used_v2 |= needs_v2(&p->g.nodes[i].p), used_v3 |= needs_v3(&p->g.nodes[i].p);
-    if (st == CN_OK && version == 2 && (!used_v2 || used_v3))
-        st = bad(r, -1, "version 2 without a parameter that needs it");
-    if (st == CN_OK && version == 3 && !used_v3) st = bad(r, -1, "version 3 without a parameter that needs it");
+    int used = 1; /* a section is written in the lowest version that holds it: one encoding */
+    for (int i = 0; i < p->g.n && st == CN_OK; i++) {
+        int v = version_needed(&p->g.nodes[i].p);
+        if (v > used) used = v;
+    }
+    if (st == CN_OK && version > 1 && used != version) {
+        char what[96];
+        snprintf(what, sizeof what, "version %d without a parameter that needs it", version);
+        st = bad(r, -1, what);
+    }
     if (st == CN_OK && next != n_sp) st = bad(r, -1, "a parameter record that names no parameter leaf");
     free(sp);
     CN_TRY(st);
