@@ -287,8 +287,11 @@ static int conv_kernel(ex *e, int i) {
         return r2 >= 0 && g->nodes[r2].op == CN_OP_RESHAPE && mm >= 0 && g->nodes[mm].op == CN_OP_MATMUL &&
                g->nodes[mm].in[1] == r2 && group_source(e, mm) >= 0;
     }
-    return m >= 0 && g->nodes[m].op == CN_OP_MATMUL && g->nodes[m].in[1] == r && !g->nodes[m].p.trans_a &&
-           !g->nodes[m].p.trans_b && g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
+    if (m < 0 || g->nodes[m].op != CN_OP_MATMUL || g->nodes[m].in[1] != r || g->nodes[m].p.trans_a || g->nodes[m].p.trans_b)
+        return 0;
+    int c2 = only_use(e, m); /* transposed: [Cin,KH,KW,Cout] -> ConvTranspose's [Cin,Cout,KH,KW] */
+    if (c2 >= 0 && g->nodes[c2].op == CN_OP_COL2IM && g->nodes[g->nodes[m].in[0]].op == CN_OP_RESHAPE) return 4;
+    return g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
 }
 
 /* Conv's attributes from a window's parameters (per-side pads, dilations); group 0: none. */
@@ -381,19 +384,25 @@ static cn_status node(ex *e, int i, cn_session *s) {
             float *w = malloc((size_t)numel * sizeof *w);
             if (!w) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
             cn_status st = s ? cn_session_get_param(s, n->name, w, (size_t)numel * sizeof *w) : cn_prog_param_init(p, pi, w);
-            if (st == CN_OK && conv_kernel(e, i)) {
-                /* [KH,KW,Cin,Cout] -> [Cout,Cin,KH,KW]; depthwise [KH,KW,1,C] -> [C,1,KH,KW] alike */
+            int kind = st == CN_OK ? conv_kernel(e, i) : 0;
+            if (kind) {
+                /* [KH,KW,Cin,Cout] -> [Cout,Cin,KH,KW]; depthwise [KH,KW,1,C] -> [C,1,KH,KW] alike;
+                 * transposed (kind 4) [Cin,KH,KW,Cout] -> [Cin,Cout,KH,KW] */
                 int64_t kh = sh->d[0], kw = sh->d[1], ci = sh->d[2], co = sh->d[3];
+                if (kind == 4) kh = sh->d[1], kw = sh->d[2], ci = sh->d[0];
                 float *t = malloc((size_t)numel * sizeof *t);
                 if (!t) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
                 for (int64_t a = 0; t && a < kh; a++)
                     for (int64_t b = 0; b < kw; b++)
                         for (int64_t c = 0; c < ci; c++)
-                            for (int64_t o = 0; o < co; o++)
-                                t[((o * ci + c) * kh + a) * kw + b] = w[((a * kw + b) * ci + c) * co + o];
+                            for (int64_t o = 0; o < co; o++) {
+                                if (kind == 4) t[((c * co + o) * kh + a) * kw + b] = w[((c * kh + a) * kw + b) * co + o];
+                                else t[((o * ci + c) * kh + a) * kw + b] = w[((a * kw + b) * ci + c) * co + o];
+                            }
                 if (t) {
-                    tensor(e, n->name, 4, (int64_t[]){co, ci, kh, kw}, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, t,
-                           (size_t)numel * sizeof *t);
+                    int64_t od[4] = {co, ci, kh, kw};
+                    if (kind == 4) od[0] = ci, od[1] = co;
+                    tensor(e, n->name, 4, od, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, t, (size_t)numel * sizeof *t);
                     e->oihw[i] = 1;
                 }
                 free(t);
@@ -423,6 +432,10 @@ static cn_status node(ex *e, int i, cn_session *s) {
         break;
     case CN_OP_MATMUL: {
         const char *a = x, *b = in_name(e, n, 1);
+        if (!*b) { /* of a transposed convolution's kernel written for ConvTranspose: its COL2IM writes it */
+            y = ar_str(e, "");
+            break;
+        }
         int nd = p->g.nodes[n->in[0]].shape.ndim;
         int perm[3] = {0, 2, 1};
         if (nd == 2 && (n->p.trans_a || n->p.trans_b)) { /* Gemm keeps a parameter as it is stored */
@@ -658,6 +671,28 @@ static cn_status node(ex *e, int i, cn_session *s) {
         for (int k = 1; k < sh->ndim; k++) d[k] = k + 1 < sh->ndim ? 1 : sh->d[k];
         char *s4 = emit2(e, "Reshape", in_name(e, n, 1), const_i64(e, sh->ndim, d));
         y = emit2(e, n->op == CN_OP_CHANNEL_MUL ? "Mul" : "Add", x, s4);
+        break;
+    }
+    case CN_OP_COL2IM: { /* a transposed convolution: x [N*H*W,C] times [C,KH*KW*Cout] -> col2im */
+        const cn_node *m = &p->g.nodes[n->in[0]];
+        const cn_node *xr = m->op == CN_OP_MATMUL ? &p->g.nodes[m->in[0]] : NULL;
+        const cn_node *wr = m->op == CN_OP_MATMUL ? &p->g.nodes[m->in[1]] : NULL;
+        if (!xr || xr->op != CN_OP_RESHAPE || wr->op != CN_OP_RESHAPE || !e->oihw[wr->in[0]] ||
+            p->g.nodes[xr->in[0]].shape.ndim != 4)
+            return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: a col2im that is not a transposed convolution's (grouped "
+                             "transposed convolutions are not exported)", i);
+        const cn_shape *xs = &p->g.nodes[xr->in[0]].shape;
+        int64_t v[5][4];
+        attr_spec a[7];
+        conv_attrs(&n->p, 0, v, a);
+        int64_t full_h = (xs->d[1] - 1) * n->p.sh - v[2][0] - v[2][2] + v[3][0] * (n->p.kh - 1) + 1;
+        int64_t full_w = (xs->d[2] - 1) * n->p.sw - v[2][1] - v[2][3] + v[3][1] * (n->p.kw - 1) + 1;
+        v[4][0] = sh->d[1] - full_h, v[4][1] = sh->d[2] - full_w;
+        a[4] = AS("output_padding", 2, v[4]);
+        a[5] = AEND;
+        const char *extra[1] = {e->name[wr->in[0]]};
+        y = channels_second(e, e->name[xr->in[0]], 4, "ConvTranspose", 2, extra, a);
+        e->pruned = 1; /* the reshape of x was written already and nothing reads it */
         break;
     }
     case CN_OP_DWCONV: { /* Conv with one group per channel; the kernel [KH,KW,C] as [C,1,KH,KW] */

@@ -146,6 +146,12 @@ static cn_status reduce(ox_ctx *c, const Onnx__NodeProto *n, int mean) {
         if (a == x->bdim) return ox_unsupported("reducing over the batch dim");
         red[a] = 1;
     }
+    if (mean && x->nhwc && red[2] && red[3] && !red[0] && !red[1]) { /* x.mean((2, 3)): a global pool */
+        int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1];
+        cn_value g = cn_op_global_avgpool(P, x->v);
+        if (keep) return ox_set_dyn(c, n, 0, cn_op_reshape(P, g, 4, (const int64_t[]){N, 1, 1, C}), 1, x->bdim, 4);
+        return ox_set_dyn(c, n, 0, g, 0, x->bdim, 2);
+    }
     cn_value v = ox_logical(c, x);
     ox_val out = *x;
     for (int a = x->ndim - 1; a >= 0; a--)

@@ -219,14 +219,18 @@ static int same_shape(const ox_val *a, const ox_val *b) {
     return 1;
 }
 
-/* y holds one value per image and channel of x: x's rank, the batch dim and the channel dim
- * (1 of an NHWC image, else the last) as x's, every other dim 1. */
+/* y holds one value per image and channel of x: x's rank, the batch dim and a channel dim
+ * as x's, every other dim 1. The channel dim k returned: 1 (an image's, taken NHWC), or the
+ * last of a value that is not NHWC; 0 for neither. y is [N,C] in memory either way. */
 static int per_channel(const ox_val *x, const ox_val *y) {
-    int nd = x->ndim, k = x->nhwc ? 1 : nd - 1;
+    int nd = x->ndim;
     if (nd < 3 || y->ndim != nd || y->bdim != x->bdim || (x->bdim != 0 && x->bdim != -1)) return 0;
-    for (int i = 0; i < nd; i++)
-        if (y->d[i] != (i == 0 || i == k ? x->d[i] : 1)) return 0;
-    return !y->nhwc || x->nhwc;
+    for (int k = nd == 4 ? 1 : nd - 1; k < nd; k += nd - 1 - k ? nd - 1 - k : nd) {
+        int ok = k == 1 || !x->nhwc;
+        for (int i = 0; i < nd && ok; i++) ok = y->d[i] == (i == 0 || i == k ? x->d[i] : 1);
+        if (ok) return k;
+    }
+    return 0;
 }
 
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
@@ -257,17 +261,18 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
         xv = x->v, yv = y->v;
     } else if (per_channel(x, y) && (kind == B_ADD || kind == B_MUL || (kind == B_SUB && !swap))) {
         /* y [N,C,1,1] onto an image (squeeze-and-excitation), or [N,1,...,C] onto a value whose
-         * channels are last: [N,C] in memory either way */
-        int k = x->nhwc ? 1 : nd - 1;
+         * channels are last: clnet's channel ops */
+        int k = per_channel(x, y), image = k == 1;
         cn_value sv = cn_op_reshape(P, y->v, 2, (const int64_t[]){y->bdim == 0 ? -1 : y->d[0], y->d[k]});
         if (kind == B_SUB) sv = cn_op_scale(P, sv, -1.0f, 0.0f);
-        r = kind == B_MUL ? cn_op_channel_mul(P, x->v, sv) : cn_op_channel_add(P, x->v, sv);
-        return ox_set_like(c, n, 0, r, x);
+        xv = image ? ox_nhwc(c, x) : x->v;
+        r = kind == B_MUL ? cn_op_channel_mul(P, xv, sv) : cn_op_channel_add(P, xv, sv);
+        return ox_set_dyn(c, n, 0, r, image, x->bdim, nd);
     } else {
         xv = ox_logical(c, x);
         yv = ox_logical(c, y);
         int yn = y->ndim, first = 0;
-        while (first < yn && y->d[first] == 1) first++;
+        while (first < yn && y->d[first] == 1 && first != y->bdim) first++; /* a free batch is not a 1 */
         int trailing = yn - first <= nd;
         for (int i = first; i < yn && trailing; i++) trailing = y->d[i] == x->d[nd - yn + i];
         if (!trailing) {

@@ -129,6 +129,40 @@ class BNCNN(nn.Module):
         return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
 
 
+class Layers(nn.Module):
+    """Issue 16's layers in the forms PyTorch 1.13 exports them at opset 13: dilated, grouped,
+    depthwise and asymmetrically padded convolutions, transposed convolution, upsampling
+    (nearest and bilinear), reflect padding, padded ceil-mode average pooling without the
+    padding in the count, a channel split and shuffle, concatenation of computed values,
+    squeeze-and-excitation with x.mean((2, 3)), SiLU, hard swish as x * HardSigmoid(x),
+    leaky ReLU, ELU, softplus and global max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=2, dilation=2)
+        self.group = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.dw = nn.Conv2d(4, 4, 3, stride=2, groups=4)
+        self.se1, self.se2 = nn.Conv2d(8, 4, 1), nn.Conv2d(4, 8, 1)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = nn.functional.silu(self.stem(x))                                     # 28x28x8
+        x = nn.functional.leaky_relu(self.group(nn.functional.pad(x, (0, 1, 0, 1))), 0.1)[:, :, :28, :28]
+        a, b = x.chunk(2, dim=1)                                                  # Split
+        b = nn.functional.elu(self.dw(nn.functional.pad(b, (1, 0, 1, 0))))       # 14x14x4
+        a = nn.functional.avg_pool2d(a[:, :, 1:27, 1:27], 3, 2, padding=1, ceil_mode=True, count_include_pad=False)
+        x = torch.cat([a, b], 1)                                                  # 14x14x8
+        n, c, h, w = x.shape
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)       # channel shuffle
+        s = torch.sigmoid(self.se2(torch.relu(self.se1(x.mean((2, 3), keepdim=True)))))
+        x = nn.functional.hardswish(x * s)
+        x = nn.functional.interpolate(nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"), scale_factor=2)
+        x = nn.functional.softplus(self.up(nn.functional.max_pool2d(x, 2)))      # 32x32x4
+        x = nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.fc(torch.cat([nn.functional.adaptive_max_pool2d(x, 1), nn.functional.adaptive_avg_pool2d(x, 1)], 1).flatten(1))
+
+
 def write(name, model, x, opset, keep_bn=False):
     """keep_bn: BatchNormalization nodes stay (TrainingMode.PRESERVE of a model in eval mode,
     training_mode=0 in the file); the default (EVAL) folds them into the convolutions."""
@@ -209,6 +243,9 @@ def main(only):
     bn = BNCNN()
     write("bn_cnn", bn, img, 14, keep_bn=True)
     train_losses("bn_cnn", bn)
+    pick("layers")
+    torch.manual_seed(3)
+    write("layers", Layers(), img, 13)
 
 
 if __name__ == "__main__":

@@ -137,7 +137,7 @@ static void round_trip(const char *what, const cn_program *p, cn_session *s, con
 /* The seed CNN after two training steps: its logits. */
 static void model_file(const char *file, const char *what, int tokens, double tol) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s", g_root, file);
+    snprintf(path, sizeof path, "%s/%s%s", g_root, strchr(file, '/') ? "" : "models/", file);
     cn_model *m = NULL;
     cn_program *p = NULL;
     cn_device *dev = NULL;
@@ -217,11 +217,17 @@ int main(int argc, char **argv) {
     /* fused attention, written unfused: the same math in another order */
     model_file("vit_fashion.net", "vit_fashion", 0, 1e-5);
     model_file("char_gpt.net", "char_gpt", 1, 1e-5);
+    /* issue 16's layers from model files: batch norm, depthwise and grouped convolutions,
+     * branches, padding, upsampling */
+    model_file("tests/fixtures/models/densenet_small.net", "densenet_small", 0, 0);
+    model_file("tests/fixtures/models/inception_small.net", "inception_small", 0, 0);
     graph_api();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);
     imported("gpt", 1);
+    imported("bn_cnn", 0);
+    imported("layers", 0);
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }
