@@ -254,12 +254,19 @@ static cn_status h_global_maxpool(ox_ctx *c, const Onnx__NodeProto *n) { return 
 /* ---- batch normalisation ---- */
 
 /* The name of the running-statistics parameter [2,C] made from ONNX's mean and var: PyTorch's
- * "P.running_mean" and "P.running_var" become "P.running"; other pairs "mean|var". The
+ * "P.running_mean" and "P.running_var" become "P.running", "P.mean" and "P.var" "P"; other
+ * pairs "mean|var". The
  * exporter splits it back (cn_onnx_bn_split), so import(export(x)) keeps the names. */
 static void running_name(const char *mean, const char *var, char *out, size_t cap) {
     size_t lm = strlen(mean), lv = strlen(var);
     if (lm > 5 && lv > 4 && !strcmp(mean + lm - 5, "_mean") && !strcmp(var + lv - 4, "_var") && lm - 5 == lv - 4 &&
         !strncmp(mean, var, lm - 5) && lm - 5 >= 7 && !strncmp(mean + lm - 12, "running", 7)) {
+        snprintf(out, cap, "%.*s", (int)(lm - 5), mean);
+        return;
+    }
+    /* the exporter's names for any other parameter P: P.mean and P.var */
+    if (lm > 5 && lv > 4 && lm - 5 == lv - 4 && !strcmp(mean + lm - 5, ".mean") && !strcmp(var + lv - 4, ".var") &&
+        !strncmp(mean, var, lm - 5)) {
         snprintf(out, cap, "%.*s", (int)(lm - 5), mean);
         return;
     }

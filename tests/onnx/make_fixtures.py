@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/onnx/<model>/: model.onnx exported by PyTorch (TorchScript exporter,
-Debian's python3-torch 1.13; CLNET_WITH_TORCH=1 scripts/setup.sh installs it) with a free
+Debian's python3-torch 1.13; scripts/setup.sh installs it) with a free
 batch, and test_data_set_0/{input,output}_N.pb (ONNX TensorProto files, the layout of the
 ONNX project's own backend tests) holding a batch of 3 and PyTorch's outputs for it.
 tests/onnx/test_onnx_nodes replays them on every device. Run again only to change a model.
@@ -9,7 +9,11 @@ The models: an MLP, the course's seed CNN (models/seed_cnn.net, NCHW), a small V
 small GPT-style causal transformer, written so that the exporter emits what real models
 make it emit: shape arithmetic for x.view(x.size(0), -1), layer norm and GELU as their
 decompositions (opset 14: LayerNormalization and Gelu did not exist yet), attention as
-batched MatMul and Softmax, token embeddings as Gather."""
+batched MatMul and Softmax, token embeddings as Gather. Then issue 16's layers: a CNN with
+batch norm kept as nodes (and 20 SGD steps of PyTorch losses, for fine-tuning with batch
+statistics) and one with every layer PyTorch exports for them.
+
+Usage: make_fixtures.py [NAME...]   (default: every fixture)"""
 import math
 import os
 
@@ -163,12 +167,13 @@ class Layers(nn.Module):
         return self.fc(torch.cat([nn.functional.adaptive_max_pool2d(x, 1), nn.functional.adaptive_avg_pool2d(x, 1)], 1).flatten(1))
 
 
-def write(name, model, x, opset, keep_bn=False):
+def write(name, model, x, opset, keep_bn=False, out=None):
     """keep_bn: BatchNormalization nodes stay (TrainingMode.PRESERVE of a model in eval mode,
-    training_mode=0 in the file); the default (EVAL) folds them into the convolutions."""
+    training_mode=0 in the file); the default (EVAL) folds them into the convolutions. out:
+    the folder (default: the committed fixtures; make_torchvision.py writes elsewhere)."""
     torch.manual_seed(1)
     model.eval()
-    d = os.path.join(OUT, name)
+    d = os.path.join(out or OUT, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
@@ -181,7 +186,7 @@ def write(name, model, x, opset, keep_bn=False):
     for kind, t in (("input", x), ("output", y)):
         with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(t.numpy()).SerializeToString())
-    print(name, os.path.getsize(path), "bytes")
+    print(name, os.path.getsize(path), "bytes, output scale %.3g" % y.abs().max().item())
 
 
 def fashion(n):

@@ -24,6 +24,7 @@ something."""
 import os
 import sys
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 FAMILIES = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "squeezenet1_1", "shufflenet_v2_x0_5",
             "efficientnet_b0", "densenet121", "regnet_y_400mf"]
 
@@ -37,7 +38,6 @@ def main():
         import onnx
         import torch
         import torchvision
-        from onnx import numpy_helper
     except ImportError as e:
         print("skipped: %s (scripts/setup.sh installs python3-torch and python3-torchvision)" % e)
         return 77
@@ -51,13 +51,15 @@ def main():
         check = args[1]
         args = args[2:]
     names = args or FAMILIES
-    with open(__file__, "rb") as f:
-        stamp = "%s %s %s %s\n" % (torch.__version__, torchvision.__version__, hashlib.sha256(f.read()).hexdigest(),
-                                    " ".join(names))
+    digest = hashlib.sha256()
+    for script in ("make_torchvision.py", "make_fixtures.py"):
+        with open(os.path.join(HERE, script), "rb") as f:
+            digest.update(f.read())
+    stamp = "%s %s %s %s\n" % (torch.__version__, torchvision.__version__, digest.hexdigest(), " ".join(names))
     stamp_path = os.path.join(out, "stamp")
     if not (os.path.exists(stamp_path) and open(stamp_path).read() == stamp):
         shutil.rmtree(out, ignore_errors=True)
-        export(out, names, torch, torchvision, onnx, numpy_helper)
+        export(out, names, torch, torchvision)
         with open(stamp_path, "w") as f:
             f.write(stamp)
     if not check:
@@ -71,7 +73,9 @@ def main():
     return 0
 
 
-def export(out, names, torch, torchvision, onnx, numpy_helper):
+def export(out, names, torch, torchvision):
+    sys.path.insert(0, HERE)
+    import make_fixtures
     torch.set_num_threads(1)
     for name in names:
         torch.manual_seed(0)
@@ -87,19 +91,7 @@ def export(out, names, torch, torchvision, onnx, numpy_helper):
                 model(calib)
         model.eval()
         x = torch.rand(2, 3, 64, 64)
-        d = os.path.join(out, name)
-        os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
-        path = os.path.join(d, "model.onnx")
-        torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
-                          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=14,
-                          do_constant_folding=True, training=torch.onnx.TrainingMode.PRESERVE)
-        onnx.checker.check_model(onnx.load(path))
-        with torch.no_grad():
-            y = model(x)
-        for kind, t in (("input", x), ("output", y)):
-            with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
-                f.write(numpy_helper.from_array(t.numpy()).SerializeToString())
-        print(name, os.path.getsize(path), "bytes, output scale %.3g" % y.abs().max().item())
+        make_fixtures.write(name, model, x, 14, keep_bn=True, out=out)
     return 0
 
 
