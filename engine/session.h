@@ -33,6 +33,10 @@ typedef struct cn_grad_buckets {
     int n;      /* buckets (0 until first formed) */
     size_t bytes;
     int *ready; /* scratch: per bucket, the launch of the current plan after which it is final */
+    int *state; /* parameters the step updates in place, without a gradient (batch norm's running
+                   statistics), in parameter order: what a replica group averages beside the
+                   gradients (group.c) */
+    int n_state;
     cn_bucket_fn fn;
     void *user;
 } cn_grad_buckets;

@@ -567,6 +567,9 @@ def test_placement_and_profile_logs():
     ok(r)
     check(re.search(r"profile: matmul +\d+ calls +[0-9.]+ s +[0-9.]+%", r.err) is not None,
           "CLNET_PROFILE=1 prints the per-op table on stderr", r)
+    # the seed CNN's last layer, Dense(64 -> 10) with its bias fused, at the batch of 64
+    check(re.search(r"profile: gemm b=1 m=64 n=10 k=64 ta=0 tb=0 bias=1 epilogue=0 +\d+ calls +[0-9.]+ s +[0-9.]+ "
+                    r"GFLOP/s", r.err) is not None, "and every matmul shape with its rate", r)
     r = run(base, env=quiet)
     ok(r)
     check("placement:" not in r.err and "profile:" not in r.err, "neither without being asked for", r)

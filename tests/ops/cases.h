@@ -48,6 +48,11 @@ void cases_CAUSAL_MASK(h_caselist *L);
 void cases_ATTENTION(h_caselist *L);
 void cases_ATTENTION_LSE(h_caselist *L);
 void cases_ATTENTION_GRAD(h_caselist *L);
+/* Case builders of the key/value cache ops (cases_kvcache.c). */
+void cases_KV_WRITE(h_caselist *L);
+void cases_ATTEND_CACHE(h_caselist *L);
+void cases_KV_WRITE_Q8(h_caselist *L);
+void cases_ATTEND_CACHE_Q8(h_caselist *L);
 /* Case builders of the layout and depthwise ops (cases_layers.c). */
 void cases_PAD(h_caselist *L);
 void cases_PAD_GRAD(h_caselist *L);

@@ -168,7 +168,12 @@ cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **
     st = cn_inference_from_checkpoint(path, *dev, model, session, epoch, step);
     if (st == CN_OK) st = cn_session_set_precision(*session, cli_precision_types[cli_precision]);
     const char *outs[] = {output, "loss", "correct"};
-    if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, 2);
+    /* a denoiser has neither class probabilities nor logits, nor an accuracy */
+    const int image = st == CN_OK && cn_model_output_image(*model, NULL, NULL, NULL);
+    if (image && output)
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s is a denoiser (its model ends in an image): it has no '%s'; "
+                                "evaluate it with 'clnet eval %s --noise SIGMA'", path, output, path);
+    if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, image ? 1 : 2);
     return st;
 }
 

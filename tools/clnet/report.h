@@ -12,6 +12,9 @@ typedef struct epoch_record {
     /* token models: predictions (tokens) per second and the validation loss in bits per byte */
     int text;
     double tokens_per_second, val_bits_per_byte;
+    /* denoisers (--noise): the test-set PSNR of the output and of the noisy input, in dB */
+    int denoise;
+    double val_psnr, input_psnr;
 } epoch_record;
 
 /* Writes the records to path atomically (temporary file in the same directory, fsync,
