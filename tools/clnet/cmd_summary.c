@@ -92,6 +92,7 @@ int cmd_summary(int argc, char **argv) {
     free(buf);
     cn_program *p = NULL;
     st = cn_model_program(m, 0, CN_LOSS_XENT, &p);
+    if (st != CN_OK) st = cn_model_program(m, 0, CN_LOSS_MSE, &p); /* a denoiser ends in an image */
     int rc = st == CN_OK ? cli_print_op_stats(p) : cli_error(st);
     cn_program_free(p);
     cn_model_free(m);
