@@ -14,6 +14,9 @@ void help_export(void) {
            "model's: \"images\" [batch,H,W,C] float32 (NHWC, pixels in [0,1]) or \"tokens\"\n"
            "[batch,context] int32; its outputs are every layer's, \"logits\", \"output\" and\n"
            "\"probabilities\" (the loss and accuracy, which need labels, are left out).\n"
+           "A checkpoint of 'clnet train MODEL.onnx' holds the imported program: the file written\n"
+           "is that model with the fine-tuned weights, its input and outputs as in MODEL.onnx\n"
+           "(plus \"logits\" and \"probabilities\").\n"
            "\n"
            "With --precision, write a checkpoint for deployment instead: its weights in\n"
            "bfloat16 or float16 (half the size; rounded to nearest even), without the optimizer\n"
@@ -28,7 +31,8 @@ void help_export(void) {
            "\n"
            "Example:\n"
            "  clnet export seed.ckpt seed.onnx\n"
-           "  clnet export seed.ckpt seed-bf16.ckpt --precision bf16\n");
+           "  clnet export seed.ckpt seed-bf16.ckpt --precision bf16\n"
+           "  clnet export tuned.ckpt tuned.onnx    # after clnet train model.onnx --save tuned.ckpt\n");
 }
 
 static const arg_cmd export_cmd = {"export", "clnet export CHECKPOINT OUT.onnx | OUT.ckpt --precision bf16|fp16",
@@ -58,6 +62,16 @@ int cmd_export(int argc, char **argv) {
     cn_session *s = NULL;
     cn_program *p = NULL;
     cn_train_config cfg;
+    cn_model *probe = NULL;
+    if (cn_checkpoint_read_model(pos[0], &probe) != CN_OK && cn_program_from_checkpoint(pos[0], &p) == CN_OK) {
+        /* no model description: a program's checkpoint (clnet train MODEL.onnx), its weights
+         * the program's initial values */
+        cn_status st = cn_program_to_onnx(p, NULL, pos[1], (int)opset);
+        if (st == CN_OK) printf("wrote %s (opset %lld)\n", pos[1], (long long)opset);
+        cn_program_free(p);
+        return st == CN_OK ? EXIT_OK : cli_error(st);
+    }
+    if (probe) cn_model_free(probe);
     cn_status st = cli_load_checkpoint(pos[0], "omp", &dev, &m, &s, NULL, NULL, NULL);
     if (st == CN_OK) st = cn_checkpoint_read_config(pos[0], &cfg);
     /* the same program the session runs (parameters by name; the seed does not matter,

@@ -219,7 +219,7 @@ int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn
         return cli_errorf("the '%s' split in %s holds no images", split, dir);
     }
     int64_t in = (int64_t)ds->h * ds->w * ds->c;
-    int64_t want = cn_model_input_size(m), outs = cn_model_output_size(m);
+    int64_t want = m ? cn_model_input_size(m) : in, outs = m ? cn_model_output_size(m) : ds->num_classes;
     int rc = EXIT_OK;
     if (in != want)
         rc = cli_errorf("the model takes %lld inputs per image but the images in %s are %dx%dx%d (%lld values)",
