@@ -17,8 +17,9 @@
 /* CN_OK for a precision a session trains or infers in (f32, bf16, f16), else
  * CN_ERR_INVALID_ARG naming the value and the choices (storage.c). */
 cn_status cn_precision_check(cn_dtype dt);
-/* What to append to a non-finite loss or gradient's message in precision dt: for fp16 (no
- * loss scaling yet, overflow past 65504) the advice to use bf16; "" otherwise. */
+/* What to append to a non-finite loss or gradient's message in precision dt: for fp16
+ * (overflow past 65504, which loss scaling cannot prevent in the forward pass) the advice to
+ * use bf16; "" otherwise. */
 const char *cn_precision_overflow_hint(cn_dtype dt);
 
 /* 1 for the float storage types (what an 'h' of an op's dtype signature accepts). */
