@@ -577,6 +577,14 @@ static int summarize_epoch(train_run *r, int epoch, const epoch_sums *e, epoch_r
     rec->steps = cn_trainer_steps(r->t);
     rec->text = r->data.text;
     rec->tokens_per_second = r->data.text ? pps : 0.0;
+    _Static_assert(REPORT_MAX_DEVICES >= CLI_MAX_DEVICES, "a report entry per device");
+    rec->n_peak = 0;
+    for (int i = 0; i < r->n_dev && i < REPORT_MAX_DEVICES; i++) {
+        cn_memory_stats ms;
+        if (cn_device_memory_stats(r->devs[i], &ms) != CN_OK) continue;
+        snprintf(rec->peak[rec->n_peak].device, sizeof rec->peak[0].device, "%s", cn_device_selector(r->devs[i]));
+        rec->peak[rec->n_peak++].bytes = ms.peak;
+    }
     return EXIT_OK;
 }
 
