@@ -138,6 +138,34 @@ static void clip(cn_device *dev) {
     cn_program_free(p);
 }
 
+/* Evaluating in fp16 a model whose values overflow (inputs past 65504): the error says so and
+ * suggests bf16, where the same evaluation is finite. Before, it said only "loss is nan". */
+static void inference(cn_device *dev) {
+    cn_model *m = NULL;
+    cn_program *p = NULL;
+    OK(cn_model_parse("input 2 2 1\nflatten\ndense 3\n", "inline", &m));
+    if (m) OK(cn_model_program(m, 1, CN_LOSS_XENT, &p));
+    float x[2 * 4];
+    int32_t y[2] = {0, 1};
+    for (int i = 0; i < 8; i++) x[i] = 1e5f;
+    for (int k = 0; p && k < 2; k++) {
+        cn_session *s = NULL;
+        OK(cn_session_create_inference(p, dev, &s));
+        if (!s) break;
+        OK(cn_session_set_precision(s, k ? CN_BF16 : CN_F16));
+        double loss = 0;
+        int64_t correct = 0;
+        cn_status st = cn_classifier_evaluate(s, x, y, 2, &loss, &correct);
+        if (k) OK(st);
+        else
+            CHECK(st == CN_ERR_NUMERIC && strstr(cn_last_error(), "bf16"), "fp16 evaluation past 65504: %s",
+                  cn_status_name(st));
+        cn_session_free(s);
+    }
+    cn_program_free(p);
+    cn_model_free(m);
+}
+
 /* A checkpoint keeps the scale and its count: the resumed session matches the one that went
  * on, bit for bit, and reports the same scale. An older checkpoint (no scale) loads with the
  * initial one. */
@@ -248,6 +276,7 @@ int main(int argc, char **argv) {
         int before = failures;
         single(devs[i]);
         clip(devs[i]);
+        inference(devs[i]);
         snprintf(path, sizeof path, "loss_scale_%d.ckpt", i);
         resume(devs[i], path);
         printf("%s single sessions on %s\n", failures == before ? "ok  " : "FAIL", cn_device_selector(devs[i]));

@@ -551,8 +551,10 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
     if (!isfinite(val_loss)) {
         progress_abort(&r->bar);
-        return cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
-                          isnan(val_loss) ? "NaN" : "infinite", epoch + 1, r->o.lr);
+        int fp16 = r->cfg.opt.precision == CN_F16;
+        return cli_errorf("the validation loss became %s after epoch %d; training stopped. %s (now %g)%s.",
+                          isnan(val_loss) ? "NaN" : "infinite", epoch + 1, "Try a lower --lr", r->o.lr,
+                          fp16 ? ", or --precision bf16: fp16 holds values up to 65504 only" : "");
     }
     rec->val_loss = val_loss;
     rec->val_accuracy = (double)val_correct / ((double)r->data.n_test * (double)r->data.per);
