@@ -9,6 +9,14 @@
 /* Sum a contribution into grad[id]. */
 static int accumulate(cn_graph *g, int *grad, int id, int contrib) {
     if (contrib < 0) return -1;
+    /* A gradient has its value's storage type: an f32 value read by a 16-bit op (batch norm's
+     * gamma and beta under mixed precision, program.c) gets its contribution cast to f32. */
+    cn_dtype want = g->nodes[id].dtype, have = g->nodes[contrib].dtype;
+    if (want != have && want == CN_F32 && (have == CN_F16 || have == CN_BF16)) {
+        cn_op_params c = {0};
+        c.variant = (int32_t)CN_F32;
+        if ((contrib = cn_g_op(g, CN_OP_CAST, 1, &contrib, &c, NULL)) < 0) return -1;
+    }
     grad[id] = grad[id] < 0 ? contrib : cn_g_binary(g, CN_OP_ADD, grad[id], contrib);
     return grad[id];
 }
