@@ -1,7 +1,9 @@
 /* The classifier trainer: a front-end over a model's program, a training session and an
  * inference session sharing its parameters. It adds what classification needs (of images, or
  * of the next token at every position of a window of text): label checks, one-hot targets for
- * MSE, metrics collected without a host sync, evaluation and prediction in chunks. */
+ * MSE, metrics collected without a host sync, evaluation and prediction in chunks. A model that
+ * ends in an image (a denoiser) goes through the same loop with target images in place of
+ * labels and no accuracy. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,14 +23,23 @@
  * window of token ids and a label per position. */
 typedef struct samples {
     int64_t in_elems;    /* input values (4 bytes each: f32 pixels or i32 ids) */
-    int64_t per;         /* labels, i.e. predictions */
+    int64_t per;         /* labels, i.e. predictions (an image-to-image model: 1, its target) */
     int classes;
     int64_t chunk;       /* samples per evaluation chunk */
+    int64_t target_elems; /* an image-to-image model's target (and output) values, else 0 */
 } samples;
 
 /* Read from the program's template (built with a batch of 1). */
 static cn_status program_samples(const cn_program *p, samples *out) {
     int li = cn_program_find_input(p, "labels"), ci = cn_program_find_output(p, "logits");
+    memset(out, 0, sizeof *out);
+    if (li < 0 && p->n_inputs == 2 && cn_program_find_input(p, "target") == 1 && cn_program_find_output(p, "output") >= 0) {
+        out->in_elems = cn_shape_numel(&p->g.nodes[p->inputs[0].node].shape);
+        out->target_elems = cn_shape_numel(&p->g.nodes[p->inputs[1].node].shape);
+        out->per = 1;
+        out->chunk = EVAL_BATCH;
+        return CN_OK;
+    }
     if (p->n_inputs < 2 || li != 1 || ci < 0)
         return cn_errorf(CN_ERR_INVALID_ARG, "the session does not run a model's program (inputs images or tokens, "
                          "labels; output logits)");
@@ -120,16 +131,18 @@ static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, co
         st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer metrics");
     if (st == CN_OK) t->train = cn_group_session(t->group, 0);
     if (st == CN_OK) st = agree_settings(t);
-    static const char *const train_outputs[] = {"correct"};
+    /* an image-to-image model has only its loss to report */
+    static const char *const train_outputs[] = {"correct"}, *const image_outputs[] = {"loss", "output"};
+    const int image = t->sm.target_elems > 0;
     for (int i = 0; i < n_dev && st == CN_OK; i++)
-        st = cn_session_select_outputs(cn_group_session(t->group, i), train_outputs, 1);
+        st = cn_session_select_outputs(cn_group_session(t->group, i), image ? image_outputs : train_outputs, 1);
     /* one device: its plan for the full batch now, so memory shortfalls show before any data */
     int64_t mine = 0;
     cn_group_slice(t->group, cfg->batch, NULL, &mine);
     if (st == CN_OK && n_dev == 1 && mine > 0) st = cn_session__prepare(t->train, mine);
     if (st == CN_OK) st = cn_session_create_shared(t->train, &t->infer);
     static const char *const eval_outputs[] = {"loss", "correct", "probabilities"};
-    if (st == CN_OK) st = cn_session_select_outputs(t->infer, eval_outputs, 3);
+    if (st == CN_OK) st = cn_session_select_outputs(t->infer, image ? image_outputs : eval_outputs, image ? 2 : 3);
     if (st != CN_OK) {
         cn_trainer_free(t);
         return st;
@@ -177,13 +190,16 @@ static cn_status nonfinite(const cn_trainer *t, float loss, uint64_t step) {
                      (unsigned long long)step, t->dev->info.selector, cn_precision_overflow_hint(t->cfg.opt.precision));
 }
 
-/* Feeds a classifier program's inputs (a session's, or a group's global batch): images or
- * tokens, labels and, when the program has one, the one-hot target built from the labels. */
+/* Feeds a model program's inputs (a session's, or a group's global batch): images or tokens,
+ * then aux: a classifier's labels (i32) and, when the program has one, the one-hot target
+ * built from them; an image-to-image model's target images (f32, none for a prediction). */
 typedef cn_status (*feed_fn)(void *to, const char *input, const void *data, int64_t rows);
 
 static cn_status feed_any(feed_fn fn, void *to, const cn_program *p, const samples *sm, float **onehot, size_t *cap,
-                          const void *inputs, const int32_t *labels, int n) {
+                          const void *inputs, const void *aux, int n) {
     CN_TRY(fn(to, p->inputs[0].name, inputs, n));
+    if (sm->target_elems) return aux ? fn(to, "target", aux, n) : CN_OK;
+    const int32_t *labels = aux;
     CN_TRY(fn(to, "labels", labels, n));
     if (cn_program_find_input(p, "target") < 0) return CN_OK;
     size_t c = (size_t)sm->classes, rows = (size_t)n * (size_t)sm->per, need = rows * c;
@@ -205,8 +221,8 @@ static cn_status group_feed(void *g, const char *input, const void *data, int64_
 }
 
 static cn_status feed(cn_session *s, const samples *sm, float **onehot, size_t *cap, const void *inputs,
-                      const int32_t *labels, int n) {
-    return feed_any(session_feed, s, s->prog, sm, onehot, cap, inputs, labels, n);
+                      const void *aux, int n) {
+    return feed_any(session_feed, s, s->prog, sm, onehot, cap, inputs, aux, n);
 }
 
 /* Waits for the queued steps and adds their metrics to the totals. */
@@ -243,17 +259,18 @@ static cn_status read_metrics(cn_session *s, float *loss, float *acc) {
     return cn_session_fetch(s, "correct", acc, sizeof *acc);
 }
 
-cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labels, int n, float *loss, int *correct) {
-    if (!t || !inputs || !labels) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: NULL argument");
+/* One step on n samples: aux is the labels, or an image-to-image model's target images. */
+static cn_status step(cn_trainer *t, const void *inputs, const void *aux, int n, float *loss, int *correct) {
+    const int image = t->sm.target_elems > 0;
     if (n < 1 || n > t->cfg.batch) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: %d samples (1..%d)", n, t->cfg.batch);
     if (t->vocab) CN_TRY(check_ids("token id", t->vocab, inputs, n * t->sm.in_elems));
-    CN_TRY(check_ids("label", t->sm.classes, labels, n * t->sm.per));
-    CN_TRY(feed_any(group_feed, t->group, t->prog, &t->sm, &t->onehot, &t->onehot_cap, inputs, labels, n));
+    if (!image) CN_TRY(check_ids("label", t->sm.classes, aux, n * t->sm.per));
+    CN_TRY(feed_any(group_feed, t->group, t->prog, &t->sm, &t->onehot, &t->onehot_cap, inputs, aux, n));
     CN_TRY(cn_group_run(t->group));
     if (loss || correct) {
         float l = 0, a = 0;
         CN_TRY(cn_group_fetch_scalar(t->group, "loss", 1, &l));
-        CN_TRY(cn_group_fetch_scalar(t->group, "correct", 0, &a));
+        if (!image) CN_TRY(cn_group_fetch_scalar(t->group, "correct", 0, &a));
         if (!isfinite(l)) return nonfinite(t, l, cn_session_steps(t->train));
         if (loss) *loss = l;
         if (correct) *correct = (int)lroundf(a);
@@ -265,25 +282,52 @@ cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labe
         struct metric *m = &t->ring[k * reps + i];
         cn_session *s = cn_group_session(t->group, i);
         m->rows = cn_group__rows(t->group, i, n);
+        m->acc = 0;
         if (m->rows > 0) CN_TRY(cn_session__fetch_async(s, "loss", &m->loss, sizeof(float)));
-        if (m->rows > 0) CN_TRY(cn_session__fetch_async(s, "correct", &m->acc, sizeof(float)));
+        if (m->rows > 0 && !image) CN_TRY(cn_session__fetch_async(s, "correct", &m->acc, sizeof(float)));
     }
     return t->ring_n == METRIC_RING ? fold_ring(t) : CN_OK;
 }
 
-/* Runs an inference session over n samples in chunks; fn reads each chunk's outputs. */
-static cn_status for_chunks(cn_session *s, const samples *sm, const void *inputs, const int32_t *labels, int n,
+/* The wrong entry point for the model is refused, naming the right one. */
+static cn_status check_kind(const cn_trainer *t, const char *fn, int image) {
+    if ((t->sm.target_elems > 0) == image) return CN_OK;
+    return image ? cn_errorf(CN_ERR_INVALID_ARG, "%s: the model classifies (it ends in %d class logits), so it trains "
+                             "on labels: use cn_trainer_step", fn, t->sm.classes)
+                 : cn_errorf(CN_ERR_INVALID_ARG, "%s: the model ends in an image, so it trains on target images, not "
+                             "labels: use cn_trainer_step_targets", fn);
+}
+
+cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labels, int n, float *loss, int *correct) {
+    if (!t || !inputs || !labels) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step: NULL argument");
+    CN_TRY(check_kind(t, "cn_trainer_step", 0));
+    return step(t, inputs, labels, n, loss, correct);
+}
+
+cn_status cn_trainer_step_targets(cn_trainer *t, const float *inputs, const float *targets, int n, float *loss) {
+    if (!t || !inputs || !targets) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_step_targets: NULL argument");
+    CN_TRY(check_kind(t, "cn_trainer_step_targets", 1));
+    return step(t, inputs, targets, n, loss, NULL);
+}
+
+/* Runs an inference session over n samples in chunks; fn reads each chunk's outputs. aux:
+ * labels (none: zeros), or an image-to-image model's target images (none: not fed). */
+static cn_status for_chunks(cn_session *s, const samples *sm, const void *inputs, const void *aux, int n,
                             cn_status (*fn)(cn_session *, int off, int cnt, void *), void *ctx) {
     int32_t *zeros = NULL;
     float *onehot = NULL;
     size_t cap = 0;
     cn_status st = CN_OK;
-    if (!labels && !(zeros = calloc((size_t)(sm->chunk * sm->per), sizeof *zeros)))
+    const int image = sm->target_elems > 0;
+    if (!aux && !image && !(zeros = calloc((size_t)(sm->chunk * sm->per), sizeof *zeros)))
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "labels");
+    /* 4 bytes per value: labels (i32) or target pixels (f32) */
+    const size_t aux_per = image ? (size_t)sm->target_elems : (size_t)sm->per;
     for (int off = 0; off < n && st == CN_OK; off += (int)sm->chunk) {
         int cnt = n - off < sm->chunk ? n - off : (int)sm->chunk;
         const char *in = (const char *)inputs + (size_t)off * (size_t)sm->in_elems * 4; /* f32 or i32 */
-        st = feed(s, sm, &onehot, &cap, in, labels ? labels + (size_t)off * (size_t)sm->per : zeros, cnt);
+        const void *a = aux ? (const void *)((const char *)aux + (size_t)off * aux_per * 4) : zeros;
+        st = feed(s, sm, &onehot, &cap, in, a, cnt);
         if (st == CN_OK) st = cn_session_run(s);
         if (st == CN_OK) st = fn(s, off, cnt, ctx);
     }
@@ -295,12 +339,14 @@ static cn_status for_chunks(cn_session *s, const samples *sm, const void *inputs
 typedef struct eval_acc {
     double loss;
     int64_t correct;
+    int image; /* no accuracy to read */
 } eval_acc;
 
 static cn_status eval_chunk(cn_session *s, int off, int cnt, void *ctx) {
     eval_acc *e = ctx;
     float l = 0, a = 0;
-    CN_TRY(read_metrics(s, &l, &a));
+    if (e->image) CN_TRY(cn_session_fetch(s, "loss", &l, sizeof l));
+    else CN_TRY(read_metrics(s, &l, &a));
     if (!isfinite(l))
         return cn_errorf(CN_ERR_NUMERIC, "loss is %g on samples %d..%d%s", (double)l, off, off + cnt - 1,
                          cn_precision_overflow_hint(s->opt.precision));
@@ -314,11 +360,27 @@ cn_status cn_classifier_evaluate(cn_session *s, const void *inputs, const int32_
     if (!s || !inputs || !labels || n < 1) return cn_errorf(CN_ERR_INVALID_ARG, "cn_classifier_evaluate: bad arguments");
     samples sm;
     CN_TRY(program_samples(s->prog, &sm));
+    if (sm.target_elems)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_classifier_evaluate: the model ends in an image, so it has no labels "
+                         "to score: use cn_image_evaluate with target images");
     CN_TRY(check_ids("label", sm.classes, labels, n * sm.per));
     eval_acc e = {0};
     CN_TRY(for_chunks(s, &sm, inputs, labels, n, eval_chunk, &e));
     if (loss) *loss = e.loss / n;
     if (correct) *correct = e.correct;
+    return CN_OK;
+}
+
+cn_status cn_image_evaluate(cn_session *s, const float *inputs, const float *targets, int n, double *mse) {
+    if (!s || !inputs || !targets || n < 1) return cn_errorf(CN_ERR_INVALID_ARG, "cn_image_evaluate: bad arguments");
+    samples sm;
+    CN_TRY(program_samples(s->prog, &sm));
+    if (!sm.target_elems)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_image_evaluate: the model classifies (it ends in class logits): use "
+                         "cn_classifier_evaluate with labels");
+    eval_acc e = {.image = 1};
+    CN_TRY(for_chunks(s, &sm, inputs, targets, n, eval_chunk, &e));
+    if (mse) *mse = e.loss / n; /* every sample has as many values */
     return CN_OK;
 }
 
@@ -330,22 +392,30 @@ cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *
     return cn_classifier_evaluate(t->infer, inputs, labels, n, loss, correct);
 }
 
+cn_status cn_trainer_evaluate_targets(cn_trainer *t, const float *inputs, const float *targets, int n, double *mse) {
+    if (!t) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_evaluate_targets: NULL trainer");
+    CN_TRY(fold_ring(t));
+    return cn_image_evaluate(t->infer, inputs, targets, n, mse);
+}
+
 typedef struct predict_ctx {
     float *dst;
-    int64_t per_sample; /* probabilities per sample */
+    int64_t per_sample; /* values per sample */
+    const char *output; /* "probabilities", or an image model's "output" */
 } predict_ctx;
 
 static cn_status predict_chunk(cn_session *s, int off, int cnt, void *ctx) {
     predict_ctx *pc = ctx;
     size_t k = (size_t)pc->per_sample;
-    return cn_session_fetch(s, "probabilities", pc->dst + (size_t)off * k, (size_t)cnt * k * sizeof(float));
+    return cn_session_fetch(s, pc->output, pc->dst + (size_t)off * k, (size_t)cnt * k * sizeof(float));
 }
 
 cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs) {
     if (!t || !inputs || !probs || n < 1) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_predict: bad arguments");
     if (t->vocab) CN_TRY(check_ids("token id", t->vocab, inputs, n * t->sm.in_elems));
     CN_TRY(fold_ring(t));
-    predict_ctx pc = {probs, t->sm.per * t->sm.classes};
+    const int image = t->sm.target_elems > 0;
+    predict_ctx pc = {probs, image ? t->sm.target_elems : t->sm.per * t->sm.classes, image ? "output" : "probabilities"};
     return for_chunks(t->infer, &t->sm, inputs, NULL, n, predict_chunk, &pc);
 }
 

@@ -163,7 +163,7 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
     cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
-    if (st == CN_OK) st = cn_session__match_ckpt(prog, c, path); /* before allocating */
+    if (st == CN_OK) st = cn_session__match_ckpt_inference(prog, c, path); /* before allocating */
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
     if (st == CN_OK) st = cn_session__load(*out, c, path, 0, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, NULL);

@@ -171,6 +171,11 @@ cn_status cn_model_name_output(cn_model *m, const char *name);
 cn_status cn_model_add_from(cn_model *m, const char *name);
 cn_status cn_model_add_concat(cn_model *m, int n, const char *const *names);
 cn_status cn_model_add_sum(cn_model *m, int n, const char *const *names);
+/* The named output multiplied by the current one ("mul NAME"): elementwise when their shapes
+ * are equal, or, squeeze-and-excitation's gate, an image [h,w,c] scaled per channel by a
+ * current vector [c]. The result has the named output's shape. CN_ERR_INVALID_ARG for an
+ * unknown name, CN_ERR_SHAPE for any other pair of shapes. */
+cn_status cn_model_add_mul(cn_model *m, const char *name);
 /* The pre-norm transformer block: x + attention(layer_norm(x)), then
  * x + dense_width(gelu(dense_mlp_units(layer_norm(x)))), as the nine layers it is made of. */
 cn_status cn_model_add_transformer_block(cn_model *m, int heads, int mlp_units, int causal);
@@ -194,6 +199,12 @@ int64_t cn_model_vocab(const cn_model *m);
  * model or NULL. A non-causal model trained to predict the next byte sees that byte. */
 int cn_model_causal(const cn_model *m);
 int64_t cn_model_num_params(const cn_model *m);
+/* 1 when an image model ends in an image (an image-to-image model, such as a denoiser), with
+ * that image's shape in h, w, c (any may be NULL); 0 and zeros for a classifier, a token
+ * model or NULL. Such a model has no classes: it trains with CN_LOSS_MSE against a target
+ * image per sample (cn_trainer_step_targets), and its program (cn_model_program) has inputs
+ * "images" and "target" [batch,h,w,c] and outputs each layer, "output" and "loss". */
+int cn_model_output_image(const cn_model *m, int *h, int *w, int *c);
 /* Human-readable Keras-like summary into buf (truncated to cap). */
 cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap);
 void cn_model_free(cn_model *m);
@@ -239,6 +250,11 @@ cn_group *cn_trainer_group(cn_trainer *t); /* borrowed */
  * returns them. Labels (and token ids) outside the model's classes are refused. */
 cn_status cn_trainer_step(cn_trainer *t, const void *inputs, const int32_t *labels, int n,
                           float *loss, int *correct);
+/* The step of an image-to-image model (cn_model_output_image): n input images and n target
+ * images of the output's shape (f32), the loss their mean squared error. Metrics as above,
+ * with no correct predictions and one prediction per sample. Each entry point refuses the
+ * other kind of model (CN_ERR_INVALID_ARG naming the right one). */
+cn_status cn_trainer_step_targets(cn_trainer *t, const float *inputs, const float *targets, int n, float *loss);
 /* Totals over the steps run with loss and correct NULL since the last call: sum of (mean
  * loss x predictions), predictions right, predictions. Waits for those steps; a non-finite
  * loss among them is CN_ERR_NUMERIC naming its step. Any pointer may be NULL. Over several
@@ -248,10 +264,14 @@ cn_status cn_trainer_metrics(cn_trainer *t, double *loss_sum, int64_t *correct, 
  * outputs (n x context x vocab for a token model), for any n. For any other output use an
  * inference session (cn_trainer_session, cn_session_create_shared). */
 cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *probs);
+/* (An image-to-image model's prediction is its output image: n x h x w x c values in probs.) */
 /* Mean loss and count of right predictions over n samples, in batches (on replica 0 of this
  * rank only; split a test set over the ranks with cn_group_slice and add with cn_group_sum). */
 cn_status cn_trainer_evaluate(cn_trainer *t, const void *inputs, const int32_t *labels,
                               int n, double *loss, int64_t *correct);
+/* An image-to-image model's mean squared error over n input and target images, in batches
+ * (replica 0, as above). */
+cn_status cn_trainer_evaluate_targets(cn_trainer *t, const float *inputs, const float *targets, int n, double *mse);
 uint64_t cn_trainer_steps(const cn_trainer *t);
 /* The trainer's training session (borrowed): parameters by name, gradients, hook. */
 cn_session *cn_trainer_session(cn_trainer *t);
@@ -272,6 +292,15 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
  * cn_program_from_checkpoint). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
+/* Writes the checkpoint at `in` again at `out` for deployment: every weight in dt (CN_BF16 or
+ * CN_F16, rounded to nearest even; bf16 files are checkpoint format version 2), the optimizer
+ * state left out, the model text, settings, epoch and step kept. cn_inference_from_checkpoint
+ * and inference sessions' cn_session_load widen the weights to f32 (exactly); training
+ * sessions and trainers refuse them (CN_ERR_DTYPE naming the parameter). Errors: dt another
+ * type (CN_ERR_INVALID_ARG), a checkpoint without a model description or holding a program
+ * graph, a weight past fp16's 65504 (CN_ERR_NUMERIC, naming it: use bf16), and the reading and
+ * writing errors of checkpoints; `out` is written atomically and untouched on failure. */
+cn_status cn_checkpoint_export(const char *in, const char *out, cn_dtype dt);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
@@ -305,6 +334,10 @@ cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, 
  * program (inputs and labels as for cn_trainer_step). */
 cn_status cn_classifier_evaluate(cn_session *s, const void *inputs, const int32_t *labels, int n,
                                  double *loss, int64_t *correct);
+/* The same for an image-to-image model's program: the mean squared error between its output
+ * and the target images over n samples (f32, in batches). Each refuses the other kind of
+ * program, naming the right call. */
+cn_status cn_image_evaluate(cn_session *s, const float *inputs, const float *targets, int n, double *mse);
 void cn_trainer_free(cn_trainer *t);
 
 #endif

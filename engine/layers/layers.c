@@ -19,11 +19,14 @@ static cn_value activation(cn_program *p, cn_value x, cn_act a) {
     return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, &prm);
 }
 
-/* Parameter "<layer>_<index>.<what>", e.g. "dense_2.weight", "attention_1.query.bias". */
+void cn_layer_param_name(const cn_layer *l, const char *what, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s_%d.%s", cn_layer_kind_name(l->kind), l->index, what);
+}
+
 static cn_value param(cn_program *p, const cn_layer *l, const char *what, cn_shape shape, cn_init init, float scale,
                       int64_t fan_in, int64_t fan_out) {
     char name[CN_NODE_NAME_MAX];
-    snprintf(name, sizeof name, "%s_%d.%s", cn_layer_kind_name(l->kind), l->index, what);
+    cn_layer_param_name(l, what, name, sizeof name);
     return cn_prog_param_add(p, name, &shape, init, scale, fan_in, fan_out, NULL);
 }
 
@@ -34,10 +37,12 @@ static cn_value zeros(cn_program *p, const cn_layer *l, const char *what, int64_
     return param(p, l, what, cn_shape_of(1, n), CN_INIT_ZEROS, 0.0f, n, n);
 }
 
+const char *const cn_attention_projections[4] = {"query", "key", "value", "out"};
+
 /* Multi-head self-attention: projections query, key, value and out, [D,D] weights (y = x W)
  * and [D] biases. */
 static cn_value attention(cn_program *p, const cn_layer *l, cn_value x, int64_t d) {
-    static const char *const proj[4] = {"query", "key", "value", "out"};
+    const char *const *proj = cn_attention_projections;
     cn_value w[4], b[4];
     for (int k = 0; k < 4; k++) {
         char wn[32], bn[32];
@@ -124,6 +129,7 @@ static cn_value lower_layers(const cn_model *m, cn_program *p, cn_value x, cn_va
         case CN_L_RESIDUAL: block_in[i] = x; break;
         case CN_L_END: pre = x = cn_op_add(p, x, block_in[l->partner]); break;
         case CN_L_CONV2D_T: case CN_L_UPSAMPLE: case CN_L_PAD: case CN_L_FROM: case CN_L_CONCAT: case CN_L_ADD:
+        case CN_L_MUL:
             pre = x = cn_layer_lower_dag(p, m, l, x, in_c, vals, input);
             x = activation(p, x, l->act);
             break;
@@ -160,6 +166,37 @@ static void check_logits(const cn_model *m, cn_program *p, cn_value logits) {
     }
 }
 
+int cn_model_output_image(const cn_model *m, int *h, int *w, int *c) {
+    cn_form f = CN_FORM_FLAT;
+    int64_t oh = 0, ow = 0, oc = 0;
+    if (m && m->in_form == CN_FORM_IMAGE) cn_model_current(m, &f, &oh, &ow, &oc);
+    int image = m && m->in_form == CN_FORM_IMAGE && f == CN_FORM_IMAGE;
+    if (h) *h = image ? (int)oh : 0;
+    if (w) *w = image ? (int)ow : 0;
+    if (c) *c = image ? (int)oc : 0;
+    return image;
+}
+
+/* An image-to-image model (a denoiser): the MSE between its output and a target image. There
+ * are no classes, so no labels, logits, probabilities or accuracy. */
+static cn_status image_program(const cn_model *m, cn_program *p, cn_loss_kind loss) {
+    int oh, ow, oc;
+    cn_model_output_image(m, &oh, &ow, &oc);
+    if (loss != CN_LOSS_MSE)
+        return cn_errorf(CN_ERR_SHAPE, "the model ends in an image (%dx%dx%d), not class logits: train it with the MSE "
+                         "loss against target images (CN_LOSS_MSE), or end it in a flat layer (dense or flatten) to "
+                         "classify", oh, ow, oc);
+    cn_value x = cn_input(p, "images", 4, (int64_t[]){CN_BATCH, m->h, m->w, m->c}, CN_F32);
+    cn_value target = cn_input(p, "target", 4, (int64_t[]){CN_BATCH, oh, ow, oc}, CN_F32);
+    cn_value output = CN_INVALID_VALUE;
+    lower_layers(m, p, x, &output);
+    cn_value lv = cn_op_mse(p, output, target);
+    cn_status st = cn_program_status(p);
+    if (st == CN_OK) st = cn_output(p, "output", output);
+    if (st == CN_OK) st = cn_set_loss(p, lv);
+    return st == CN_OK ? cn_program_status(p) : st;
+}
+
 cn_status cn_model_to_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out) {
     if (!m || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_model_to_program: NULL argument");
     *out = NULL;
@@ -168,6 +205,15 @@ cn_status cn_model_to_program(const cn_model *m, uint64_t seed, cn_loss_kind los
     cn_program *p;
     CN_TRY(cn_program_create(&p));
     cn_program_set_seed(p, seed);
+    if (cn_model_output_image(m, NULL, NULL, NULL)) {
+        cn_status st = image_program(m, p, loss);
+        if (st != CN_OK) {
+            cn_program_free(p);
+            return st;
+        }
+        *out = p;
+        return CN_OK;
+    }
     int tokens = m->in_form == CN_FORM_IDS;
     int64_t classes = cn_model_classes(m);
     cn_value x = tokens ? cn_input(p, "tokens", 2, (int64_t[]){CN_BATCH, m->context}, CN_I32)

@@ -15,7 +15,7 @@ static const char *const kind_names[CN_L_KIND_COUNT] = {
     "dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "activation", "dropout", "layer_norm",
     "attention", "patch_embed", "embed", "mean_tokens", "residual", "end",
     "conv2d_transpose", "upsample", "pad", "from", "concat", "add", "batch_norm", "global_avgpool",
-    "global_maxpool"};
+    "global_maxpool", "mul"};
 
 const char *cn_layer_kind_name(cn_layer_kind k) { return (unsigned)k < CN_L_KIND_COUNT ? kind_names[k] : "?"; }
 
@@ -409,7 +409,7 @@ cn_status cn_model_summary(const cn_model *m, char *buf, size_t cap) {
     static const char *const kinds[CN_L_KIND_COUNT] = {
         "Dense", "Conv2D", "MaxPool2D", "AvgPool2D", "Flatten", "Activation", "Dropout", "LayerNorm",
         "Attention", "PatchEmbed", "Embed", "MeanTokens", "Residual", "Add", "Conv2DTranspose", "UpSampling2D",
-        "Padding2D", "From", "Concatenate", "Add", "BatchNorm", "GlobalAvgPool", "GlobalMaxPool"};
+        "Padding2D", "From", "Concatenate", "Add", "BatchNorm", "GlobalAvgPool", "GlobalMaxPool", "Multiply"};
     size_t o = 0;
     const char *sample = m->in_form == CN_FORM_IDS ? "window" : "image";
 #define OUT(...) o += (o < cap ? (size_t)snprintf(buf + o, cap - o, __VA_ARGS__) : 0)

@@ -37,6 +37,7 @@ typedef enum cn_layer_kind {
     CN_L_BATCH_NORM,
     CN_L_GLOBAL_AVGPOOL,
     CN_L_GLOBAL_MAXPOOL,
+    CN_L_MUL,      /* the named output times the current one (per channel: squeeze-excite) */
     CN_L_KIND_COUNT
 } cn_layer_kind;
 
@@ -67,7 +68,7 @@ typedef struct cn_layer {
                                 square, symmetric part, kept for the old text and callers) */
     int mode;                /* UPSAMPLE: cn_upsample_mode; PAD: cn_pad_mode */
     float value;             /* PAD: the constant */
-    int refs[CN_LAYER_REFS]; /* FROM, CONCAT, ADD: layer indices or CN_LAYER_REF_INPUT */
+    int refs[CN_LAYER_REFS]; /* FROM, CONCAT, ADD, MUL: layer indices or CN_LAYER_REF_INPUT */
     int n_refs;
     char label[CN_LAYER_LABEL]; /* the name its output was given ("-> NAME"), or "" */
     int partner;             /* RESIDUAL: the enclosing open residual or -1; END: its RESIDUAL */
@@ -124,6 +125,12 @@ static inline int64_t cn_size_sum(int64_t a, int64_t b) {
 
 /* Layer kind names as the model file writes them ("dense", "layer_norm", ...). */
 const char *cn_layer_kind_name(cn_layer_kind k);
+/* The name of a layer's parameter, "<kind>_<index>.<what>" ("dense_2.weight",
+ * "attention_1.query.bias"): the one rule, for the lowering (layers.c) and for cached
+ * generation, which binds the same tensors (engine/generate.c). */
+void cn_layer_param_name(const cn_layer *l, const char *what, char *buf, size_t cap);
+/* An attention layer's projections, in the order their parameters are made. */
+extern const char *const cn_attention_projections[4];
 /* Activations (one table in model.c): the name in model files and text ("" for none), the op
  * computing it (CN_OP_LEAF for none), and a name's activation ("linear" and "none" too; 0 if
  * unknown). */

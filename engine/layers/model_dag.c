@@ -190,6 +190,28 @@ static cn_status join(cn_model *m, cn_layer_kind kind, int n, const char *const 
 }
 
 cn_status cn_model_add_concat(cn_model *m, int n, const char *const *names) { return join(m, CN_L_CONCAT, n, names); }
+
+/* The output is the named one's: an image scaled per channel by the current vector (the
+ * gate of squeeze-and-excitation), or the elementwise product of equal shapes. */
+cn_status cn_model_add_mul(cn_model *m, const char *name) {
+    if (!m) return cn_errorf(CN_ERR_INVALID_ARG, "model is NULL");
+    cn_layer l = {.kind = CN_L_MUL, .n_refs = 1};
+    cn_form f0, f;
+    int64_t h0, w0, c0;
+    cn_model_current(m, &f0, &h0, &w0, &c0);
+    CN_TRY(find(m, "mul", name, &l.refs[0]));
+    cn_model_output_of(m, l.refs[0], &f, &l.oh, &l.ow, &l.oc);
+    l.form = f;
+    const int same = f == f0 && l.oh == h0 && l.ow == w0 && l.oc == c0;
+    const int gate = f == CN_FORM_IMAGE && f0 == CN_FORM_FLAT && c0 == l.oc;
+    char a[96], b[96];
+    if (f0 == CN_FORM_IDS || f == CN_FORM_IDS || (!same && !gate))
+        return cn_errorf(CN_ERR_SHAPE, "mul: '%s' is %s but the current output is %s; mul needs equal shapes, or an "
+                         "image and a vector of its channels", name, cn_form_str(f, l.oh, l.ow, l.oc, a, sizeof a),
+                         cn_form_str(f0, h0, w0, c0, b, sizeof b));
+    l.flops = f == CN_FORM_IMAGE ? CN_PRODUCT(l.oh, l.ow, l.oc) : f == CN_FORM_SEQ ? CN_PRODUCT(l.oh, l.oc) : l.oc;
+    return cn_model_push(m, &l);
+}
 cn_status cn_model_add_sum(cn_model *m, int n, const char *const *names) { return join(m, CN_L_ADD, n, names); }
 
 /* ---- text ---- */
@@ -232,7 +254,7 @@ int cn_layer_line_dag(const cn_model *m, const cn_layer *l, char *b, size_t cap)
         if (l->mode == CN_PAD_REFLECT) snprintf(b, cap, "pad %s reflect", p);
         else snprintf(b, cap, "pad %s value=%.9g", p, (double)l->value);
         return 1;
-    case CN_L_FROM: case CN_L_CONCAT: case CN_L_ADD:
+    case CN_L_FROM: case CN_L_CONCAT: case CN_L_ADD: case CN_L_MUL:
         o = (size_t)snprintf(b, cap, "%s", cn_layer_kind_name(l->kind));
         for (int i = 0; i < l->n_refs && o < cap; i++) o += (size_t)snprintf(b + o, cap - o, " %s", ref_name(m, l->refs[i]));
         return 1;
@@ -276,6 +298,12 @@ cn_value cn_layer_lower_dag(cn_program *p, const cn_model *m, const cn_layer *l,
             x = l->kind == CN_L_CONCAT ? cn_op_concat(p, x, y, -1) : cn_op_add(p, x, y);
         }
         return x;
+    case CN_L_MUL: {
+        cn_value y = l->refs[0] < 0 ? input : vals[l->refs[0]];
+        int node = cn_prog_node(p, x);
+        int gate = l->form == CN_FORM_IMAGE && node >= 0 && p->g.nodes[node].shape.ndim == 2;
+        return gate ? cn_op_channel_mul(p, y, x) : cn_op_mul(p, y, x);
+    }
     default:
         cn_errorf(CN_ERR_INVALID_ARG, "layer kind %d has no lowering", (int)l->kind);
         return cn_prog_fail(p, CN_ERR_INVALID_ARG);

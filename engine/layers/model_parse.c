@@ -171,6 +171,10 @@ static cn_status parse_layer(cn_model *m, char **tok, int nt, const char *origin
         return k[0] == 'c' ? cn_model_add_concat(m, nt - 1, (const char *const *)tok + 1)
                            : cn_model_add_sum(m, nt - 1, (const char *const *)tok + 1);
     }
+    if (strcmp(k, "mul") == 0) {
+        if (nt != 2) LINE_ERR(CN_ERR_PARSE, "expected 'mul NAME'");
+        return cn_model_add_mul(m, tok[1]);
+    }
     if (strcmp(k, "maxpool2d") == 0 || strcmp(k, "avgpool2d") == 0) {
         int pad = 0, ceil_mode = 0, include = 1, i = 2;
         if (nt >= 3 && !strchr(tok[2], '=') && parse_int(tok[2], 1, 1024, &b)) i = 3;

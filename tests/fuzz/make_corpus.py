@@ -85,7 +85,8 @@ def main():
     put("dataset", "t10k-2.gz", struct.pack("<I", len(gz_images)) + gz_images + gzip.compress(two_labels, 9, mtime=0))
 
     models = {name: open(os.path.join(ROOT, "models", name + ".net"), "rb").read()
-              for name in ("seed_cnn", "vit_fashion", "char_gpt")}
+              for name in ("seed_cnn", "vit_fashion", "char_gpt", "resnet_fashion", "mobilenet_fashion",
+                           "unet_denoise")}
     models["readme"] = (b"input 28 28 1            # H W C\nconv2d 32 3 relu stride=1 pad=same\nmaxpool2d 2\n"
                         b"avgpool2d 2 1\nflatten\ndense 64 relu\ndropout 0.5\ndense 10 softmax\n")
     # issue 16's graphs: named outputs, from/concat/add, grouped and transposed convolution
@@ -113,6 +114,15 @@ def main():
             data = open(ck, "rb").read()
             put("ckpt", opt, data)
             put("ckpt_model", opt, data)
+        # a denoiser's (a model that ends in an image, trained with --noise: an image program)
+        with open(net, "w") as f:
+            f.write("input 28 28 1 -> noisy\nconv2d 2 3 relu pad=same\nconv2d 1 3 pad=same\nadd noisy\n")
+        ck = os.path.join(tmp, "denoiser.ckpt")
+        subprocess.run([CLNET, "train", net, "--noise", "0.3", "--data", DATA, "--limit", "16", "--epochs", "1",
+                        "--device", "omp", "--save", ck, "-q"], check=True)
+        data = open(ck, "rb").read()
+        put("ckpt", "denoiser", data)
+        put("ckpt_model", "denoiser", data)
 
     # every dtype and rank the container allows, and the example of docs/CHECKPOINT.md
     dtypes = checkpoint("input 2 3 1\nflatten\ndense 3\n",

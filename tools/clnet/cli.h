@@ -81,6 +81,8 @@ cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **
  * storage type of each; cli_load_checkpoint's session runs in cli_precision (index into the
  * names, 0 = fp32), which the inference commands set from their flag. */
 extern const char *const cli_precision_names[];
+/* The same plus "int8" (weight-only int8, CN_I8): predict, eval, generate and run. */
+extern const char *const cli_infer_precision_names[];
 extern const cn_dtype cli_precision_types[];
 extern int cli_precision;
 

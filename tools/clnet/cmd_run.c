@@ -25,6 +25,9 @@ void help_run(void) {
            "  --output FILE       write the first output as float32 .npy; NAME=FILE for another\n"
            "                      output (repeatable)\n"
            "  --device SEL        device selector or name (default: $CLNET_DEVICE, else auto)\n"
+           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights\n"
+           "                      f32; int8: the weights of its matrix products (Gemm, MatMul,\n"
+           "                      Conv with group 1) in int8, one f32 scale per output channel\n"
            "  -h, --help          show this help\n"
            "  -v, --verbose       log INFO messages to stderr\n"
            "\n"
@@ -114,7 +117,9 @@ int cmd_run(int argc, char **argv) {
         free(args);
         return r;
     }
-    arg_opt opts[] = {{"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0}, ARG_END};
+    arg_opt opts[] = {{"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
+                      {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_infer_precision_names, "NAME", 0},
+                      ARG_END};
     const char *pos[1];
     int np;
     r = args_parse(&run_cmd, opts, nargs, args, pos, &np);
@@ -137,7 +142,8 @@ int cmd_run(int argc, char **argv) {
                             n_inputs == 1 ? "" : "s", pos[0]);
         goto done;
     }
-    if ((st = cli_open_device(device, &dev)) != CN_OK || (st = cn_session_create_inference(p, dev, &s)) != CN_OK) {
+    if ((st = cli_open_device(device, &dev)) != CN_OK || (st = cn_session_create_inference(p, dev, &s)) != CN_OK ||
+        (st = cn_session_set_precision(s, cli_precision_types[cli_precision])) != CN_OK) {
         status = cli_error(st);
         goto done;
     }

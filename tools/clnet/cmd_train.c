@@ -35,6 +35,12 @@ void help_train(void) {
            "  --data DIR            dataset directory (default " CN_DATASET_DEFAULT_DIR ")\n"
            "  --text FILE           text corpus of a token model (UTF-8 or any ASCII-compatible\n"
            "                        text; empty, binary or too-short files are refused)\n"
+           "  --noise SIGMA         train a denoiser (a model that ends in an image of its input's\n"
+           "                        shape): the input is the image plus Gaussian noise of standard\n"
+           "                        deviation SIGMA (pixels lie in [0, 1]; new noise every epoch,\n"
+           "                        drawn from --seed), the loss the MSE against the clean image;\n"
+           "                        the epoch line reports the test-set PSNR of the output and of\n"
+           "                        the noisy input (the test noise is fixed, the same in every run)\n"
            "  --epochs N            train until N epochs are done (default %d; with --resume the\n"
            "                        epochs already in the checkpoint count)\n"
            "  --batch N             images (or text windows) per optimizer step (default 64)\n"
@@ -147,7 +153,7 @@ static const char *const given_names[G_COUNT] = {"--lr",          "--weight-deca
 typedef struct train_opts {
     const char *model_path, *data, *text, *device, *devices, *save, *resume, *report;
     int64_t epochs, batch, limit, steps;
-    double lr, weight_decay, eps, beta1, beta2, momentum, min_lr, clip_norm, clip_value;
+    double lr, weight_decay, eps, beta1, beta2, momentum, min_lr, clip_norm, clip_value, noise;
     int64_t warmup;
     uint64_t seed;
     int optimizer, quiet, schedule, precision;
@@ -212,8 +218,11 @@ static void split_note(cn_trainer *t, cn_device **devs, int n_dev, char *buf, si
     }
 }
 
+/* A denoiser (acc < 0) has no accuracy: its loss is the MSE, its validation score the PSNR. */
 static void format_metrics(char *buf, size_t cap, double loss, double acc, const double *val) {
-    if (val) snprintf(buf, cap, "loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f", loss, acc, val[0], val[1]);
+    if (acc < 0 && val) snprintf(buf, cap, "loss: %.5f - val_loss: %.5f", loss, val[0]);
+    else if (acc < 0) snprintf(buf, cap, "loss: %.5f", loss);
+    else if (val) snprintf(buf, cap, "loss: %.4f - accuracy: %.4f - val_loss: %.4f - val_accuracy: %.4f", loss, acc, val[0], val[1]);
     else snprintf(buf, cap, "loss: %.4f - accuracy: %.4f", loss, acc);
 }
 
@@ -230,6 +239,7 @@ typedef struct train_run {
     cn_trainer *t;
     train_data data;
     void *inputs; /* one batch: f32 pixels or i32 ids */
+    float *targets; /* a denoiser's batch of clean images */
     int32_t *labels;
     int64_t *perm;
     epoch_record *recs; /* the report's epochs, earlier ones included when resuming */
@@ -264,6 +274,7 @@ static int parse_options(train_opts *o, int argc, char **argv) {
     arg_opt opts[] = {
         {"--data", NULL, ARG_STRING, &o->data, 0, 0, NULL, "DIR", 0},
         {"--text", NULL, ARG_STRING, &o->text, 0, 0, NULL, "FILE", 0},
+        {"--noise", NULL, ARG_FLOAT, &o->noise, 1e-6, 100, NULL, "SIGMA", 0},
         {"--epochs", NULL, ARG_INT, &o->epochs, 1, 1000000, NULL, "N", 0},
         {"--batch", NULL, ARG_INT, &o->batch, 1, 65536, NULL, "N", 0},
         {"--lr", NULL, ARG_FLOAT, &o->lr, 1e-12, 100, NULL, "X", 0},
@@ -314,6 +325,7 @@ static void make_config(train_run *r) {
     for (int k = G_LR; k <= G_CLIP_VALUE; k++)
         if (o->given[k]) *cfg_val[k] = (float)*flag_val[k];
     cfg->batch = (int)o->batch;
+    if (r->data.noise > 0) cfg->loss = CN_LOSS_MSE; /* a denoiser: the MSE against the clean image */
     if (o->given[G_SCHEDULE]) cfg->opt.schedule = (cn_lr_schedule)o->schedule;
     if (o->given[G_WARMUP]) cfg->opt.warmup_steps = o->warmup;
     if (o->given[G_MIN_LR]) cfg->opt.min_lr = (float)o->min_lr;
@@ -346,7 +358,7 @@ static int open_devices(train_run *r) {
 }
 
 static int load_data(train_run *r) {
-    int rc = train_data_load(&r->data, r->model, r->o.data, r->o.text, r->o.limit);
+    int rc = train_data_load(&r->data, r->model, r->o.data, r->o.text, r->o.limit, r->o.noise);
     if (rc != EXIT_OK) return EXIT_ERROR;
     if (r->o.text) cli_warn_if_not_causal(r->model, r->o.resume ? r->o.resume : r->o.model_path);
     if (stopped_while("loading the data")) return stop_status();
@@ -399,7 +411,8 @@ static int alloc_buffers(train_run *r) {
     r->labels = malloc((size_t)o->batch * (size_t)r->data.per * sizeof *r->labels);
     r->perm = malloc((size_t)r->data.n_train * sizeof *r->perm);
     r->recs = calloc((size_t)o->epochs, sizeof *r->recs);
-    if (!r->inputs || !r->labels || !r->perm || !r->recs)
+    if (r->data.noise > 0) r->targets = malloc((size_t)o->batch * (size_t)r->data.in_elems * sizeof *r->targets);
+    if (!r->inputs || !r->labels || !r->perm || !r->recs || (r->data.noise > 0 && !r->targets))
         return cli_errorf("out of memory for the batch buffers (batch %lld, %lld images)", (long long)o->batch,
                           (long long)r->data.n_train);
     if (o->report && r->start_epoch > 0) r->nrec = report_read(o->report, r->start_epoch, r->recs);
@@ -433,8 +446,9 @@ static void print_epoch(train_run *r, const epoch_record *rec, char *metrics, si
     if (r->bar_out) {
         double val[2] = {rec->val_loss, rec->val_accuracy};
         char tail[64];
-        format_metrics(metrics, cap, rec->loss, rec->accuracy, val);
+        format_metrics(metrics, cap, rec->loss, rec->denoise ? -1.0 : rec->accuracy, val);
         if (rec->text) snprintf(tail, sizeof tail, " - val_bpb: %.4f - %.0f tok/s", bpb, pps);
+        else if (rec->denoise) snprintf(tail, sizeof tail, " - val_psnr: %.2f dB - %.0f img/s", rec->val_psnr, ips);
         else snprintf(tail, sizeof tail, " - %.0f img/s", ips);
         strncat(metrics, tail, cap - strlen(metrics) - 1);
         progress_finish(&r->bar, metrics, rec->seconds);
@@ -445,6 +459,10 @@ static void print_epoch(train_run *r, const epoch_record *rec, char *metrics, si
         printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - val_bpb %.4f - "
                "%.1fs - %.0f tok/s%s\n", rec->epoch, (long long)o->epochs, rec->loss, rec->accuracy, rec->val_loss,
                rec->val_accuracy, bpb, rec->seconds, pps, split);
+    else if (!o->quiet && r->bar_out != stdout && rec->denoise)
+        printf("epoch %d/%lld - loss %.5f - val_loss %.5f - val_psnr %.2f dB (noisy input %.2f dB) - %.1fs - %.0f "
+               "img/s%s\n", rec->epoch, (long long)o->epochs, rec->loss, rec->val_loss, rec->val_psnr, rec->input_psnr,
+               rec->seconds, ips, split);
     else if (!o->quiet && r->bar_out != stdout)
         printf("epoch %d/%lld - loss %.4f - accuracy %.4f - val_loss %.4f - val_accuracy %.4f - %.1fs - %.0f img/s%s\n",
                rec->epoch, (long long)o->epochs, rec->loss, rec->accuracy, rec->val_loss, rec->val_accuracy,
@@ -477,7 +495,7 @@ static cn_status read_metrics(train_run *r, epoch_sums *e, int64_t done) {
     e->loss += l, e->correct += c, e->seen += n;
     if (st == CN_OK && r->bar_out && e->seen > 0) {
         format_metrics(e->metrics, sizeof e->metrics, e->loss / (double)e->seen,
-                       (double)e->correct / (double)e->seen, NULL);
+                       r->data.noise > 0 ? -1.0 : (double)e->correct / (double)e->seen, NULL);
         progress_update(&r->bar, done, e->metrics, 0);
     }
     return st;
@@ -506,8 +524,9 @@ static int train_epoch(train_run *r, int epoch, epoch_sums *e) {
         int64_t start = b * o->batch;
         int count = (int)(r->data.n_train - start < o->batch ? r->data.n_train - start : o->batch);
         /* the global batch: the trainer's group takes this rank's rows of it */
-        train_data_gather(&r->data, o->seed, epoch, r->perm, start, count, r->inputs, r->labels);
-        st = cn_trainer_step(r->t, r->inputs, r->labels, count, NULL, NULL);
+        train_data_gather(&r->data, o->seed, epoch, r->perm, start, count, r->inputs, r->labels, r->targets);
+        st = r->targets ? cn_trainer_step_targets(r->t, r->inputs, r->targets, count, NULL)
+                        : cn_trainer_step(r->t, r->inputs, r->labels, count, NULL, NULL);
         r->steps_run++;
         int last = b + 1 == r->steps_per_epoch || (o->steps > 0 && r->steps_run >= (uint64_t)o->steps);
         if (st == CN_OK && (last || (r->bar_out && cli_now() - last_bar >= 0.1))) {
@@ -537,10 +556,13 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     double t1 = cli_now(), val_loss = 0.0;
     int64_t val_correct = 0, vlo, vn;
     cn_group_slice(cn_trainer_group(r->t), r->data.n_test, &vlo, &vn);
-    cn_status st = vn > 0 ? cn_trainer_evaluate(r->t, train_data_test_inputs(&r->data, vlo),
-                                                train_data_test_labels(&r->data, vlo), (int)vn, &val_loss,
-                                                &val_correct)
-                          : CN_OK;
+    cn_status st = CN_OK;
+    if (vn > 0 && r->data.noise > 0)
+        st = cn_trainer_evaluate_targets(r->t, train_data_test_inputs(&r->data, vlo), train_data_test_targets(&r->data, vlo),
+                                         (int)vn, &val_loss);
+    else if (vn > 0)
+        st = cn_trainer_evaluate(r->t, train_data_test_inputs(&r->data, vlo), train_data_test_labels(&r->data, vlo),
+                                 (int)vn, &val_loss, &val_correct);
     rec->eval_seconds = cli_now() - t1;
     if (st != CN_OK) {
         progress_abort(&r->bar);
@@ -560,6 +582,8 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     rec->val_loss = val_loss;
     rec->val_accuracy = (double)val_correct / ((double)r->data.n_test * (double)r->data.per);
     rec->val_bits_per_byte = r->data.text ? val_loss / log(2.0) : 0.0; /* nats per byte -> bits */
+    rec->denoise = r->data.noise > 0;
+    if (rec->denoise) rec->val_psnr = train_data_psnr(val_loss), rec->input_psnr = r->data.input_psnr;
     return EXIT_OK;
 }
 
@@ -630,6 +654,7 @@ static void release(train_run *r) {
     free(r->recs);
     free(r->perm);
     free(r->labels);
+    free(r->targets);
     free(r->inputs);
     if (r->t) cn_trainer_free(r->t);
     train_data_free(&r->data);

@@ -158,7 +158,8 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
 }
 
 const char *const cli_precision_names[] = {"fp32", "bf16", "fp16", NULL};
-const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16};
+const char *const cli_infer_precision_names[] = {"fp32", "bf16", "fp16", "int8", NULL};
+const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16, CN_I8};
 int cli_precision;
 
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
@@ -168,7 +169,12 @@ cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **
     st = cn_inference_from_checkpoint(path, *dev, model, session, epoch, step);
     if (st == CN_OK) st = cn_session_set_precision(*session, cli_precision_types[cli_precision]);
     const char *outs[] = {output, "loss", "correct"};
-    if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, 2);
+    /* a denoiser has neither class probabilities nor logits, nor an accuracy */
+    const int image = st == CN_OK && cn_model_output_image(*model, NULL, NULL, NULL);
+    if (image && output)
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s is a denoiser (its model ends in an image): it has no '%s'; "
+                                "evaluate it with 'clnet eval %s --noise SIGMA'", path, output, path);
+    if (st == CN_OK) st = output ? cn_session_select_outputs(*session, outs, 1) : cn_session_select_outputs(*session, outs + 1, image ? 1 : 2);
     return st;
 }
 

@@ -37,6 +37,8 @@ int report_write(const char *path, const epoch_record *rec, int n) {
         if (r->text)
             fprintf(f, ", \"tokens_per_second\": %.2f, \"val_bits_per_byte\": %.6g", js(r->tokens_per_second),
                     js(r->val_bits_per_byte));
+        if (r->denoise)
+            fprintf(f, ", \"val_psnr\": %.6g, \"input_psnr\": %.6g", js(r->val_psnr), js(r->input_psnr));
         fputs(", \"peak_device_bytes\": {", f);
         for (int k = 0; k < r->n_peak; k++) /* selectors are [a-z0-9:] (cli_open_device) */
             fprintf(f, "%s\"%s\": %llu", k ? ", " : "", r->peak[k].device, (unsigned long long)r->peak[k].bytes);
@@ -111,6 +113,8 @@ int report_read(const char *path, int upto, epoch_record *rec) {
         if (k == 9)
             r.text = sscanf(line + used, ", \"tokens_per_second\": %lf, \"val_bits_per_byte\": %lf",
                             &r.tokens_per_second, &r.val_bits_per_byte) == 2;
+        if (k == 9 && !r.text)
+            r.denoise = sscanf(line + used, ", \"val_psnr\": %lf, \"input_psnr\": %lf", &r.val_psnr, &r.input_psnr) == 2;
         if (k == 9) read_peaks(line + used, &r);
         if (k != 9 || r.epoch != n + 1) {
             bad = 1;

@@ -22,6 +22,9 @@ typedef struct epoch_record {
         char device[24];
         uint64_t bytes;
     } peak[REPORT_MAX_DEVICES];
+    /* denoisers (--noise): the test-set PSNR of the output and of the noisy input, in dB */
+    int denoise;
+    double val_psnr, input_psnr;
 } epoch_record;
 
 /* Writes the records to path atomically (temporary file in the same directory, fsync,
