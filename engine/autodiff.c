@@ -9,6 +9,14 @@
 /* Sum a contribution into grad[id]. */
 static int accumulate(cn_graph *g, int *grad, int id, int contrib) {
     if (contrib < 0) return -1;
+    /* A gradient has its value's storage type: an f32 value read by a 16-bit op (batch norm's
+     * gamma and beta under mixed precision, program.c) gets its contribution cast to f32. */
+    cn_dtype want = g->nodes[id].dtype, have = g->nodes[contrib].dtype;
+    if (want != have && want == CN_F32 && (have == CN_F16 || have == CN_BF16)) {
+        cn_op_params c = {0};
+        c.variant = (int32_t)CN_F32;
+        if ((contrib = cn_g_op(g, CN_OP_CAST, 1, &contrib, &c, NULL)) < 0) return -1;
+    }
     grad[id] = grad[id] < 0 ? contrib : cn_g_binary(g, CN_OP_ADD, grad[id], contrib);
     return grad[id];
 }
@@ -285,8 +293,12 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
     return r < 0 ? CN_ERR_SHAPE : CN_OK;
 }
 
-cn_status cn_graph_backward(cn_graph *g, int loss, int *grads) {
+cn_status cn_graph_backward(cn_graph *g, int loss, int *grads) { return cn_graph_backward_from(g, loss, -1, grads); }
+
+cn_status cn_graph_backward_from(cn_graph *g, int loss, int seed, int *grads) {
     int n0 = g->n;
+    if (seed >= n0 || (seed >= 0 && cn_shape_numel(&g->nodes[seed].shape) != 1))
+        return cn_errorf(CN_ERR_INVALID_ARG, "backward: seed node %d is not a [1] node", seed);
     if (loss < 0 || loss >= n0 || cn_shape_numel(&g->nodes[loss].shape) != 1)
         return cn_errorf(CN_ERR_INVALID_ARG, "backward: node %d is not a scalar loss", loss);
     /* grad[] grows with the graph; only entries < n0 are ever read. */
@@ -304,7 +316,7 @@ cn_status cn_graph_backward(cn_graph *g, int loss, int *grads) {
         if (reach[i])
             for (int k = 0; k < g->nodes[i].n_in; k++) reach[g->nodes[i].in[k]] = 1;
     float one = 1.0f;
-    grad[loss] = cn_g_const(g, "d_loss", &(cn_shape){1, {1}}, &one);
+    grad[loss] = seed >= 0 ? seed : cn_g_const(g, "d_loss", &(cn_shape){1, {1}}, &one);
     cn_status st = grad[loss] < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
     for (int i = loss; i >= 0 && st == CN_OK; i--) {
         if (!reach[i] || grad[i] < 0 || !g->nodes[i].requires_grad || g->nodes[i].op == CN_OP_LEAF) continue;

@@ -58,5 +58,8 @@ int cn_g_window(cn_graph *g, cn_op op, int x, int kh, int kw, int sh, int sw, in
  * (n before the call); on return grads[i] is the id of d loss / d node i for every PARAM
  * leaf i that loss depends on, else -1. */
 cn_status cn_graph_backward(cn_graph *g, int loss, int *grads);
+/* The same with d loss / d loss = the value of node seed (a [1] node of g, e.g. a state leaf
+ * holding fp16's loss scale) instead of the constant 1; seed -1 is cn_graph_backward. */
+cn_status cn_graph_backward_from(cn_graph *g, int loss, int seed, int *grads);
 
 #endif

@@ -21,6 +21,7 @@
 #include "internal.h"
 #include "mpi_transport.h"
 #include "session.h"
+#include "storage.h"
 
 #define RESPLIT_EVERY 16 /* steps between re-splits, so shard sizes (and plans) stay put */
 #define SPLIT_QUANTA 32  /* shards are multiples of rows/32 */
@@ -125,6 +126,7 @@ cn_status cn_group_create(const cn_program *p, cn_device *const *devs, int n, co
         g->share[i] = 1.0 / n;
         st = cn_session_create_training(p, devs[i], opt, &g->r[i].s);
         if (st == CN_OK && g->overlap) st = cn_session__set_buckets(g->r[i].s, 0, on_bucket, &g->r[i]);
+        if (st == CN_OK) g->r[i].s->scale_by_group = !g->plain;
         if (st != CN_OK) cn_error_context(st, "replica %d", i);
     }
     if (st != CN_OK) {
@@ -431,6 +433,7 @@ static cn_status broadcast_params(cn_group *g) {
         free(host);
     }
     for (int k = 1; k < g->n; k++) g->r[k].s->step = s0->step;
+    for (int k = 1; k < g->n && st == CN_OK; k++) st = cn_session__scaler_copy(g->r[k].s, s0);
     return st;
 }
 
@@ -486,7 +489,7 @@ static cn_status gradients(cn_group *g) {
 
 /* What one rank says about the step: a raised run flag or a replica's failure, the first
  * replica's. Travels as integers so that every rank formats the same message from them. */
-enum { RF_CODE, RF_BITS, RF_LABEL, RF_ROW, RF_REPLICA, RF_TEXT, RF_N = RF_TEXT + 48 };
+enum { RF_CODE, RF_BITS, RF_LABEL, RF_ROW, RF_REPLICA, RF_SKIP, RF_TEXT, RF_N = RF_TEXT + 48 };
 #define RF_TEXT_BYTES ((RF_N - RF_TEXT) * sizeof(uint64_t)) /* a failed replica's message */
 
 /* Reads every replica's run flags (session_flags.c; its own cross-entropy/accuracy kernels and,
@@ -499,7 +502,8 @@ static cn_status local_flags(cn_group *g, uint64_t *mine) {
         replica *r = &g->r[i];
         if (r->rows < 1) continue;
         if (r->st != CN_OK) {
-            if (!mine[RF_CODE]) {
+            if (!mine[RF_CODE] || mine[RF_SKIP]) {
+                mine[RF_SKIP] = 0;
                 char full[sizeof r->s->dev->info.selector + sizeof r->s->dev->info.name + sizeof r->err + 32] = "";
                 snprintf(full, sizeof full, "on %s (%s) it failed: %s", r->s->dev->info.selector, r->s->dev->info.name,
                          r->err);
@@ -519,8 +523,19 @@ static cn_status local_flags(cn_group *g, uint64_t *mine) {
         int32_t w[CN_FLAG_WORDS];
         memcpy(w, s->flag_host, sizeof w);
         if (w[0] == 0) continue;
-        cn_session__flags_finish(s); /* lowers them; the group reports the step below */
-        if (mine[RF_CODE]) continue;
+        /* fp16's loss scaling (session_scaler.c): a non-finite gradient with a finite loss
+         * only skips the step; a non-finite loss is the forward pass's overflow, an error. */
+        int skippable = 0;
+        if (cn_session__scaling(s) && w[0] == CN_FLAG_NONFINITE) {
+            int finite;
+            CN_TRY(cn_session__loss_finite(s, &finite));
+            skippable = finite;
+            if (!finite) w[0] |= CN_FLAG_FORWARD, s->flag_host[0] |= CN_FLAG_FORWARD;
+        }
+        if (skippable) CN_TRY(cn_session__flags_lower(s));
+        else cn_session__flags_finish(s); /* lowers them; the group reports the step below */
+        if (mine[RF_CODE] && (!mine[RF_SKIP] || skippable)) continue; /* an error outranks a skip */
+        mine[RF_SKIP] = (uint64_t)skippable;
         mine[RF_CODE] = (uint64_t)((w[0] & CN_FLAG_LABEL) ? CN_ERR_INVALID_ARG : CN_ERR_NUMERIC);
         mine[RF_BITS] = (uint64_t)(uint32_t)w[0], mine[RF_LABEL] = (uint64_t)(uint32_t)w[1];
         /* the row in the global batch, which is what every rank was fed */
@@ -534,20 +549,27 @@ static cn_status local_flags(cn_group *g, uint64_t *mine) {
  * gradient all-reduce, so every rank skips the same step and returns the same error (naming
  * the step, the label, the replica and the rank, formatted from the same integers) before
  * anything is updated. The error is also each replica's failed run, so the next fetch reports
- * it. */
-static cn_status refuse_flagged(cn_group *g, uint64_t *mine) {
+ * it. When the only flags are fp16 gradient overflows, *skip is set instead: every rank sees
+ * the same table, so every rank skips the step and halves its loss scale alike. */
+static cn_status refuse_flagged(cn_group *g, uint64_t *mine, int *skip) {
     int rank = g->rank;
+    *skip = 0;
     if (g->ranks > 1) {
         uint64_t *table = malloc(sizeof *table * RF_N * (size_t)g->ranks);
         if (!table) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "run flags of %d ranks", g->ranks);
         cn_status st = cn_mpi__allgather_u64(mine, RF_N, table);
-        for (rank = 0; st == CN_OK && rank < g->ranks; rank++)
-            if (table[(size_t)rank * RF_N + RF_CODE]) break;
-        if (st == CN_OK && rank < g->ranks) memcpy(mine, table + (size_t)rank * RF_N, sizeof *mine * RF_N);
+        int first = -1; /* the first rank with an error, else with a skip */
+        for (int r = 0; st == CN_OK && r < g->ranks; r++) {
+            const uint64_t *t = table + (size_t)r * RF_N;
+            if (t[RF_CODE] && (first < 0 || (table[(size_t)first * RF_N + RF_SKIP] && !t[RF_SKIP]))) first = r;
+        }
+        if (st == CN_OK && first >= 0) memcpy(mine, table + (size_t)first * RF_N, sizeof *mine * RF_N);
+        rank = first >= 0 ? first : g->ranks;
         free(table);
         CN_TRY(st);
     }
     if (!mine[RF_CODE]) return CN_OK;
+    if (mine[RF_SKIP]) return *skip = 1, CN_OK;
     const uint64_t *w = mine;
     cn_session *s0 = g->r[0].s;
     char what[RF_TEXT_BYTES + 1] = "";
@@ -558,8 +580,9 @@ static cn_status refuse_flagged(cn_group *g, uint64_t *mine) {
         memcpy(what, w + RF_TEXT, RF_TEXT_BYTES); /* NUL-terminated by snprintf, or here */
     }
     cn_status st = cn_errorf((cn_status)w[RF_CODE],
-                             "step %llu: replica %d of rank %d (of %d): %s; no replica of any rank applied the update",
-                             (unsigned long long)s0->step + 1, (int)w[RF_REPLICA], rank, g->ranks, what);
+                             "step %llu: replica %d of rank %d (of %d): %s; no replica of any rank applied the update%s",
+                             (unsigned long long)s0->step + 1, (int)w[RF_REPLICA], rank, g->ranks, what,
+                             (w[RF_BITS] & CN_FLAG_FORWARD) ? cn_precision_overflow_hint(s0->opt.precision) : "");
     for (int i = 0; i < g->n; i++) cn_session__fail_run(g->r[i].s, st);
     return st;
 }
@@ -580,13 +603,21 @@ cn_status cn_group_run(cn_group *g) {
     /* A replica that failed (its message kept in r->err) still lets the sums complete, so no
      * rank waits for a collective this one skipped; refuse_flagged then stops every rank. */
     CN_TRY(finish(g));
-    CN_TRY(refuse_flagged(g, flagged));
+    int skip;
+    CN_TRY(refuse_flagged(g, flagged, &skip));
     cn_session *s0 = g->r[0].s;
+    if (skip) { /* fp16: a gradient overflowed somewhere; halve the scale everywhere */
+        CN_TRY(cn_session__scaler_update(s0, 1));
+        for (int i = 1; i < g->n; i++) CN_TRY(cn_session__scaler_copy(g->r[i].s, s0));
+        g->steps++;
+        return CN_OK;
+    }
     if (s0->hook) {
         st = s0->hook(s0, s0->hook_user);
         if (st != CN_OK) return cn_error_context(st, "gradient hook");
     }
     CN_TRY(cn_session_apply_gradients(s0));
+    CN_TRY(cn_session__scaler_update(s0, 0));
     CN_TRY(write_state(g));
     CN_TRY(broadcast_params(g));
     g->steps++, g->reduced++;

@@ -223,14 +223,14 @@
     X(ATTENTION, "attention", 3, 1, 1, "hhh:h", ATTENTION, OWN, 0, NONE)              \
     X(ATTENTION_LSE, "attention_lse", 2, 0, 1, "hh:f", ATTENTION, OWN, 0, NONE)       \
     X(ATTENTION_GRAD, "attention_grad", 6, 0, 1, "hhhhfh:h", ATTENTION, OWN, 0, NONE) \
-    X(PAD, "pad", 1, 1, 1, "f:f", PAD, OWN, 0, NONE)                                  \
-    X(PAD_GRAD, "pad_grad", 1, 0, 1, "f:f", UNPAD, OWN, 0, NONE)                      \
-    X(CONCAT, "concat", 2, 1, 1, "ff:f", CONCAT, OWN, 0, NONE)                        \
-    X(UPSAMPLE, "upsample", 1, 1, 1, "f:f", UPSAMPLE, OWN, 0, NONE)                   \
-    X(UPSAMPLE_GRAD, "upsample_grad", 1, 0, 1, "f:f", DOWNSAMPLE, OWN, 0, NONE)       \
-    X(DWCONV, "depthwise_conv", 2, 1, 1, "ff:f", DWCONV, OWN, 0, NONE)                \
-    X(DWCONV_GRAD_X, "depthwise_conv_grad_x", 2, 0, 1, "ff:f", DWCONV_GRAD_X, OWN, 0, NONE) \
-    X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "ff:f", DWCONV_GRAD_W, OWN, 0, NONE)   \
+    X(PAD, "pad", 1, 1, 1, "h:h", PAD, OWN, 0, NONE)                                  \
+    X(PAD_GRAD, "pad_grad", 1, 0, 1, "h:h", UNPAD, OWN, 0, NONE)                      \
+    X(CONCAT, "concat", 2, 1, 1, "hh:h", CONCAT, OWN, 0, NONE)                        \
+    X(UPSAMPLE, "upsample", 1, 1, 1, "h:h", UPSAMPLE, OWN, 0, NONE)                   \
+    X(UPSAMPLE_GRAD, "upsample_grad", 1, 0, 1, "h:h", DOWNSAMPLE, OWN, 0, NONE)       \
+    X(DWCONV, "depthwise_conv", 2, 1, 1, "hh:h", DWCONV, OWN, 0, NONE)                \
+    X(DWCONV_GRAD_X, "depthwise_conv_grad_x", 2, 0, 1, "hh:h", DWCONV_GRAD_X, OWN, 0, NONE) \
+    X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "hh:h", DWCONV_GRAD_W, OWN, 0, NONE)   \
     X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                        \
     X(ELU, "elu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                      \
     X(CLIP, "clip", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                                    \
@@ -239,15 +239,15 @@
     X(HARD_SWISH, "hard_swish", 1, 1, 1, "h:h", ACT, OWN, 0, HARD_SWISH)                  \
     X(SOFTPLUS, "softplus", 1, 1, 1, "h:h", ACT, OWN, 0, SOFTPLUS)                        \
     X(ACT_GRAD, "activation_grad", 2, 0, 1, "hh:h", ACT_GRAD, OWN, 0, NONE)               \
-    X(CHANNEL_ADD, "channel_add", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
-    X(CHANNEL_MUL, "channel_mul", 2, 1, 1, "ff:f", CHANNEL, OWN, 0, NONE)                 \
-    X(CHANNEL_SUM, "channel_sum", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
-    X(CHANNEL_MAX, "channel_max", 1, 1, 1, "f:f", CHANNEL_REDUCE, OWN, 0, NONE)           \
-    X(CHANNEL_MAX_GRAD, "channel_max_grad", 2, 0, 1, "ff:f", CHANNEL_GRAD, OWN, 0, NONE)  \
-    X(CHANNEL_BCAST, "channel_broadcast", 1, 1, 1, "f:f", CHANNEL_BCAST, OWN, 0, NONE)    \
-    X(BATCHNORM, "batch_norm", 4, 1, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)                \
-    X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
-    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
+    X(CHANNEL_ADD, "channel_add", 2, 1, 1, "hh:h", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_MUL, "channel_mul", 2, 1, 1, "hh:h", CHANNEL, OWN, 0, NONE)                 \
+    X(CHANNEL_SUM, "channel_sum", 1, 1, 1, "h:h", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX, "channel_max", 1, 1, 1, "h:h", CHANNEL_REDUCE, OWN, 0, NONE)           \
+    X(CHANNEL_MAX_GRAD, "channel_max_grad", 2, 0, 1, "hh:h", CHANNEL_GRAD, OWN, 0, NONE)  \
+    X(CHANNEL_BCAST, "channel_broadcast", 1, 1, 1, "h:h", CHANNEL_BCAST, OWN, 0, NONE)    \
+    X(BATCHNORM, "batch_norm", 4, 1, 1, "hfff:h", BATCHNORM, OWN, 0, NONE)                \
+    X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "hhff:h", BATCHNORM, OWN, 0, NONE)      \
+    X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "fh:f", BN_RUNNING, INPLACE, 0, NONE)  \
     X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)                \
     X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)                                   \
     X(KV_WRITE, "kv_write", 3, 0, 1, "hhi:h", KV_WRITE, INPLACE, 0, NONE)                 \

@@ -504,10 +504,11 @@ static int cast_to(cn_graph *g, int id, cn_dtype dt) {
 
 static int is16(cn_dtype dt) { return dt == CN_F16 || dt == CN_BF16; }
 
-/* Batch norm's kernels are f32 only ("ffff:f"): in a 16-bit precision it reads the f32 leaves
- * themselves and an f32 copy of x, and its result is cast back, so the ops after it stay 16-bit. */
-static int batch_norm_f32_inputs(cn_graph *g, const cn_program *p, const cn_node *n, const int *map, int *in) {
-    for (int k = 0; k < n->n_in; k++) {
+/* Batch norm reads x in the storage type and its parameters and statistics in f32
+ * ("hfff:h"): in a 16-bit precision it reads the f32 leaves themselves (not their casts), so
+ * gamma and beta stay f32 where they scale and shift, and their gradients arrive f32. */
+static int batch_norm_f32_params(cn_graph *g, const cn_program *p, const cn_node *n, const int *map, int *in) {
+    for (int k = 1; k < n->n_in; k++) {
         if (p->g.nodes[n->in[k]].op == CN_OP_LEAF) in[k] = map[n->in[k]];
         else if (is16(g->nodes[in[k]].dtype) && (in[k] = cast_to(g, in[k], CN_F32)) < 0) return -1;
     }
@@ -527,9 +528,9 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
         cn_prog_inst_destroy(out);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
     }
-    /* the fold rewrites the layer before in f32; a 16-bit instance keeps batch norm as it is,
-     * and an int8 one too (the folded weight would be computed, not a parameter to quantise) */
-    if (is16(precision) || precision == CN_I8) fold = 0;
+    /* an int8 instance keeps batch norm as it is (the folded weight would be computed, not a
+     * parameter to quantise); 16-bit ones fold (program_fold.c) */
+    if (precision == CN_I8) fold = 0;
     /* int8: cols[param node] > 0 for the parameters stored as int8 (program_quant.c), and
      * out->qscale[node] the scale leaf that a quantised parameter, or a view of one, goes with */
     int64_t *cols = NULL;
@@ -573,7 +574,7 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
             int has = given_shape(n, sp, g, in, &given);
             int bn16 = n->op == CN_OP_BATCHNORM && is16(precision);
             if (n->op == CN_OP_BATCHNORM) prm.running = !training;
-            if (bn16 && batch_norm_f32_inputs(g, p, n, out->map, in) < 0) has = -1;
+            if (bn16 && batch_norm_f32_params(g, p, n, out->map, in) < 0) has = -1;
             /* -2: nothing to fold into, batch norm as it is */
             int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm) : -2;
             if (folded != -2) id = folded;
@@ -588,13 +589,12 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
                 /* the running statistics' update, run with the step (build_plan asks for it);
                  * in place, so on the parameter itself, never its 16-bit cast */
                 int up[2] = {out->map[n->in[3]], in[0]};
-                if (is16(g->nodes[up[1]].dtype)) up[1] = cast_to(g, up[1], CN_F32);
                 int u = cn_g_op(g, CN_OP_BN_RUNNING, 2, up, &prm, NULL);
                 if (u < 0) id = -1;
                 else out->roots[out->n_roots++] = u;
             }
             if (id >= 0) snprintf(g->nodes[id].name, sizeof g->nodes[id].name, "%s", n->name);
-            used = id >= 0 && bn16 ? cast_to(g, id, precision) : id;
+            used = id;
         }
         if (id < 0 || used < 0) {
             cn_error_context(CN_ERR_SHAPE, "building the program for a batch of %lld", (long long)batch);

@@ -135,6 +135,7 @@ static cn_status create(const cn_program *p, cn_device *dev, int training, const
     s->training = training;
     s->opt = opt ? *opt : def;
     s->owns_prog = 1;
+    cn_session__scaler_reset(s);
     cn_status st = cn_program_clone(p, &s->prog);
     if (st == CN_OK) st = check_fits(s, training ? (s->opt.kind == CN_OPT_SGD ? 3 : 4) : 1);
     if (st == CN_OK) st = alloc_params(s, 1);
@@ -212,6 +213,7 @@ void cn_session_free(cn_session *s) {
         cn_tensor_release(s->qscale ? s->qscale[i] : NULL);
     }
     cn_tensor_release(s->flags);
+    cn_tensor_release(s->dscale);
     for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) {
         free(s->in[i].buf[0]), free(s->in[i].buf[1]);
         cn_session__drop_fed_tensor(&s->in[i]);
@@ -279,11 +281,20 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
     cn_status st = outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     for (int i = 0; i < p->n_outputs && st == CN_OK; i++)
         if (sel[i]) outs[n_out++] = map[p->outputs[i].node];
+    int seed = -1; /* fp16: d loss starts at the loss scale (session_scaler.c) */
     if (st == CN_OK && s->training) {
         for (int k = 0; k < sp->inst.n_roots; k++) outs[n_out++] = sp->inst.roots[k]; /* state updates */
         outs[n_out++] = map[p->loss];
-        grads = malloc(sizeof(int) * (size_t)n0);
-        st = grads ? cn_graph_backward(g, map[p->loss], grads) : cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");
+        if (cn_session__scaling(s)) {
+            st = cn_session__scaler_prepare(s);
+            seed = st == CN_OK ? cn_g_leaf(g, CN_LEAF_STATE, "loss.scale", &(cn_shape){1, {1}}, CN_F32) : -1;
+            if (st == CN_OK && seed < 0) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "loss scale");
+            n0 = g->n;
+        }
+        grads = st == CN_OK ? malloc(sizeof(int) * (size_t)n0) : NULL;
+        if (st == CN_OK)
+            st = grads ? cn_graph_backward_from(g, map[p->loss], seed, grads)
+                       : cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradients");
     }
     int *used = st == CN_OK ? calloc((size_t)p->n_params + 1, sizeof *used) : NULL;
     int n_used = 0;
@@ -298,6 +309,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
         if (gr >= 0) used[n_used++] = gnode[i], outs[n_out++] = gnode[i];
     }
     if (st == CN_OK && !(bind = calloc((size_t)g->n, sizeof *bind))) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "bindings");
+    if (st == CN_OK && seed >= 0) bind[seed] = s->dscale;
     if (st == CN_OK && sp->inst.qscale) st = cn_session__quantize(s, &sp->inst);
     for (int i = 0; i < p->n_params && st == CN_OK; i++) {
         bind[map[p->params[i].node]] = s->param[i];
@@ -518,7 +530,8 @@ _Static_assert(CN_RATE_LEN * sizeof(float) <= CN_SMALL_UPLOAD &&
 static cn_status write_rate(cn_session *s) {
     float block[CN_RATE_LEN] = {0};
     block[CN_RATE_LR] = cn_optimizer_lr_at(&s->opt, s->step + 1);
-    block[CN_RATE_GRAD_SCALE] = 1.0f;
+    /* fp16's gradients are loss_scale times too large; 1/S is exact (a power of two) */
+    block[CN_RATE_GRAD_SCALE] = cn_session__scaling(s) ? 1.0f / s->loss_scale : 1.0f;
     cn_backend *be = s->dev->be;
     return be->upload(be->ctx, s->rate->buf, 0, block, sizeof block, 0);
 }
@@ -530,9 +543,15 @@ cn_status cn_session_apply_gradients(cn_session *s) {
         return cn_errorf(s->failed, "apply_gradients: the gradients were not computed (%s)", s->failed_msg);
     cn_status st = s->apply ? CN_OK : build_apply(s);
     if (st == CN_OK) st = write_rate(s);
-    if (st == CN_OK) st = cn_session__check_numerics_enqueue(s);
+    /* in a group the scaler's check ran on each replica's own gradients (group.c) */
+    if (st == CN_OK && (s->check_numerics || !s->scale_by_group)) st = cn_session__check_numerics_enqueue(s);
     if (st != CN_OK) return cn_session__fail_run(s, st);
     CN_TRY(cn_session__fail_run(s, cn_plan_run(s->apply, s->step + 1)));
+    if (cn_session__scaling(s) && !s->scale_by_group) {
+        int skipped;
+        CN_TRY(cn_session__scaler_settle(s, &skipped));
+        if (skipped) return CN_OK; /* as GradScaler: the optimizer did not step */
+    }
     s->step++;
     return CN_OK;
 }

@@ -80,6 +80,12 @@ struct cn_session {
     int check_numerics;    /* cn_session_check_numerics */
     cn_status failed;      /* CN_OK, or why the latest run failed: its outputs are refused */
     char failed_msg[512];
+    /* fp16 dynamic loss scaling (session_scaler.c), on while cn_session__scaling(s) */
+    float loss_scale;      /* the backward pass starts from d loss = loss_scale */
+    uint32_t scale_clean;  /* clean steps since the scale last changed */
+    uint64_t scale_skipped; /* steps skipped for a non-finite gradient (reported, not saved) */
+    cn_tensor *dscale;     /* [1] f32 on the device: loss_scale, bound to the training plans' seed */
+    int scale_by_group;    /* a replica group reads the flags and updates the scale (group.c) */
 };
 
 /* The outputs the next run computes (session_outputs.c): the names given to
@@ -146,6 +152,34 @@ cn_status cn_session__settle(cn_session *s);
 cn_status cn_session__check_numerics_enqueue(cn_session *s);
 /* Records that the latest run failed with st (and the last error's message); returns st. */
 cn_status cn_session__fail_run(cn_session *s, cn_status st);
+
+/* fp16 dynamic loss scaling (session_scaler.c), PyTorch GradScaler's rule. */
+static inline int cn_session__scaling(const cn_session *s) { return s->training && s->opt.precision == CN_F16; }
+/* Host-side bit of the flag words: the loss itself was not finite, so a value of the forward
+ * pass overflowed, which no loss scale can prevent (the error suggests bf16). */
+#define CN_FLAG_FORWARD 0x100
+/* The initial scale and no clean steps. */
+void cn_session__scaler_reset(cn_session *s);
+/* Creates the device copy of the scale if needed (before a training plan is built). */
+cn_status cn_session__scaler_prepare(cn_session *s);
+/* The rule after one step: overflow halves the scale and restarts the count; a clean step
+ * counts, and the interval's last one doubles the scale. */
+cn_status cn_session__scaler_update(cn_session *s, int overflow);
+/* Whether the latest run's loss is finite (a blocking 4-byte read; the caller waits anyway). */
+cn_status cn_session__loss_finite(cn_session *s, int *finite);
+/* After the update was enqueued (single session): reads the run flags, and on a non-finite
+ * gradient with a finite loss lowers them, sets *skipped and halves the scale; on anything
+ * else raised, the error of cn_session__flags_finish (the forward pass's overflow named). */
+cn_status cn_session__scaler_settle(cn_session *s, int *skipped);
+/* Lowers the run flags on the device without reporting them. */
+cn_status cn_session__flags_lower(cn_session *s);
+/* The scale and its count of dst made src's (replicas of a group). */
+cn_status cn_session__scaler_copy(cn_session *dst, const cn_session *src);
+/* Checkpoint tensor of the scaler state (session_io.c). */
+#define CN_SCALER_CKPT_NAME "optimizer.loss_scale"
+#define CN_SCALER_CKPT_LEN 2 /* scale, clean steps (both exact in f32) */
+/* Validates a stored scaler state; fills scale and clean. */
+cn_status cn_session__scaler_from_ckpt(const cn_ckpt_tensor *e, const char *path, float *scale, uint32_t *clean);
 
 /* Records, for a new training plan, where each gradient (node gnode[i]) becomes final, and on
  * the first plan the order of the gradients. */

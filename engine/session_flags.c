@@ -63,6 +63,9 @@ void cn_session__flags_reason(const cn_session *s, const int32_t *w, char *what,
         if (c > 0) snprintf(classes, sizeof classes, "%lld", (long long)c);
         snprintf(what, n, "label %d (row %d of the batch) is outside the classes [0, %s) of cross-entropy/accuracy",
                  (int)w[1], (int)w[2], classes);
+    } else if (w[0] & CN_FLAG_FORWARD) {
+        snprintf(what, n, "the loss is NaN or infinite in fp16 before any loss scaling: a value of the forward pass "
+                          "overflowed fp16's range (65504), which loss scaling cannot prevent");
     } else {
         snprintf(what, n, "the loss or a gradient is NaN or infinite (cn_session_check_numerics)");
     }
@@ -97,11 +100,15 @@ cn_status cn_session__flags_finish(cn_session *s) {
                              (w[0] & CN_FLAG_LABEL) ? "" : cn_precision_overflow_hint(s->opt.precision));
     cn_session__fail_run(s, st);
     /* Lowered only now that the error is the caller's: training resumes with the next run. */
-    static const int32_t zero[CN_FLAG_WORDS];
-    cn_backend *be = s->dev->be;
-    cn_status z = be->upload(be->ctx, s->flags->buf, 0, zero, sizeof zero, 1);
+    cn_status z = cn_session__flags_lower(s);
     if (z != CN_OK) return cn_error_context(z, "lowering the run flags after: %s", s->failed_msg);
     return st;
+}
+
+cn_status cn_session__flags_lower(cn_session *s) {
+    static const int32_t zero[CN_FLAG_WORDS];
+    cn_backend *be = s->dev->be;
+    return be->upload(be->ctx, s->flags->buf, 0, zero, sizeof zero, 1);
 }
 
 void cn_session__flags_abandon(cn_session *s) {
@@ -128,7 +135,8 @@ cn_status cn_session_check_numerics(cn_session *s, int on) {
 }
 
 cn_status cn_session__check_numerics_enqueue(cn_session *s) {
-    if (!s->check_numerics || !s->last) return CN_OK;
+    /* fp16's loss scaling needs the check every step (session_scaler.c) */
+    if ((!s->check_numerics && !cn_session__scaling(s)) || !s->last) return CN_OK;
     cn_backend *be = s->dev->be;
     const uint64_t step = s->step + 1;
     void *loss = cn_plan_buffer(s->last->plan, s->last->inst.map[s->prog->loss]);

@@ -46,7 +46,7 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
     /* A step the device refused (session_flags.c) is reported, not saved as taken. */
     CN_TRY(cn_session__settle(s));
     int np = s->prog->n_params, n = 0;
-    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 4 + n_extra), sizeof *ents);
+    cn_ckpt_tensor *ents = calloc((size_t)(3 * np + 5 + n_extra), sizeof *ents);
     void **host = calloc((size_t)(3 * np + 2), sizeof *host);
     cn_status st = ents && host ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging");
     for (int i = 0; i < np && st == CN_OK; i++)
@@ -85,6 +85,12 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
         cn_ckpt_tensor *e = &ents[n++];
         snprintf(e->name, sizeof e->name, CLIP_NAME);
         e->dtype = CN_F32, e->ndim = 1, e->shape[0] = CLIP_LEN, e->data = clip;
+    }
+    float scaler[CN_SCALER_CKPT_LEN] = {s->loss_scale, (float)s->scale_clean};
+    if (st == CN_OK && cn_session__scaling(s)) { /* fp16's loss scale, so resume is exact */
+        cn_ckpt_tensor *e = &ents[n++];
+        snprintf(e->name, sizeof e->name, CN_SCALER_CKPT_NAME);
+        e->dtype = CN_F32, e->ndim = 1, e->shape[0] = CN_SCALER_CKPT_LEN, e->data = scaler;
     }
     int n_host = n;
     for (int k = 0; k < n_extra && st == CN_OK; k++) ents[n++] = extra[k];
@@ -263,6 +269,12 @@ cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, in
     if (how) *how = h;
     CN_TRY(match_ckpt(s->prog, c, path, !s->training));
     if (mode) CN_TRY(plan_restore(s, c, path, &h));
+    /* fp16's loss scale: restored with the optimizer state; the initial one where the
+     * checkpoint holds none (older, or not trained in fp16) or its state is not restored */
+    float scale = 0.0f;
+    uint32_t clean = 0;
+    const cn_ckpt_tensor *se = s->training && mode && h == CN_RESTORED_ALL ? cn_ckpt_find(c, CN_SCALER_CKPT_NAME) : NULL;
+    if (se) CN_TRY(cn_session__scaler_from_ckpt(se, path, &scale, &clean));
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
     if (h == CN_RESTORED_DROPPED && mode == 2)
         return cn_errorf(CN_ERR_INVALID_ARG,
@@ -287,7 +299,12 @@ cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, in
             if (x) st = cn_tensor_write(x, find_state(s, c, i, kind)->data, cn_tensor_bytes(x));
         }
     }
-    if (st == CN_OK && s->training && mode) s->step = h == CN_RESTORED_ALL ? meta->step : 0;
+    if (st == CN_OK && s->training && mode) {
+        s->step = h == CN_RESTORED_ALL ? meta->step : 0;
+        cn_session__scaler_reset(s);
+        if (se) s->loss_scale = scale, s->scale_clean = clean;
+        if (s->dscale) st = cn_tensor_write(s->dscale, &s->loss_scale, sizeof s->loss_scale);
+    }
     if (st == CN_OK && how) *how = h;
     return st;
 }

@@ -5,8 +5,8 @@
 #include "internal.h"
 
 const char *cn_precision_overflow_hint(cn_dtype dt) {
-    return dt == CN_F16 ? "; in fp16 values past 65504 overflow and there is no loss scaling yet: train in bf16 "
-                          "(cn_optimizer_config.precision = CN_BF16, clnet --precision bf16), which has f32's range"
+    return dt == CN_F16 ? "; fp16 holds values up to 65504 only: train in bf16 (cn_optimizer_config.precision = "
+                          "CN_BF16, clnet --precision bf16), which has f32's range"
                         : "";
 }
 

@@ -18,8 +18,9 @@
  * the value and the choices (storage.c); int8 is refused as inference-only (an inference
  * session's cn_session_set_precision takes CN_I8 besides these). */
 cn_status cn_precision_check(cn_dtype dt);
-/* What to append to a non-finite loss or gradient's message in precision dt: for fp16 (no
- * loss scaling yet, overflow past 65504) the advice to use bf16; "" otherwise. */
+/* What to append to a non-finite loss or gradient's message in precision dt: for fp16
+ * (overflow past 65504, which loss scaling cannot prevent in the forward pass) the advice to
+ * use bf16; "" otherwise. */
 const char *cn_precision_overflow_hint(cn_dtype dt);
 
 /* 1 for the float storage types (what an 'h' of an op's dtype signature accepts). */

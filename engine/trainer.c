@@ -379,7 +379,9 @@ static cn_status eval_chunk(cn_session *s, int off, int cnt, void *ctx) {
     float l = 0, a = 0;
     if (e->image) CN_TRY(cn_session_fetch(s, "loss", &l, sizeof l));
     else CN_TRY(read_metrics(s, &l, &a));
-    if (!isfinite(l)) return cn_errorf(CN_ERR_NUMERIC, "loss is %g on samples %d..%d", (double)l, off, off + cnt - 1);
+    if (!isfinite(l))
+        return cn_errorf(CN_ERR_NUMERIC, "loss is %g on samples %d..%d%s", (double)l, off, off + cnt - 1,
+                         cn_precision_overflow_hint(s->opt.precision));
     e->loss += (double)l * cnt; /* every sample has as many predictions */
     e->correct += lroundf(a);
     return CN_OK;

@@ -3,7 +3,9 @@
  * the rows, then a tree sum in __local memory (the host picks a power-of-two group; one
  * work-item per group on CPU-type devices). Statistics are two passes (mean, then squared
  * deviations), as in layer norm. st is [2, C]: mean, then the biased variance; the running
- * statistics have the same layout, so bn_apply and bn_grad_apply read either.
+ * statistics have the same layout, so bn_apply and bn_grad_apply read either. x, y, dy and
+ * dx are STORE_T through LOAD / STORE (common.h.cl); gamma, beta, the statistics and the
+ * scratch sums stay float (ops.h: "hfff:h"), and all arithmetic is float32.
  *
  * Each work-item's loop sums compensated (Neumaier): on a CPU-type device one work-item adds
  * all R rows of a channel (12,544 for a batch of 16 at 28x28), and a plain float sum of that
@@ -20,38 +22,39 @@ inline void bn_add(float *s, float *c, float v) {
     *s = t;
 }
 
-__kernel void bn_stats(__global const float *x, __global float *st, int R, int C, __local float *tmp) {
+__kernel void bn_stats(__global const STORE_T *x, __global float *st, int R, int C, __local float *tmp) {
     int c = get_group_id(0);
     float s = 0.0f, sc = 0.0f;
-    for (int r = get_local_id(0); r < R; r += get_local_size(0)) bn_add(&s, &sc, x[(long)r * C + c]);
+    for (int r = get_local_id(0); r < R; r += get_local_size(0)) bn_add(&s, &sc, LOAD(x, (long)r * C + c));
     float mean = cn_wg_sum(s + sc, tmp) / (float)R;
     float v = 0.0f, vc = 0.0f;
     for (int r = get_local_id(0); r < R; r += get_local_size(0)) {
-        float d = x[(long)r * C + c] - mean;
+        float d = LOAD(x, (long)r * C + c) - mean;
         bn_add(&v, &vc, d * d);
     }
     float var = cn_wg_sum(v + vc, tmp) / (float)R;
     if (get_local_id(0) == 0) st[c] = mean, st[C + c] = var;
 }
 
-__kernel void bn_apply(__global const float *x, __global const float *gamma, __global const float *beta,
-                       __global const float *st, __global float *y, int C, int n, float eps) {
+__kernel void bn_apply(__global const STORE_T *x, __global const float *gamma, __global const float *beta,
+                       __global const float *st, __global STORE_T *y, int C, int n, float eps) {
     int i = get_global_id(0);
     if (i >= n) return;
     int c = i % C;
-    y[i] = (x[i] - st[c]) * (1.0f / sqrt(st[C + c] + eps)) * gamma[c] + beta[c];
+    STORE(y, i, (LOAD(x, i) - st[c]) * (1.0f / sqrt(st[C + c] + eps)) * gamma[c] + beta[c]);
 }
 
 /* sums[c] = mean over rows of dy, sums[C + c] = mean of dy * xhat. */
-__kernel void bn_grad_sums(__global const float *dy, __global const float *x, __global const float *st,
+__kernel void bn_grad_sums(__global const STORE_T *dy, __global const STORE_T *x, __global const float *st,
                            __global float *sums, int R, int C, float eps, __local float *tmp) {
     int c = get_group_id(0);
     float mean = st[c], rstd = 1.0f / sqrt(st[C + c] + eps);
     float a = 0.0f, ac = 0.0f, b = 0.0f, bc = 0.0f;
     for (int r = get_local_id(0); r < R; r += get_local_size(0)) {
         long k = (long)r * C + c;
-        bn_add(&a, &ac, dy[k]);
-        bn_add(&b, &bc, dy[k] * ((x[k] - mean) * rstd));
+        float d = LOAD(dy, k);
+        bn_add(&a, &ac, d);
+        bn_add(&b, &bc, d * ((LOAD(x, k) - mean) * rstd));
     }
     float sa = cn_wg_sum(a + ac, tmp) / (float)R;
     float sb = cn_wg_sum(b + bc, tmp) / (float)R;
@@ -60,16 +63,16 @@ __kernel void bn_grad_sums(__global const float *dy, __global const float *x, __
 
 /* variant 1: dy * xhat; variant 0: through the batch statistics (has_sums) rstd * gamma *
  * (dy - mean(dy) - xhat mean(dy xhat)), else (running statistics) dy * gamma * rstd. */
-__kernel void bn_grad_apply(__global const float *dy, __global const float *x, __global const float *gamma,
-                            __global const float *st, __global const float *sums, __global float *dx, int C, int n,
+__kernel void bn_grad_apply(__global const STORE_T *dy, __global const STORE_T *x, __global const float *gamma,
+                            __global const float *st, __global const float *sums, __global STORE_T *dx, int C, int n,
                             float eps, int variant, int has_sums) {
     int i = get_global_id(0);
     if (i >= n) return;
     int c = i % C;
-    float rstd = 1.0f / sqrt(st[C + c] + eps), xhat = (x[i] - st[c]) * rstd;
-    if (variant == 1) dx[i] = dy[i] * xhat;
-    else if (has_sums) dx[i] = rstd * gamma[c] * (dy[i] - sums[c] - xhat * sums[C + c]);
-    else dx[i] = dy[i] * gamma[c] * rstd;
+    float rstd = 1.0f / sqrt(st[C + c] + eps), xhat = (LOAD(x, i) - st[c]) * rstd, d = LOAD(dy, i);
+    if (variant == 1) STORE(dx, i, d * xhat);
+    else if (has_sums) STORE(dx, i, rstd * gamma[c] * (d - sums[c] - xhat * sums[C + c]));
+    else STORE(dx, i, d * gamma[c] * rstd);
 }
 
 /* running = (1 - m) running + m (mean, var * R / (R - 1)), the unbiased variance as PyTorch. */

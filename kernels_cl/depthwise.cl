@@ -4,8 +4,8 @@
  * work-items read neighbouring memory; the sums run in (ki, kj) order like the reference.
  * The filter gradient gives each (ki, kj, c) one work-item summing over (n, oh, ow) in order:
  * no atomics, the reference's order, but only KH*KW*C work-items (see backends/opencl/README).
- * Tensors are STORE_T through LOAD / STORE (common.h.cl), arithmetic float32; the op table
- * still says f32 (no 16-bit OpenMP side yet), so only CN_STORE=0 programs are built today. */
+ * Tensors are STORE_T through LOAD / STORE (common.h.cl), arithmetic float32 (the OpenMP
+ * reference runs these ops widened, omp_storage.c). */
 
 __kernel void dwconv(__global const STORE_T *x, __global const STORE_T *w, __global STORE_T *y, int N, int H, int W, int C,
                      int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW) {

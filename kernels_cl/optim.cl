@@ -20,12 +20,14 @@ floatV clip_gradV(floatV g, float gs, float clip) {
     return g;
 }
 
-/* clip_scale: rate with its gradient scale times min(1, max_norm / (sqrt(sumsq) + 1e-6)), as
- * PyTorch's clip_grad_norm_. One work-item: it reads one sum and writes a few floats. */
+/* clip_scale: rate with its gradient scale gs times min(1, max_norm / (gs * sqrt(sumsq) +
+ * 1e-6)): the norm of the gradients as the update applies them (gs = 1/S under fp16's loss
+ * scale, exactly 1 otherwise), as PyTorch's clip_grad_norm_ after unscale_. One work-item: it
+ * reads one sum and writes a few floats. */
 __kernel void clip_scale(__global const float *rate, __global const float *sumsq, __global float *out, int len,
                          float max_norm) {
     if (get_global_id(0) != 0) return;
-    float c = max_norm / (sqrt(sumsq[0]) + 1e-6f);
+    float c = max_norm / (sqrt(sumsq[0]) * rate[1] + 1e-6f);
     for (int i = 0; i < len; i++) out[i] = rate[i];
     out[1] = rate[1] * (c >= 1.0f ? 1.0f : c); /* CN_RATE_GRAD_SCALE; a NaN norm stays NaN */
 }

@@ -4,9 +4,8 @@
  * reference's order, so no atomics. The index rules are engine/ops.h's (cn_reflect_*,
  * cn_up_*), written again here in the same float operations; contraction is off so the
  * bilinear weights round as the reference's do. Tensors are STORE_T (common.h.cl's storage
- * types), read and written through LOAD / STORE; the arithmetic is float32. The ops are still
- * f32-only in the op table (their OpenMP side has no 16-bit tiles yet), so only CN_STORE=0
- * programs are built today. */
+ * types), read and written through LOAD / STORE; the arithmetic is float32 (the OpenMP
+ * reference runs these ops widened, omp_storage.c). */
 #pragma OPENCL FP_CONTRACT OFF
 
 /* PAD over [outer, D, inner] -> [outer, DO, inner]. */

@@ -77,12 +77,14 @@ cn_status cn_omp_op_SGD(const cn_launch *l) {
     return CN_OK;
 }
 
-/* The step's block with its gradient scale times min(1, max_norm / (norm + 1e-6)), norm =
- * sqrt(sumsq): PyTorch's clip_grad_norm_. A NaN norm gives a NaN scale, not 1. */
+/* The step's block with its gradient scale gs times min(1, max_norm / (norm + 1e-6)), norm =
+ * gs * sqrt(sumsq), the norm of the gradients the update applies (gs is 1/S under fp16's loss
+ * scale S, and exactly 1 otherwise): PyTorch's clip_grad_norm_ after unscale_. A NaN norm gives
+ * a NaN scale, not 1. */
 cn_status cn_omp_op_CLIP_SCALE(const cn_launch *l) {
     const float *rate = l->in[0], *sumsq = l->in[1];
     float *out = l->out;
-    const float c = l->p->clip_norm / (sqrtf(sumsq[0]) + 1e-6f);
+    const float c = l->p->clip_norm / (sqrtf(sumsq[0]) * rate[CN_RATE_GRAD_SCALE] + 1e-6f);
     for (int i = 0; i < CN_RATE_LEN; i++) out[i] = rate[i];
     out[CN_RATE_GRAD_SCALE] = rate[CN_RATE_GRAD_SCALE] * (c >= 1.0f ? 1.0f : c);
     return CN_OK;

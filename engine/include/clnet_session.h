@@ -57,10 +57,9 @@ typedef struct cn_optimizer_config {
      * Parameters, their gradients, the optimizer state and checkpoints stay f32: every f32
      * parameter, constant and input is cast to the 16-bit type where it is used, and every
      * output and the loss is cast back to f32, so feeds, fetches and checkpoints do not
-     * change. All arithmetic is float32. Another value is CN_ERR_INVALID_ARG. fp16 has no
-     * loss scaling yet: gradients below 2^-24 vanish and values above 65504 overflow (use
-     * bf16, or cn_session_check_numerics to stop on the first non-finite step). Not stored in
-     * checkpoints. */
+     * change. All arithmetic is float32. Another value is CN_ERR_INVALID_ARG. fp16 trains
+     * with dynamic loss scaling (cn_session_loss_scale); values above 65504 in the forward
+     * pass still overflow (the error suggests bf16). Not stored in checkpoints. */
     cn_dtype precision;
 } cn_optimizer_config;
 #define CN_LR_MAX_STEPS 16777216 /* checkpoints keep step counts of the schedule as exact f32 */
@@ -136,6 +135,18 @@ cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *
  * the way refused labels are (cn_session_run). It costs one read of the gradients per step
  * on the device and no host sync. CN_ERR_INVALID_ARG for an inference session. */
 cn_status cn_session_check_numerics(cn_session *s, int on);
+/* fp16 dynamic loss scaling (a training session whose precision is CN_F16), with PyTorch
+ * GradScaler's rule: the backward pass starts from d loss = scale (2^16 at first), so the
+ * gradients (what a grad hook sees, too) are scale times the true ones and the update divides
+ * them back; a step whose gradients hold a NaN or an infinity applies no update (the step
+ * count stays) and halves the scale; 2000 clean steps in a row double it. A non-finite loss
+ * is the forward pass overflowing fp16, which no scale prevents: CN_ERR_NUMERIC suggesting
+ * bf16. Each fp16 step waits for the device once, to make that decision; in a replica group
+ * it is made once for every replica and MPI rank. Checkpoints keep the scale and its count.
+ * *scale: the current scale (1 without fp16); *clean_steps: clean steps since it last
+ * changed; *skipped: steps skipped in this session. Each may be NULL. CN_ERR_INVALID_ARG for
+ * an inference session. */
+cn_status cn_session_loss_scale(cn_session *s, float *scale, uint64_t *clean_steps, uint64_t *skipped);
 /* Shape of an output for the current batch (refused after a failed run, as fetch is). */
 cn_status cn_session_output_shape(cn_session *s, const char *output, int *ndim, int64_t *shape);
 

@@ -252,6 +252,11 @@ def test_train_tiny():
     check(abs(e["images_per_second"] - 256 / e["seconds"]) <= 0.02 * e["images_per_second"] + 1,
           "images_per_second = training images / training seconds", r)
     check(abs(float(m.group(6)) - e["val_accuracy"]) < 1e-3, "the line and the report agree", r)
+    # the engine's own high-water mark per device: at least the f32 parameters, their
+    # gradients and Adam's two moments (4 x 93322 floats), which the session holds throughout
+    peak = e.get("peak_device_bytes")
+    check(isinstance(peak, dict) and list(peak) == [DEVICE] and isinstance(peak[DEVICE], int)
+          and peak[DEVICE] >= 4 * 93322 * 4, "peak_device_bytes names the device with its peak: %r" % (peak,), r)
     check(os.path.getsize(ckpt) > 93322 * 4, "the checkpoint holds the weights", r)
     check(not [n for n in os.listdir(TMP) if ".tmp" in n], "no temporary files left behind", r)
     state.update(report=e, ckpt=ckpt, report_path=report)
@@ -457,10 +462,14 @@ def test_optimizer_settings():
         fails(run(["train", model, *common, *bad]), 2, [bad[0]])
 
     # Mixed precision: bf16 and fp16 train (a different trajectory from f32's), write the same
-    # f32 checkpoint format (same size, evaluable), and an unknown precision names the choices.
+    # f32 checkpoint format (evaluable; fp16 adds only its loss scale, optimizer.loss_scale,
+    # two floats), and an unknown precision names the choices.
     for prec in ("bf16", "fp16"):
         ck = train("prec_%s.ckpt" % prec, "--precision", prec)
-        check(os.path.getsize(ck) == os.path.getsize(adam), "--precision %s keeps f32 checkpoints" % prec)
+        extra = os.path.getsize(ck) - os.path.getsize(adam)
+        scaled = b"optimizer.loss_scale" in open(ck, "rb").read()
+        check(extra == 0 and not scaled if prec == "bf16" else 0 < extra < 128 and scaled,
+              "--precision %s keeps f32 checkpoints (%d bytes more)" % (prec, extra))
         check(open(ck, "rb").read() != open(adam, "rb").read(), "--precision %s changes the weights' rounding" % prec)
         test_loss(ck)  # and the checkpoint evaluates
     fails(run(["train", model, *common, "--precision", "fp8"]), 2, ["--precision", "fp32, bf16, fp16"])

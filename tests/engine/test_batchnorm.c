@@ -210,10 +210,10 @@ static void test_bad_arguments(void) {
     cn_program_free(p);
 }
 
-/* Mixed precision (bf16): batch norm's kernels are f32 only, so the instance runs it on f32
- * casts between the 16-bit ops, updates the running statistics in the f32 parameter itself
- * (not a 16-bit copy of it) and does not fold. Before the merge of issue 17 the step failed
- * with CN_ERR_DTYPE. Tolerances: x is rounded to bf16 (2^-8 relative, |x| < 4), and y once
+/* Mixed precision (bf16): batch norm reads x in bf16 and its parameters and statistics in
+ * f32 (gamma and beta themselves, not 16-bit casts, so their gradients arrive f32), and
+ * updates the running statistics in the f32 parameter itself (not a 16-bit copy of it).
+ * Before the merge of issue 17 the step failed with CN_ERR_DTYPE. Tolerances: x is rounded to bf16 (2^-8 relative, |x| < 4), and y once
  * more, so y is within 0.05 of the f32 formula; the running statistics move by momentum 0.1
  * times statistics of |x| < 4, so 0.01 holds them, while a lost update (variance staying 1
  * instead of about 1.1) is ten times that. */

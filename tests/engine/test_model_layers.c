@@ -159,6 +159,35 @@ static void test_fold(const char *sel) {
     for (int i = 0; i < BATCH * 3; i++) worst = fmax(worst, fabs((double)logits[i] - want[i]));
     CHECK(worst <= 1e-4 * (1 + mx), "folded and unfolded logits differ by %.3g (max |logit| %.3g)", worst, mx);
     if (!tc_bad) printf("ok   %s: worst |folded - unfolded| %.2e, max |logit| %.2f\n", sel, worst, mx);
+    /* 16-bit inference folds too (before, a 16-bit instance kept batch norm): the weights are
+     * scaled in f32 and rounded once. Tolerance: inputs, weights and each layer's output are
+     * rounded to the format (u = 2^-8 for bf16, 2^-11 for f16, half an ulp), and the logits
+     * are three layers deep; 8 u (1 + max|logit|) covers those roundings (measured worst,
+     * printed: 7.1e-3 in bf16 and 5.6e-4 in f16 against bounds of 0.06 and 0.008), while a
+     * wrong fold is off by O(1). */
+    static const struct { cn_dtype dt; double u; } t16[2] = {{CN_BF16, 0x1p-8}, {CN_F16, 0x1p-11}};
+    for (int t = 0; t < 2 && !tc_bad; t++) {
+        cn_prog_inst f16 = {0};
+        cn_session *i16 = NULL;
+        CHECK_OK(cn_program_instantiate_ex(p, BATCH, 0, 1, t16[t].dt, &f16));
+        CHECK(!tc_bad && count_op(&f16.g, CN_OP_BN_FOLD) == 6 && count_op(&f16.g, CN_OP_BATCHNORM) == 0,
+              "%s instance: %d BN_FOLD and %d BATCHNORM nodes, expected 6 and 0", cn_dtype_name(t16[t].dt),
+              count_op(&f16.g, CN_OP_BN_FOLD), count_op(&f16.g, CN_OP_BATCHNORM));
+        cn_prog_inst_destroy(&f16);
+        CHECK_OK(cn_session_create_shared(s, &i16));
+        if (!tc_bad) CHECK_OK(cn_session_set_precision(i16, t16[t].dt));
+        if (!tc_bad) CHECK_OK(cn_session_select_outputs(i16, (const char *[]){"logits"}, 1));
+        if (!tc_bad) CHECK_OK(cn_session_feed(i16, "images", x, BATCH));
+        if (!tc_bad) CHECK_OK(cn_session_run(i16));
+        if (!tc_bad) CHECK_OK(cn_session_fetch(i16, "logits", logits, sizeof logits));
+        cn_session_free(i16);
+        if (tc_bad) break;
+        double w16 = 0;
+        for (int i = 0; i < BATCH * 3; i++) w16 = fmax(w16, fabs((double)logits[i] - want[i]));
+        CHECK(w16 <= 8 * t16[t].u * (1 + mx), "%s folded logits differ from f32 unfolded by %.3g",
+              cn_dtype_name(t16[t].dt), w16);
+        if (!tc_bad) printf("ok   %s: %s folded, worst |16-bit - f32 unfolded| %.2e\n", sel, cn_dtype_name(t16[t].dt), w16);
+    }
 done:
     cn_plan_free(plan);
     free(bind);

@@ -72,8 +72,8 @@ void help_train(void) {
            "  --clip-norm X         scale the gradients to a global L2 norm of at most X (default 0: off)\n"
            "  --clip-value X        clamp each gradient element to [-X, X], after --clip-norm (0: off)\n"
            "  --precision NAME      fp32 (default), bf16 or fp16: activations and their gradients in\n"
-           "                        16 bits, weights, optimizer state and checkpoints in f32 (fp16 has\n"
-           "                        no loss scaling yet: prefer bf16)\n"
+           "                        16 bits, weights, optimizer state and checkpoints in f32 (fp16 with\n"
+           "                        dynamic loss scaling, one device wait per step; bf16 needs none)\n"
            "  --device SEL          omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
            "                        $CLNET_DEVICE, else auto)\n"
            "  --devices LIST        train on several devices at once (comma-separated selectors, or\n"
@@ -95,8 +95,9 @@ void help_train(void) {
            "  --report FILE.json    write a JSON array with one object per epoch (epoch, loss,\n"
            "                        accuracy, val_loss, val_accuracy, seconds, images_per_second,\n"
            "                        eval_seconds, steps; for text also tokens_per_second and\n"
-           "                        val_bits_per_byte, and images_per_second counts windows),\n"
-           "                        rewritten atomically after every epoch;\n"
+           "                        val_bits_per_byte, and images_per_second counts windows;\n"
+           "                        peak_device_bytes: per device, the most memory clnet held\n"
+           "                        there so far), rewritten atomically after every epoch;\n"
            "                        with --resume the earlier epochs in FILE.json are kept\n"
            "  -q, --quiet           no progress bar and no per-epoch lines\n"
            "  -v, --verbose         log INFO messages to stderr\n"
@@ -669,8 +670,10 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     val_loss = vglobal[0] / vglobal[2], val_correct = (int64_t)vglobal[1];
     if (!isfinite(val_loss)) {
         progress_abort(&r->bar);
-        return cli_errorf("the validation loss became %s after epoch %d; training stopped. Try a lower --lr (now %g).",
-                          isnan(val_loss) ? "NaN" : "infinite", epoch + 1, r->o.lr);
+        int fp16 = r->cfg.opt.precision == CN_F16;
+        return cli_errorf("the validation loss became %s after epoch %d; training stopped. %s (now %g)%s.",
+                          isnan(val_loss) ? "NaN" : "infinite", epoch + 1, "Try a lower --lr", r->o.lr,
+                          fp16 ? ", or --precision bf16: fp16 holds values up to 65504 only" : "");
     }
     rec->val_loss = val_loss;
     rec->val_accuracy = (double)val_correct / ((double)r->data.n_test * (double)r->data.per);
@@ -697,6 +700,14 @@ static int summarize_epoch(train_run *r, int epoch, const epoch_sums *e, epoch_r
     rec->steps = cn_trainer_steps(r->t);
     rec->text = r->data.text;
     rec->tokens_per_second = r->data.text ? pps : 0.0;
+    _Static_assert(REPORT_MAX_DEVICES >= CLI_MAX_DEVICES, "a report entry per device");
+    rec->n_peak = 0;
+    for (int i = 0; i < r->n_dev && i < REPORT_MAX_DEVICES; i++) {
+        cn_memory_stats ms;
+        if (cn_device_memory_stats(r->devs[i], &ms) != CN_OK) continue;
+        snprintf(rec->peak[rec->n_peak].device, sizeof rec->peak[0].device, "%s", cn_device_selector(r->devs[i]));
+        rec->peak[rec->n_peak++].bytes = ms.peak;
+    }
     return EXIT_OK;
 }
 

@@ -39,7 +39,10 @@ int report_write(const char *path, const epoch_record *rec, int n) {
                     js(r->val_bits_per_byte));
         if (r->denoise)
             fprintf(f, ", \"val_psnr\": %.6g, \"input_psnr\": %.6g", js(r->val_psnr), js(r->input_psnr));
-        fputs("}", f);
+        fputs(", \"peak_device_bytes\": {", f);
+        for (int k = 0; k < r->n_peak; k++) /* selectors are [a-z0-9:] (cli_open_device) */
+            fprintf(f, "%s\"%s\": %llu", k ? ", " : "", r->peak[k].device, (unsigned long long)r->peak[k].bytes);
+        fputs("}}", f);
     }
     fputs(n ? "\n]\n" : "]\n", f);
     int bad = fflush(f) != 0 || ferror(f);
@@ -75,6 +78,21 @@ int report_write(const char *path, const epoch_record *rec, int n) {
     return EXIT_OK;
 }
 
+/* The peak_device_bytes object of a line written by report_write (absent in older reports). */
+static void read_peaks(const char *s, epoch_record *r) {
+    const char *p = strstr(s, "\"peak_device_bytes\": {");
+    if (!p) return;
+    p += strlen("\"peak_device_bytes\": {");
+    unsigned long long bytes;
+    int used = 0;
+    while (r->n_peak < REPORT_MAX_DEVICES &&
+           sscanf(p, " \"%23[^\"]\": %llu%n", r->peak[r->n_peak].device, &bytes, &used) == 2) {
+        r->peak[r->n_peak++].bytes = bytes;
+        p += used;
+        if (*p == ',') p++;
+    }
+}
+
 int report_read(const char *path, int upto, epoch_record *rec) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
@@ -97,6 +115,7 @@ int report_read(const char *path, int upto, epoch_record *rec) {
                             &r.tokens_per_second, &r.val_bits_per_byte) == 2;
         if (k == 9 && !r.text)
             r.denoise = sscanf(line + used, ", \"val_psnr\": %lf, \"input_psnr\": %lf", &r.val_psnr, &r.input_psnr) == 2;
+        if (k == 9) read_peaks(line + used, &r);
         if (k != 9 || r.epoch != n + 1) {
             bad = 1;
             break;

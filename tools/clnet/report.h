@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#define REPORT_MAX_DEVICES 16 /* CLI_MAX_DEVICES */
+
 typedef struct epoch_record {
     int epoch;
     double loss, accuracy, val_loss, val_accuracy, seconds, images_per_second, eval_seconds;
@@ -12,6 +14,14 @@ typedef struct epoch_record {
     /* token models: predictions (tokens) per second and the validation loss in bits per byte */
     int text;
     double tokens_per_second, val_bits_per_byte;
+    /* per device of this process, the engine's high-water mark of its device memory
+     * (cn_memory_stats.peak: every buffer clnet held there, backend scratch included) since
+     * the process opened it, by selector */
+    int n_peak;
+    struct {
+        char device[24];
+        uint64_t bytes;
+    } peak[REPORT_MAX_DEVICES];
     /* denoisers (--noise): the test-set PSNR of the output and of the noisy input, in dB */
     int denoise;
     double val_psnr, input_psnr;
