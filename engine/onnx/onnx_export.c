@@ -11,27 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx_import.h"
+#include "onnx_export.h"
 #include "session.h"
 
 #define EXPORT_OPSET 17
 
-typedef struct ex {
-    const cn_program *p;
-    void **blocks; /* everything allocated, freed at the end */
-    size_t n_blocks, cap_blocks;
-    Onnx__NodeProto **nodes;
-    size_t n_nodes, cap_nodes;
-    Onnx__TensorProto **inits;
-    size_t n_inits, cap_inits;
-    char **name;   /* per template node: its value's name in the file, or NULL */
-    int *keep;     /* per template node: computed by an exported output */
-    char *oihw;    /* per template node: a conv kernel parameter written as ONNX's OIHW */
-    int tmp;
-    cn_status st;
-} ex;
 
-static void *ar(ex *e, size_t size) {
+void *ex_alloc(ex *e, size_t size) {
     if (e->st != CN_OK) return NULL;
     if (e->n_blocks == e->cap_blocks) {
         size_t cap = e->cap_blocks ? 2 * e->cap_blocks : 256;
@@ -45,8 +31,8 @@ static void *ar(ex *e, size_t size) {
     return m;
 }
 
-static char *ar_str(ex *e, const char *s) {
-    char *d = ar(e, strlen(s) + 1);
+char *ex_str(ex *e, const char *s) {
+    char *d = ex_alloc(e, strlen(s) + 1);
     if (d) strcpy(d, s);
     return d;
 }
@@ -66,54 +52,46 @@ static int push(ex *e, void ***arr, size_t *n, size_t *cap, void *item) {
 static char *fresh(ex *e) {
     char buf[32];
     snprintf(buf, sizeof buf, "clnet_t%d", e->tmp++);
-    return ar_str(e, buf);
+    return ex_str(e, buf);
 }
 
-/* ---- attributes ---- */
-typedef struct attr_spec {
-    const char *name;
-    int kind; /* 0 none, 1 int, 2 float, 3 ints, 4 string */
-    int64_t i;
-    float f;
-    int n;
-    const int64_t *ints;
-    const char *s;
-} attr_spec;
-#define AI(nm, v) ((attr_spec){nm, 1, (v), 0, 0, NULL, NULL})
-#define AF(nm, v) ((attr_spec){nm, 2, 0, (v), 0, NULL, NULL})
-#define AS(nm, count, arr) ((attr_spec){nm, 3, 0, 0, (count), (arr), NULL})
-#define AEND ((attr_spec){NULL, 0, 0, 0, 0, NULL, NULL})
 
 /* Appends a node; returns its output's name (out, or a fresh one). */
-static char *emit(ex *e, const char *type, int n_in, const char *const *in, const char *out, const attr_spec *attrs) {
-    Onnx__NodeProto *n = ar(e, sizeof *n);
+char *ex_emit(ex *e, const char *type, int n_in, const char *const *in, const char *out, const attr_spec *attrs) {
+    Onnx__NodeProto *n = ex_alloc(e, sizeof *n);
     if (!n) return NULL;
     onnx__node_proto__init(n);
-    n->op_type = ar_str(e, type);
+    n->op_type = ex_str(e, type);
     n->n_input = (size_t)n_in;
-    n->input = ar(e, sizeof(char *) * (size_t)(n_in ? n_in : 1));
-    for (int k = 0; n->input && k < n_in; k++) n->input[k] = ar_str(e, in[k] ? in[k] : "");
-    char *o = out ? ar_str(e, out) : fresh(e);
+    n->input = ex_alloc(e, sizeof(char *) * (size_t)(n_in ? n_in : 1));
+    for (int k = 0; n->input && k < n_in; k++) n->input[k] = ex_str(e, in[k] ? in[k] : "");
+    char *o = out ? ex_str(e, out) : fresh(e);
     n->n_output = 1;
-    n->output = ar(e, sizeof(char *));
+    n->output = ex_alloc(e, sizeof(char *));
     if (n->output) n->output[0] = o;
     int na = 0;
     while (attrs && attrs[na].name) na++;
     n->n_attribute = (size_t)na;
-    n->attribute = ar(e, sizeof(Onnx__AttributeProto *) * (size_t)(na ? na : 1));
+    n->attribute = ex_alloc(e, sizeof(Onnx__AttributeProto *) * (size_t)(na ? na : 1));
     for (int k = 0; k < na && n->attribute; k++) {
-        Onnx__AttributeProto *a = ar(e, sizeof *a);
+        Onnx__AttributeProto *a = ex_alloc(e, sizeof *a);
         if (!a) return NULL;
         onnx__attribute_proto__init(a);
-        a->name = ar_str(e, attrs[k].name);
+        a->name = ex_str(e, attrs[k].name);
         a->has_type = 1;
         switch (attrs[k].kind) {
         case 1: a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT, a->has_i = 1, a->i = attrs[k].i; break;
         case 2: a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT, a->has_f = 1, a->f = attrs[k].f; break;
+        case 4:
+            a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+            a->has_s = 1;
+            a->s.len = strlen(attrs[k].s);
+            a->s.data = (uint8_t *)ex_str(e, attrs[k].s);
+            break;
         case 3:
             a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
             a->n_ints = (size_t)attrs[k].n;
-            a->ints = ar(e, sizeof(int64_t) * (size_t)(attrs[k].n ? attrs[k].n : 1));
+            a->ints = ex_alloc(e, sizeof(int64_t) * (size_t)(attrs[k].n ? attrs[k].n : 1));
             if (a->ints) memcpy(a->ints, attrs[k].ints, sizeof(int64_t) * (size_t)attrs[k].n);
             break;
         }
@@ -123,35 +101,35 @@ static char *emit(ex *e, const char *type, int n_in, const char *const *in, cons
     return o;
 }
 
-static char *emit1(ex *e, const char *type, const char *x, const attr_spec *attrs) {
-    return emit(e, type, 1, &x, NULL, attrs);
+char *ex_emit1(ex *e, const char *type, const char *x, const attr_spec *attrs) {
+    return ex_emit(e, type, 1, &x, NULL, attrs);
 }
-static char *emit2(ex *e, const char *type, const char *a, const char *b) {
+char *ex_emit2(ex *e, const char *type, const char *a, const char *b) {
     const char *in[2] = {a, b};
-    return emit(e, type, 2, in, NULL, NULL);
+    return ex_emit(e, type, 2, in, NULL, NULL);
 }
 
 /* ---- initializers ---- */
 /* A tensor of raw little-endian data (name NULL: unnamed, for a Constant node). */
 static Onnx__TensorProto *tensor_data(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
                                       size_t bytes) {
-    Onnx__TensorProto *t = ar(e, sizeof *t);
+    Onnx__TensorProto *t = ex_alloc(e, sizeof *t);
     if (!t) return NULL;
     onnx__tensor_proto__init(t);
-    if (name) t->name = ar_str(e, name);
+    if (name) t->name = ex_str(e, name);
     t->n_dims = (size_t)ndim;
-    t->dims = ar(e, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
+    t->dims = ex_alloc(e, sizeof(int64_t) * (size_t)(ndim ? ndim : 1));
     if (t->dims && ndim) memcpy(t->dims, d, sizeof(int64_t) * (size_t)ndim);
     t->has_data_type = 1, t->data_type = dt;
     t->has_raw_data = 1;
     t->raw_data.len = bytes;
-    t->raw_data.data = ar(e, bytes);
+    t->raw_data.data = ex_alloc(e, bytes);
     if (t->raw_data.data && bytes) memcpy(t->raw_data.data, data, bytes);
     return t;
 }
 
 /* An initializer (parameters only: the importer makes initializers trainable). */
-static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
+Onnx__TensorProto *ex_tensor(ex *e, const char *name, int ndim, const int64_t *d, int32_t dt, const void *data,
                                  size_t bytes) {
     Onnx__TensorProto *t = tensor_data(e, name, ndim, d, dt, data, bytes);
     push(e, (void ***)&e->inits, &e->n_inits, &e->cap_inits, t);
@@ -162,14 +140,14 @@ static Onnx__TensorProto *tensor(ex *e, const char *name, int ndim, const int64_
 static char *constant(ex *e, int ndim, const int64_t *d, int32_t dt, const void *v, size_t bytes, const char *out) {
     Onnx__TensorProto *t = tensor_data(e, NULL, ndim, d, dt, v, bytes);
     if (!t) return NULL;
-    char *o = emit(e, "Constant", 0, NULL, out, NULL);
+    char *o = ex_emit(e, "Constant", 0, NULL, out, NULL);
     if (!o) return NULL;
     Onnx__NodeProto *n = e->nodes[e->n_nodes - 1];
-    Onnx__AttributeProto *a = ar(e, sizeof *a);
-    n->attribute = ar(e, sizeof(Onnx__AttributeProto *));
+    Onnx__AttributeProto *a = ex_alloc(e, sizeof *a);
+    n->attribute = ex_alloc(e, sizeof(Onnx__AttributeProto *));
     if (!a || !n->attribute) return NULL;
     onnx__attribute_proto__init(a);
-    a->name = ar_str(e, "value");
+    a->name = ex_str(e, "value");
     a->has_type = 1, a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR;
     a->t = t;
     n->n_attribute = 1;
@@ -177,40 +155,40 @@ static char *constant(ex *e, int ndim, const int64_t *d, int32_t dt, const void 
     return o;
 }
 
-static char *const_i64(ex *e, int n, const int64_t *v) {
+char *ex_const_i64(ex *e, int n, const int64_t *v) {
     int64_t d = n;
     return constant(e, 1, &d, ONNX__TENSOR_PROTO__DATA_TYPE__INT64, v, sizeof(int64_t) * (size_t)n, NULL);
 }
 
-static char *const_f32(ex *e, int ndim, const int64_t *d, const float *v) {
+char *ex_const_f32(ex *e, int ndim, const int64_t *d, const float *v) {
     int64_t numel = 1;
     for (int k = 0; k < ndim; k++) numel *= d[k];
     return constant(e, ndim, d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, v, sizeof(float) * (size_t)numel, NULL);
 }
 
-static char *scalar(ex *e, float v) { return const_f32(e, 0, NULL, &v); }
+char *ex_scalar(ex *e, float v) { return ex_const_f32(e, 0, NULL, &v); }
 
-static char *transpose(ex *e, const char *x, int nd, const int *perm) {
+char *ex_transpose(ex *e, const char *x, int nd, const int *perm) {
     int64_t p[CN_MAX_DIMS];
     for (int k = 0; k < nd; k++) p[k] = perm[k];
     attr_spec a[] = {AS("perm", nd, p), AEND};
-    return emit1(e, "Transpose", x, a);
+    return ex_emit1(e, "Transpose", x, a);
 }
 
-static char *reshape(ex *e, const char *x, const cn_shape *s) {
-    return emit2(e, "Reshape", x, const_i64(e, s->ndim, s->d));
+char *ex_reshape(ex *e, const char *x, const cn_shape *s) {
+    return ex_emit2(e, "Reshape", x, ex_const_i64(e, s->ndim, s->d));
 }
 
 /* A reduction over axes (opset 13+: ReduceSum takes them as an input, ReduceMean/Max as an
  * attribute until opset 18). */
 static char *reduce(ex *e, const char *type, const char *x, int n, const int64_t *axes, int keep) {
     if (!strcmp(type, "ReduceSum")) {
-        const char *in[2] = {x, const_i64(e, n, axes)};
+        const char *in[2] = {x, ex_const_i64(e, n, axes)};
         attr_spec a[] = {AI("keepdims", keep), AEND};
-        return emit(e, type, 2, in, NULL, a);
+        return ex_emit(e, type, 2, in, NULL, a);
     }
     attr_spec a[] = {AS("axes", n, axes), AI("keepdims", keep), AEND};
-    return emit1(e, type, x, a);
+    return ex_emit1(e, type, x, a);
 }
 
 /* ---- what is exported ---- */
@@ -242,7 +220,7 @@ static int mark(ex *e) {
 /* ---- one template node ---- */
 
 /* The one consumer of node i among the exported nodes, or -1 (none or several). */
-static int only_use(ex *e, int i) {
+int ex_only_use(ex *e, int i) {
     int use = -1;
     for (int j = i + 1; j < e->p->g.n; j++)
         for (int k = 0; k < e->p->g.nodes[j].n_in; k++)
@@ -253,20 +231,38 @@ static int only_use(ex *e, int i) {
     return use;
 }
 
-/* A [KH,KW,Cin,Cout] parameter that only a convolution reads (reshaped to the matrix its
- * im2col multiplies): written in ONNX's OIHW under its own name, so that importing the file
- * gives the same parameter back. */
-static int conv_kernel(ex *e, int i) {
+const char *ex_in_name(ex *e, const cn_node *n, int k) { return e->name[n->in[k]]; }
+
+/* A [2,C] parameter that batch norms read as their running statistics. */
+static int bn_running(ex *e, int i) {
     const cn_graph *g = &e->p->g;
-    if (g->nodes[i].shape.ndim != 4) return 0;
-    int r = only_use(e, i);
-    if (r < 0 || g->nodes[r].op != CN_OP_RESHAPE) return 0;
-    int m = only_use(e, r);
-    return m >= 0 && g->nodes[m].op == CN_OP_MATMUL && g->nodes[m].in[1] == r && !g->nodes[m].p.trans_a &&
-           !g->nodes[m].p.trans_b && g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
+    if (g->nodes[i].shape.ndim != 2 || g->nodes[i].shape.d[0] != 2) return 0;
+    int any = 0;
+    for (int j = i + 1; j < g->n; j++)
+        for (int k = 0; k < g->nodes[j].n_in; k++)
+            if (g->nodes[j].in[k] == i && e->keep[j]) {
+                if (g->nodes[j].op != CN_OP_BATCHNORM || k != 3) return 0;
+                any = 1;
+            }
+    return any;
 }
 
-static const char *in_name(ex *e, const cn_node *n, int k) { return e->name[n->in[k]]; }
+/* op applied to x with its channels moved from last (clnet's layout) to second (ONNX's),
+ * and back: [N,...,C] -> [N,C,...] -> op -> [N,...,C]. */
+char *ex_channels_second(ex *e, const char *x, int nd, const char *type, int n_in, const char **extra,
+                             const attr_spec *attrs) {
+    int to[CN_MAX_DIMS], back[CN_MAX_DIMS];
+    to[0] = back[0] = 0;
+    to[1] = nd - 1;
+    for (int k = 2; k < nd; k++) to[k] = k - 1;
+    for (int k = 1; k < nd - 1; k++) back[k] = k + 1;
+    back[nd - 1] = 1;
+    const char *t = nd > 2 ? ex_transpose(e, x, nd, to) : x;
+    const char *in[8] = {t};
+    for (int k = 1; k < n_in && k < 8; k++) in[k] = extra[k - 1];
+    char *y = ex_emit(e, type, n_in, in, NULL, attrs);
+    return nd > 2 ? ex_transpose(e, y, nd, back) : y;
+}
 
 static cn_status node(ex *e, int i, cn_session *s) {
     const cn_program *p = e->p;
@@ -274,7 +270,7 @@ static cn_status node(ex *e, int i, cn_session *s) {
     const cn_node *n = &p->g.nodes[i];
     const cn_shape *sh = &n->shape;
     char *y = NULL;
-    const char *x = n->n_in ? in_name(e, n, 0) : NULL;
+    const char *x = n->n_in ? ex_in_name(e, n, 0) : NULL;
     switch (n->op) {
     case CN_OP_LEAF:
         if (n->leaf == CN_LEAF_CONST) {
@@ -286,76 +282,75 @@ static cn_status node(ex *e, int i, cn_session *s) {
             float *w = malloc((size_t)numel * sizeof *w);
             if (!w) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
             cn_status st = s ? cn_session_get_param(s, n->name, w, (size_t)numel * sizeof *w) : cn_prog_param_init(p, pi, w);
-            if (st == CN_OK && conv_kernel(e, i)) {
-                int64_t kh = sh->d[0], kw = sh->d[1], ci = sh->d[2], co = sh->d[3];
-                float *t = malloc((size_t)numel * sizeof *t);
-                if (!t) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "parameter '%s'", n->name);
-                for (int64_t a = 0; t && a < kh; a++)
-                    for (int64_t b = 0; b < kw; b++)
-                        for (int64_t c = 0; c < ci; c++)
-                            for (int64_t o = 0; o < co; o++)
-                                t[((o * ci + c) * kh + a) * kw + b] = w[((a * kw + b) * ci + c) * co + o];
-                if (t) {
-                    tensor(e, n->name, 4, (int64_t[]){co, ci, kh, kw}, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, t,
-                           (size_t)numel * sizeof *t);
-                    e->oihw[i] = 1;
-                }
-                free(t);
+            int kind = st == CN_OK ? cn_ex_conv_kernel(e, i) : 0;
+            if (kind) {
+                st = cn_ex_write_kernel(e, i, kind, w);
+            } else if (st == CN_OK && bn_running(e, i)) {
+                /* ONNX's BatchNormalization takes the mean and variance as two tensors */
+                char mean[CN_NODE_NAME_MAX + 8], var[CN_NODE_NAME_MAX + 8];
+                cn_onnx_bn_split(n->name, mean, var, sizeof mean);
+                ex_tensor(e, mean, 1, &sh->d[1], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)sh->d[1] * sizeof *w);
+                ex_tensor(e, var, 1, &sh->d[1], ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w + sh->d[1], (size_t)sh->d[1] * sizeof *w);
             } else if (st == CN_OK) {
-                tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)numel * sizeof *w);
+                ex_tensor(e, n->name, sh->ndim, sh->d, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, w, (size_t)numel * sizeof *w);
             }
             free(w);
             if (st != CN_OK) return st;
-            y = ar_str(e, n->name);
+            y = ex_str(e, n->name);
         } else {
-            y = ar_str(e, n->name); /* an input: declared by the caller */
+            y = ex_str(e, n->name); /* an input: declared by the caller */
         }
         break;
     case CN_OP_RESHAPE:
-        if (e->oihw[n->in[0]]) { /* the kernel's matrix view: the Conv reads the kernel itself */
-            y = ar_str(e, "");
+        /* the kernel's matrix view (or its grouped form): the Conv reads the kernel itself */
+        if (e->oihw[n->in[0]] || (x && !*x)) {
+            y = ex_str(e, "");
             break;
         }
-        y = reshape(e, x, &p->spec[i].shape);
+        y = ex_reshape(e, x, &p->spec[i].shape);
         break;
     case CN_OP_MATMUL: {
-        const char *a = x, *b = in_name(e, n, 1);
+        const char *a = x, *b = ex_in_name(e, n, 1);
+        if (!*b) { /* of a transposed convolution's kernel written for ConvTranspose: its COL2IM writes it */
+            y = ex_str(e, "");
+            break;
+        }
         int nd = p->g.nodes[n->in[0]].shape.ndim;
         int perm[3] = {0, 2, 1};
         if (nd == 2 && (n->p.trans_a || n->p.trans_b)) { /* Gemm keeps a parameter as it is stored */
             const char *in[2] = {a, b};
             attr_spec at[] = {AI("transA", n->p.trans_a), AI("transB", n->p.trans_b), AEND};
-            y = emit(e, "Gemm", 2, in, NULL, at);
+            y = ex_emit(e, "Gemm", 2, in, NULL, at);
             break;
         }
-        if (n->p.trans_a) a = transpose(e, a, nd, nd == 2 ? (int[]){1, 0} : perm);
-        if (n->p.trans_b) b = transpose(e, b, p->g.nodes[n->in[1]].shape.ndim,
+        if (n->p.trans_a) a = ex_transpose(e, a, nd, nd == 2 ? (int[]){1, 0} : perm);
+        if (n->p.trans_b) b = ex_transpose(e, b, p->g.nodes[n->in[1]].shape.ndim,
                                         p->g.nodes[n->in[1]].shape.ndim == 2 ? (int[]){1, 0} : perm);
-        y = emit2(e, "MatMul", a, b);
+        y = ex_emit2(e, "MatMul", a, b);
         break;
     }
-    case CN_OP_ADD: y = emit2(e, "Add", x, in_name(e, n, 1)); break;
-    case CN_OP_SUB: y = emit2(e, "Sub", x, in_name(e, n, 1)); break;
-    case CN_OP_MUL: y = emit2(e, "Mul", x, in_name(e, n, 1)); break;
-    case CN_OP_DIV: y = emit2(e, "Div", x, in_name(e, n, 1)); break;
+    case CN_OP_ADD: y = ex_emit2(e, "Add", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_SUB: y = ex_emit2(e, "Sub", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_MUL: y = ex_emit2(e, "Mul", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_DIV: y = ex_emit2(e, "Div", x, ex_in_name(e, n, 1)); break;
     case CN_OP_SCALE:
         y = (char *)x;
-        if (n->p.alpha != 1.0f) y = emit2(e, "Mul", y, scalar(e, n->p.alpha));
-        if (n->p.beta != 0.0f) y = emit2(e, "Add", y, scalar(e, n->p.beta));
-        if (y == x) y = emit1(e, "Identity", x, NULL);
+        if (n->p.alpha != 1.0f) y = ex_emit2(e, "Mul", y, ex_scalar(e, n->p.alpha));
+        if (n->p.beta != 0.0f) y = ex_emit2(e, "Add", y, ex_scalar(e, n->p.beta));
+        if (y == x) y = ex_emit1(e, "Identity", x, NULL);
         break;
-    case CN_OP_RELU: y = emit1(e, "Relu", x, NULL); break;
-    case CN_OP_SIGMOID: y = emit1(e, "Sigmoid", x, NULL); break;
-    case CN_OP_TANH: y = emit1(e, "Tanh", x, NULL); break;
-    case CN_OP_EXP: y = emit1(e, "Exp", x, NULL); break;
-    case CN_OP_LOG: y = emit1(e, "Log", x, NULL); break;
-    case CN_OP_SOFTMAX: y = emit1(e, "Softmax", x, (attr_spec[]){AI("axis", -1), AEND}); break;
-    case CN_OP_LOG_SOFTMAX: y = emit1(e, "LogSoftmax", x, (attr_spec[]){AI("axis", -1), AEND}); break;
+    case CN_OP_RELU: y = ex_emit1(e, "Relu", x, NULL); break;
+    case CN_OP_SIGMOID: y = ex_emit1(e, "Sigmoid", x, NULL); break;
+    case CN_OP_TANH: y = ex_emit1(e, "Tanh", x, NULL); break;
+    case CN_OP_EXP: y = ex_emit1(e, "Exp", x, NULL); break;
+    case CN_OP_LOG: y = ex_emit1(e, "Log", x, NULL); break;
+    case CN_OP_SOFTMAX: y = ex_emit1(e, "Softmax", x, (attr_spec[]){AI("axis", -1), AEND}); break;
+    case CN_OP_LOG_SOFTMAX: y = ex_emit1(e, "LogSoftmax", x, (attr_spec[]){AI("axis", -1), AEND}); break;
     case CN_OP_SUM_ROWS: {
         int nd = p->g.nodes[n->in[0]].shape.ndim, lead = nd - sh->ndim;
         int64_t axes[CN_MAX_DIMS];
         for (int k = 0; k < lead; k++) axes[k] = k;
-        y = lead ? reduce(e, "ReduceSum", x, lead, axes, 0) : emit1(e, "Identity", x, NULL);
+        y = lead ? reduce(e, "ReduceSum", x, lead, axes, 0) : ex_emit1(e, "Identity", x, NULL);
         break;
     }
     case CN_OP_SUM_ALL: case CN_OP_MEAN_ALL: {
@@ -363,61 +358,107 @@ static cn_status node(ex *e, int i, cn_session *s) {
         int64_t axes[CN_MAX_DIMS];
         for (int k = 0; k < nd; k++) axes[k] = k;
         y = reduce(e, n->op == CN_OP_SUM_ALL ? "ReduceSum" : "ReduceMean", x, nd, axes, 0);
-        y = reshape(e, y, &(cn_shape){1, {1}});
+        y = ex_reshape(e, y, &(cn_shape){1, {1}});
         break;
     }
     case CN_OP_SUM_LAST: case CN_OP_MEAN_LAST: case CN_OP_MAX_LAST: {
         int64_t ax = -1;
         y = reduce(e, n->op == CN_OP_SUM_LAST ? "ReduceSum" : n->op == CN_OP_MEAN_LAST ? "ReduceMean" : "ReduceMax", x, 1, &ax, 0);
-        if (p->g.nodes[n->in[0]].shape.ndim == 1) y = reshape(e, y, &(cn_shape){1, {1}});
+        if (p->g.nodes[n->in[0]].shape.ndim == 1) y = ex_reshape(e, y, &(cn_shape){1, {1}});
         break;
     }
     case CN_OP_BCAST_LAST: {
         int64_t ax = -1;
-        const char *in[2] = {x, const_i64(e, 1, &ax)};
-        char *u = emit(e, "Unsqueeze", 2, in, NULL, NULL);
+        const char *in[2] = {x, ex_const_i64(e, 1, &ax)};
+        char *u = ex_emit(e, "Unsqueeze", 2, in, NULL, NULL);
         int64_t d[CN_MAX_DIMS];
         for (int k = 0; k < sh->ndim; k++) d[k] = k + 1 < sh->ndim ? 1 : sh->d[k];
-        y = emit2(e, "Expand", u, const_i64(e, sh->ndim, d));
+        y = ex_emit2(e, "Expand", u, ex_const_i64(e, sh->ndim, d));
         break;
     }
-    case CN_OP_EXPAND: y = emit2(e, "Expand", x, const_i64(e, sh->ndim, sh->d)); break;
+    case CN_OP_EXPAND: y = ex_emit2(e, "Expand", x, ex_const_i64(e, sh->ndim, sh->d)); break;
     case CN_OP_TRANSPOSE: {
+        if (!*x) { /* of a grouped kernel written as OIHW */
+            y = ex_str(e, "");
+            break;
+        }
         int perm[CN_MAX_DIMS];
         for (int k = 0; k < sh->ndim; k++) perm[k] = n->p.perm[k];
-        y = transpose(e, x, sh->ndim, perm);
+        y = ex_transpose(e, x, sh->ndim, perm);
         break;
     }
     case CN_OP_MAXPOOL: case CN_OP_AVGPOOL: {
-        if (n->p.ph || n->p.pw) return cn_errorf(CN_ERR_UNSUPPORTED, "node %d (%s): padded pooling", i, cn_op_name(n->op));
         int64_t k[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw};
-        char *t = transpose(e, x, 4, (int[]){0, 3, 1, 2});
-        attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AEND};
-        t = emit1(e, n->op == CN_OP_MAXPOOL ? "MaxPool" : "AveragePool", t, a);
-        y = transpose(e, t, 4, (int[]){0, 2, 3, 1});
+        int64_t pads[4] = {n->p.ph, n->p.pw, n->p.ph + n->p.ph_extra, n->p.pw + n->p.pw_extra};
+        attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AS("pads", 4, pads), AI("ceil_mode", n->p.ceil_mode),
+                         n->op == CN_OP_AVGPOOL ? AI("count_include_pad", !n->p.exclude_pad) : AEND, AEND};
+        y = ex_channels_second(e, x, 4, n->op == CN_OP_MAXPOOL ? "MaxPool" : "AveragePool", 1, NULL, a);
         break;
     }
-    case CN_OP_DROPOUT: y = emit2(e, "Dropout", x, scalar(e, n->p.rate)); break;
+    case CN_OP_CONCAT: {
+        const char *in[2] = {x, ex_in_name(e, n, 1)};
+        y = ex_emit(e, "Concat", 2, in, NULL, (attr_spec[]){AI("axis", n->p.axis), AEND});
+        break;
+    }
+    case CN_OP_PAD: { /* negative amounts crop: a Slice, then a Pad for the positive ones */
+        const cn_shape *xs = &p->g.nodes[n->in[0]].shape;
+        int ax = n->p.axis, nd = xs->ndim;
+        int64_t b = n->p.before, a = n->p.after;
+        y = (char *)x;
+        if (b < 0 || a < 0) {
+            int64_t s0 = b < 0 ? -b : 0, e0 = xs->d[ax] - (a < 0 ? -a : 0), axis = ax;
+            const char *in[4] = {y, ex_const_i64(e, 1, &s0), ex_const_i64(e, 1, &e0), ex_const_i64(e, 1, &axis)};
+            y = ex_emit(e, "Slice", 4, in, NULL, NULL);
+        }
+        if (b > 0 || a > 0) {
+            int64_t pads[2 * CN_MAX_DIMS] = {0};
+            pads[ax] = b > 0 ? b : 0, pads[nd + ax] = a > 0 ? a : 0;
+            const char *in[3] = {y, ex_const_i64(e, 2 * nd, pads), ex_scalar(e, n->p.fill)};
+            attr_spec md[] = {{"mode", 4, 0, 0, 0, NULL, n->p.variant ? "reflect" : "constant"}, AEND};
+            y = ex_emit(e, "Pad", n->p.variant ? 2 : 3, in, NULL, md);
+        }
+        if (y == x) y = ex_emit1(e, "Identity", x, NULL);
+        break;
+    }
+    case CN_OP_UPSAMPLE: { /* Resize of the NCHW view: nearest is floor(out / factor), bilinear half_pixel */
+        float sc[4] = {1.0f, 1.0f, (float)n->p.sh, (float)n->p.sw};
+        const char *extra[2] = {"", ex_const_f32(e, 1, (int64_t[]){4}, sc)};
+        attr_spec a[] = {{"mode", 4, 0, 0, 0, NULL, n->p.variant ? "linear" : "nearest"},
+                         {"coordinate_transformation_mode", 4, 0, 0, 0, NULL, n->p.variant ? "half_pixel" : "asymmetric"},
+                         {"nearest_mode", 4, 0, 0, 0, NULL, "floor"}, AEND};
+        y = ex_channels_second(e, x, 4, "Resize", 3, extra, a);
+        break;
+    }
+    case CN_OP_BATCHNORM: {
+        char mean[CN_NODE_NAME_MAX + 8], var[CN_NODE_NAME_MAX + 8];
+        const cn_node *r = &p->g.nodes[n->in[3]];
+        cn_onnx_bn_split(r->name, mean, var, sizeof mean);
+        const char *extra[4] = {ex_in_name(e, n, 1), ex_in_name(e, n, 2), mean, var};
+        attr_spec a[] = {AF("epsilon", n->p.eps), AF("momentum", 1.0f - n->p.momentum), AEND};
+        y = ex_channels_second(e, x, sh->ndim, "BatchNormalization", 5, extra, a);
+        break;
+    }
+    case CN_OP_DROPOUT: y = ex_emit2(e, "Dropout", x, ex_scalar(e, n->p.rate)); break;
     case CN_OP_LAYERNORM: {
-        const char *in[3] = {x, in_name(e, n, 1), in_name(e, n, 2)};
+        const char *in[3] = {x, ex_in_name(e, n, 1), ex_in_name(e, n, 2)};
         attr_spec a[] = {AI("axis", -1), AF("epsilon", n->p.eps), AEND};
-        y = emit(e, "LayerNormalization", 3, in, NULL, a);
+        y = ex_emit(e, "LayerNormalization", 3, in, NULL, a);
         break;
     }
     case CN_OP_GELU:
         if (n->p.variant) { /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-            char *x3 = emit2(e, "Mul", emit2(e, "Mul", x, x), x);
-            char *in = emit2(e, "Add", x, emit2(e, "Mul", x3, scalar(e, 0.044715f)));
-            char *t = emit1(e, "Tanh", emit2(e, "Mul", in, scalar(e, (float)sqrt(2.0 / M_PI))), NULL);
-            y = emit2(e, "Mul", emit2(e, "Mul", x, emit2(e, "Add", t, scalar(e, 1.0f))), scalar(e, 0.5f));
+            char *x3 = ex_emit2(e, "Mul", ex_emit2(e, "Mul", x, x), x);
+            char *in = ex_emit2(e, "Add", x, ex_emit2(e, "Mul", x3, ex_scalar(e, 0.044715f)));
+            char *t = ex_emit1(e, "Tanh", ex_emit2(e, "Mul", in, ex_scalar(e, (float)sqrt(2.0 / M_PI))), NULL);
+            y = ex_emit2(e, "Mul", ex_emit2(e, "Mul", x, ex_emit2(e, "Add", t, ex_scalar(e, 1.0f))), ex_scalar(e, 0.5f));
         } else { /* the TorchScript exporter's form, which the importer fuses back */
-            char *t = emit1(e, "Erf", emit2(e, "Div", x, scalar(e, (float)sqrt(2.0))), NULL);
-            y = emit2(e, "Mul", emit2(e, "Mul", x, emit2(e, "Add", t, scalar(e, 1.0f))), scalar(e, 0.5f));
+            char *t = ex_emit1(e, "Erf", ex_emit2(e, "Div", x, ex_scalar(e, (float)sqrt(2.0))), NULL);
+            y = ex_emit2(e, "Mul", ex_emit2(e, "Mul", x, ex_emit2(e, "Add", t, ex_scalar(e, 1.0f))), ex_scalar(e, 0.5f));
         }
         break;
     case CN_OP_EMBEDDING: {
-        char *ids = emit1(e, "Cast", in_name(e, n, 1), (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64), AEND});
-        y = emit2(e, "Gather", x, ids);
+        char *ids = ex_emit1(e, "Cast", ex_in_name(e, n, 1), (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__INT64), AEND});
+        y = ex_emit2(e, "Gather", x, ids);
         break;
     }
     case CN_OP_CAUSAL_MASK: { /* + a constant [T,S] of 0 and fill above the diagonal */
@@ -427,51 +468,67 @@ static cn_status node(ex *e, int i, cn_session *s) {
         if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "causal mask");
         for (int64_t a = 0; a < T; a++)
             for (int64_t b = 0; b < S; b++) m[a * S + b] = b > a ? n->p.fill : 0.0f;
-        y = emit2(e, "Add", x, const_f32(e, 2, (int64_t[]){T, S}, m));
+        y = ex_emit2(e, "Add", x, ex_const_f32(e, 2, (int64_t[]){T, S}, m));
         free(m);
         break;
     }
     case CN_OP_ATTENTION: { /* unfused: softmax(scale q k^T [+ mask]) v */
-        const char *q = x, *k = in_name(e, n, 1), *v = in_name(e, n, 2);
-        char *sc = emit2(e, "MatMul", q, transpose(e, k, 3, (int[]){0, 2, 1}));
-        sc = emit2(e, "Mul", sc, scalar(e, n->p.scale));
+        const char *q = x, *k = ex_in_name(e, n, 1), *v = ex_in_name(e, n, 2);
+        char *sc = ex_emit2(e, "MatMul", q, ex_transpose(e, k, 3, (int[]){0, 2, 1}));
+        sc = ex_emit2(e, "Mul", sc, ex_scalar(e, n->p.scale));
         if (n->p.causal) {
             int64_t T = p->g.nodes[n->in[0]].shape.d[1], S = p->g.nodes[n->in[1]].shape.d[1];
             float *m = malloc((size_t)(T * S) * sizeof *m);
             if (!m) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "causal mask");
             for (int64_t a = 0; a < T; a++)
                 for (int64_t b = 0; b < S; b++) m[a * S + b] = b > a ? -INFINITY : 0.0f;
-            sc = emit2(e, "Add", sc, const_f32(e, 2, (int64_t[]){T, S}, m));
+            sc = ex_emit2(e, "Add", sc, ex_const_f32(e, 2, (int64_t[]){T, S}, m));
             free(m);
         }
-        y = emit2(e, "MatMul", emit1(e, "Softmax", sc, (attr_spec[]){AI("axis", -1), AEND}), v);
+        y = ex_emit2(e, "MatMul", ex_emit1(e, "Softmax", sc, (attr_spec[]){AI("axis", -1), AEND}), v);
         break;
     }
-    case CN_OP_IM2COL: {
-        /* Written as a Conv where its one consumer multiplies it by a reshaped [KH,KW,Cin,Cout]
-         * kernel (every conv2d clnet builds); the MATMUL then takes the conv's rows. */
-        int mm = -1, uses = 0;
-        for (int j = i + 1; j < p->g.n; j++)
-            for (int k = 0; k < p->g.nodes[j].n_in; k++)
-                if (p->g.nodes[j].in[k] == i && e->keep[j]) uses++, mm = j;
-        const cn_node *m = mm >= 0 ? &p->g.nodes[mm] : NULL;
-        const cn_node *wr = m && m->op == CN_OP_MATMUL && m->in[0] == i && !m->p.trans_a && !m->p.trans_b
-                                ? &p->g.nodes[m->in[1]] : NULL;
-        if (uses != 1 || !wr || wr->op != CN_OP_RESHAPE || p->g.nodes[wr->in[0]].shape.ndim != 4)
-            return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: an im2col that is not a convolution's", i);
-        const cn_shape *ws = &p->g.nodes[wr->in[0]].shape;
-        const char *w = e->name[wr->in[0]];
-        char *xt = transpose(e, x, 4, (int[]){0, 3, 1, 2});
-        const char *wt = e->oihw[wr->in[0]] ? w : transpose(e, w, 4, (int[]){3, 2, 0, 1});
-        int64_t ks[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw}, pads[4] = {n->p.ph, n->p.pw, n->p.ph, n->p.pw};
-        attr_spec a[] = {AS("kernel_shape", 2, ks), AS("strides", 2, st), AS("pads", 4, pads), AEND};
-        const char *in[2] = {xt, wt};
-        char *conv = emit(e, "Conv", 2, in, NULL, a);
-        char *nhwc = transpose(e, conv, 4, (int[]){0, 2, 3, 1});
-        e->name[mm] = reshape(e, nhwc, &(cn_shape){2, {-1, ws->d[3]}});
-        y = ar_str(e, ""); /* the patch matrix itself is never written */
+    case CN_OP_LEAKY_RELU: y = ex_emit1(e, "LeakyRelu", x, (attr_spec[]){AF("alpha", n->p.alpha), AEND}); break;
+    case CN_OP_ELU: y = ex_emit1(e, "Elu", x, (attr_spec[]){AF("alpha", n->p.alpha), AEND}); break;
+    case CN_OP_CLIP: {
+        const char *in[3] = {x, ex_scalar(e, n->p.alpha), ex_scalar(e, n->p.beta)};
+        y = ex_emit(e, "Clip", 3, in, NULL, NULL);
         break;
     }
+    case CN_OP_SILU: y = ex_emit2(e, "Mul", x, ex_emit1(e, "Sigmoid", x, NULL)); break; /* fused back on import */
+    case CN_OP_HARD_SIGMOID:
+        y = ex_emit1(e, "HardSigmoid", x, (attr_spec[]){AF("alpha", 1.0f / 6.0f), AF("beta", 0.5f), AEND});
+        break;
+    case CN_OP_HARD_SWISH: y = ex_emit1(e, "HardSwish", x, NULL); break;
+    case CN_OP_SOFTPLUS: y = ex_emit1(e, "Softplus", x, NULL); break;
+    case CN_OP_CHANNEL_SUM: case CN_OP_CHANNEL_MAX: { /* [N,...,C] -> [N,C] */
+        int nd = p->g.nodes[n->in[0]].shape.ndim;
+        int is_max = n->op == CN_OP_CHANNEL_MAX;
+        const cn_shape *xs = &p->g.nodes[n->in[0]].shape;
+        float mean = (float)(1.0 / (double)(cn_shape_numel(xs) / (xs->d[0] * xs->d[nd - 1])));
+        if (nd == 4 && (is_max || n->p.alpha == mean)) { /* the global pools, which the importer maps back */
+            y = ex_channels_second(e, x, 4, is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1, NULL, NULL);
+            y = ex_reshape(e, y, &(cn_shape){2, {-1, sh->d[1]}});
+            break;
+        }
+        int64_t axes[CN_MAX_DIMS];
+        for (int k = 1; k < nd - 1; k++) axes[k - 1] = k;
+        y = reduce(e, is_max ? "ReduceMax" : "ReduceSum", x, nd - 2, axes, 0);
+        if (!is_max && n->p.alpha != 1.0f) y = ex_emit2(e, "Mul", y, ex_scalar(e, n->p.alpha));
+        break;
+    }
+    case CN_OP_CHANNEL_MUL: case CN_OP_CHANNEL_ADD: { /* s [N,C] as [N,1,...,1,C] */
+        int64_t d[CN_MAX_DIMS];
+        d[0] = -1;
+        for (int k = 1; k < sh->ndim; k++) d[k] = k + 1 < sh->ndim ? 1 : sh->d[k];
+        char *s4 = ex_emit2(e, "Reshape", ex_in_name(e, n, 1), ex_const_i64(e, sh->ndim, d));
+        y = ex_emit2(e, n->op == CN_OP_CHANNEL_MUL ? "Mul" : "Add", x, s4);
+        break;
+    }
+    case CN_OP_IM2COL: case CN_OP_COL2IM: case CN_OP_DWCONV:
+        y = cn_ex_conv(e, i);
+        if (!y && e->st == CN_OK) return cn_last_status();
+        break;
     default:
         return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: clnet op %s has no ONNX form", i, cn_op_name(n->op));
     }
@@ -480,19 +537,37 @@ static cn_status node(ex *e, int i, cn_session *s) {
     return CN_OK;
 }
 
+/* Drops the nodes whose output no kept node and no graph output reads (written before a
+ * pattern was recognised that replaces them: a grouped convolution's regrouping). */
+static void prune_dead(ex *e, Onnx__ValueInfoProto **outs, size_t n_out) {
+    char *keep = calloc(e->n_nodes + 1, 1);
+    if (!keep) return; /* dead nodes are still a valid file */
+    for (size_t j = e->n_nodes; j-- > 0;) {
+        const char *o = e->nodes[j]->output[0];
+        for (size_t k = 0; k < n_out && !keep[j]; k++) keep[j] = !strcmp(outs[k]->name, o);
+        for (size_t k = j + 1; k < e->n_nodes && !keep[j]; k++)
+            for (size_t q = 0; keep[k] && q < e->nodes[k]->n_input && !keep[j]; q++) keep[j] = !strcmp(e->nodes[k]->input[q], o);
+    }
+    size_t w = 0;
+    for (size_t j = 0; j < e->n_nodes; j++)
+        if (keep[j]) e->nodes[w++] = e->nodes[j];
+    e->n_nodes = w;
+    free(keep);
+}
+
 /* batch: the first dim is symbolic, named dim0 ("batch" for inputs; an output's first dim may
  * be the batch times something, so it gets a name of its own). */
 static Onnx__ValueInfoProto *value_info(ex *e, const char *name, int32_t dt, const cn_shape *s, int batch, const char *dim0) {
-    Onnx__ValueInfoProto *v = ar(e, sizeof *v);
-    Onnx__TypeProto *tp = ar(e, sizeof *tp);
-    Onnx__TypeProto__Tensor *tt = ar(e, sizeof *tt);
-    Onnx__TensorShapeProto *sp = ar(e, sizeof *sp);
+    Onnx__ValueInfoProto *v = ex_alloc(e, sizeof *v);
+    Onnx__TypeProto *tp = ex_alloc(e, sizeof *tp);
+    Onnx__TypeProto__Tensor *tt = ex_alloc(e, sizeof *tt);
+    Onnx__TensorShapeProto *sp = ex_alloc(e, sizeof *sp);
     if (!v || !tp || !tt || !sp) return NULL;
     onnx__value_info_proto__init(v);
     onnx__type_proto__init(tp);
     onnx__type_proto__tensor__init(tt);
     onnx__tensor_shape_proto__init(sp);
-    v->name = ar_str(e, name);
+    v->name = ex_str(e, name);
     v->type = tp;
     tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
     tp->tensor_type = tt;
@@ -500,12 +575,12 @@ static Onnx__ValueInfoProto *value_info(ex *e, const char *name, int32_t dt, con
     if (s) {
         tt->shape = sp;
         sp->n_dim = (size_t)s->ndim;
-        sp->dim = ar(e, sizeof(void *) * (size_t)s->ndim);
+        sp->dim = ex_alloc(e, sizeof(void *) * (size_t)s->ndim);
         for (int k = 0; sp->dim && k < s->ndim; k++) {
-            Onnx__TensorShapeProto__Dimension *d = ar(e, sizeof *d);
+            Onnx__TensorShapeProto__Dimension *d = ex_alloc(e, sizeof *d);
             if (!d) return NULL;
             onnx__tensor_shape_proto__dimension__init(d);
-            if (k == 0 && batch) d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM, d->dim_param = ar_str(e, dim0);
+            if (k == 0 && batch) d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM, d->dim_param = ex_str(e, dim0);
             else d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE, d->dim_value = s->d[k];
             sp->dim[k] = d;
         }
@@ -551,11 +626,12 @@ cn_status cn_program_to_onnx_memory(const cn_program *p, cn_session *s, int opse
     for (int k = 0; k < p->n_outputs && st == CN_OK; k++) {
         int id = p->outputs[k].node;
         if (!e.keep[id] || (p->loss >= 0 && id == p->loss)) continue;
-        emit1(&e, "Identity", e.name[id], NULL);
-        e.nodes[e.n_nodes - 1]->output[0] = ar_str(&e, p->outputs[k].name);
+        ex_emit1(&e, "Identity", e.name[id], NULL);
+        e.nodes[e.n_nodes - 1]->output[0] = ex_str(&e, p->outputs[k].name);
         outs[n_out++] = value_info(&e, p->outputs[k].name, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT, &p->g.nodes[id].shape,
                                    any_batch, "rows");
     }
+    if (st == CN_OK && e.pruned) prune_dead(&e, outs, n_out);
     if (st == CN_OK && !n_out) st = cn_errorf(CN_ERR_INVALID_ARG, "cn_program_to_onnx: the program has no output that needs no labels");
     if (st == CN_OK && e.st != CN_OK) st = e.st;
     if (st == CN_OK) {

@@ -3,6 +3,8 @@
  *   GELU (exact):  x/sqrt(2) or x*(1/sqrt(2)) -> Erf -> +1 -> *x and *0.5 in either order
  *   layer norm:    m = ReduceMean(x); d = x - m; Pow(d, 2) or d*d -> ReduceMean -> +eps
  *                  -> Sqrt; d / that; then optionally *gamma and +beta (last axis)
+ *   SiLU:          x * Sigmoid(x) (ONNX has no SiLU op before opset 22)
+ *   hard swish:    x * HardSigmoid(x, alpha 1/6, beta 1/2) (PyTorch's Hardswish below opset 14)
  *
  * The TorchScript exporter writes both for opsets before 17 (layer norm) and 20 (GELU); the
  * dynamo exporter writes the same arithmetic from its decompositions. Every step that clnet
@@ -32,6 +34,8 @@ enum {
     PAT_STD,       /* sqrt of that */
     PAT_NORM,      /* (x - mean) / std */
     PAT_NORMG,     /* * gamma (pg) */
+    PAT_SIG,       /* real: sigmoid(x) */
+    PAT_HSIG,      /* real: hard_sigmoid(x) = relu6(x + 3) / 6 */
 };
 
 static int idx_of(ox_ctx *c, const ox_val *v) { return (int)(v - c->vals); }
@@ -129,7 +133,7 @@ static cn_status reduce(ox_ctx *c, const Onnx__NodeProto *n, int mean) {
     if (mean && last && keep && (x->pat == PAT_SQ)) return set_part(c, n, x, CN_INVALID_VALUE, PAT_VAR, x->px, -1, 0);
     if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
     if (x->is_const) return ox_unsupported("a constant input");
-    if (na < 0) {
+    if (na <= 0) { /* no axes, or an empty axes tensor: every axis (ReduceSum-13 and later) */
         if (ox_attr_i(n, "noop_with_empty_axes", 0)) return ox_set_like(c, n, 0, x->v, x);
         na = x->ndim;
         for (int k = 0; k < na; k++) axes[k] = k;
@@ -141,6 +145,12 @@ static cn_status reduce(ox_ctx *c, const Onnx__NodeProto *n, int mean) {
         if (a < 0 || a >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)axes[k], x->ndim);
         if (a == x->bdim) return ox_unsupported("reducing over the batch dim");
         red[a] = 1;
+    }
+    if (mean && x->nhwc && red[2] && red[3] && !red[0] && !red[1]) { /* x.mean((2, 3)): a global pool */
+        int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1];
+        cn_value g = cn_op_global_avgpool(P, x->v);
+        if (keep) return ox_set_dyn(c, n, 0, cn_op_reshape(P, g, 4, (const int64_t[]){N, 1, 1, C}), 1, x->bdim, 4);
+        return ox_set_dyn(c, n, 0, g, 0, x->bdim, 2);
     }
     cn_value v = ox_logical(c, x);
     ox_val out = *x;
@@ -248,6 +258,11 @@ cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     if (kind == ADD && k && o->pat == PAT_ERF && scalar_is(k, 1.0, 0.0))
         return set_part(c, n, o, CN_INVALID_VALUE, PAT_1PERF, o->px, -1, 0);
     if (kind == MUL && !a->is_const && !b->is_const) {
+        for (int k = 0; k < 2; k++) { /* x * sigmoid(x), x * hard_sigmoid(x) */
+            ox_val *s = k ? b : a, *x = k ? a : b;
+            if ((s->pat == PAT_SIG || s->pat == PAT_HSIG) && s->px == idx_of(c, x) && !x->pat)
+                return ox_set_like(c, n, 0, s->pat == PAT_SIG ? cn_op_silu(P, x->v) : cn_op_hard_swish(P, x->v), x);
+        }
         ox_val *p1 = a->pat == PAT_1PERF ? a : b->pat == PAT_1PERF ? b : NULL;
         ox_val *q = p1 == a ? b : a;
         if (p1 && idx_of(c, q) == p1->px) return set_part(c, n, q, CN_INVALID_VALUE, PAT_X1PERF, p1->px, -1, 0);
@@ -288,7 +303,29 @@ cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     return cn_onnx_binary(c, n, kind);
 }
 
+static cn_status mark_start(ox_ctx *c, const Onnx__NodeProto *n, cn_status st, int pat) {
+    ox_val *x = ox_in_raw(c, n, 0), *o = st == CN_OK && n->n_output ? ox_find(c, n->output[0]) : NULL;
+    if (o && x && !o->is_const && !x->is_const) o->pat = pat, o->px = idx_of(c, x);
+    return st;
+}
+
+static cn_status h_sigmoid(ox_ctx *c, const Onnx__NodeProto *n) {
+    ox_val *x = ox_in(c, n, 0);
+    if (!x) return cn_last_status();
+    if (x->is_const) return cn_onnx_fold(c, n);
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    return mark_start(c, n, ox_set_like(c, n, 0, cn_op_sigmoid(P, x->v), x), PAT_SIG);
+}
+
+static cn_status h_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n) {
+    cn_status st = cn_onnx_hard_sigmoid(c, n);
+    int pytorch = fabsf(ox_attr_f(n, "alpha", 0.2f) - 1.0f / 6.0f) <= 1e-7f && ox_attr_f(n, "beta", 0.5f) == 0.5f;
+    return pytorch ? mark_start(c, n, st, PAT_HSIG) : st;
+}
+
 const ox_op cn_onnx_fuse_ops[] = {
+    {"Sigmoid", 1, h_sigmoid},
+    {"HardSigmoid", 6, h_hard_sigmoid},
     {"ReduceMean", 1, h_reduce_mean},
     {"ReduceSum", 1, h_reduce_sum},
     {"Erf", 9, h_erf},

@@ -206,26 +206,31 @@ cn_value ox_nhwc(ox_ctx *c, ox_val *x) {
 
 /* ---- the op table ---- */
 
+typedef struct op_table {
+    const ox_op *ops;
+    const int *n;
+} op_table;
+static const op_table tables[] = {{cn_onnx_ops, &cn_onnx_n_ops},
+                                  {cn_onnx_image_ops, &cn_onnx_n_image_ops},
+                                  {cn_onnx_join_ops, &cn_onnx_n_join_ops},
+                                  {cn_onnx_shape_ops, &cn_onnx_n_shape_ops},
+                                  {cn_onnx_fuse_ops, &cn_onnx_n_fuse_ops}};
+#define N_TABLES ((int)(sizeof tables / sizeof tables[0]))
+
 static const ox_op *find_op(const char *type) {
-    for (int i = 0; i < cn_onnx_n_ops; i++)
-        if (!strcmp(cn_onnx_ops[i].type, type)) return &cn_onnx_ops[i];
-    for (int i = 0; i < cn_onnx_n_shape_ops; i++)
-        if (!strcmp(cn_onnx_shape_ops[i].type, type)) return &cn_onnx_shape_ops[i];
-    for (int i = 0; i < cn_onnx_n_fuse_ops; i++)
-        if (!strcmp(cn_onnx_fuse_ops[i].type, type)) return &cn_onnx_fuse_ops[i];
+    for (int t = 0; t < N_TABLES; t++)
+        for (int i = 0; i < *tables[t].n; i++)
+            if (!strcmp(tables[t].ops[i].type, type)) return &tables[t].ops[i];
     return NULL;
 }
 
 const char *cn_onnx_supported_list(void) {
-    static char buf[2048];
+    static char buf[4096];
     if (buf[0]) return buf;
     size_t len = 0;
-    for (int t = 0; t < 3; t++) {
-        const ox_op *ops = t == 2 ? cn_onnx_fuse_ops : t ? cn_onnx_shape_ops : cn_onnx_ops;
-        int n = t == 2 ? cn_onnx_n_fuse_ops : t ? cn_onnx_n_shape_ops : cn_onnx_n_ops;
-        for (int i = 0; i < n && len + 40 < sizeof buf; i++)
-            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? ", " : "", ops[i].type);
-    }
+    for (int t = 0; t < N_TABLES; t++)
+        for (int i = 0; i < *tables[t].n && len + 40 < sizeof buf; i++)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%s", len ? ", " : "", tables[t].ops[i].type);
     return buf;
 }
 

@@ -105,6 +105,22 @@ extern const ox_op cn_onnx_ops[];
 extern const int cn_onnx_n_ops;
 extern const ox_op cn_onnx_shape_ops[];
 extern const int cn_onnx_n_shape_ops;
+extern const ox_op cn_onnx_image_ops[]; /* onnx_ops_image.c */
+extern const int cn_onnx_n_image_ops;
+extern const ox_op cn_onnx_join_ops[]; /* onnx_ops_join.c */
+extern const int cn_onnx_n_join_ops;
+/* Concat of inputs of which at least one is a program value (the node's axis attribute). */
+cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis);
+/* v with a leading dim of 1, and without it (onnx_ops_join.c): for clnet's slice, pad and
+ * concat on the first axis of a value that has no batch. */
+cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v);
+cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v);
+/* Slice of a program value: per logical dim, the first element, the step and the count. */
+cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
+                            const int64_t *len);
+/* The ONNX names of the running mean and variance that a batch norm's running-statistics
+ * parameter [2,C] was imported from (the inverse of the importer's naming). */
+void cn_onnx_bn_split(const char *running, char *mean, char *var, size_t cap);
 /* Comma-separated op types supported, for messages. */
 const char *cn_onnx_supported_list(void);
 
@@ -151,6 +167,8 @@ cn_status ox_unsupported(const char *fmt, ...) CN_PRINTF(1, 2);
 /* Computes a node on the host when its inputs are constants (elementwise ops with numpy
  * broadcasting, Cast, Identity, Gather, ...); unsupported for other op types. */
 cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
+/* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
+cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
 /* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */

@@ -1,6 +1,7 @@
 /* ONNX op handlers that lower to program ops (the shape ops that fold on the host are in
  * onnx_ops_shape.c). One handler per op type, listed in cn_onnx_ops at the end: adding an op
  * is one handler and one line. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,6 @@ static cn_status unary(ox_ctx *c, const Onnx__NodeProto *n, cn_value (*fn)(cn_pr
     return ox_set_like(c, n, 0, fn(P, x->v), x);
 }
 static cn_status h_relu(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_relu); }
-static cn_status h_sigmoid(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_sigmoid); }
 static cn_status h_tanh(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_tanh); }
 static cn_status h_exp(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_exp); }
 static cn_status h_log(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_log); }
@@ -28,6 +28,53 @@ static cn_status h_identity(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return cn_onnx_fold(c, n);
     return ox_set_like(c, n, 0, ident(P, x->v), x);
+}
+
+/* Activations with parameters (issue 16): each is clnet's op where ONNX's parameters are
+ * PyTorch's defaults for it, else the same op with the file's parameters. */
+static cn_status act_param(ox_ctx *c, const Onnx__NodeProto *n, cn_op op, float a, float b) {
+    NEED(x, 0);
+    if (x->is_const) return cn_onnx_fold(c, n);
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    cn_value y;
+    switch (op) {
+    case CN_OP_LEAKY_RELU: y = cn_op_leaky_relu(P, x->v, a); break;
+    case CN_OP_ELU: y = cn_op_elu(P, x->v, a); break;
+    case CN_OP_CLIP: y = cn_op_clip(P, x->v, a, b); break;
+    case CN_OP_HARD_SWISH: y = cn_op_hard_swish(P, x->v); break;
+    case CN_OP_SOFTPLUS: y = cn_op_softplus(P, x->v); break;
+    default: /* HardSigmoid: max(0, min(1, a x + b)); relu6(x + 3) / 6 is a = 1/6, b = 1/2 */
+        y = fabsf(a - 1.0f / 6.0f) <= 1e-7f && b == 0.5f ? cn_op_hard_sigmoid(P, x->v)
+                                                         : cn_op_clip(P, cn_op_scale(P, x->v, a, b), 0.0f, 1.0f);
+    }
+    return ox_set_like(c, n, 0, y, x);
+}
+static cn_status h_leaky_relu(ox_ctx *c, const Onnx__NodeProto *n) { return act_param(c, n, CN_OP_LEAKY_RELU, ox_attr_f(n, "alpha", 0.01f), 0); }
+static cn_status h_elu(ox_ctx *c, const Onnx__NodeProto *n) { return act_param(c, n, CN_OP_ELU, ox_attr_f(n, "alpha", 1.0f), 0); }
+static cn_status h_hard_swish(ox_ctx *c, const Onnx__NodeProto *n) { return act_param(c, n, CN_OP_HARD_SWISH, 0, 0); }
+static cn_status h_softplus(ox_ctx *c, const Onnx__NodeProto *n) { return act_param(c, n, CN_OP_SOFTPLUS, 0, 0); }
+cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n) {
+    return act_param(c, n, CN_OP_HARD_SIGMOID, ox_attr_f(n, "alpha", 0.2f), ox_attr_f(n, "beta", 0.5f));
+}
+
+/* Clip: bounds as attributes before opset 11, as optional constant inputs from it on. */
+static cn_status h_clip(ox_ctx *c, const Onnx__NodeProto *n) {
+    float lo = -FLT_MAX, hi = FLT_MAX;
+    if (c->opset < 11) {
+        lo = ox_attr_f(n, "min", lo), hi = ox_attr_f(n, "max", hi);
+    } else {
+        for (int k = 1; k <= 2; k++) {
+            if (k >= (int)n->n_input || !*n->input[k]) continue;
+            ox_val *b = ox_in(c, n, k);
+            if (!b) return cn_last_status();
+            if (!b->is_const || b->c.numel != 1) return ox_unsupported("a %s bound that is not a constant scalar", k == 1 ? "min" : "max");
+            *(k == 1 ? &lo : &hi) = (float)ox_get(&b->c, 0);
+        }
+    }
+    ox_val *x = ox_in(c, n, 0);
+    if (x && x->is_const) return cn_onnx_fold(c, n);
+    if (lo > hi) return ox_unsupported("min %g above max %g", (double)lo, (double)hi);
+    return act_param(c, n, CN_OP_CLIP, lo, hi);
 }
 
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -172,6 +219,20 @@ static int same_shape(const ox_val *a, const ox_val *b) {
     return 1;
 }
 
+/* y holds one value per image and channel of x: x's rank, the batch dim and a channel dim
+ * as x's, every other dim 1. The channel dim k returned: 1 (an image's, taken NHWC), or the
+ * last of a value that is not NHWC; 0 for neither. y is [N,C] in memory either way. */
+static int per_channel(const ox_val *x, const ox_val *y) {
+    int nd = x->ndim;
+    if (nd < 3 || y->ndim != nd || y->bdim != x->bdim || (x->bdim != 0 && x->bdim != -1)) return 0;
+    for (int k = nd == 4 ? 1 : nd - 1; k < nd; k += nd - 1 - k ? nd - 1 - k : nd) {
+        int ok = k == 1 || !x->nhwc;
+        for (int i = 0; i < nd && ok; i++) ok = y->d[i] == (i == 0 || i == k ? x->d[i] : 1);
+        if (ok) return k;
+    }
+    return 0;
+}
+
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     NEED(a, 0);
     NEED(b, 1);
@@ -198,11 +259,20 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     } else if (same_shape(x, y) && x->nhwc == y->nhwc) {
         nhwc = x->nhwc;
         xv = x->v, yv = y->v;
+    } else if (per_channel(x, y) && (kind == B_ADD || kind == B_MUL || (kind == B_SUB && !swap))) {
+        /* y [N,C,1,1] onto an image (squeeze-and-excitation), or [N,1,...,C] onto a value whose
+         * channels are last: clnet's channel ops */
+        int k = per_channel(x, y), image = k == 1;
+        cn_value sv = cn_op_reshape(P, y->v, 2, (const int64_t[]){y->bdim == 0 ? -1 : y->d[0], y->d[k]});
+        if (kind == B_SUB) sv = cn_op_scale(P, sv, -1.0f, 0.0f);
+        xv = image ? ox_nhwc(c, x) : x->v;
+        r = kind == B_MUL ? cn_op_channel_mul(P, xv, sv) : cn_op_channel_add(P, xv, sv);
+        return ox_set_dyn(c, n, 0, r, image, x->bdim, nd);
     } else {
         xv = ox_logical(c, x);
         yv = ox_logical(c, y);
         int yn = y->ndim, first = 0;
-        while (first < yn && y->d[first] == 1) first++;
+        while (first < yn && y->d[first] == 1 && first != y->bdim) first++; /* a free batch is not a 1 */
         int trailing = yn - first <= nd;
         for (int i = first; i < yn && trailing; i++) trailing = y->d[i] == x->d[nd - yn + i];
         if (!trailing) {
@@ -309,109 +379,6 @@ static cn_status h_matmul(ox_ctx *c, const Onnx__NodeProto *n) {
     return ox_set_dyn(c, n, 0, y, 0, a->bdim, nd);
 }
 
-/* ---- images ---- */
-
-/* kernel, strides, pads (symmetric only) and dilations of a window op; 2-D only. */
-static cn_status window_attrs(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x, int64_t kdef_h, int64_t kdef_w,
-                              int64_t sdef, cn_op_params *wp) {
-    (void)c;
-    if (x->ndim != 4) return ox_unsupported("%d-D input (only 2-D images [N,C,H,W])", x->ndim);
-    int64_t kh = kdef_h, kw = kdef_w, sh = sdef, sw = sdef, pad[4] = {0, 0, 0, 0};
-    const Onnx__AttributeProto *a;
-    if ((a = ox_attr(n, "kernel_shape")) && a->n_ints == 2) kh = a->ints[0], kw = a->ints[1];
-    if ((a = ox_attr(n, "strides")) && a->n_ints == 2) sh = a->ints[0], sw = a->ints[1];
-    if ((a = ox_attr(n, "pads")) && a->n_ints == 4) memcpy(pad, a->ints, sizeof pad);
-    if ((a = ox_attr(n, "dilations")))
-        for (size_t i = 0; i < a->n_ints; i++)
-            if (a->ints[i] != 1) return ox_unsupported("dilations other than 1 (issue 16)");
-    if (ox_attr_i(n, "ceil_mode", 0)) return ox_unsupported("ceil_mode=1 (issue 16)");
-    if ((a = ox_attr(n, "auto_pad")) && a->has_s && a->s.len && !(a->s.len == 6 && !memcmp(a->s.data, "NOTSET", 6))) {
-        if (a->s.len == 5 && !memcmp(a->s.data, "VALID", 5)) memset(pad, 0, sizeof pad);
-        else if (sh == 1 && sw == 1 && kh % 2 && kw % 2) pad[0] = pad[2] = (kh - 1) / 2, pad[1] = pad[3] = (kw - 1) / 2;
-        else return ox_unsupported("auto_pad SAME with an even kernel or a stride (asymmetric padding, issue 16)");
-    }
-    if (pad[0] != pad[2] || pad[1] != pad[3]) return ox_unsupported("asymmetric pads (issue 16)");
-    if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || kh > 65536 || kw > 65536 || sh > 65536 || sw > 65536 || pad[0] < 0 ||
-        pad[1] < 0 || pad[0] > 65536 || pad[1] > 65536)
-        return cn_errorf(CN_ERR_SHAPE, "kernel %lldx%lld, strides %lldx%lld, pads %lld,%lld", (long long)kh,
-                         (long long)kw, (long long)sh, (long long)sw, (long long)pad[0], (long long)pad[1]);
-    memset(wp, 0, sizeof *wp);
-    wp->kh = (int)kh, wp->kw = (int)kw, wp->sh = (int)sh, wp->sw = (int)sw, wp->ph = (int)pad[0], wp->pw = (int)pad[1];
-    return CN_OK;
-}
-
-static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    NEED(w, 1);
-    ox_val *b = ox_in(c, n, 2);
-    if (ox_attr_i(n, "group", 1) != 1) return ox_unsupported("group=%lld (grouped convolution: issue 16)", (long long)ox_attr_i(n, "group", 1));
-    if (w->ndim != 4 || (w->is_const && w->c.dt != OX_F32) || w->is_int) return ox_unsupported("weights that are not 4-D float values");
-    if (x->is_const) return ox_unsupported("a constant image");
-    int64_t co = w->d[0], ci = w->d[1], kh = w->d[2], kw = w->d[3];
-    cn_op_params wp;
-    cn_status st = window_attrs(c, n, x, kh, kw, 1, &wp);
-    if (st != CN_OK) return st;
-    if (wp.kh != kh || wp.kw != kw) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
-    if (x->d[1] != ci) return cn_errorf(CN_ERR_SHAPE, "the input has %lld channels, the weights expect %lld", (long long)x->d[1], (long long)ci);
-    /* OIHW -> the [KH,KW,Cin,Cout] clnet's im2col multiplies: once, at import, for an
-     * initializer; a transpose in the program for weights computed or fed at run time. */
-    cn_value wv;
-    if (w->is_const) {
-        float *hwio = malloc((size_t)w->c.numel * sizeof *hwio);
-        if (!hwio) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "weights '%s'", w->name);
-        for (int64_t o = 0; o < co; o++)
-            for (int64_t i = 0; i < ci; i++)
-                for (int64_t h = 0; h < kh; h++)
-                    for (int64_t k = 0; k < kw; k++)
-                        hwio[((h * kw + k) * ci + i) * co + o] = w->c.f[((o * ci + i) * kh + h) * kw + k];
-        wv = ox_const_value(c, w, "hwio", 4, (const int64_t[]){kh, kw, ci, co}, hwio);
-        free(hwio);
-    } else {
-        if (w->bdim >= 0) return ox_unsupported("weights with a batch dim");
-        wv = cn_op_transpose(P, ox_logical(c, w), (const int[]){2, 3, 1, 0});
-    }
-    cn_value xv = ox_nhwc(c, x);
-    cn_value cols = cn_prog_op(P, CN_OP_IM2COL, 1, &xv, &wp);
-    cn_value w2 = cn_op_reshape(P, wv, 2, (const int64_t[]){kh * kw * ci, co});
-    cn_value y = cn_op_matmul(P, cols, w2, 0, 0);
-    if (b) {
-        if (b->ndim != 1 || b->d[0] != co || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [Cout]");
-        y = cn_op_add(P, y, ox_logical(c, b));
-    }
-    int64_t oh = 1, ow = 1;
-    cn_window_extent(x->d[2], kh, wp.sh, wp.ph, &oh);
-    cn_window_extent(x->d[3], kw, wp.sw, wp.pw, &ow);
-    y = cn_op_reshape(P, y, 4, (const int64_t[]){x->bdim == 0 ? -1 : x->d[0], oh, ow, co});
-    return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
-}
-
-static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
-    NEED(x, 0);
-    if (x->is_const) return ox_unsupported("a constant image");
-    if (n->n_output > 1 && *n->output[1]) return ox_unsupported("the Indices output");
-    if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
-    cn_op_params wp;
-    const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
-    if (!ks || ks->n_ints != 2) return ox_unsupported("kernel_shape must have 2 entries");
-    cn_status st = window_attrs(c, n, x, ks->ints[0], ks->ints[1], 1, &wp);
-    if (st != CN_OK) return st;
-    if (wp.ph || wp.pw) return ox_unsupported("padded pooling (issue 16)");
-    return ox_set_dyn(c, n, 0, cn_prog_op(P, op, 1, (cn_value[]){ox_nhwc(c, x)}, &wp), 1, x->bdim, 4);
-}
-static cn_status h_maxpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_MAXPOOL); }
-static cn_status h_avgpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_AVGPOOL); }
-
-/* A mean over the image: NHWC [N,H,W,C] viewed as [N,H*W,C], averaged along axis 1. */
-static cn_status h_global_avgpool(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    if (x->is_const || x->ndim != 4) return ox_unsupported("only 4-D program values");
-    int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1];
-    cn_value v = cn_op_reshape(P, ox_nhwc(c, x), 3, (const int64_t[]){N, x->d[2] * x->d[3], C});
-    v = cn_op_mean(P, v, 1, 1);
-    v = cn_op_reshape(P, v, 4, (const int64_t[]){N, 1, 1, C});
-    return ox_set_dyn(c, n, 0, v, 1, x->bdim, 4);
-}
-
 /* ---- normalisation ---- */
 
 /* Over the last axis, or over every axis from `axis` on by viewing those as one (the scale
@@ -478,7 +445,11 @@ static cn_status h_gather(ox_ctx *c, const Onnx__NodeProto *n) {
 
 const ox_op cn_onnx_ops[] = {
     {"Relu", 1, h_relu},
-    {"Sigmoid", 1, h_sigmoid},
+    {"LeakyRelu", 6, h_leaky_relu},
+    {"Elu", 6, h_elu},
+    {"Clip", 6, h_clip},
+    {"HardSwish", 14, h_hard_swish},
+    {"Softplus", 1, h_softplus},
     {"Tanh", 1, h_tanh},
     {"Exp", 1, h_exp},
     {"Log", 1, h_log},
@@ -494,10 +465,6 @@ const ox_op cn_onnx_ops[] = {
     {"LogSoftmax", 1, h_log_softmax},
     {"Gemm", 1, h_gemm},
     {"MatMul", 1, h_matmul},
-    {"Conv", 1, h_conv},
-    {"MaxPool", 1, h_maxpool},
-    {"AveragePool", 1, h_avgpool},
-    {"GlobalAveragePool", 1, h_global_avgpool},
     {"LayerNormalization", 17, h_layer_norm},
     {"Gather", 1, h_gather},
 };

@@ -429,7 +429,10 @@ static cn_status h_concat(ox_ctx *c, const Onnx__NodeProto *n) {
     for (size_t k = 0; k < n->n_input; k++) {
         ox_val *v = ox_in(c, n, (int)k);
         if (!v) return cn_last_status();
-        if (!v->is_const) return ox_unsupported("Concat of program values (issue 16)");
+        if (!v->is_const) return cn_onnx_concat_dyn(c, n, axis);
+    }
+    for (size_t k = 0; k < n->n_input; k++) {
+        ox_val *v = ox_in(c, n, (int)k);
         if (!first) first = v;
         int64_t a = axis < 0 ? axis + v->c.ndim : axis;
         if (v->c.ndim != first->c.ndim || v->c.dt != first->c.dt || a < 0 || a >= v->c.ndim)
@@ -569,7 +572,6 @@ static cn_status h_expand(ox_ctx *c, const Onnx__NodeProto *n) {
 
 static cn_status h_slice(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
-    if (!x->is_const) return ox_unsupported("Slice of a program value (issue 16)");
     int64_t st[CN_MAX_DIMS], en[CN_MAX_DIMS], ax[CN_MAX_DIMS], sp[CN_MAX_DIMS];
     int ns, ne, na, np;
     cn_status s;
@@ -578,14 +580,14 @@ static cn_status h_slice(ox_ctx *c, const Onnx__NodeProto *n) {
     if ((s = ints_of(c, n, c->opset >= 10 ? 3 : -1, "axes", ax, &na)) != CN_OK) return s;
     if ((s = ints_of(c, n, c->opset >= 10 ? 4 : -1, "steps", sp, &np)) != CN_OK) return s;
     if (ns < 0 || ns != ne || (na >= 0 && na != ns) || (np >= 0 && np != ns)) return cn_errorf(CN_ERR_SHAPE, "Slice arguments disagree");
-    int nd = x->c.ndim;
+    int nd = x->ndim;
     int64_t b[CN_MAX_DIMS], step[CN_MAX_DIMS], d[CN_MAX_DIMS];
-    for (int k = 0; k < nd; k++) b[k] = 0, step[k] = 1, d[k] = x->c.d[k];
+    for (int k = 0; k < nd; k++) b[k] = 0, step[k] = 1, d[k] = x->d[k];
     for (int k = 0; k < ns; k++) {
         int64_t a = na >= 0 ? ax[k] : k;
         if (a < 0) a += nd;
         if (a < 0 || a >= nd) return cn_errorf(CN_ERR_SHAPE, "Slice axis %lld", (long long)ax[k]);
-        int64_t dim = x->c.d[a], s0 = st[k], e0 = en[k], stp = np >= 0 ? sp[k] : 1;
+        int64_t dim = x->d[a], s0 = st[k], e0 = en[k], stp = np >= 0 ? sp[k] : 1;
         if (stp == 0) return cn_errorf(CN_ERR_SHAPE, "Slice step 0");
         if (s0 == CN_ONNX_BATCH || e0 == CN_ONNX_BATCH) return batch_arith();
         if (s0 < 0) s0 += dim;
@@ -601,6 +603,7 @@ static cn_status h_slice(ox_ctx *c, const Onnx__NodeProto *n) {
         }
         b[a] = s0, step[a] = stp;
     }
+    if (!x->is_const) return cn_onnx_slice_dyn(c, n, x, b, step, d);
     ox_tensor o;
     if (!ox_fold_alloc(&o, x->c.dt, nd, d, "Slice")) return cn_last_status();
     int64_t istr[CN_MAX_DIMS], s1 = 1;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/onnx/<model>/: model.onnx exported by PyTorch (TorchScript exporter,
-Debian's python3-torch 1.13; CLNET_WITH_TORCH=1 scripts/setup.sh installs it) with a free
+Debian's python3-torch 1.13; scripts/setup.sh installs it) with a free
 batch, and test_data_set_0/{input,output}_N.pb (ONNX TensorProto files, the layout of the
 ONNX project's own backend tests) holding a batch of 3 and PyTorch's outputs for it.
 tests/onnx/test_onnx_nodes replays them on every device. Run again only to change a model.
@@ -9,7 +9,11 @@ The models: an MLP, the course's seed CNN (models/seed_cnn.net, NCHW), a small V
 small GPT-style causal transformer, written so that the exporter emits what real models
 make it emit: shape arithmetic for x.view(x.size(0), -1), layer norm and GELU as their
 decompositions (opset 14: LayerNormalization and Gelu did not exist yet), attention as
-batched MatMul and Softmax, token embeddings as Gather."""
+batched MatMul and Softmax, token embeddings as Gather. Then issue 16's layers: a CNN with
+batch norm kept as nodes (and 20 SGD steps of PyTorch losses, for fine-tuning with batch
+statistics) and one with every layer PyTorch exports for them.
+
+Usage: make_fixtures.py [NAME...]   (default: every fixture)"""
 import math
 import os
 
@@ -105,22 +109,84 @@ class GPT(nn.Module):
         return self.head(self.ln(self.blocks(self.tok(ids) + self.pos)))
 
 
-def write(name, model, x, opset):
+class BNCNN(nn.Module):
+    """Batch norm after a plain and a depthwise convolution, ReLU6 and a global pool: the
+    layers of issue 16 that an imported classifier trains through (batch statistics)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 8, 3, stride=2, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.dw = nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8, 10)
+        with torch.no_grad():  # running statistics away from 0 and 1, so that they matter
+            for bn in (self.bn1, self.bn2):
+                bn.running_mean.uniform_(-0.5, 0.5)
+                bn.running_var.uniform_(0.5, 2.0)
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-0.2, 0.2)
+
+    def forward(self, x):
+        x = torch.relu(self.bn1(self.conv1(x)))
+        x = nn.functional.relu6(self.bn2(self.dw(x)))
+        return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+
+class Layers(nn.Module):
+    """Issue 16's layers in the forms PyTorch 1.13 exports them at opset 13: dilated, grouped,
+    depthwise and asymmetrically padded convolutions, transposed convolution, upsampling
+    (nearest and bilinear), reflect padding, padded ceil-mode average pooling without the
+    padding in the count, a channel split and shuffle, concatenation of computed values,
+    squeeze-and-excitation with x.mean((2, 3)), SiLU, hard swish as x * HardSigmoid(x),
+    leaky ReLU, ELU, softplus and global max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(1, 8, 3, padding=2, dilation=2)
+        self.group = nn.Conv2d(8, 8, 3, padding=1, groups=2)
+        self.dw = nn.Conv2d(4, 4, 3, stride=2, groups=4)
+        self.se1, self.se2 = nn.Conv2d(8, 4, 1), nn.Conv2d(4, 8, 1)
+        self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1)
+        self.fc = nn.Linear(8, 10)
+
+    def forward(self, x):
+        x = nn.functional.silu(self.stem(x))                                     # 28x28x8
+        x = nn.functional.leaky_relu(self.group(nn.functional.pad(x, (0, 1, 0, 1))), 0.1)[:, :, :28, :28]
+        a, b = x.chunk(2, dim=1)                                                  # Split
+        b = nn.functional.elu(self.dw(nn.functional.pad(b, (1, 0, 1, 0))))       # 14x14x4
+        a = nn.functional.avg_pool2d(a[:, :, 1:27, 1:27], 3, 2, padding=1, ceil_mode=True, count_include_pad=False)
+        x = torch.cat([a, b], 1)                                                  # 14x14x8
+        n, c, h, w = x.shape
+        x = x.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)       # channel shuffle
+        s = torch.sigmoid(self.se2(torch.relu(self.se1(x.mean((2, 3), keepdim=True)))))
+        x = nn.functional.hardswish(x * s)
+        x = nn.functional.interpolate(nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"), scale_factor=2)
+        x = nn.functional.softplus(self.up(nn.functional.max_pool2d(x, 2)))      # 32x32x4
+        x = nn.functional.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
+        return self.fc(torch.cat([nn.functional.adaptive_max_pool2d(x, 1), nn.functional.adaptive_avg_pool2d(x, 1)], 1).flatten(1))
+
+
+def write(name, model, x, opset, keep_bn=False, out=None):
+    """keep_bn: BatchNormalization nodes stay (TrainingMode.PRESERVE of a model in eval mode,
+    training_mode=0 in the file); the default (EVAL) folds them into the convolutions. out:
+    the folder (default: the committed fixtures; make_torchvision.py writes elsewhere)."""
     torch.manual_seed(1)
     model.eval()
-    d = os.path.join(OUT, name)
+    d = os.path.join(out or OUT, name)
     os.makedirs(os.path.join(d, "test_data_set_0"), exist_ok=True)
     path = os.path.join(d, "model.onnx")
     torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=opset,
-                      do_constant_folding=True)
+                      do_constant_folding=True,
+                      training=torch.onnx.TrainingMode.PRESERVE if keep_bn else torch.onnx.TrainingMode.EVAL)
     onnx.checker.check_model(onnx.load(path))
     with torch.no_grad():
         y = model(x)
     for kind, t in (("input", x), ("output", y)):
         with open(os.path.join(d, "test_data_set_0", kind + "_0.pb"), "wb") as f:
             f.write(numpy_helper.from_array(t.numpy()).SerializeToString())
-    print(name, os.path.getsize(path), "bytes")
+    print(name, os.path.getsize(path), "bytes, output scale %.3g" % y.abs().max().item())
 
 
 def fashion(n):
@@ -153,15 +219,40 @@ def train_losses(name, model, steps=20, batch=16, lr=0.01):
             f.write("%.12g\n" % loss.item())
 
 
-def main():
+def main(only):
+    """Every model is built and exported in the same order whatever is asked (each export
+    reseeds and consumes the generator, so the order fixes every fixture's weights); those
+    not asked for go to a scratch folder."""
+    global OUT
+    import tempfile
+    real, scratch = OUT, tempfile.mkdtemp()
+
+    def pick(name):
+        global OUT
+        OUT = real if not only or name in only else scratch
+
     torch.manual_seed(0)
     img = torch.rand(3, 1, 28, 28)
+    pick("mlp")
     write("mlp", MLP(), img, 13)
     cnn = SeedCNN()
+    pick("seed_cnn")
     write("seed_cnn", cnn, img, 13)
     train_losses("seed_cnn", cnn)
+    pick("vit")
     write("vit", ViT(), img, 14)
+    pick("gpt")
     write("gpt", GPT(), torch.randint(0, 64, (3, 16)), 14)
+    pick("bn_cnn")
+    torch.manual_seed(2)
+    bn = BNCNN()
+    write("bn_cnn", bn, img, 14, keep_bn=True)
+    train_losses("bn_cnn", bn)
+    pick("layers")
+    torch.manual_seed(3)
+    write("layers", Layers(), img, 13)
 
 
-main()
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])  # names: only those fixtures (default: all)

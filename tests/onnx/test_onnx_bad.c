@@ -20,7 +20,7 @@ static const struct {
     {"external_outside", CN_ERR_UNSUPPORTED, "external file"},
     {"opset_22", CN_ERR_UNSUPPORTED, "opsets up to 21"},
     {"other_domain", CN_ERR_UNSUPPORTED, "node 1 'relu' (Relu, opset 13): domain 'com.microsoft'"},
-    {"unknown_op", CN_ERR_UNSUPPORTED, "node 1 'relu' (Frobnicate, opset 13): op type not supported; supported: Relu, Sigmoid"},
+    {"unknown_op", CN_ERR_UNSUPPORTED, "node 1 'relu' (Frobnicate, opset 13): op type not supported; supported: Relu, LeakyRelu"},
     {"unknown_op", CN_ERR_UNSUPPORTED, "Pow"}, /* the whole list, not cut */
     {"gemm_shape", CN_ERR_SHAPE, "node 0 'fc' (Gemm, opset 13)"},
     {"huge_constant", CN_ERR_UNSUPPORTED, "ConstantOfShape: 1099511627776 elements to compute at import"},

@@ -137,7 +137,7 @@ static void round_trip(const char *what, const cn_program *p, cn_session *s, con
 /* The seed CNN after two training steps: its logits. */
 static void model_file(const char *file, const char *what, int tokens, double tol) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/models/%s", g_root, file);
+    snprintf(path, sizeof path, "%s/%s%s", g_root, strchr(file, '/') ? "" : "models/", file);
     cn_model *m = NULL;
     cn_program *p = NULL;
     cn_device *dev = NULL;
@@ -209,6 +209,30 @@ static void graph_api(void) {
     cn_program_free(p);
 }
 
+/* Issue 16's layers through the graph API: a depthwise convolution, batch norm whose running
+ * statistics are named freely ("stats": exported as stats.mean and stats.var, imported back
+ * under the same name), hard swish, squeeze-and-excitation's channel scaling, a global pool. */
+static void graph_api_layers(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 4, (const int64_t[]){CN_BATCH, 6, 6, 4}, CN_F32);
+    cn_value w = cn_param(p, "dw", 4, (const int64_t[]){3, 3, 1, 4}, CN_INIT_GLOROT_UNIFORM, 0);
+    cn_conv2d_opts o = cn_conv2d_default();
+    o.groups = 4, o.pad_top = o.pad_left = 1, o.pad_bottom = o.pad_right = 1;
+    cn_value y = cn_op_conv2d_ex(p, x, w, CN_INVALID_VALUE, &o);
+    float stats[8] = {0.1f, -0.2f, 0.3f, 0.0f, 1.5f, 0.5f, 2.0f, 1.0f};
+    cn_value run = cn_param_data(p, "stats", 2, (const int64_t[]){2, 4}, stats);
+    cn_value g = cn_param(p, "gamma", 1, (const int64_t[]){4}, CN_INIT_UNIFORM, 0.5f);
+    cn_value b = cn_param(p, "beta", 1, (const int64_t[]){4}, CN_INIT_UNIFORM, 0.5f);
+    y = cn_op_hard_swish(p, cn_op_batch_norm(p, y, g, b, run, 0.1f, 1e-5f));
+    cn_value se = cn_op_sigmoid(p, cn_op_global_avgpool(p, y));
+    OK(cn_output(p, "y", cn_op_global_maxpool(p, cn_op_channel_mul(p, y, se))));
+    float in[2 * 6 * 6 * 4];
+    fill(in, 2 * 6 * 6 * 4, 11);
+    round_trip("graph_api_layers", p, NULL, "x", in, 2, 4, (const int64_t[]){2, 6, 6, 4}, 0, "y", 0);
+    cn_program_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     g_root = argv[1];
@@ -217,11 +241,18 @@ int main(int argc, char **argv) {
     /* fused attention, written unfused: the same math in another order */
     model_file("vit_fashion.net", "vit_fashion", 0, 1e-5);
     model_file("char_gpt.net", "char_gpt", 1, 1e-5);
+    /* issue 16's layers from model files: batch norm, depthwise and grouped convolutions,
+     * branches, padding, upsampling */
+    model_file("tests/fixtures/models/densenet_small.net", "densenet_small", 0, 0);
+    model_file("tests/fixtures/models/inception_small.net", "inception_small", 0, 0);
     graph_api();
+    graph_api_layers();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);
     imported("gpt", 1);
+    imported("bn_cnn", 0);
+    imported("layers", 0);
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }

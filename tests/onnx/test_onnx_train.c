@@ -2,7 +2,8 @@
  * (tests/fixtures/onnx/seed_cnn), given a cross-entropy loss, takes 20 plain SGD steps on
  * Fashion-MNIST's first images on every device; each step's loss must match PyTorch's
  * (float64, make_fixtures.py) within 1e-4 relative, the issue's bound for float32 rounding
- * over 20 steps. Usage: test_onnx_train SOURCE_ROOT */
+ * over 20 steps. Usage: test_onnx_train SOURCE_ROOT [FIXTURE]: FIXTURE bn_cnn trains an imported
+ * BatchNormalization with batch statistics (its running statistics updated as PyTorch's). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,8 +73,9 @@ static void train_on(const char *model, const char *sel, int steps, int batch, f
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     char model[1024], losses[1024];
-    snprintf(model, sizeof model, "%s/tests/fixtures/onnx/seed_cnn/model.onnx", argv[1]);
-    snprintf(losses, sizeof losses, "%s/tests/fixtures/onnx/seed_cnn/train_sgd.txt", argv[1]);
+    const char *name = argc > 2 ? argv[2] : "seed_cnn"; /* bn_cnn: batch norm in training mode */
+    snprintf(model, sizeof model, "%s/tests/fixtures/onnx/%s/model.onnx", argv[1], name);
+    snprintf(losses, sizeof losses, "%s/tests/fixtures/onnx/%s/train_sgd.txt", argv[1], name);
     FILE *f = fopen(losses, "r");
     int steps = 0, batch = 0;
     float lr = 0;
