@@ -14,6 +14,38 @@ static int profiling = -1;
 static double prof_seconds[CN_OP_COUNT];
 static uint64_t prof_calls[CN_OP_COUNT];
 
+/* Matmul launches by shape, so a profile says which GEMMs take the time and at what rate
+ * (tools/bench/gemm_shapes replays them against torch.mm). Shapes past the table's end are
+ * counted in the op totals only. */
+#define PROF_GEMMS 128
+typedef struct prof_gemm {
+    int64_t b, m, n, k;
+    int ta, tb, bias, epilogue;
+    uint64_t calls;
+    double seconds;
+} prof_gemm;
+static prof_gemm prof_gemms[PROF_GEMMS];
+static int prof_n_gemms;
+
+static void prof_gemm_add(const cn_launch *l, double seconds) {
+    const cn_shape *a = &l->in_shape[0], *b = &l->in_shape[1];
+    int r = a->ndim;
+    prof_gemm key = {.b = r == 3 ? a->d[0] : 1, .ta = l->p->trans_a != 0, .tb = l->p->trans_b != 0,
+                     .bias = l->n_in == 3, .epilogue = l->p->epilogue};
+    key.m = key.ta ? a->d[r - 1] : a->d[r - 2];
+    key.k = key.ta ? a->d[r - 2] : a->d[r - 1];
+    key.n = key.tb ? b->d[r - 2] : b->d[r - 1];
+    int i = 0;
+    while (i < prof_n_gemms && !(prof_gemms[i].b == key.b && prof_gemms[i].m == key.m && prof_gemms[i].n == key.n &&
+                                 prof_gemms[i].k == key.k && prof_gemms[i].ta == key.ta && prof_gemms[i].tb == key.tb &&
+                                 prof_gemms[i].bias == key.bias && prof_gemms[i].epilogue == key.epilogue))
+        i++;
+    if (i == PROF_GEMMS) return;
+    if (i == prof_n_gemms) prof_gemms[prof_n_gemms++] = key;
+    prof_gemms[i].calls++;
+    prof_gemms[i].seconds += seconds;
+}
+
 double cn_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -45,18 +77,34 @@ void cn_profile_report(char *buf, size_t cap) {
     for (int k = 0; k < CN_OP_COUNT && o < cap; k++) {
         int i = order[k];
         if (!prof_calls[i]) continue;
-        o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %9.3f s %5.1f%%\n", cn_op_name((cn_op)i),
+        o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %10.6f s %5.1f%%\n", cn_op_name((cn_op)i),
                               (unsigned long long)prof_calls[i], prof_seconds[i], 100.0 * prof_seconds[i] / total);
+    }
+    /* Then every matmul shape, in the order first run: batch, M, N, K (op(a) [M,K], op(b)
+     * [K,N]), the transposes, a fused bias and epilogue, and its rate at 2*B*M*N*K FLOPs. */
+    for (int i = 0; i < prof_n_gemms && o < cap; i++) {
+        const prof_gemm *g = &prof_gemms[i];
+        double flops = 2.0 * (double)g->b * (double)g->m * (double)g->n * (double)g->k * (double)g->calls;
+        o += (size_t)snprintf(buf + o, cap - o,
+                              "gemm b=%lld m=%lld n=%lld k=%lld ta=%d tb=%d bias=%d epilogue=%d %8llu calls %10.6f s "
+                              "%8.2f GFLOP/s\n",
+                              (long long)g->b, (long long)g->m, (long long)g->n, (long long)g->k, g->ta, g->tb, g->bias,
+                              g->epilogue, (unsigned long long)g->calls, g->seconds,
+                              g->seconds > 0 ? flops / g->seconds * 1e-9 : 0.0);
     }
 }
 
 void cn_profile_log(void) {
-    char report[CN_OP_COUNT * 80];
-    cn_profile_report(report, sizeof report);
-    if (!report[0]) return;
-    cn_log_requested("profile: wall time per op kind (CLNET_PROFILE=1 syncs after every op), slowest first");
-    for (char *save = NULL, *line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-        cn_log_requested("profile: %s", line);
+    size_t cap = CN_OP_COUNT * 80 + PROF_GEMMS * 140;
+    char *report = malloc(cap);
+    if (!report) return; /* the report is a courtesy: no memory, no report */
+    cn_profile_report(report, cap);
+    if (report[0]) {
+        cn_log_requested("profile: wall time per op kind (CLNET_PROFILE=1 syncs after every op), slowest first");
+        for (char *save = NULL, *line = strtok_r(report, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+            cn_log_requested("profile: %s", line);
+    }
+    free(report);
 }
 
 static cn_status check_node(const cn_plan *p, int node, size_t bytes, const char *what) {
@@ -97,8 +145,10 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
         cn_status st = be->run(be->ctx, &p->launches[k]);
         if (prof && st == CN_OK) {
             st = be->sync(be->ctx);
-            prof_seconds[p->launches[k].op] += cn_now_seconds() - t0;
+            double dt = cn_now_seconds() - t0;
+            prof_seconds[p->launches[k].op] += dt;
             prof_calls[p->launches[k].op]++;
+            if (p->launches[k].op == CN_OP_MATMUL) prof_gemm_add(&p->launches[k], dt);
         }
         if (st != CN_OK) {
             int i = p->launch_node[k];

@@ -6,7 +6,10 @@
  * non-blocking all-reduce per bucket, mpi.c). Across ranks a bucket is posted as soon as every
  * local replica has finished it, so the all-reduce overlaps the backward pass whatever L is.
  * Replica 0 then runs the hook and the update and its parameters are copied to the others
- * (one update keeps replicas of different vendors bit-identical). A 1x1 group is its one
+ * (one update keeps replicas of different vendors bit-identical). What a step updates in place
+ * without a gradient (batch norm's running statistics) travels as one more bucket, averaged
+ * over every replica of every rank by rows, so all of them hold the statistics of the global
+ * batch's rows (docs/DESIGN.md, batch norm). A 1x1 group is its one
  * session, run as is: no copies, no reducer. */
 #include <pthread.h>
 #include <stdio.h>
@@ -51,7 +54,9 @@ struct cn_group {
     int64_t lo, local;  /* this rank's rows of the global batch being fed */
     uint64_t steps;
     /* the reducer, laid out on the first step */
-    int nb;
+    int nb;       /* gradient buckets */
+    int nt;       /* buckets in all: the gradients', then one of state when the step has any */
+    int laid;     /* layout() succeeded */
     int64_t *off; /* bucket b is buf[off[b] .. off[b + 1]); slot 0 holds the rows */
     double *buf;  /* sum of rows x gradient, then the global one */
     float *tmp;   /* the mean gradient as written back */
@@ -194,24 +199,43 @@ cn_status cn_group_feed(cn_group *g, const char *input, const void *data, int64_
 
 /* ---- the reducer ---- */
 
-/* One value per gradient float of the buckets, plus the rows in front of bucket 0. The buckets
- * come from replica 0's first plan, made here for its rows (one row on a rank that has none
- * in its first step: the update needs a plan too). */
+/* The tensors of bucket b: gradients, or for the state bucket (b == nb) the parameters. */
+static int bucket_tensors(const cn_group *g, cn_session *s, const cn_grad_buckets *gb, int b, cn_tensor ***t,
+                          const int **idx) {
+    if (b == g->nb) return *t = s->param, *idx = gb->state, gb->n_state;
+    int lo = b ? gb->end[b - 1] : 0;
+    *t = s->grad, *idx = gb->order + lo;
+    return gb->end[b] - lo;
+}
+
+/* One value per gradient float of the buckets and per float of the state, plus the rows in
+ * front of bucket 0. The buckets come from replica 0's first plan, made here for its rows (one
+ * row on a rank that has none in its first step: the update needs a plan too). */
 static cn_status layout(cn_group *g) {
     cn_session *s = g->r[0].s;
     if (!s->gb.order) CN_TRY(cn_session__prepare(s, g->r[0].rows > 0 ? g->r[0].rows : 1));
     const cn_grad_buckets *gb;
     CN_TRY(cn_session__grad_buckets(s, &gb));
-    int n = gb->n;
+    /* what an earlier attempt that failed midway allocated */
+    free(g->off), free(g->buf), free(g->tmp);
+    g->off = NULL, g->buf = NULL, g->tmp = NULL;
+    for (int i = 0; i < g->n; i++) free(g->r[i].grad), g->r[i].grad = NULL;
+    cn_mpi__reqs_free(g->req);
+    g->req = NULL;
+    g->nb = gb->n;
+    int n = g->nt = gb->n + (gb->n_state > 0);
     if (!(g->off = malloc(sizeof *g->off * (size_t)(n + 1))))
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient buckets");
     g->off[0] = 0;
-    for (int b = 0, k = 0; b < n; b++) {
+    for (int b = 0; b < n; b++) {
         int64_t len = b == 0; /* the rows */
-        for (; k < gb->end[b]; k++) len += (int64_t)(cn_tensor_bytes(s->grad[gb->order[k]]) / sizeof(float));
+        cn_tensor **t;
+        const int *idx;
+        for (int k = 0, m = bucket_tensors(g, s, gb, b, &t, &idx); k < m; k++)
+            len += (int64_t)(cn_tensor_bytes(t[idx[k]]) / sizeof(float));
         if (len > 0x7fffffff)
-            return cn_errorf(CN_ERR_UNSUPPORTED, "a gradient bucket of %lld values is too large for one message",
-                             (long long)len);
+            return cn_errorf(CN_ERR_UNSUPPORTED, "a %s bucket of %lld values is too large for one message",
+                             b < g->nb ? "gradient" : "state", (long long)len);
         g->off[b + 1] = g->off[b] + len;
     }
     size_t vals = (size_t)g->off[n] + 1;
@@ -222,12 +246,12 @@ static cn_status layout(cn_group *g) {
     if (!g->buf || !g->tmp || !g->r[g->n - 1].grad)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient staging: %lld values", (long long)g->off[n]);
     if (g->ranks > 1) CN_TRY(cn_mpi__reqs_create(n, &g->req));
-    g->nb = n;
+    g->laid = 1;
     return CN_OK;
 }
 
-/* Reads bucket b of replica r's gradients (final by now: a blocking read on its in-order queue
- * returns their final values) and says so. */
+/* Reads bucket b of replica r's gradients, or its state (final by now: a blocking read on its
+ * in-order queue returns their final values) and says so. */
 static cn_status stage(replica *r, int b) {
     double t0 = cn_now_seconds();
     const cn_grad_buckets *gb;
@@ -236,8 +260,10 @@ static cn_status stage(replica *r, int b) {
         return cn_errorf(CN_ERR_INTERNAL, "replica %d has %d gradient buckets, replica 0 %d", r->index, gb->n,
                          r->g->nb);
     int64_t o = r->g->off[b] + (b == 0);
-    for (int k = b ? gb->end[b - 1] : 0; k < gb->end[b]; k++) {
-        cn_tensor *t = r->s->grad[gb->order[k]];
+    cn_tensor **ts;
+    const int *idx;
+    for (int k = 0, m = bucket_tensors(r->g, r->s, gb, b, &ts, &idx); k < m; k++) {
+        cn_tensor *t = ts[idx[k]];
         CN_TRY(cn_tensor_read(t, r->grad + o, cn_tensor_bytes(t)));
         o += (int64_t)(cn_tensor_bytes(t) / sizeof(float));
     }
@@ -251,14 +277,14 @@ static cn_status stage(replica *r, int b) {
 
 /* Buckets every replica has read (under g->mu). */
 static int staged_everywhere(const cn_group *g) {
-    int m = g->nb;
+    int m = g->nt;
     for (int i = 0; i < g->n; i++)
         if (g->r[i].staged < m) m = g->r[i].staged;
     return m;
 }
 
-/* Bucket b summed over this rank's replicas (rows x gradient, in replica order) and, on several
- * ranks, its sum over them started. */
+/* Bucket b summed over this rank's replicas (rows x gradient or state, in replica order) and,
+ * on several ranks, its sum over them started. */
 static cn_status post(cn_group *g, int b) {
     int64_t lo = g->off[b] + (b == 0), hi = g->off[b + 1];
     double *buf = g->buf;
@@ -304,12 +330,13 @@ static cn_status on_bucket(cn_session *s, int b, void *user) {
     return r->index == 0 ? advance(r->g) : CN_OK;
 }
 
-/* One replica's gradients; read whole afterwards when not overlapping. */
+/* One replica's gradients (read whole afterwards when not overlapping), then its state, which
+ * the step's last launches may still update. */
 static void replica_step(replica *r) {
     cn_group *g = r->g;
     double t0 = cn_now_seconds();
     r->st = cn_session_compute_gradients(r->s);
-    for (int b = 0; b < g->nb && r->st == CN_OK && !g->overlap; b++) r->st = stage(r, b);
+    for (int b = g->overlap ? g->nb : 0; b < g->nt && r->st == CN_OK; b++) r->st = stage(r, b);
     r->seconds = cn_now_seconds() - t0;
     if (r->st != CN_OK) snprintf(r->err, sizeof r->err, "%s", cn_last_error());
 }
@@ -351,20 +378,20 @@ static cn_status drain(cn_group *g) {
 }
 
 /* Posts what is left, waits for the sums, writes the mean gradient of the global batch into
- * replica 0's gradients. */
+ * replica 0's gradients (the mean state waits in g->tmp for a step that is not refused). */
 static cn_status finish(cn_group *g) {
     double t0 = cn_now_seconds();
-    while (g->posted < g->nb) CN_TRY(post(g, g->posted));
+    while (g->posted < g->nt) CN_TRY(post(g, g->posted));
     if (g->ranks > 1) {
         double t1 = cn_now_seconds();
-        cn_status st = cn_mpi__wait(g->req, g->nb);
+        cn_status st = cn_mpi__wait(g->req, g->nt);
         g->waited += cn_now_seconds() - t1;
         CN_TRY(st);
     }
     g->posted = 0;
     double rows = g->buf[0];
     if (!(rows >= 1)) return cn_errorf(CN_ERR_INTERNAL, "a step of %g rows over every rank", rows);
-    for (int64_t j = 1; j < g->off[g->nb]; j++) g->tmp[j] = (float)(g->buf[j] / rows);
+    for (int64_t j = 1; j < g->off[g->nt]; j++) g->tmp[j] = (float)(g->buf[j] / rows);
     cn_session *s = g->r[0].s;
     const cn_grad_buckets *gb = &s->gb;
     for (int k = 0, o = 1; k < gb->n_order; k++) {
@@ -373,6 +400,21 @@ static cn_status finish(cn_group *g) {
         o += (int)(cn_tensor_bytes(t) / sizeof(float));
     }
     g->exposed += cn_now_seconds() - t0;
+    return CN_OK;
+}
+
+/* The state's mean over every replica of every rank, weighted by rows, into replica 0's
+ * parameters (the copy below takes it to the others): identical values stay bit-identical,
+ * since rows x v summed in double and divided by the rows is v again. */
+static cn_status write_state(cn_group *g) {
+    if (g->nt == g->nb) return CN_OK;
+    cn_session *s = g->r[0].s;
+    int64_t o = g->off[g->nb] + (g->nb == 0);
+    for (int k = 0; k < s->gb.n_state; k++) {
+        cn_tensor *t = s->param[s->gb.state[k]];
+        CN_TRY(cn_tensor_write(t, g->tmp + o, cn_tensor_bytes(t)));
+        o += (int64_t)(cn_tensor_bytes(t) / sizeof(float));
+    }
     return CN_OK;
 }
 
@@ -417,7 +459,7 @@ static cn_status gradients(cn_group *g) {
     g->posted = 0;
     g->running = 0;
     for (int i = 0; i < g->n; i++) {
-        g->r[i].staged = g->r[i].rows > 0 ? 0 : g->nb;
+        g->r[i].staged = g->r[i].rows > 0 ? 0 : g->nt;
         g->r[i].st = CN_OK;
         g->running += i > 0 && g->r[i].rows > 0;
     }
@@ -526,7 +568,7 @@ cn_status cn_group_run(cn_group *g) {
     if (!g) return cn_errorf(CN_ERR_INVALID_ARG, "cn_group_run: NULL");
     if (g->plain) return cn_session_run(g->r[0].s);
     if (g->split_rows < 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_group_run: no batch was fed");
-    if (!g->nb) CN_TRY(layout(g));
+    if (!g->laid) CN_TRY(layout(g));
     cn_status st = gradients(g);
     int failed = 0;
     for (int i = 0; i < g->n; i++) failed |= g->r[i].st != CN_OK;
@@ -545,6 +587,7 @@ cn_status cn_group_run(cn_group *g) {
         if (st != CN_OK) return cn_error_context(st, "gradient hook");
     }
     CN_TRY(cn_session_apply_gradients(s0));
+    CN_TRY(write_state(g));
     CN_TRY(broadcast_params(g));
     g->steps++, g->reduced++;
     adapt(g);

@@ -16,6 +16,7 @@ typedef enum cn_shape_rule {
     CN_RULE_LEAF,         /* made by cn_g_leaf, never inferred */
     CN_RULE_VIEW,         /* RESHAPE: the given shape, same element count, input's dtype */
     CN_RULE_MATMUL,       /* see ops.h */
+    CN_RULE_MATMUL_Q8,    /* MATMUL_Q8: a [M,K], w [K,N], scale [N] -> [M,N] (ops.h) */
     CN_RULE_BROADCAST,    /* b broadcasts onto a; out = a's shape */
     CN_RULE_SAME,         /* out = input's shape */
     CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
@@ -45,6 +46,8 @@ typedef enum cn_shape_rule {
     CN_RULE_UNROWS,       /* BCAST_LAST: the given shape, whose rows are the input */
     CN_RULE_CAUSAL,       /* CAUSAL_MASK: [..., T, S] -> same */
     CN_RULE_ATTENTION,    /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
+    CN_RULE_KV_WRITE,     /* KV_WRITE: cache [BH,C,D], rows [BH,T,D], pos [1] -> cache's shape */
+    CN_RULE_ATTEND_CACHE, /* ATTEND_CACHE: q [BH,T,D], k = v [BH,C,D], pos [1] -> q's shape */
     /* layout and depthwise ops, stated in ops_layers.c (cn_op_infer_layers) */
     CN_RULE_PAD,          /* PAD: one axis grown or cropped */
     CN_RULE_UNPAD,        /* PAD_GRAD: dy -> the given shape, which PAD maps to dy's */
@@ -213,7 +216,7 @@ cn_shape cn_window_patches(const cn_window *g) { return cn_shape_of(2, g->n * g-
 
 static int dtype_letter_ok(char letter, cn_dtype dt) {
     return letter == '*' || (letter == 'f' && dt == CN_F32) || (letter == 'i' && dt == CN_I32) ||
-           (letter == 'h' && cn_dtype_is_float(dt));
+           (letter == 'q' && dt == CN_I8) || (letter == 'h' && cn_dtype_is_float(dt));
 }
 
 /* The storage type of a launch's 'h' tensors: that of its first 'h' input (f32 if none). */
@@ -236,7 +239,7 @@ static const char *out_letters(cn_op op) {
 }
 
 static const char *letter_name(char letter) {
-    return letter == 'i' ? "i32" : letter == 'h' ? "f32, f16 or bf16" : "f32";
+    return letter == 'i' ? "i32" : letter == 'q' ? "i8" : letter == 'h' ? "f32, f16 or bf16" : "f32";
 }
 
 static cn_status check_inputs(cn_op op, const cn_op_params *p, int n_in, const cn_dtype *dt) {
@@ -308,6 +311,12 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         return CN_OK;
     case CN_RULE_MATMUL:
         return infer_matmul(p, a, b, out);
+    case CN_RULE_MATMUL_Q8:
+        if (a->ndim != 2 || b->ndim != 2 || a->d[1] != b->d[0] || in[2].ndim != 1 || in[2].d[0] != b->d[1])
+            SHAPE_FAIL("%s: a %s, w %s, scale %s must be [M,K], [K,N], [N]", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        *out = cn_shape_of(2, a->d[0], b->d[1]);
+        return CN_OK;
     case CN_RULE_BROADCAST:
         if (!cn_shape_broadcasts(b, a))
             SHAPE_FAIL("%s: %s does not broadcast onto %s (it must equal a trailing part, leading 1s aside)", name,
@@ -419,6 +428,7 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     }
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
+    case CN_RULE_KV_WRITE: case CN_RULE_ATTEND_CACHE:
         return cn_op_infer_transformer(op, p, in, given, out);
     case CN_RULE_PAD: case CN_RULE_UNPAD: case CN_RULE_CONCAT: case CN_RULE_UPSAMPLE: case CN_RULE_DOWNSAMPLE:
     case CN_RULE_DWCONV: case CN_RULE_DWCONV_GRAD_X: case CN_RULE_DWCONV_GRAD_W:

@@ -13,6 +13,10 @@
  *   with element i % numel(small). See cn_shape_broadcasts().
  * - MATMUL: a and b are both 2-D or both 3-D (batched, same batch). trans_a/trans_b select
  *   op(a)=[M,K], op(b)=[K,N]; out = op(a) op(b), shape [(B,) M, N].
+ * - MATMUL_Q8 (int8 weight-only inference, engine/program_quant.c): a [M,K] f32, w [K,N] i8,
+ *   scale [N] f32 -> out [M,N] = (a w)[m,n] * scale[n], the products of a and the widened
+ *   bytes summed in float32, the scale applied once per output (equal to a times the
+ *   dequantised w up to float32 rounding). No transposes, no batch, no epilogue.
  * - IM2COL: x [N,H,W,C] -> [N*OH*OW, KH*KW*C]; row = (n, oh, ow), column = (ki, kj, c) with
  *   c fastest, zero padding. COL2IM is its adjoint (sums overlapping windows) and gets the
  *   image shape as its output shape.
@@ -93,6 +97,21 @@
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
  *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
+ * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [BH,C,D], rows [BH,T,D],
+ *   pos i32 [1]) updates cache in place: cache[b, pos + t] = rows[b, t] for the t with
+ *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched.
+ *   ATTEND_CACHE(q [BH,T,D], k [BH,C,D], v [BH,C,D], pos i32 [1]) -> [BH,T,D]: query t is at
+ *   position pos + t and attends the keys 0 .. min(pos + t, C - 1) with scale p.scale, as
+ *   ATTENTION's causal rows do (a query row with no key, pos + t < 0, is 0). pos is read on
+ *   the device, so one plan serves every step.
+ *   KV_WRITE_Q8 and ATTEND_CACHE_Q8 are the same over an int8 cache: i32 [BH,C,W] with
+ *   W = 1 + ceil(D/4) words a row: word 0 the row's scale 2^s as f32 bits, then the values,
+ *   four a word, value e in bits 8 (e%4) .. 8 (e%4) + 7 of word 1 + e/4 (two's complement,
+ *   unused bytes 0). KV_WRITE_Q8 quantizes each row x: m = max |x| = f 2^e (f in
+ *   [0.5, 1); e = 0 for m = 0), s = e - 7, values clamp(rint(x 2^-s), -127, 127); a power-of-two scale makes
+ *   it exact arithmetic (the same bits on every device), and the error of a value is at
+ *   most m / 64 (the rounding's half step 2^(s-1) <= m / 128, or the clamp's one step).
+ *   ATTEND_CACHE_Q8 reads value e as the integer times 2^s (exact in f32).
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -134,7 +153,7 @@
 /* X(NAME, "name", arity, differentiable, launches, dtypes, shape rule, storage, takes epilogue,
  *   as epilogue)
  * - launches: 0 for nodes the executor resolves itself (leaves are bound, reshapes are views).
- * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, * = any; h = a float
+ * - dtypes: "<inputs>:<output>", one letter per tensor: f = f32, i = i32, q = i8, * = any; h = a float
  *   storage type (f32, f16 or bf16: engine/storage.h), the same for every h of one launch; an
  *   output of several letters allows each (the first is what the graph makes), "=" is input 0's
  *   dtype, an output h the inputs' storage type, an output c the float type p.variant names
@@ -230,7 +249,12 @@
     X(BATCHNORM_GRAD, "batch_norm_grad", 4, 0, 1, "ffff:f", BATCHNORM, OWN, 0, NONE)      \
     X(BN_RUNNING, "batch_norm_running", 2, 0, 1, "ff:f", BN_RUNNING, INPLACE, 0, NONE)  \
     X(BN_FOLD, "batch_norm_fold", 3, 0, 1, "fff:f", BN_FOLD, OWN, 0, NONE)                \
-    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)
+    X(CAST, "cast", 1, 1, 1, "h:c", SAME, OWN, 0, NONE)                                   \
+    X(KV_WRITE, "kv_write", 3, 0, 1, "hhi:h", KV_WRITE, INPLACE, 0, NONE)                 \
+    X(ATTEND_CACHE, "attend_cache", 4, 0, 1, "hhhi:h", ATTEND_CACHE, OWN, 0, NONE)       \
+    X(KV_WRITE_Q8, "kv_write_q8", 3, 0, 1, "ihi:i", KV_WRITE, INPLACE, 0, NONE)          \
+    X(ATTEND_CACHE_Q8, "attend_cache_q8", 4, 0, 1, "hiii:h", ATTEND_CACHE, OWN, 0, NONE) \
+    X(MATMUL_Q8, "matmul_int8", 3, 0, 1, "fqf:f", MATMUL_Q8, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -99,6 +99,20 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         }
         return CN_OK;
     }
+    case CN_OP_KV_WRITE: case CN_OP_ATTEND_CACHE: case CN_OP_KV_WRITE_Q8: case CN_OP_ATTEND_CACHE_Q8: {
+        const int w = op == CN_OP_KV_WRITE || op == CN_OP_KV_WRITE_Q8;
+        const int q8 = op == CN_OP_KV_WRITE_Q8 || op == CN_OP_ATTEND_CACHE_Q8;
+        const cn_shape *c = &in[w ? 0 : 1], *r = &in[w ? 1 : 0], *pos = &in[w ? 2 : 3];
+        if (c->ndim != 3 || r->ndim != 3 || r->d[0] != c->d[0] || c->d[2] != (q8 ? 1 + (r->d[2] + 3) / 4 : r->d[2]) ||
+            (!w && !cn_shape_eq(&in[1], &in[2])))
+            FAIL("%s: %s %s and cache %s%s%s must be [BH,T,D] and [BH,C,%s]", name, w ? "rows" : "q",
+                 cn_shape_str(r, b1, sizeof b1), cn_shape_str(c, b2, sizeof b2), w ? "" : ", v ",
+                 w ? "" : cn_shape_str(&in[2], b3, sizeof b3), q8 ? "1 + ceil(D/4)" : "D");
+        if (!is_vec(pos, 1)) FAIL("%s: pos %s must be [1]", name, cn_shape_str(pos, b1, sizeof b1));
+        if (!w && !(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        *out = w ? *c : *r;
+        return CN_OK;
+    }
     default:
         break;
     }

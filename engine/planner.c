@@ -40,16 +40,24 @@ static cn_status contract(const cn_launch *l) {
 }
 
 /* Fold ADD(MATMUL(a,b), bias[N]) into the matmul as a third input: the bias is added while
- * the product is still in registers instead of in a second pass over the output. */
+ * the product is still in registers instead of in a second pass over the output. The product
+ * may reach the ADD through one reshape that keeps its rows of N (a convolution's [N*OH*OW, F]
+ * seen as [N,OH,OW,F]): element i still pairs with bias[i % N], so the sums are the same. */
 static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     for (int i = 0; i < p->n; i++) {
         cn_node *add = &p->nodes[i];
         if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE) continue;
         int a = add->in[0], b = add->in[1];
+        const cn_node *view = &p->nodes[a];
+        if (is_view(view)) {
+            if (consumers[a] != 1 || is_out[a] || view->shape.ndim < 1) continue;
+            a = view->in[0];
+        }
         cn_node *mm = &p->nodes[a];
         const cn_shape *bs = &p->nodes[b].shape;
         if (mm->op != CN_OP_MATMUL || mm->n_in != 2 || mm->shape.ndim != 2 || mm->p.epilogue != CN_EPI_NONE ||
-            consumers[a] != 1 || is_out[a] || bs->ndim != 1 || bs->d[0] != mm->shape.d[1] || p->root[a] != a)
+            consumers[a] != 1 || is_out[a] || bs->ndim != 1 || bs->d[0] != mm->shape.d[1] || p->root[a] != a ||
+            view->shape.d[view->shape.ndim - 1] != bs->d[0])
             continue;
         cn_launch l;
         mm->n_in = 3;

@@ -527,8 +527,23 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
         cn_prog_inst_destroy(out);
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "instantiating a program of %d nodes", p->g.n);
     }
-    /* the fold rewrites the layer before in f32; a 16-bit instance keeps batch norm as it is */
-    if (is16(precision)) fold = 0;
+    /* the fold rewrites the layer before in f32; a 16-bit instance keeps batch norm as it is,
+     * and an int8 one too (the folded weight would be computed, not a parameter to quantise) */
+    if (is16(precision) || precision == CN_I8) fold = 0;
+    /* int8: cols[param node] > 0 for the parameters stored as int8 (program_quant.c), and
+     * out->qscale[node] the scale leaf that a quantised parameter, or a view of one, goes with */
+    int64_t *cols = NULL;
+    if (precision == CN_I8) {
+        cols = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *cols);
+        out->qscale = malloc((size_t)(p->g.n ? p->g.n : 1) * sizeof *out->qscale);
+        cn_status qs = !cols || !out->qscale ? cn_errorf(CN_ERR_OUT_OF_MEMORY, "int8 instance") : cn_quant_columns(p, cols);
+        if (qs != CN_OK) {
+            free(use), free(cols);
+            cn_prog_inst_destroy(out);
+            return qs;
+        }
+        for (int i = 0; i < p->g.n; i++) out->qscale[i] = -1;
+    }
     cn_graph *g = &out->g;
     for (int i = 0; i < p->g.n; i++) {
         const cn_node *n = &p->g.nodes[i];
@@ -537,8 +552,11 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
         if (n->op == CN_OP_LEAF) {
             cn_shape s = n->leaf == CN_LEAF_INPUT ? sp->shape : n->shape;
             if (n->leaf == CN_LEAF_INPUT && s.d[0] == CN_BATCH) s.d[0] = batch;
-            id = n->leaf == CN_LEAF_CONST ? cn_g_const(g, n->name, &s, n->const_data)
-                                          : cn_g_leaf(g, n->leaf, n->name, &s, n->dtype);
+            if (cols && cols[i] > 0)
+                id = cn_quant_leaf(g, n, cols[i], &out->qscale[i]);
+            else
+                id = n->leaf == CN_LEAF_CONST ? cn_g_const(g, n->name, &s, n->const_data)
+                                              : cn_g_leaf(g, n->leaf, n->name, &s, n->dtype);
             used = id;
             if (id >= 0 && is16(precision) && g->nodes[id].dtype == CN_F32) used = cast_to(g, id, precision);
         } else if (n->op == CN_OP_DROPOUT && !training) {
@@ -559,9 +577,12 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
             /* -2: nothing to fold into, batch norm as it is */
             int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm) : -2;
             if (folded != -2) id = folded;
-            else if (has >= 0) {
+            else if (has >= 0 && n->op == CN_OP_MATMUL && cols && out->qscale[n->in[1]] >= 0) {
+                id = cn_quant_matmul(g, in, out->qscale[n->in[1]]);
+            } else if (has >= 0) {
                 prm.epilogue = CN_EPI_NONE;
                 id = cn_g_op(g, n->op, n->n_in, in, &prm, has ? &given : NULL);
+                if (cols && n->op == CN_OP_RESHAPE) out->qscale[i] = out->qscale[n->in[0]];
             }
             if (id >= 0 && n->op == CN_OP_BATCHNORM && training) {
                 /* the running statistics' update, run with the step (build_plan asks for it);
@@ -577,14 +598,14 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
         }
         if (id < 0 || used < 0) {
             cn_error_context(CN_ERR_SHAPE, "building the program for a batch of %lld", (long long)batch);
-            free(use);
+            free(use), free(cols);
             cn_prog_inst_destroy(out);
             return CN_ERR_SHAPE;
         }
         out->map[i] = id;
         use[i] = used;
     }
-    free(use);
+    free(use), free(cols);
     /* outputs and the loss back to f32: what callers feed, fetch and differentiate */
     for (int o = 0; o <= p->n_outputs && is16(precision); o++) {
         int node = o < p->n_outputs ? p->outputs[o].node : p->loss;
@@ -604,6 +625,8 @@ void cn_prog_inst_destroy(cn_prog_inst *inst) {
     cn_graph_destroy(&inst->g);
     free(inst->map);
     free(inst->roots);
+    free(inst->qscale);
+    inst->qscale = NULL;
     inst->map = NULL;
     inst->roots = NULL;
     inst->n_roots = 0;

@@ -57,6 +57,9 @@ typedef struct cn_prog_inst {
      * norm's in-place update of its running statistics (BN_RUNNING). */
     int *roots;
     int n_roots;
+    /* Precision CN_I8 only (else NULL): per template node, the f32 scale leaf [N] of a
+     * parameter stored as int8 (or of a view of one), -1 elsewhere; sessions bind it. */
+    int *qscale;
 } cn_prog_inst;
 
 /* Values and nodes (program_values.c): a value is the node number with the program's tag
@@ -82,6 +85,27 @@ cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int trainin
  * norm, f32 only, runs on f32 casts there and is not folded. */
 cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int training, int fold, cn_dtype precision,
                                     cn_prog_inst *out);
+/* int8 weight-only inference (program_quant.c; docs/DESIGN.md, "int8 weights"). An instance in
+ * precision CN_I8 stores a parameter as int8 when every op that reads it (through reshapes) is
+ * a 2-D matmul reading it as its untransposed right operand: dense layers, conv2d with one
+ * group and attention projections. Such a matmul becomes MATMUL_Q8 with a scale leaf
+ * (cn_prog_inst.qscale). Parameters that other ops read (biases, norms, embeddings,
+ * positions) stay f32; one read by depthwise_conv, a transpose (grouped conv2d) or a matmul in
+ * another way has no int8 path and makes cn_quant_columns fail naming it and the op. */
+/* cols[template node] = the column count of the int8 view of each quantised parameter, 0 for
+ * every other node; CN_ERR_UNSUPPORTED naming the parameter and the op as above. */
+cn_status cn_quant_columns(const cn_program *p, int64_t *cols);
+/* The quantisation rule, stated once: w viewed as [rows, cols]; per column j, scale[j] =
+ * max_r |w[r,j]| / 127 and q[r,j] = w[r,j] / scale[j] rounded to nearest even, clamped to
+ * [-127, 127] (an all-zero column: scale 0, q 0). 0 and *bad = the element's index when w
+ * holds a non-finite value. */
+int cn_quant_weights(const float *w, int64_t rows, int64_t cols, int8_t *q, float *scale, int64_t *bad);
+/* w[r,j] = q[r,j] * scale[j]. */
+void cn_dequant_weights(const int8_t *q, const float *scale, int64_t rows, int64_t cols, float *w);
+/* The int8 leaf of parameter node n and its [cols] scale leaf (*scale_leaf); -1 on failure. */
+int cn_quant_leaf(cn_graph *g, const cn_node *n, int64_t cols, int *scale_leaf);
+/* MATMUL_Q8(in[0], in[1], scale_leaf). */
+int cn_quant_matmul(cn_graph *g, const int *in, int scale_leaf);
 /* In graph g, BATCHNORM (inference form) of in[0..3] rewritten as the layer before it with
  * folded weights (program_fold.c): the new node, -2 when in[0] is not ADD(MATMUL(a, w), b)
  * (seen through one reshape), -1 when building failed (cn_last_error set). */

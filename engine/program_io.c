@@ -19,8 +19,12 @@
 /* 2: the op parameters of issue 16's layers (batch norm's momentum and mode, pools' ceil mode
  * and exclude_pad) follow the 24 words of version 1. A program is written as version 2 only
  * when a node sets one of them, so every program keeps one encoding and programs without
- * them keep their version 1 bytes; a version 2 section that sets none is refused. */
-#define PROG_VERSION 2
+ * them keep their version 1 bytes; a version 2 section that sets none is refused.
+ * 3: the window and layout parameters of issue 16's convolutions, pads and concatenations
+ * (dilation, asymmetric padding, axis, before, after) follow version 2's; an imported ONNX
+ * model uses them (a strided convolution with padding 1 is asymmetric in clnet's terms). The
+ * same rule: version 3 only when a node sets one of them. */
+#define PROG_VERSION 3
 
 /* ---- writing ---- */
 
@@ -77,6 +81,8 @@ static void put_shape(words *b, const cn_shape *s) {
 #define PARAM_WORDS 24
 /* Version 2's, after those. */
 #define PARAM_FIELDS_V2(I, F) F(momentum) I(running) I(ceil_mode) I(exclude_pad)
+/* Version 3's, after those. */
+#define PARAM_FIELDS_V3(I, F) I(dh) I(dw) I(ph_extra) I(pw_extra) I(axis) I(before) I(after)
 
 static void put_params(words *b, const cn_op_params *p, int version) {
 #define W_I(f) put(b, (int32_t)p->f);
@@ -84,6 +90,9 @@ static void put_params(words *b, const cn_op_params *p, int version) {
     PARAM_FIELDS(W_I, W_F)
     if (version >= 2) {
         PARAM_FIELDS_V2(W_I, W_F)
+    }
+    if (version >= 3) {
+        PARAM_FIELDS_V3(W_I, W_F)
     }
 #undef W_I
 #undef W_F
@@ -96,24 +105,30 @@ static int storable(const cn_op_params *p) {
 #define C_I(f) q.f = p->f;
     PARAM_FIELDS(C_I, C_I)
     PARAM_FIELDS_V2(C_I, C_I)
+    PARAM_FIELDS_V3(C_I, C_I)
 #undef C_I
     return memcmp(&q, p, sizeof q) == 0;
 }
 
-/* 1 when p sets a member that only version 2 stores. */
-static int needs_v2(const cn_op_params *p) {
-    int any = 0;
-#define V_I(f) any |= p->f != 0;
-    PARAM_FIELDS_V2(V_I, V_I)
-#undef V_I
-    return any;
+/* The lowest section version that stores every member p sets. */
+static int version_needed(const cn_op_params *p) {
+    int v2 = 0, v3 = 0;
+#define V2(f) v2 |= p->f != 0;
+#define V3(f) v3 |= p->f != 0;
+    PARAM_FIELDS_V2(V2, V2)
+    PARAM_FIELDS_V3(V3, V3)
+#undef V2
+#undef V3
+    return v3 ? 3 : v2 ? 2 : 1;
 }
 
 cn_status cn_program__encode(const cn_program *p, int32_t **out, int64_t *n) {
     words b = {0};
     int version = 1;
-    for (int i = 0; i < p->g.n; i++)
-        if (needs_v2(&p->g.nodes[i].p)) version = 2;
+    for (int i = 0; i < p->g.n; i++) {
+        int v = version_needed(&p->g.nodes[i].p);
+        if (v > version) version = v;
+    }
     put(&b, PROG_MAGIC), put(&b, version);
     put_64(&b, (int64_t)p->seed), put(&b, (int32_t)p->next_salt), put(&b, p->loss);
     put(&b, p->g.n);
@@ -218,6 +233,9 @@ static void get_params(reader *r, cn_op_params *p) {
     PARAM_FIELDS(R_I, R_F)
     if (r->version >= 2) {
         PARAM_FIELDS_V2(R_I, R_F)
+    }
+    if (r->version >= 3) {
+        PARAM_FIELDS_V3(R_I, R_F)
     }
 #undef R_I
 #undef R_F
@@ -394,9 +412,16 @@ static cn_status decode(cn_program *p, reader *r, const cn_ckpt *c) {
     int64_t after_params = r->at;
     r->at = nodes_at;
     for (int i = 0; i < n_nodes && st == CN_OK; i++) st = replay_node(p, r, i, c, sp, n_sp, &next);
-    int used_v2 = 0;
-    for (int i = 0; i < p->g.n && st == CN_OK; i++) used_v2 |= needs_v2(&p->g.nodes[i].p);
-    if (st == CN_OK && version == 2 && !used_v2) st = bad(r, -1, "version 2 without a parameter that needs it");
+    int used = 1; /* a section is written in the lowest version that holds it: one encoding */
+    for (int i = 0; i < p->g.n && st == CN_OK; i++) {
+        int v = version_needed(&p->g.nodes[i].p);
+        if (v > used) used = v;
+    }
+    if (st == CN_OK && version > 1 && used != version) {
+        char what[96];
+        snprintf(what, sizeof what, "version %d without a parameter that needs it", version);
+        st = bad(r, -1, what);
+    }
     if (st == CN_OK && next != n_sp) st = bad(r, -1, "a parameter record that names no parameter leaf");
     free(sp);
     CN_TRY(st);

@@ -92,10 +92,11 @@ static cn_status alloc_params(cn_session *s, int init) {
     s->grad = calloc((size_t)np, sizeof *s->grad);
     s->state1 = calloc((size_t)np, sizeof *s->state1);
     s->state2 = calloc((size_t)np, sizeof *s->state2);
+    s->qscale = calloc((size_t)np, sizeof *s->qscale);
     s->has_grad = calloc((size_t)np, 1);
     s->in = calloc((size_t)(p->n_inputs ? p->n_inputs : 1), sizeof *s->in);
     s->selected = malloc((size_t)(p->n_outputs ? p->n_outputs : 1));
-    if (!s->param || !s->grad || !s->state1 || !s->state2 || !s->has_grad || !s->in || !s->selected)
+    if (!s->param || !s->grad || !s->state1 || !s->state2 || !s->qscale || !s->has_grad || !s->in || !s->selected)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "session");
     memset(s->selected, 1, (size_t)(p->n_outputs ? p->n_outputs : 1));
     CN_TRY(cn_session__flags_create(s));
@@ -208,6 +209,7 @@ void cn_session_free(cn_session *s) {
         cn_tensor_release(s->grad ? s->grad[i] : NULL);
         cn_tensor_release(s->state1 ? s->state1[i] : NULL);
         cn_tensor_release(s->state2 ? s->state2[i] : NULL);
+        cn_tensor_release(s->qscale ? s->qscale[i] : NULL);
     }
     cn_tensor_release(s->flags);
     for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) {
@@ -215,7 +217,7 @@ void cn_session_free(cn_session *s) {
         cn_session__drop_fed_tensor(&s->in[i]);
     }
     free(s->run_sel);
-    free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->has_grad), free(s->in), free(s->selected);
+    free(s->param), free(s->grad), free(s->state1), free(s->state2), free(s->qscale), free(s->has_grad), free(s->in), free(s->selected);
     if (s->owns_prog) cn_program_free(s->prog);
     if (s->dev) cn_device_release(s->dev);
     free(s);
@@ -296,8 +298,10 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
         if (gr >= 0) used[n_used++] = gnode[i], outs[n_out++] = gnode[i];
     }
     if (st == CN_OK && !(bind = calloc((size_t)g->n, sizeof *bind))) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "bindings");
+    if (st == CN_OK && sp->inst.qscale) st = cn_session__quantize(s, &sp->inst);
     for (int i = 0; i < p->n_params && st == CN_OK; i++) {
         bind[map[p->params[i].node]] = s->param[i];
+        if (sp->inst.qscale && sp->inst.qscale[p->params[i].node] >= 0) bind[sp->inst.qscale[p->params[i].node]] = s->qscale[i];
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
@@ -608,7 +612,7 @@ static cn_status find_param(cn_session *s, const char *name, int *i) {
 }
 
 static cn_status param_bytes(cn_session *s, int i, size_t bytes) {
-    size_t want = cn_tensor_bytes(s->param[i]);
+    size_t want = (size_t)param_numel(s, i) * sizeof(float); /* host f32, whatever the device holds */
     if (bytes != want) {
         char sb[96];
         return cn_errorf(CN_ERR_SHAPE, "parameter '%s' %s holds %zu bytes, %zu given", s->prog->params[i].name,
@@ -622,7 +626,7 @@ cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size
     CN_TRY(find_param(s, name, &i));
     CN_TRY(param_bytes(s, i, bytes));
     CN_TRY(cn_session__flags_start(s));
-    cn_status st = cn_tensor_read(s->param[i], dst, bytes);
+    cn_status st = cn_session__param_read(s, i, dst);
     if (st != CN_OK) return cn_session__flags_abandon(s), st;
     return cn_session__flags_finish(s);
 }
@@ -631,7 +635,7 @@ cn_status cn_session_set_param(cn_session *s, const char *name, const float *src
     int i = -1;
     CN_TRY(find_param(s, name, &i));
     CN_TRY(param_bytes(s, i, bytes));
-    return cn_tensor_write(s->param[i], src, bytes);
+    return cn_session__param_write(s, i, src);
 }
 
 cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out) {
@@ -674,7 +678,10 @@ cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *pe
 
 cn_status cn_session_set_precision(cn_session *s, cn_dtype precision) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: NULL session");
-    CN_TRY(cn_precision_check(precision));
+    if (precision == CN_I8 && s->training)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: int8 (CN_I8) is for inference sessions; a "
+                         "training session trains in fp32, bf16 or fp16");
+    if (precision != CN_I8) CN_TRY(cn_precision_check(precision));
     if (s->n_plans > 0)
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_set_precision: the session has run already (set it before the first run)");
     s->opt.precision = precision;

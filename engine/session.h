@@ -33,6 +33,10 @@ typedef struct cn_grad_buckets {
     int n;      /* buckets (0 until first formed) */
     size_t bytes;
     int *ready; /* scratch: per bucket, the launch of the current plan after which it is final */
+    int *state; /* parameters the step updates in place, without a gradient (batch norm's running
+                   statistics), in parameter order: what a replica group averages beside the
+                   gradients (group.c) */
+    int n_state;
     cn_bucket_fn fn;
     void *user;
 } cn_grad_buckets;
@@ -53,6 +57,7 @@ struct cn_session {
     int training;
     cn_optimizer_config opt;
     cn_tensor **param, **grad, **state1, **state2; /* state: Adam m, v / SGD velocity */
+    cn_tensor **qscale; /* precision CN_I8: the scales of a parameter held as int8, else NULL */
     char *has_grad;
     cn_sess_plan plans[CN_SESSION_MAX_PLANS];
     int n_plans;
@@ -83,6 +88,12 @@ struct cn_session {
 cn_status cn_session__run_selection(cn_session *s, const char **sel);
 /* Why output o was not computed by the latest run, as an error (session_outputs.c). */
 cn_status cn_session__not_computed(cn_session *s, int o);
+/* Precision CN_I8 (session_quant.c): quantises the parameters that instance inst reads as
+ * int8, once (their f32 tensors are released). */
+cn_status cn_session__quantize(cn_session *s, const cn_prog_inst *inst);
+/* Parameter i from or to numel host floats, quantising or dequantising an int8 one. */
+cn_status cn_session__param_write(cn_session *s, int i, const float *src);
+cn_status cn_session__param_read(cn_session *s, int i, float *dst);
 /* Copies a fed device tensor into a plan's input node (session_tensors.c). */
 cn_status cn_session__feed_tensor_into(cn_session *s, cn_sess_plan *sp, int k, int node);
 /* Releases an input's fed device tensor, if any. */
@@ -99,6 +110,9 @@ cn_status cn_session__fetch_async(cn_session *s, const char *output, void *dst, 
 /* CN_OK when c holds every parameter of p by name, f32 and of p's shape, and no parameter p
  * lacks; else CN_ERR_SHAPE naming the first difference. Allocates nothing. */
 cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path);
+/* The same for an inference session, which also takes f16 and bf16 weights (16-bit exports,
+ * cn_checkpoint_export); the training form refuses them with CN_ERR_DTYPE. */
+cn_status cn_session__match_ckpt_inference(const cn_program *p, const cn_ckpt *c, const char *path);
 /* Names of checkpoint tensors that are not parameters: optimizer state and the optimizer's,
  * trainer's and program's metadata (".m", "optimizer.settings", "program.graph", ...). */
 int cn_ckpt__is_state_name(const char *name);

@@ -30,7 +30,16 @@ cn_status cn_session__note_grads(cn_session *s, cn_sess_plan *sp, const int *gno
     if (s->gb.order) return CN_OK; /* the same graph for every batch size: the same order */
     cn_grad_buckets *gb = &s->gb;
     gb->order = malloc(sizeof(int) * (size_t)(np ? np : 1));
-    if (!gb->order) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient buckets");
+    gb->state = malloc(sizeof(int) * (size_t)(np ? np : 1));
+    if (!gb->order || !gb->state) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "gradient buckets");
+    /* state: a parameter that a root of the instance (BN_RUNNING) updates in place; its
+     * first input is the parameter's own leaf (program.c) */
+    gb->n_state = 0;
+    for (int i = 0; i < np; i++) {
+        int leaf = sp->inst.map[s->prog->params[i].node], updated = 0;
+        for (int k = 0; k < sp->inst.n_roots && !updated; k++) updated = sp->inst.g.nodes[sp->inst.roots[k]].in[0] == leaf;
+        if (updated && !s->has_grad[i]) gb->state[gb->n_state++] = i;
+    }
     gb->n_order = 0;
     /* by gradient node: the backward pass is appended in reverse layer order, so a smaller
      * node id is a gradient finished earlier (insertion sort: parameters are few) */
@@ -44,7 +53,7 @@ cn_status cn_session__note_grads(cn_session *s, cn_sess_plan *sp, const int *gno
 }
 
 void cn_session__free_buckets(cn_session *s) {
-    free(s->gb.order), free(s->gb.end), free(s->gb.ready);
+    free(s->gb.order), free(s->gb.end), free(s->gb.ready), free(s->gb.state);
     memset(&s->gb, 0, sizeof s->gb);
 }
 

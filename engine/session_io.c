@@ -8,6 +8,7 @@
 #include "internal.h"
 #include "program_io.h"
 #include "session.h"
+#include "storage.h"
 
 #define SETTINGS_NAME "optimizer.settings"
 #define SETTINGS_LEN 8 /* kind, lr, beta1, beta2, eps, weight_decay, momentum, nesterov */
@@ -58,9 +59,11 @@ cn_status cn_session__save(cn_session *s, const char *path, const char *model_te
             e->dtype = CN_F32;
             e->ndim = x->shape.ndim;
             memcpy(e->shape, x->shape.d, sizeof e->shape);
-            host[n] = malloc(cn_tensor_bytes(x));
+            /* f32 on the host whatever the device holds (an int8 parameter is dequantised) */
+            const size_t bytes = (size_t)cn_shape_numel(&x->shape) * sizeof(float);
+            host[n] = malloc(bytes);
             if (!host[n]) st = cn_errorf(CN_ERR_OUT_OF_MEMORY, "checkpoint staging for %s", e->name);
-            else st = cn_tensor_read(x, host[n], cn_tensor_bytes(x));
+            else st = kind == 0 ? cn_session__param_read(s, i, host[n]) : cn_tensor_read(x, host[n], bytes);
                     e->data = host[n++];
         }
     float settings[SETTINGS_LEN] = {(float)s->opt.kind, s->opt.lr, s->opt.beta1, s->opt.beta2,
@@ -154,7 +157,7 @@ int cn_ckpt__is_state_name(const char *name) {
 /* The first parameter that differs between the program and the checkpoint, named. Needs
  * only the program, so it runs before a session allocates anything: a small checkpoint whose
  * model text asks for gigabytes of parameters fails here, for lack of them. */
-cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path) {
+static cn_status match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path, int inference) {
     char s1[96], s2[96];
     for (int i = 0; i < p->n_params; i++) {
         const char *name = p->params[i].name;
@@ -162,7 +165,12 @@ cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const ch
         const cn_shape *want = &p->g.nodes[p->params[i].node].shape;
         if (!e) return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has no parameter '%s' %s", path, name, cn_shape_str(want, s1, sizeof s1));
         cn_shape got = cn_shape_make(e->ndim, e->shape);
-        if (e->dtype != CN_F32 || !cn_shape_eq(&got, want))
+        const int is16 = e->dtype == CN_F16 || e->dtype == CN_BF16;
+        if (is16 && !inference && cn_shape_eq(&got, want))
+            return cn_errorf(CN_ERR_DTYPE, "checkpoint %s: parameter '%s' is %s, a 16-bit export for inference (clnet "
+                             "export --precision); training needs f32 weights: train from the f32 checkpoint it was "
+                             "exported from", path, name, cn_dtype_name(e->dtype));
+        if ((e->dtype != CN_F32 && !is16) || !cn_shape_eq(&got, want))
             return cn_errorf(CN_ERR_SHAPE, "checkpoint %s: parameter '%s' is %s %s, the model needs f32 %s", path, name,
                              cn_dtype_name(e->dtype), cn_shape_str(&got, s1, sizeof s1), cn_shape_str(want, s2, sizeof s2));
     }
@@ -172,6 +180,22 @@ cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const ch
             return cn_errorf(CN_ERR_SHAPE, "checkpoint %s has a parameter '%s' that the model lacks", path, e->name);
     }
     return CN_OK;
+}
+cn_status cn_session__match_ckpt(const cn_program *p, const cn_ckpt *c, const char *path) { return match_ckpt(p, c, path, 0); }
+cn_status cn_session__match_ckpt_inference(const cn_program *p, const cn_ckpt *c, const char *path) {
+    return match_ckpt(p, c, path, 1);
+}
+
+/* Parameter i from checkpoint tensor e: f32, or a 16-bit export widened (exactly) to f32. */
+static cn_status write_param(cn_session *s, int i, const cn_ckpt_tensor *e) {
+    if (e->dtype == CN_F32) return cn_session__param_write(s, i, e->data);
+    const int64_t n = cn_shape_numel(&s->prog->g.nodes[s->prog->params[i].node].shape);
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "widening '%s'", e->name);
+    cn_tile_load(e->dtype, e->data, 0, n, f);
+    cn_status st = cn_session__param_write(s, i, f);
+    free(f);
+    return st;
 }
 
 static const char *optimizer_name(uint32_t kind) {
@@ -237,7 +261,7 @@ static cn_status zero_state(cn_session *s, int i) {
 cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, int mode, cn_restored *how) {
     cn_restored h = CN_RESTORED_ALL;
     if (how) *how = h;
-    CN_TRY(cn_session__match_ckpt(s->prog, c, path));
+    CN_TRY(match_ckpt(s->prog, c, path, !s->training));
     if (mode) CN_TRY(plan_restore(s, c, path, &h));
     const cn_ckpt_meta *meta = cn_ckpt_get_meta(c);
     if (h == CN_RESTORED_DROPPED && mode == 2)
@@ -252,7 +276,7 @@ cn_status cn_session__load(cn_session *s, const cn_ckpt *c, const char *path, in
     cn_status st = cn_session__settle(s);
     if (st == CN_ERR_INVALID_ARG || st == CN_ERR_NUMERIC) st = CN_OK;
     for (int i = 0; i < s->prog->n_params && st == CN_OK; i++) {
-        st = cn_tensor_write(s->param[i], cn_ckpt_find(c, s->prog->params[i].name)->data, cn_tensor_bytes(s->param[i]));
+        st = write_param(s, i, cn_ckpt_find(c, s->prog->params[i].name));
         if (!s->training || !mode || st != CN_OK) continue;
         if (h != CN_RESTORED_ALL) {
             st = zero_state(s, i);

@@ -73,7 +73,7 @@ cn_status cn_session_load_params(cn_session *s, const char *path, const cn_load_
     int loaded = 0;
     for (int i = 0; i < p->n_params && st == CN_OK; i++) {
         if (!src[i]) continue;
-        st = cn_tensor_write(s->param[i], src[i]->data, cn_tensor_bytes(s->param[i]));
+        st = cn_session__param_write(s, i, src[i]->data);
         loaded++;
     }
     if (st == CN_OK && n_loaded) *n_loaded = loaded;

@@ -165,6 +165,7 @@ size_t cn_dtype_size(cn_dtype dt) {
     case CN_I32: return 4;
     case CN_F16:
     case CN_BF16: return 2;
+    case CN_I8: return 1;
     }
     return 0;
 }
@@ -174,6 +175,7 @@ const char *cn_dtype_name(cn_dtype dt) {
     case CN_I32: return "i32";
     case CN_F16: return "f16";
     case CN_BF16: return "bf16";
+    case CN_I8: return "i8";
     }
     return "?";
 }

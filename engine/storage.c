@@ -12,6 +12,9 @@ const char *cn_precision_overflow_hint(cn_dtype dt) {
 
 cn_status cn_precision_check(cn_dtype dt) {
     if (dt == CN_F32 || dt == CN_BF16 || dt == CN_F16) return CN_OK;
+    if (dt == CN_I8)
+        return cn_errorf(CN_ERR_INVALID_ARG, "precision int8 (CN_I8) is for inference sessions only "
+                         "(cn_session_set_precision); training runs in CN_F32, CN_BF16 or CN_F16");
     return cn_errorf(CN_ERR_INVALID_ARG, "unknown precision (dtype %d): use CN_F32, CN_BF16 or CN_F16 (fp32, bf16, fp16)",
                      (int)dt);
 }

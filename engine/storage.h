@@ -14,8 +14,9 @@
 
 #include "clnet.h"
 
-/* CN_OK for a precision a session trains or infers in (f32, bf16, f16), else
- * CN_ERR_INVALID_ARG naming the value and the choices (storage.c). */
+/* CN_OK for a precision a session trains in (f32, bf16, f16), else CN_ERR_INVALID_ARG naming
+ * the value and the choices (storage.c); int8 is refused as inference-only (an inference
+ * session's cn_session_set_precision takes CN_I8 besides these). */
 cn_status cn_precision_check(cn_dtype dt);
 /* What to append to a non-finite loss or gradient's message in precision dt: for fp16 (no
  * loss scaling yet, overflow past 65504) the advice to use bf16; "" otherwise. */

@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "storage.h"
 #include "layers/model.h"
+#include "program_io.h"
 #include "session.h"
 
 #define EVAL_BATCH 500        /* images per evaluation chunk */
@@ -93,12 +94,22 @@ static uint64_t f32_bits(float v) {
  * compared exactly (hashes and integers in all 64 bits, floats by their bits). */
 static cn_status agree_settings(cn_trainer *t) {
     const cn_train_config *c = &t->cfg;
-    const char *text = cn_model_text(t->model);
+    uint64_t what = 0;
+    if (t->model) {
+        const char *text = cn_model_text(t->model);
+        what = cn_group__hash(text, text ? strlen(text) : 0);
+    } else { /* a program from elsewhere: its serialised graph */
+        int32_t *words = NULL;
+        int64_t n = 0;
+        CN_TRY(cn_program__encode(t->prog, &words, &n));
+        what = cn_group__hash(words, (size_t)n * sizeof *words);
+        free(words);
+    }
     static const char *const names[] = {"model", "loss", "batch", "seed", "optimizer", "learning rate", "beta1",
                                         "beta2", "eps", "weight decay", "momentum", "nesterov",
                                         "learning-rate schedule", "warmup", "schedule length", "minimum learning rate",
                                         "gradient clipping (norm)", "gradient clipping (value)"};
-    uint64_t v[] = {cn_group__hash(text, text ? strlen(text) : 0), (uint64_t)c->loss, (uint64_t)c->batch, c->seed,
+    uint64_t v[] = {what, (uint64_t)c->loss, (uint64_t)c->batch, c->seed,
                     (uint64_t)c->opt.kind, f32_bits(c->opt.lr), f32_bits(c->opt.beta1), f32_bits(c->opt.beta2),
                     f32_bits(c->opt.eps), f32_bits(c->opt.weight_decay), f32_bits(c->opt.momentum),
                     (uint64_t)c->opt.nesterov, (uint64_t)c->opt.schedule, (uint64_t)c->opt.warmup_steps,
@@ -107,24 +118,34 @@ static cn_status agree_settings(cn_trainer *t) {
     return cn_group__agree(t->group, names, v, (int)(sizeof v / sizeof *v));
 }
 
-static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, const cn_train_config *cfg, int flags,
-                        cn_trainer **out) {
-    if (!m || !devs || !devs[0] || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create: NULL argument");
+/* From a model (m), or from a classifier program (prog, owned from here on, freed on failure). */
+static cn_status create(const cn_model *m, cn_program *prog, cn_device *const *devs, int n_dev,
+                        const cn_train_config *cfg, int flags, cn_trainer **out) {
+    if ((!m && !prog) || !devs || !devs[0] || !out) {
+        cn_program_free(prog);
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create: NULL argument");
+    }
     cn_device *dev = devs[0];
     *out = NULL;
     cn_train_config def;
     cn_train_config_default(&def);
     if (!cfg) cfg = &def;
-    if (cfg->batch < 1 || cfg->batch > 65536) return cn_errorf(CN_ERR_INVALID_ARG, "batch %d (must be 1..65536)", cfg->batch);
-    cn_trainer *t = calloc(1, sizeof *t);
-    if (!t) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
+    cn_trainer *t = cfg->batch < 1 || cfg->batch > 65536 ? NULL : calloc(1, sizeof *t);
+    if (!t) {
+        cn_program_free(prog);
+        if (cfg->batch < 1 || cfg->batch > 65536)
+            return cn_errorf(CN_ERR_INVALID_ARG, "batch %d (must be 1..65536)", cfg->batch);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
+    }
     t->cfg = *cfg;
-    t->model = cn_model_clone(m);
+    t->prog = prog;
+    t->model = m ? cn_model_clone(m) : NULL;
     t->dev = dev;
     cn_device_retain(dev);
-    t->vocab = (int)cn_model_vocab(m);
-    cn_status st = t->model ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
-    if (st == CN_OK) st = cn_model_to_program(m, cfg->seed, cfg->loss, &t->prog);
+    t->vocab = m ? (int)cn_model_vocab(m) : 0; /* a program's ids are its own business */
+    cn_status st = !m || t->model ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "trainer");
+    if (st == CN_OK && m) st = cn_model_to_program(m, cfg->seed, cfg->loss, &t->prog);
+    if (st == CN_OK && !m) st = cn_program_set_seed(t->prog, cfg->seed); /* dropout masks */
     if (st == CN_OK) st = program_samples(t->prog, &t->sm);
     if (st == CN_OK) st = cn_group_create(t->prog, devs, n_dev, &cfg->opt, flags, &t->group);
     if (st == CN_OK && !(t->ring = calloc((size_t)METRIC_RING * (size_t)n_dev, sizeof *t->ring)))
@@ -152,14 +173,25 @@ static cn_status create(const cn_model *m, cn_device *const *devs, int n_dev, co
 }
 
 cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_config *cfg, cn_trainer **out) {
-    return create(m, &dev, 1, cfg, 0, out);
+    return create(m, NULL, &dev, 1, cfg, 0, out);
 }
 
 cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
                                   int flags, cn_trainer **out) {
     if (n < 1 || n > 64) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create_group: %d devices (1..64)", n);
-    return create(m, devs, n, cfg, flags, out);
+    return create(m, NULL, devs, n, cfg, flags, out);
 }
+
+cn_status cn_trainer_create_program(cn_program *p, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                    int flags, cn_trainer **out) {
+    if (n < 1 || n > 64) {
+        cn_program_free(p);
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_create_program: %d devices (1..64)", n);
+    }
+    return create(NULL, p, devs, n, cfg, flags, out);
+}
+
+const cn_program *cn_trainer__program(const cn_trainer *t) { return t->prog; }
 
 cn_group *cn_trainer_group(cn_trainer *t) { return t ? t->group : NULL; }
 

@@ -8,18 +8,28 @@
 #include "group.h"
 #include "internal.h"
 #include "layers/model.h"
+#include "program_io.h"
 #include "session.h"
 
 #define LOSS_NAME "trainer.loss"
 
 const cn_model *cn_trainer__model(const cn_trainer *t);
 const cn_train_config *cn_trainer__config(const cn_trainer *t);
+const cn_program *cn_trainer__program(const cn_trainer *t);
 
 cn_status cn_trainer_save(cn_trainer *t, const char *path, int epoch, uint64_t rng_state) {
     if (!t || !path) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_save: NULL argument");
     float loss = (float)cn_trainer__config(t)->loss;
-    cn_ckpt_tensor extra = {LOSS_NAME, CN_F32, 1, {1}, &loss};
-    return cn_session__save(cn_trainer_session(t), path, cn_model_text(cn_trainer__model(t)), epoch, rng_state, &extra, 1);
+    cn_ckpt_tensor extra[2] = {{LOSS_NAME, CN_F32, 1, {1}, &loss}};
+    const cn_model *m = cn_trainer__model(t);
+    if (m) return cn_session__save(cn_trainer_session(t), path, cn_model_text(m), epoch, rng_state, extra, 1);
+    /* a trainer of a program (cn_trainer_create_program) stores the program, as
+     * cn_session_save does, so cn_program_from_checkpoint rebuilds it */
+    int32_t *words = NULL;
+    CN_TRY(cn_program__ckpt_tensor(cn_trainer__program(t), &extra[1], &words));
+    cn_status st = cn_session__save(cn_trainer_session(t), path, "", epoch, rng_state, extra, 2);
+    free(words);
+    return st;
 }
 
 /* Settings stored in a checkpoint: optimizer (defaults of its kind when it predates stored
@@ -163,7 +173,7 @@ cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_mode
     cn_status st = cn_train_config_from_ckpt(c, path, &cfg);
     if (st == CN_OK) st = parse_model(c, path, model);
     if (st == CN_OK) st = cn_model_to_program(*model, cfg.seed, cfg.loss, &prog);
-    if (st == CN_OK) st = cn_session__match_ckpt(prog, c, path); /* before allocating */
+    if (st == CN_OK) st = cn_session__match_ckpt_inference(prog, c, path); /* before allocating */
     if (st == CN_OK) st = cn_session_create_inference(prog, dev, out);
     if (st == CN_OK) st = cn_session__load(*out, c, path, 0, NULL);
     if (st == CN_OK) st = load_meta(c, epoch, NULL);

@@ -48,12 +48,25 @@ float cn_wg_sum(float v, __local float *tmp) {
 #define CN_HARD_SIGMOID(v) (fmin(fmax((v) + 3.0f, 0.0f), 6.0f) / 6.0f)
 #define CN_HARD_SWISH(v) ((v) * fmin(fmax((v) + 3.0f, 0.0f), 6.0f) / 6.0f)
 #define CN_SOFTPLUS(v) ((v) > 20.0f ? (v) : log1p(exp(v)))
-/* The epilogue cases these add to each cn_epi* below (and gemm.cl's cn_epiG). */
-#define CN_EPI_MORE(v, epi)                             \
-    if (epi == EPI_SILU) return CN_SILU(v);             \
-    if (epi == EPI_HARD_SIGMOID) return CN_HARD_SIGMOID(v); \
-    if (epi == EPI_HARD_SWISH) return CN_HARD_SWISH(v); \
-    if (epi == EPI_SOFTPLUS) return CN_SOFTPLUS(v);
+/* The epilogue cases these add to each cn_epi* below (and gemm.cl's cn_epiG), out of line:
+ * with their exp and log1p inlined, POCL's compiler stopped inlining the cn_epi* functions
+ * themselves, so every GEMM tile stored each of its vectors through a call that spilled the
+ * live accumulators (gemm_r6x4 at 2x1x1: 180 calls of cn_epiG and 283 FMA instructions,
+ * where 9be5d7d's inlined kernel had 4,436). The seed CNN's first convolution (K = 9) is
+ * mostly epilogue. Out of line, the common cases (none, ReLU, sigmoid, tanh) inline again,
+ * with the same arithmetic. CN_EPI_MORE_FN(NAME, T) defines the helper for one type. */
+#define CN_EPI_MORE_FN(NAME, T)                                     \
+    __attribute__((noinline)) T NAME(T v, int epi) {                \
+        if (epi == EPI_SILU) return CN_SILU(v);                     \
+        if (epi == EPI_HARD_SIGMOID) return CN_HARD_SIGMOID(v);     \
+        if (epi == EPI_HARD_SWISH) return CN_HARD_SWISH(v);         \
+        if (epi == EPI_SOFTPLUS) return CN_SOFTPLUS(v);             \
+        return v;                                                   \
+    }
+#define CN_EPI_MORE(v, epi, NAME) \
+    if (epi >= EPI_SILU) return NAME(v, epi);
+CN_EPI_MORE_FN(cn_epi_more, float)
+CN_EPI_MORE_FN(cn_epi_more4, float4)
 
 float cn_relu(float v) { return v > 0.0f ? v : 0.0f; }
 float4 cn_relu4(float4 v) { return select((float4)(0.0f), v, v > (float4)(0.0f)); }
@@ -72,14 +85,14 @@ float cn_epi(float v, int epi) {
     if (epi == EPI_RELU) return cn_relu(v);
     if (epi == EPI_SIGMOID) return cn_sigmoid(v);
     if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi)
+    CN_EPI_MORE(v, epi, cn_epi_more)
     return v;
 }
 float4 cn_epi4(float4 v, int epi) {
     if (epi == EPI_RELU) return cn_relu4(v);
     if (epi == EPI_SIGMOID) return cn_sigmoid4(v);
     if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi)
+    CN_EPI_MORE(v, epi, cn_epi_more4)
     return v;
 }
 
@@ -99,11 +112,12 @@ floatV cn_sigmoidV(floatV v) {
     floatV e = exp(-fabs(v));
     return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatV)(0.0f));
 }
+CN_EPI_MORE_FN(cn_epi_moreV, floatV)
 floatV cn_epiV(floatV v, int epi) {
     if (epi == EPI_RELU) return cn_reluV(v);
     if (epi == EPI_SIGMOID) return cn_sigmoidV(v);
     if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi)
+    CN_EPI_MORE(v, epi, cn_epi_moreV)
     return v;
 }
 

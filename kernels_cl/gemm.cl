@@ -127,6 +127,7 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
 #define vloadG CN_CAT(vload, GVW)
 #define vstoreG CN_CAT(vstore, GVW)
 
+CN_EPI_MORE_FN(cn_epi_moreG, floatG)
 floatG cn_epiG(floatG v, int epi) {
     if (epi == EPI_RELU) return select((floatG)(0.0f), v, v > (floatG)(0.0f));
     if (epi == EPI_SIGMOID) {
@@ -134,7 +135,7 @@ floatG cn_epiG(floatG v, int epi) {
         return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatG)(0.0f));
     }
     if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi)
+    CN_EPI_MORE(v, epi, cn_epi_moreG)
     return v;
 }
 

@@ -38,7 +38,9 @@
     X(DEPTHWISE, "depthwise.cl")      \
     X(ACTIVATION, "activation.cl")    \
     X(CHANNEL, "channel.cl")          \
-    X(BATCHNORM, "batchnorm.cl")
+    X(BATCHNORM, "batchnorm.cl")      \
+    X(KVCACHE, "kvcache.cl") \
+    X(QUANT, "quant.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -95,7 +97,9 @@ typedef enum cn_cl_family {
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
-    X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)
+    X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
+    X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
+    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -334,6 +338,8 @@ CN_OP_TABLE(CN_X_OP_DECL)
 /* Fused attention (cl_ops_attention.c): 1 if head size D fits the device's local memory at
  * the smallest tile (supports() asks; the launch then picks the largest tile that fits). */
 int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
+/* ATTEND_CACHE: heads of D dims fit its work-groups (cl_ops_kvcache.c). */
+int cn_cl_attend_cache_fits(const cn_cl_ctx *c, int64_t D);
 
 /* The vtable entries (cl_launch.c) */
 int cn_cl_supports(void *ctx, const cn_launch *l);

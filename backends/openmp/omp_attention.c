@@ -30,6 +30,7 @@ typedef struct dims {
     int64_t bh, t, s, d;
     float scale;
     int causal;
+    int64_t offset; /* causal: query i is at position offset + i (ATTEND_CACHE) */
 } dims;
 
 /* q at input qi, k after it (the plan checked the shapes, ops.h). */
@@ -41,10 +42,15 @@ static void get_dims(const cn_launch *l, int qi, dims *g) {
     g->d = q->d[2];
     g->scale = l->p->scale;
     g->causal = l->p->causal != 0;
+    g->offset = 0;
 }
 
-/* Keys a query row sees: [0, n) with n = min(S, i + 1) when causal. */
-static int64_t keys_for(const dims *g, int64_t i) { return g->causal ? CN_OMP_MIN(g->s, i + 1) : g->s; }
+/* Keys a query row sees: [0, n) with n = min(S, offset + i + 1) (none when that is <= 0)
+ * when causal. */
+static int64_t keys_for(const dims *g, int64_t i) {
+    const int64_t last = g->offset + i;
+    return !g->causal ? g->s : last < 0 ? 0 : CN_OMP_MIN(g->s, last + 1);
+}
 
 static float dotf(const float *a, const float *b, int64_t n) {
     double s = 0.0;
@@ -62,11 +68,14 @@ static double scores(const dims *g, const float *qi, const float *k, int64_t n, 
     return m;
 }
 
-/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: out [BH,T]). */
-static cn_status forward(const cn_launch *l, int lse_only) {
+/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: out [BH,T]); for ATTEND_CACHE
+ * (omp_kvcache.c) the keys and values k, v it gives, causal from position offset. */
+static cn_status forward_kv(const cn_launch *l, int lse_only, const float *k, const float *v, int causal,
+                            int64_t offset) {
     dims g;
     get_dims(l, 0, &g);
-    const float *q = l->in[0], *k = l->in[1], *v = lse_only ? NULL : l->in[2];
+    g.causal = causal, g.offset = offset;
+    const float *q = l->in[0];
     float *out = l->out;
     int oom = 0;
     const int64_t rows = g.bh * g.t;
@@ -94,7 +103,7 @@ static cn_status forward(const cn_launch *l, int lse_only) {
             const float *vb = v + b * g.s * g.d;
             for (int64_t j = 0; j < n; j++)
                 for (int64_t e = 0; e < g.d; e++) acc[e] += sc[j] * (double)vb[j * g.d + e];
-            for (int64_t e = 0; e < g.d; e++) out[r * g.d + e] = (float)(acc[e] / sum);
+            for (int64_t e = 0; e < g.d; e++) out[r * g.d + e] = n ? (float)(acc[e] / sum) : 0.0f;
         }
         free(sc);
         free(acc);
@@ -103,8 +112,11 @@ static cn_status forward(const cn_launch *l, int lse_only) {
     return CN_OK;
 }
 
-cn_status cn_omp_op_ATTENTION(const cn_launch *l) { return forward(l, 0); }
-cn_status cn_omp_op_ATTENTION_LSE(const cn_launch *l) { return forward(l, 1); }
+cn_status cn_omp_attend(const cn_launch *l, const float *k, const float *v, int64_t pos) {
+    return forward_kv(l, 0, k, v, 1, pos);
+}
+cn_status cn_omp_op_ATTENTION(const cn_launch *l) { return forward_kv(l, 0, l->in[1], l->in[2], l->p->causal != 0, 0); }
+cn_status cn_omp_op_ATTENTION_LSE(const cn_launch *l) { return forward_kv(l, 1, l->in[1], NULL, l->p->causal != 0, 0); }
 
 /* ATTENTION_GRAD(dO, q, k, v, lse, delta). */
 cn_status cn_omp_op_ATTENTION_GRAD(const cn_launch *l) {

@@ -97,6 +97,10 @@ cn_status cn_omp_gemm_init(void);
  * convert per tile go straight to fn; other 16-bit launches run fn on float32 copies. */
 cn_status cn_omp_run_storage(const cn_launch *l, cn_status (*fn)(const cn_launch *));
 
+/* ATTENTION's forward (omp_attention.c) over the keys and values k, v [BH, S, D] of l's q:
+ * query t attends keys 0 .. min(pos + t, S - 1), none when pos + t < 0 (a zero row). */
+cn_status cn_omp_attend(const cn_launch *l, const float *k, const float *v, int64_t pos);
+
 #define CN_OMP_X_DECL(NAME, ...) cn_status cn_omp_op_##NAME(const cn_launch *l);
 CN_OP_TABLE(CN_OMP_X_DECL)
 #undef CN_OMP_X_DECL

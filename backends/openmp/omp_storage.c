@@ -18,7 +18,7 @@ static int tiles_natively(cn_op op) {
     case CN_OP_ADD: case CN_OP_SUB: case CN_OP_MUL: case CN_OP_DIV: case CN_OP_SCALE: case CN_OP_RELU:
     case CN_OP_SIGMOID: case CN_OP_TANH: case CN_OP_EXP: case CN_OP_LOG: case CN_OP_RELU_GRAD:
     case CN_OP_SIGMOID_GRAD: case CN_OP_TANH_GRAD: case CN_OP_DROPOUT: case CN_OP_DROPOUT_GRAD: case CN_OP_GELU:
-    case CN_OP_GELU_GRAD: case CN_OP_CAST:
+    case CN_OP_GELU_GRAD: case CN_OP_CAST: case CN_OP_KV_WRITE:
         return 1;
     default:
         return 0;

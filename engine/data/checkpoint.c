@@ -1,7 +1,7 @@
 /* Checkpoint container: writer (atomic save, in-memory encode) and fully validating reader.
  * The byte layout is specified in docs/CHECKPOINT.md; keep the two in step.
  *
- *   "CLNETCKP" | u32 version=1 | u32 optimizer | i32 epoch | u64 step | u64 rng_state
+ *   "CLNETCKP" | u32 version (1, or 2 when a tensor is bf16) | u32 optimizer | i32 epoch | u64 step | u64 rng_state
  *   | u32 text_len | text | u32 count
  *   | count x (u32 name_len | name | u32 dtype | u32 ndim | i64 dims[ndim] | u64 nbytes | data)
  *   | u32 crc32(all bytes before it)
@@ -36,12 +36,13 @@ static size_t ck_dtype_size(uint32_t dt) {
     case CN_F32: return 4;
     case CN_I32: return 4;
     case CN_F16: return 2;
+    case CN_BF16: return 2;
     default: return 0;
     }
 }
 
 static const char *ck_dtype_name(uint32_t dt) {
-    return dt == CN_F32 ? "f32" : dt == CN_I32 ? "i32" : dt == CN_F16 ? "f16" : "?";
+    return dt == CN_F32 ? "f32" : dt == CN_I32 ? "i32" : dt == CN_F16 ? "f16" : dt == CN_BF16 ? "bf16" : "?";
 }
 
 static int host_is_le(void) {
@@ -82,12 +83,13 @@ static int64_t ck_first_nonfinite(uint32_t dt, const void *data, size_t nbytes) 
             memcpy(&u, p + i, 4);
             if ((u & 0x7f800000u) == 0x7f800000u) return (int64_t)(i / 4);
         }
-    } else if (dt == CN_F16) {
+    } else if (dt == CN_F16 || dt == CN_BF16) {
         const uint8_t *p = data;
+        const uint16_t exp = dt == CN_F16 ? 0x7c00u : 0x7f80u;
         for (size_t i = 0; i + 2 <= nbytes; i += 2) {
             uint16_t u;
             memcpy(&u, p + i, 2);
-            if ((u & 0x7c00u) == 0x7c00u) return (int64_t)(i / 2);
+            if ((u & exp) == exp) return (int64_t)(i / 2);
         }
     }
     return -1;
@@ -238,7 +240,12 @@ static void ck_write_all(ck_writer *w, const cn_ckpt_meta *meta, const cn_ckpt_t
     const char *text = meta->model_text ? meta->model_text : "";
     size_t tl = strlen(text);
     w_bytes(w, CN_CKPT_MAGIC, 8);
-    w_u32(w, CN_CKPT_VERSION);
+    /* version 2 only where a bf16 tensor needs it, so every other file stays readable by
+     * the builds that read version 1 */
+    uint32_t version = CN_CKPT_VERSION_V1;
+    for (int i = 0; i < count; i++)
+        if (tensors[i].dtype == CN_BF16) version = CN_CKPT_VERSION;
+    w_u32(w, version);
     w_u32(w, meta->optimizer);
     w_u32(w, (uint32_t)meta->epoch);
     w_u64(w, meta->step);
@@ -559,9 +566,9 @@ cn_status cn_ckpt_parse(const uint8_t *buf, size_t len, const char *origin, cn_c
         return cn_errorf(CN_ERR_FORMAT, "%s: truncated checkpoint: %zu bytes, the smallest valid one has %d", origin,
                          len, CK_MIN_FILE);
     uint32_t version = le32(buf + 8);
-    if (version != CN_CKPT_VERSION)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: checkpoint format version %u is not supported (this build reads version %u)",
-                         origin, version, CN_CKPT_VERSION);
+    if (version < CN_CKPT_VERSION_V1 || version > CN_CKPT_VERSION)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s: checkpoint format version %u is not supported (this build reads versions "
+                         "%u to %u)", origin, version, CN_CKPT_VERSION_V1, CN_CKPT_VERSION);
     if (len < CK_MIN_FILE)
         return cn_errorf(CN_ERR_FORMAT, "%s: truncated checkpoint: %zu bytes, the smallest valid one has %d", origin,
                          len, CK_MIN_FILE);

@@ -32,7 +32,10 @@ typedef struct cn_ckpt_meta {
 } cn_ckpt_meta;
 
 #define CN_CKPT_MAGIC "CLNETCKP" /* 8 bytes, no NUL in the file */
-#define CN_CKPT_VERSION 1u
+/* Version 2 adds the dtype bf16 (3) and nothing else; a file is written as version 1 unless
+ * it holds a bf16 tensor. Both are read. */
+#define CN_CKPT_VERSION 2u
+#define CN_CKPT_VERSION_V1 1u
 
 /* Validates the arguments (names 1..63 bytes and unique, dtype, ndim 0..CN_MAX_DIMS, dims >= 0,
  * data non-NULL when non-empty) and writes the file atomically. On failure the previous file at

@@ -124,7 +124,9 @@ void cn_set_log_callback(cn_log_fn fn, void *user, cn_log_level min_level);
  * asked for, so they reach the callback at INFO whatever its min_level. */
 void cn_set_log_placement(int on);
 /* CLNET_PROFILE=1 syncs after every op and sums its wall time per op kind. cn_profile_report
- * writes the totals so far, slowest first, one line per op ("" when nothing was profiled);
+ * writes the totals so far, slowest first, one line per op ("" when nothing was profiled),
+ * then one line per matmul shape ("gemm b= m= n= k= ta= tb= bias= epilogue=": its calls,
+ * seconds and GFLOP/s at 2*b*m*n*k FLOPs a call; the first 128 shapes run);
  * cn_profile_log sends the same lines, prefixed "profile: ", to the log callback at INFO
  * whatever its min_level. */
 void cn_profile_report(char *buf, size_t cap);
@@ -137,9 +139,12 @@ void cn_profile_log(void);
  * every device (no cl_khr_fp16 needed). cn_tensor_read/write move the raw 16-bit values
  * (host order, 2 bytes an element). An op's float inputs and output share one storage type
  * unless its documentation says otherwise (losses write an f32 scalar). */
-typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2, CN_BF16 = 3 } cn_dtype;
-/* Bytes per element (4, or 2 for CN_F16 and CN_BF16), and "f32", "i32", "f16", "bf16"
- * ("?" for a value outside the enum, whose size is 0). */
+/* CN_I8 is a signed byte: the storage of int8 weights (an inference session's precision
+ * CN_I8, clnet_session.h: weight-only quantisation with a float32 scale per output channel);
+ * no op reads it as activations, and cn_tensor_read/write move its raw bytes. */
+typedef enum cn_dtype { CN_F32 = 0, CN_I32 = 1, CN_F16 = 2, CN_BF16 = 3, CN_I8 = 4 } cn_dtype;
+/* Bytes per element (4, 2 for CN_F16 and CN_BF16, 1 for CN_I8), and "f32", "i32", "f16",
+ * "bf16", "i8" ("?" for a value outside the enum, whose size is 0). */
 size_t cn_dtype_size(cn_dtype dt);
 const char *cn_dtype_name(cn_dtype dt);
 

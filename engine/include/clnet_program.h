@@ -232,5 +232,21 @@ cn_status cn_program_input_info(const cn_program *p, int i, const char **name, i
                                 cn_dtype *dt);
 cn_status cn_program_output_info(const cn_program *p, int i, const char **name, int *ndim, int64_t *shape,
                                  cn_dtype *dt);
+/* What a forward pass computes, per op kind: the nodes of the program that its outputs need
+ * (those computed from labels, the loss and accuracy, left out) at a batch of 1, and their
+ * FLOPs. Convention: a multiply-add is 2 FLOPs (GEMMs and the convolutions lowered to them,
+ * depthwise convolutions, attention); every other computing op counts one FLOP per output
+ * element (pools: per window element; reductions: per element read); ops that only move data
+ * (reshape, transpose, im2col, pad, concat, slice, cast, embedding, upsample) count none.
+ * Batch norm counts as written (an inference session folds it into the layer before).
+ * Fills min(cap, count) entries in op-table order (stats may be NULL when cap is 0; op names
+ * are static strings), sets *count to how many kinds there are and *total_flops (may be NULL)
+ * to their sum. */
+typedef struct cn_op_stat {
+    const char *op;
+    int nodes;
+    double flops;
+} cn_op_stat;
+cn_status cn_program_op_stats(const cn_program *p, cn_op_stat *stats, int cap, int *count, double *total_flops);
 
 #endif

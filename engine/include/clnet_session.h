@@ -78,7 +78,19 @@ cn_status cn_session_create_shared(cn_session *src, cn_session **out);
 void cn_session_free(cn_session *s);
 /* The storage type of an inference session's activations (CN_F32, CN_BF16 or CN_F16; see
  * cn_optimizer_config.precision, which sets a training session's and the inference sessions
- * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type). */
+ * shared with it): before the first run (CN_ERR_INVALID_ARG after it, or for another type).
+ * CN_I8 (inference sessions only; a training session refuses it): weight-only int8. The
+ * weights of every 2-D matrix product (dense, conv2d with one group, attention projections,
+ * ONNX Gemm/MatMul/Conv) are stored as int8 with a float32 scale per output channel
+ * (symmetric: scale = max |column| / 127, values rounded to nearest even), widened in
+ * registers, with float32 activations and accumulation; other parameters (biases, norms,
+ * embeddings) stay f32. The first run quantises them and frees their f32 tensors (weights
+ * take a quarter of the device memory, plus the scales). That run fails with
+ * CN_ERR_UNSUPPORTED naming the parameter and the op when a weight feeds an op without an
+ * int8 path (depthwise or grouped conv2d), and with CN_ERR_NUMERIC for a non-finite weight.
+ * Afterwards cn_session_set_param and loads quantise, cn_session_get_param and saves return
+ * the dequantised f32 values, and cn_session_param gives the CN_I8 tensor. A session made by
+ * cn_session_create_shared quantises its own copy: src's later updates are not seen. */
 cn_status cn_session_set_precision(cn_session *s, cn_dtype precision);
 /* Compute only these outputs (names of cn_output values) in every run; NULL or n = 0
  * restores the default: every output whose inputs were all fed (so an inference session fed
@@ -148,7 +160,7 @@ cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out);
  * as they are, from before that step. */
 cn_status cn_session_get_param(cn_session *s, const char *name, float *dst, size_t bytes);
 cn_status cn_session_set_param(cn_session *s, const char *name, const float *src, size_t bytes);
-cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed */
+cn_status cn_session_param(cn_session *s, const char *name, cn_tensor **out); /* borrowed; CN_I8 once quantised */
 /* Parameters (and, for a training session, optimizer state, settings and step count) to a
  * checkpoint file; writing is atomic. A step refused on the device (cn_session_run) is
  * reported instead of saved as taken: nothing is written. cn_session_save also stores the
@@ -176,6 +188,63 @@ typedef enum cn_restored {
 /* cn_session_load that also accepts another optimizer's checkpoint, and says in *how (may be
  * NULL) what happened to the optimizer state. */
 cn_status cn_session_restore(cn_session *s, const char *path, cn_restored *how);
+
+/* ---- generation token by token, with a key/value cache ----
+ *
+ * A generator continues text with a causal token model (a cn_model whose input is 'tokens'
+ * and whose attention is causal), over an inference session of that model (from
+ * cn_inference_from_checkpoint, say): feed it tokens, get the logits of the next one, feed
+ * the token chosen, and so on. s and m must outlive the generator; the generator reads the
+ * session's parameters where they are (no copy), so weights loaded into s later are used.
+ *
+ * The window. The model sees at most its context of tokens, at positions 0, 1, ...: after n
+ * tokens fed, the window is the last n - start of them, with start = 0 while n <= context,
+ * else the smallest multiple of `slide` with n - start <= context. So the window's start
+ * moves only every `slide` tokens; slide 1 keeps exactly the last `context` tokens.
+ *
+ * The cache (no_cache 0). Each attention layer's keys and values of the window are kept on
+ * the device. A feed of one token that leaves the window's start where it was runs that
+ * token alone (one step, attending the cached keys); any other feed (the first, several
+ * tokens at once, or one that moves the window's start) runs the whole window once and
+ * refills the caches: with learned absolute positions, moving the window moves every
+ * token's position, so no cached key stays valid (docs/DESIGN.md). With the default slide
+ * (half the context) that recomputation happens once every context/2 tokens.
+ * no_cache 1 runs the whole window for every feed through the session itself (the
+ * uncached path). Both paths see the same tokens at the same positions; their logits agree
+ * to float rounding (the step's attention sums in another order), so the likeliest token
+ * agrees except at a near tie.
+ */
+typedef struct cn_generator cn_generator;
+typedef struct cn_model cn_model; /* clnet_train.h: model files and their layers */
+/* How a cache stores keys and values; all arithmetic stays float32 whatever it is.
+ * - CN_KV_BF16, CN_KV_F16: rounded to nearest even when written, half the memory;
+ * - CN_KV_INT8: per row (one head's key or value at one position), a power-of-two scale 2^s
+ *   with s = e - 7 for the row's largest |value| f 2^e (f in [0.5, 1)), and the values
+ *   rounded to integers in [-127, 127] times it: each off by at most 1/64 of the row's
+ *   largest; 1 + ceil(dh/4) words a row of dh values (0.28x f32 at dh = 32). A power of two
+ *   makes quantizing exact arithmetic, so every device stores the same bits. */
+typedef enum cn_kv_cache { CN_KV_F32 = 0, CN_KV_BF16, CN_KV_F16, CN_KV_INT8 } cn_kv_cache;
+typedef struct cn_generator_config {
+    int no_cache;         /* 0 (default): the key/value cache; 1: every feed runs the whole window */
+    cn_kv_cache cache_type; /* CN_KV_F32 (default) */
+    int64_t slide;       /* 0 (default): context / 2; else 1 .. context */
+} cn_generator_config;
+void cn_generator_config_default(cn_generator_config *c);
+/* CN_ERR_INVALID_ARG for a training session, an image model or a config out of range;
+ * CN_ERR_UNSUPPORTED (naming the layer) for a model the cache cannot serve: a non-causal
+ * attention or a layer a token model does not have (no_cache serves it); CN_ERR_NOT_FOUND
+ * when s lacks one of m's parameters. The caller frees *out with cn_generator_free. */
+cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generator_config *c, cn_generator **out);
+/* Appends n >= 1 tokens (each in [0, vocab)) to the text and writes the logits that predict
+ * the token after them (vocab floats; bytes must be vocab * 4). A refused call changes
+ * nothing; after a device failure the tokens stay appended and the next feed recomputes
+ * the window. */
+cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, float *logits, size_t bytes);
+/* Forgets the text: the next feed starts a new one. */
+void cn_generator_reset(cn_generator *g);
+/* Tokens the model sees now (the window's length). */
+int64_t cn_generator_window(const cn_generator *g);
+void cn_generator_free(cn_generator *g);
 
 /* ---- checkpoints of programs: discover, rebuild, transfer ---- */
 

@@ -237,6 +237,15 @@ cn_status cn_trainer_create(const cn_model *m, cn_device *dev, const cn_train_co
  * flags 0. */
 cn_status cn_trainer_create_group(const cn_model *m, cn_device *const *devs, int n, const cn_train_config *cfg,
                                   int flags, cn_trainer **out);
+/* A trainer of a classifier program built elsewhere (an imported model made a classifier by
+ * cn_program_make_classifier): everything else as cn_trainer_create_group. The trainer owns p
+ * from the call on (also when it fails) and frees it. cfg->loss is ignored (the program's loss
+ * is trained), cfg->seed seeds dropout and shuffling (p's parameters keep their values).
+ * cn_trainer_save also stores p's graph, so cn_program_from_checkpoint rebuilds it;
+ * cn_checkpoint_read_training and cn_trainer_from_checkpoint, which need a model description,
+ * refuse such a checkpoint: resume by building the program again and cn_trainer_load. */
+cn_status cn_trainer_create_program(cn_program *p, cn_device *const *devs, int n, const cn_train_config *cfg,
+                                    int flags, cn_trainer **out);
 cn_group *cn_trainer_group(cn_trainer *t); /* borrowed */
 
 /* Samples and predictions. An image model's sample is an image (f32 NHWC in [0,1]) with one
@@ -292,6 +301,15 @@ cn_status cn_trainer_from_checkpoint(const char *path, cn_device *dev, cn_model 
  * cn_program_from_checkpoint). */
 cn_status cn_inference_from_checkpoint(const char *path, cn_device *dev, cn_model **model, cn_session **out,
                                        int *epoch, uint64_t *step);
+/* Writes the checkpoint at `in` again at `out` for deployment: every weight in dt (CN_BF16 or
+ * CN_F16, rounded to nearest even; bf16 files are checkpoint format version 2), the optimizer
+ * state left out, the model text, settings, epoch and step kept. cn_inference_from_checkpoint
+ * and inference sessions' cn_session_load widen the weights to f32 (exactly); training
+ * sessions and trainers refuse them (CN_ERR_DTYPE naming the parameter). Errors: dt another
+ * type (CN_ERR_INVALID_ARG), a checkpoint without a model description or holding a program
+ * graph, a weight past fp16's 65504 (CN_ERR_NUMERIC, naming it: use bf16), and the reading and
+ * writing errors of checkpoints; `out` is written atomically and untouched on failure. */
+cn_status cn_checkpoint_export(const char *in, const char *out, cn_dtype dt);
 /* The optimizer settings and loss stored in a checkpoint (defaults where it predates them). */
 cn_status cn_checkpoint_read_config(const char *path, cn_train_config *cfg);
 /* Reads only the model description out of a checkpoint (to build the trainer for it). */
@@ -321,6 +339,17 @@ cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_
  * context,vocab]), "output" (the last layer's own output), "probabilities" (softmax of the
  * logits), "correct" and "loss" (mean over predictions). */
 cn_status cn_model_program(const cn_model *m, uint64_t seed, cn_loss_kind loss, cn_program **out);
+/* Makes p, a program built elsewhere with one input (images with a free batch), a classifier
+ * program as above: it adds the input "labels" [batch] i32 and, from output `output` (NULL: the
+ * one named "logits", as in a file clnet exported, else the first) of shape [batch, classes]
+ * taken as logits, the outputs "logits" and "probabilities" (each unless the program has it),
+ * "correct" and the cross-entropy "loss". A model whose output is a
+ * log-softmax trains the same (softmax of a log-softmax is the softmax); one that ends in a
+ * softmax does not (its output is not logits). CN_ERR_INVALID_ARG for another number of
+ * inputs, an input "labels", an output "correct" or "loss", or an output "logits" that is not
+ * the one classified, CN_ERR_NOT_FOUND for no such output,
+ * CN_ERR_SHAPE for an output of another shape. */
+cn_status cn_program_make_classifier(cn_program *p, const char *output);
 /* Mean loss and count of right predictions over n samples, in batches, on a session of such a
  * program (inputs and labels as for cn_trainer_step). */
 cn_status cn_classifier_evaluate(cn_session *s, const void *inputs, const int32_t *labels, int n,

@@ -19,11 +19,14 @@ static cn_value activation(cn_program *p, cn_value x, cn_act a) {
     return a == CN_ACT_NONE ? x : cn_prog_op(p, cn_act_op(a), 1, &x, &prm);
 }
 
-/* Parameter "<layer>_<index>.<what>", e.g. "dense_2.weight", "attention_1.query.bias". */
+void cn_layer_param_name(const cn_layer *l, const char *what, char *buf, size_t cap) {
+    snprintf(buf, cap, "%s_%d.%s", cn_layer_kind_name(l->kind), l->index, what);
+}
+
 static cn_value param(cn_program *p, const cn_layer *l, const char *what, cn_shape shape, cn_init init, float scale,
                       int64_t fan_in, int64_t fan_out) {
     char name[CN_NODE_NAME_MAX];
-    snprintf(name, sizeof name, "%s_%d.%s", cn_layer_kind_name(l->kind), l->index, what);
+    cn_layer_param_name(l, what, name, sizeof name);
     return cn_prog_param_add(p, name, &shape, init, scale, fan_in, fan_out, NULL);
 }
 
@@ -34,10 +37,12 @@ static cn_value zeros(cn_program *p, const cn_layer *l, const char *what, int64_
     return param(p, l, what, cn_shape_of(1, n), CN_INIT_ZEROS, 0.0f, n, n);
 }
 
+const char *const cn_attention_projections[4] = {"query", "key", "value", "out"};
+
 /* Multi-head self-attention: projections query, key, value and out, [D,D] weights (y = x W)
  * and [D] biases. */
 static cn_value attention(cn_program *p, const cn_layer *l, cn_value x, int64_t d) {
-    static const char *const proj[4] = {"query", "key", "value", "out"};
+    const char *const *proj = cn_attention_projections;
     cn_value w[4], b[4];
     for (int k = 0; k < 4; k++) {
         char wn[32], bn[32];

@@ -125,6 +125,12 @@ static inline int64_t cn_size_sum(int64_t a, int64_t b) {
 
 /* Layer kind names as the model file writes them ("dense", "layer_norm", ...). */
 const char *cn_layer_kind_name(cn_layer_kind k);
+/* The name of a layer's parameter, "<kind>_<index>.<what>" ("dense_2.weight",
+ * "attention_1.query.bias"): the one rule, for the lowering (layers.c) and for cached
+ * generation, which binds the same tensors (engine/generate.c). */
+void cn_layer_param_name(const cn_layer *l, const char *what, char *buf, size_t cap);
+/* An attention layer's projections, in the order their parameters are made. */
+extern const char *const cn_attention_projections[4];
 /* Activations (one table in model.c): the name in model files and text ("" for none), the op
  * computing it (CN_OP_LEAF for none), and a name's activation ("linear" and "none" too; 0 if
  * unknown). */

@@ -349,6 +349,42 @@ def test_resume():
 
 
 @test
+def test_int8_and_16bit_exports():
+    """--precision int8 in eval and predict (weight-only int8 of the seed CNN's conv and dense
+    weights); clnet export --precision bf16|fp16 writes a checkpoint of 2-byte weights without
+    optimizer state, which eval and predict load (widened to f32) and train --resume refuses."""
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_tiny")
+    ck = state["ckpt"]
+
+    def accuracy(c, *flags):
+        r = run(["eval", c, "--data", DATA, "--limit", "256", "--device", DEVICE, *flags])
+        ok(r)
+        return float(r.out.split("accuracy ")[1].split()[0])
+
+    f32 = accuracy(ck)
+    # Quantisation moves a logit by ~1% of its size: on 256 images at most a few predictions
+    # flip (0.03 = 8 images is far above what was seen and far below a broken int8 path's
+    # chance-level 0.1).
+    check(abs(accuracy(ck, "--precision", "int8") - f32) <= 0.03, "eval --precision int8 stays near fp32")
+    r = run(["predict", ck, pgm("q8.pgm", 28, 28), "--device", DEVICE, "--precision", "int8"])
+    ok(r)
+    check(re.search(r"^class: \d+", r.out, re.M) is not None, "predict --precision int8 prints a class", r)
+    for prec in ("bf16", "fp16"):
+        out = path("seed-%s.ckpt" % prec)
+        r = run(["export", ck, out, "--precision", prec])
+        ok(r)
+        # 93,322 weights of 2 bytes, plus names, shapes and the model text (a few KiB)
+        check(93322 * 2 < os.path.getsize(out) < 93322 * 2 + 8192, "export --precision %s: 2-byte weights, no optimizer "
+              "state (%d bytes)" % (prec, os.path.getsize(out)), r)
+        check(abs(accuracy(out) - f32) <= 0.03, "the %s export evaluates like the f32 checkpoint" % prec)
+        ok(run(["predict", out, pgm("x16.pgm", 28, 28), "--device", DEVICE]))
+        fails(run(["train", "-", "--resume", out, "--data", DATA, "--limit", "64", "--epochs", "2", "--device", DEVICE]),
+              1, ["16-bit export", "f32"])
+    fails(run(["export", ck, path("x.ckpt"), "--precision", "int4"]), 2, ["--precision"])
+
+
+@test
 def test_optimizer_settings():
     """--weight-decay and friends (gradient clipping too) change training, are stored in the
     checkpoint and come back on --resume: 1 epoch + resume 1 without the flags gives the same
@@ -432,7 +468,7 @@ def test_optimizer_settings():
         r = run(["eval", adam, "--data", DATA, "--limit", "256", "--device", DEVICE, "--precision", prec])
         ok(r)
         check("accuracy" in r.out, "eval --precision %s reports" % prec, r)
-    fails(run(["eval", adam, "--data", DATA, "--limit", "16", "--precision", "int8"]), 2, ["fp32, bf16, fp16"])
+    fails(run(["train", model, *common, "--precision", "int8"]), 2, ["fp32, bf16, fp16"])  # int8 infers only
 
 
 @test
@@ -567,6 +603,9 @@ def test_placement_and_profile_logs():
     ok(r)
     check(re.search(r"profile: matmul +\d+ calls +[0-9.]+ s +[0-9.]+%", r.err) is not None,
           "CLNET_PROFILE=1 prints the per-op table on stderr", r)
+    # the seed CNN's last layer, Dense(64 -> 10) with its bias fused, at the batch of 64
+    check(re.search(r"profile: gemm b=1 m=64 n=10 k=64 ta=0 tb=0 bias=1 epilogue=0 +\d+ calls +[0-9.]+ s +[0-9.]+ "
+                    r"GFLOP/s", r.err) is not None, "and every matmul shape with its rate", r)
     r = run(base, env=quiet)
     ok(r)
     check("placement:" not in r.err and "profile:" not in r.err, "neither without being asked for", r)

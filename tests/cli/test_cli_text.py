@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """CLI tests of sequence models (stdlib only): the transformer model files, training a byte-level
 language model on a text file (epoch line, report, bits per byte), eval on text, generate, and
-the refusals of bad input: empty, binary and too-short text, a prompt longer than the context,
+generate with and without the key/value cache (the same greedy text, prompts longer than the
+context); the refusals of bad input: empty, binary and too-short text, a slide longer than the context,
 heads that do not divide the width, an image model's checkpoint given to generate; a ViT
 training step from the CLI; a checkpoint written before sequence models existed still loads.
 
@@ -61,7 +62,7 @@ def test_summaries_and_help():
             check(w in r.out, "summary of %s shows %r" % (name, w), r)
     r = run(["generate", "--help"])
     ok(r)
-    for w in ("--prompt", "--tokens", "--temperature", "--seed", "--device"):
+    for w in ("--prompt", "--tokens", "--temperature", "--seed", "--device", "--no-cache", "--cache-type", "--slide"):
         check(w in r.out, "generate --help documents %s" % w, r)
     r = run(["train", "--help"])
     check("--text" in r.out and "bits per byte" in r.out, "train --help documents --text", r)
@@ -102,10 +103,59 @@ def test_train_text_eval_generate():
     g = run(["generate", ckpt, "--prompt", "And God", "--tokens", "40", "--temperature", "0", "--device", DEVICE])
     ok(g)
     check(g.out.startswith("And God"), "greedy generation", g)
+    # the key/value cache writes the uncached path's text at temperature 0: a prompt longer than
+    # the context of 16 bytes, 40 bytes past it, at the default slide (8) and at 1
+    long_prompt = "And God said, Let there be"
+    for extra in ([], ["--slide", "1"], ["--slide", "16"]):
+        cmd = ["generate", ckpt, "--prompt", long_prompt, "--tokens", "40", "--temperature", "0", "--device",
+               DEVICE] + extra
+        cached, uncached = run(cmd), run(cmd + ["--no-cache"])
+        ok(cached)
+        ok(uncached)
+        check(cached.raw == uncached.raw and len(cached.raw) == len(long_prompt) + 41,
+              "cached and --no-cache greedy texts are equal (%s)" % " ".join(extra), cached)
+    # 16- and 8-bit caches run and keep the format of the output
+    for ct in ("bf16", "int8"):
+        r = run(["generate", ckpt, "--prompt", long_prompt, "--tokens", "20", "--cache-type", ct, "--device", DEVICE])
+        ok(r)
+        check(r.raw.startswith(long_prompt.encode()) and len(r.raw) == len(long_prompt) + 21, "%s cache" % ct, r)
     # resume one more epoch
     r = run(["train", "-", "--resume", ckpt, "--text", corpus(), "--epochs", "2", "--limit", "64", "--device", DEVICE])
     ok(r)
     check("resumed: 1 epochs done" in r.out and re.search(r"^epoch 2/2 ", r.out, re.M), "resumed to epoch 2", r)
+
+
+@test
+def test_int8_and_bf16_export_of_a_language_model():
+    """The char model in int8 (its attention and MLP weights; the embedding table stays f32)
+    and from a bf16 export: eval's bits per byte stay near f32's, generate runs."""
+    if "ckpt" not in state:
+        raise Skip("needs the checkpoint of train_text_eval_generate")
+    ckpt = state["ckpt"]
+
+    def bpb(c, *flags):
+        r = run(["eval", c, "--text", corpus(), "--limit", "64", "--device", DEVICE, *flags])
+        ok(r)
+        return float(re.search(r"bits per byte ([0-9.]+)", r.out).group(1))
+
+    f32 = bpb(ckpt)
+    # int8 moves a logit by ~1% of its size, bf16 weights by 2^-9: both far within 2% of the
+    # bits per byte, a broken path lands near uniform guessing (8 bits)
+    check(abs(bpb(ckpt, "--precision", "int8") - f32) <= 0.02 * f32, "eval --precision int8 near f32")
+    g = run(["generate", ckpt, "--prompt", "And God", "--tokens", "20", "--seed", "5", "--device", DEVICE,
+             "--precision", "int8"])
+    ok(g)
+    check(g.raw.startswith(b"And God") and len(g.raw) == 7 + 20 + 1, "generate --precision int8", g)
+    # the key/value cache binds float32 weights: int8 must say it runs uncached, and refuse a
+    # cache type it cannot honour (before the check it ran the cache on unquantised weights)
+    check("without the key/value cache" in g.err, "generate --precision int8 says it runs uncached", g)
+    bad = run(["generate", ckpt, "--prompt", "And God", "--tokens", "5", "--device", DEVICE, "--precision", "int8",
+               "--cache-type", "bf16"])
+    check(bad.rc != 0 and "--cache-type" in bad.err, "generate --precision int8 --cache-type is refused", bad)
+    half = path("lm-bf16.ckpt")
+    ok(run(["export", ckpt, half, "--precision", "bf16"]))
+    check(abs(bpb(half) - f32) <= 0.02 * f32, "the bf16 export evaluates near f32")
+    ok(run(["generate", half, "--prompt", "And God", "--tokens", "20", "--device", DEVICE]))
 
 
 @test
@@ -135,8 +185,10 @@ def test_bad_generate_input():
     if "ckpt" not in state:
         raise Skip("needs the language model trained by train_text_eval_generate")
     ck = state["ckpt"]
-    fails(run(["generate", ck, "--prompt", "p" * 17, "--device", DEVICE]), 1,
-          ["prompt is 17 bytes", "longer than the model's context of 16 bytes"])
+    fails(run(["generate", ck, "--prompt", "a", "--slide", "17", "--device", DEVICE]), 1,
+          ["--slide 17", "context of 16 bytes"])
+    fails(run(["generate", ck, "--prompt", "a", "--no-cache", "--cache-type", "bf16"]), 2, ["--cache-type", "--no-cache"])
+    fails(run(["generate", ck, "--prompt", "a", "--cache-type", "int4"]), 2, ["--cache-type"])
     fails(run(["generate", ck, "--prompt", "", "--device", DEVICE]), 2, ["--prompt", "empty"])
     fails(run(["generate", ck, "--device", DEVICE]), 2, ["--prompt"])
     fails(run(["generate", ck, "--prompt", "a", "--tokens", "0"]), 2, ["--tokens"])

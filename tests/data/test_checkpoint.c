@@ -110,6 +110,33 @@ static void test_round_trip(void) {
     cn_ckpt_free(c);
     tc_end();
 
+    tc_begin("bf16 tensors: version 2, only when one is present; infinities refused");
+    {
+        cn_ckpt_tensor b[5];
+        make_tensors(b); /* b[0] is f32; b[1] becomes the bf16 one */
+        uint16_t bits[3] = {0x3f80, 0xc040, 0x0001}; /* 1, -3, the smallest subnormal */
+        b[1] = b[0];
+        strcpy(b[1].name, "w.bf16");
+        b[1].dtype = CN_BF16, b[1].ndim = 1, b[1].shape[0] = 3, b[1].data = bits;
+        cn_ckpt_meta mm = make_meta();
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        CHECK_OK(cn_ckpt_encode(&mm, b, 1, &buf, &len));
+        CHECK(buf && buf[8] == 1, "an f32-only file stays version 1");
+        free(buf), buf = NULL;
+        CHECK_OK(cn_ckpt_encode(&mm, b, 2, &buf, &len));
+        CHECK(buf && buf[8] == 2, "a bf16 tensor makes version 2");
+        cn_ckpt *bc = NULL;
+        if (buf) CHECK_OK(cn_ckpt_parse(buf, len, "bf16", &bc));
+        const cn_ckpt_tensor *t = bc ? cn_ckpt_find(bc, "w.bf16") : NULL;
+        CHECK(t && t->dtype == CN_BF16 && memcmp(t->data, bits, sizeof bits) == 0, "bf16 bits read back");
+        cn_ckpt_free(bc);
+        free(buf);
+        bits[1] = 0x7f80; /* +inf */
+        CHECK_ERR(cn_ckpt_encode(&mm, b, 2, &buf, &len), CN_ERR_INVALID_ARG, "w.bf16");
+    }
+    tc_end();
+
     tc_begin("no temporary files left after saving");
     DIR *d = opendir(tc_tmpdir());
     struct dirent *ent;
@@ -256,8 +283,8 @@ static void test_structure(void) {
     cn_ckpt_free(c);
     tc_end();
 
-    b_header(&b, 2, "m", 1, 0), b_crc(&b);
-    expect_bad(&b, "version 2", CN_ERR_UNSUPPORTED, "version 2 is not supported");
+    b_header(&b, 3, "m", 1, 0), b_crc(&b);
+    expect_bad(&b, "version 3", CN_ERR_UNSUPPORTED, "version 3 is not supported");
     b_header(&b, 0, "m", 1, 0), b_crc(&b);
     expect_bad(&b, "version 0", CN_ERR_UNSUPPORTED, "version 0");
     b_header(&b, 1, "m", 0xFFFFFFFFu, 0), b_crc(&b);

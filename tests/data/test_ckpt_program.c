@@ -88,9 +88,10 @@ typedef struct mutation {
 
 static const mutation table[] = {
     {"magic", NULL, 0, 0, 0x12345678, CN_ERR_FORMAT, "wrong magic"},
-    {"version", NULL, 1, 0, 3, CN_ERR_UNSUPPORTED, "version 3"},
+    {"version", NULL, 1, 0, 4, CN_ERR_UNSUPPORTED, "version 4"},
     /* a version 1 file relabelled 2 is read with 28 parameter words a node: misread, refused */
     {"version 2 on version 1 records", NULL, 1, 0, 2, CN_ERR_FORMAT, "program section"},
+    {"version 3 on version 1 records", NULL, 1, 0, 3, CN_ERR_FORMAT, "program section"},
     {"node count past the data", NULL, 6, 0, 1 << 30, CN_ERR_FORMAT, "node count"},
     {"negative node count", NULL, 6, 0, -1, CN_ERR_FORMAT, "node count"},
     {"loss of a [N,2] node", NULL, 5, 0, 6, CN_ERR_FORMAT, "loss"},

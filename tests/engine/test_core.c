@@ -1,5 +1,7 @@
 /* Devices, tensors and the planner: selector errors, to() identity and copies, memory cap,
  * and activation-buffer reuse. */
+#include <string.h>
+
 #include "../data/tcheck.h"
 #include "graph.h"
 #include "internal.h"
@@ -162,6 +164,41 @@ static void test_planner_reuse(void) {
     tc_end();
 }
 
+/* A convolution's bias reaches its product through a reshape ([N*OH*OW, F] seen as
+ * [N,OH,OW,F]); the planner folds it into the matmul all the same, with the ReLU after it,
+ * so the three ops are one launch, and the values are the unfused plan's, bit for bit (the
+ * fused bias is added to the finished sum, as the ADD adds it). Before the fold looked through
+ * the reshape, this plan had two launches (the matmul, then add+relu). */
+static void test_bias_through_reshape(void) {
+    tc_begin("a bias added after a reshape of a matmul is fused into it");
+    cn_device *omp = open_or_null("omp");
+    cn_graph g;
+    cn_graph_init(&g);
+    enum { M = 12, K = 5, N = 4 };
+    float av[M * K], bv[K * N], cv[N];
+    for (int i = 0; i < M * K; i++) av[i] = (float)((i * 37) % 11) / 7.0f - 0.6f;
+    for (int i = 0; i < K * N; i++) bv[i] = (float)((i * 13) % 9) / 5.0f - 0.8f;
+    for (int i = 0; i < N; i++) cv[i] = 0.25f * (float)i - 0.3f;
+    int a = cn_g_const(&g, "a", &(cn_shape){2, {M, K}}, av), b = cn_g_const(&g, "b", &(cn_shape){2, {K, N}}, bv);
+    int c = cn_g_const(&g, "c", &(cn_shape){1, {N}}, cv);
+    int y = cn_g_reshape(&g, cn_g_matmul(&g, a, b, 0, 0), &(cn_shape){4, {2, 3, 2, N}});
+    y = cn_g_unary(&g, CN_OP_RELU, cn_g_binary(&g, CN_OP_ADD, y, c));
+    float out[2][M * N];
+    for (int fuse = 0; fuse < 2 && omp; fuse++) {
+        cn_plan *p = NULL;
+        CHECK_OK(cn_plan_create(&g, omp, &y, 1, NULL, fuse, &p));
+        if (!p) continue;
+        if (fuse) CHECK(p->n_launch == 1 && p->fused == 2, "%d launches, %d fused", p->n_launch, p->fused);
+        CHECK_OK(cn_plan_run(p, 1));
+        CHECK_OK(cn_plan_read(p, y, out[fuse], sizeof out[fuse]));
+        cn_plan_free(p);
+    }
+    CHECK(!memcmp(out[0], out[1], sizeof out[0]), "fused and unfused values differ");
+    cn_graph_destroy(&g);
+    cn_device_release(omp);
+    tc_end();
+}
+
 /* The public generator is the engine's (the one dropout and initialisers draw from), so a
  * front-end's shuffles and samples keep their numbers; a few streams and indices, the largest
  * seed included. */
@@ -216,5 +253,6 @@ int main(void) {
     test_selectors();
     test_tensors();
     test_planner_reuse();
+    test_bias_through_reshape();
     return tc_finish();
 }

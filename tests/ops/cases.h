@@ -28,6 +28,9 @@ void h_tol_exact(h_case *c);
 /* "[2,5,7]" in one of four rotating static buffers (for case descriptions). */
 const char *h_sh(cn_shape s);
 
+/* int8 inputs: h_in(c, shape, GEN_INTS, -127, 127), then c->in[k].dt = CN_I8 (the host holds
+ * the integers as floats; the harness uploads bytes). Cases of MATMUL_Q8 (cases_quant.c). */
+void cases_MATMUL_Q8(h_caselist *L);
 /* Case builders of the optimizer ops (cases_optim.c). */
 void cases_ADAM(h_caselist *L);
 void cases_SGD(h_caselist *L);
@@ -48,6 +51,11 @@ void cases_CAUSAL_MASK(h_caselist *L);
 void cases_ATTENTION(h_caselist *L);
 void cases_ATTENTION_LSE(h_caselist *L);
 void cases_ATTENTION_GRAD(h_caselist *L);
+/* Case builders of the key/value cache ops (cases_kvcache.c). */
+void cases_KV_WRITE(h_caselist *L);
+void cases_ATTEND_CACHE(h_caselist *L);
+void cases_KV_WRITE_Q8(h_caselist *L);
+void cases_ATTEND_CACHE_Q8(h_caselist *L);
 /* Case builders of the layout and depthwise ops (cases_layers.c). */
 void cases_PAD(h_caselist *L);
 void cases_PAD_GRAD(h_caselist *L);

@@ -89,7 +89,9 @@ int64_t h_case_work(const h_case *c) {
         return w + cn_shape_numel(&c->out_shape) * a->d[a->ndim - (c->p.trans_a ? 2 : 1)];
     case CN_OP_ATTENTION:
     case CN_OP_ATTENTION_LSE:
-    case CN_OP_ATTENTION_GRAD: { /* q [BH, T, D] times S keys */
+    case CN_OP_ATTENTION_GRAD:
+    case CN_OP_ATTEND_CACHE:
+    case CN_OP_ATTEND_CACHE_Q8: { /* q [BH, T, D] times S keys (C cached keys) */
         int qi = c->op == CN_OP_ATTENTION_GRAD;
         return w + cn_shape_numel(&c->in[qi].shape) * c->in[qi + 1].shape.d[1];
     }
@@ -183,6 +185,15 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
         break;
     case GEN_ZERO:
         break;
+    case GEN_Q8_ROWS:
+        for (int64_t k = 0; k < n; k++) {
+            if (k % C == 0) {
+                float sc = ldexpf(1.0f, (int)in->lo + (int)(h_rng_u64(r) % (uint64_t)(in->hi - in->lo + 1)));
+                memcpy(&l[k], &sc, sizeof sc);
+            } else
+                l[k] = (int32_t)(uint32_t)h_rng_u64(r);
+        }
+        break;
     case GEN_RATE:
         f[CN_RATE_LR] = in->lo;
         f[CN_RATE_GRAD_SCALE] = in->hi;
@@ -229,6 +240,8 @@ void h_data_free(h_data *d) {
  * H_PREFILL_BITS, so "never written" is reported the same way for every type. */
 #define H_GUARD_BITS16 0xA5A5u
 #define H_PREFILL_BITS16 0x7FC0u /* a NaN in f16 and in bf16 */
+#define H_GUARD_BITS8 0xA5u       /* i8 buffers (MATMUL_Q8's weights) */
+#define H_PREFILL_BITS8 0x5Au
 typedef struct gbuf {
     void *dev;
     unsigned char *stage; /* expected device content: data + guard */

@@ -37,6 +37,8 @@ typedef enum h_gen {
     GEN_INTS,          /* integers uniform in [lo, hi] (ties on purpose) */
     GEN_IDS,           /* i32 uniform in [lo, hi] (embedding ids; outside [0, V) on purpose) */
     GEN_ZERO,
+    GEN_Q8_ROWS,       /* i32 rows of an int8 cache (ops.h, KV_WRITE_Q8): scale 2^s with s in
+                          [lo, hi], then random bytes (-128 included on purpose) */
     GEN_RATE           /* the optimizer's step block (ops.h, CN_RATE_*): learning rate lo,
                           gradient scale hi */
 } h_gen;

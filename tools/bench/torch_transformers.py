@@ -4,12 +4,16 @@ models/vit_fashion.net and models/char_gpt.net (tools/golden/torch_models.py) wi
 defaults (Adam 1e-3, eps 1e-7) and prints their training throughput as one JSON line.
 
 usage: torch_transformers.py vit|gpt STEPS THREADS BATCH [TEXT] [--attention manual|sdpa]
+           [--gpt T,D,L]
 
-vit trains on Fashion-MNIST's first STEPS*BATCH training images in order; gpt on windows of 129
+vit trains on Fashion-MNIST's first STEPS*BATCH training images in order; gpt on windows of T+1
 bytes cut from TEXT in order. Two untimed steps come first (allocation, first-call costs), then
 STEPS timed ones: {"model": ..., "steps": ..., "seconds": ..., "images_per_second" or
 "tokens_per_second": ...}. --attention sdpa computes attention with
 F.scaled_dot_product_attention (torch >= 2.0) instead of writing softmax(QK^T)V out.
+--gpt T,D,L trains a char-GPT of context T, width D and L blocks (4 heads, an MLP of 4D)
+instead of models/char_gpt.net's 128,128,4 (tools/bench/scaling_steps writes the same model
+for clnet).
 """
 import json
 import os
@@ -35,6 +39,16 @@ def main():
         if torch_models.ATTENTION == "sdpa" and not hasattr(F, "scaled_dot_product_attention"):
             sys.exit("torch_transformers.py: torch %s has no F.scaled_dot_product_attention (2.0 or newer has)"
                      % torch.__version__)
+    shape = (128, 128, 4)
+    if "--gpt" in sys.argv:
+        i = sys.argv.index("--gpt")
+        try:
+            shape = tuple(int(v) for v in sys.argv[i + 1].split(","))
+        except (IndexError, ValueError):
+            shape = ()
+        if len(shape) != 3 or min(shape) < 1 or shape[1] % 4:
+            sys.exit("torch_transformers.py: --gpt takes T,D,L (positive, D a multiple of 4)")
+        del sys.argv[i:i + 2]
     if len(sys.argv) < 5 or sys.argv[1] not in ("vit", "gpt") or (sys.argv[1] == "gpt" and len(sys.argv) < 6):
         sys.exit(__doc__)
     which, steps, threads, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -48,9 +62,9 @@ def main():
         x = x.reshape(n, 28, 28, 1) / 255.0
         y = torch.tensor(list(torch_models.fashion_mnist("train-labels-idx1-ubyte")[8:8 + n]), dtype=torch.int64)
     else:
-        model = torch_models.CharGPT()
+        t, width, blocks = shape
+        model = torch_models.CharGPT(context=t, width=width, blocks=blocks, mlp=4 * width)
         data = open(sys.argv[5], "rb").read()
-        t = 128
         if len(data) < n * t + 1:
             sys.exit("torch_transformers.py: %s is too short for %d windows" % (sys.argv[5], n))
         w = torch.tensor(list(data[:n * t + 1]), dtype=torch.int64)
@@ -73,7 +87,7 @@ def main():
     if which == "vit":
         res["images_per_second"] = steps * batch / sec
     else:
-        res["tokens_per_second"] = steps * batch * 128 / sec
+        res["tokens_per_second"] = steps * batch * t / sec
     print(json.dumps(res))
     return 0
 

@@ -24,6 +24,9 @@ def add_argument(ap):
 
 
 def torch_version(python):
-    """torch's version under python, or None when it does not import."""
-    p = subprocess.run([python, "-c", "import torch;print(torch.__version__)"], capture_output=True, text=True)
+    """torch's version under python, or None when it does not import (or python does not run)."""
+    try:
+        p = subprocess.run([python, "-c", "import torch;print(torch.__version__)"], capture_output=True, text=True)
+    except OSError:
+        return None
     return p.stdout.strip() if p.returncode == 0 else None

@@ -30,6 +30,8 @@ int cmd_run(int argc, char **argv);    /* ONNX: cmd_run.c */
 int cmd_export(int argc, char **argv); /* ONNX: cmd_export.c */
 /* clnet summary MODEL.onnx (cmd_run.c). */
 int cli_onnx_summary(const char *path);
+/* The ops per kind and FLOPs of one sample's forward pass (cmd_summary.c). */
+int cli_print_op_stats(const cn_program *p);
 
 /* --help texts (printed to stdout), also used by `clnet help COMMAND`. */
 void help_devices(void);
@@ -81,6 +83,8 @@ cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **
  * storage type of each; cli_load_checkpoint's session runs in cli_precision (index into the
  * names, 0 = fp32), which the inference commands set from their flag. */
 extern const char *const cli_precision_names[];
+/* The same plus "int8" (weight-only int8, CN_I8): predict, eval, generate and run. */
+extern const char *const cli_infer_precision_names[];
 extern const cn_dtype cli_precision_types[];
 extern int cli_precision;
 
@@ -96,7 +100,7 @@ const char *cli_shipped_model(const char *name, char *buf, size_t cap);
 void cli_warn_if_not_causal(const cn_model *m, const char *what);
 
 /* Loads split ("train" or "t10k") of the dataset in dir (NULL: the default directory) and
- * checks that its images fit the model. On failure prints the error (naming the directory)
+ * checks that its images fit the model (m NULL: an ONNX model, which onnx_images.c checks). On failure prints the error (naming the directory)
  * and returns EXIT_ERROR with *ds zeroed; else EXIT_OK. */
 struct cn_dataset;
 int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn_model *m, struct cn_dataset *ds);

@@ -15,25 +15,45 @@ void help_generate(void) {
            "\n"
            "Continue TEXT with a language model trained by 'clnet train MODEL --text FILE'\n"
            "(a model whose input is 'tokens'; every byte is a token). Each new byte is drawn\n"
-           "from the model's prediction after the text so far (the last CONTEXT bytes of it),\n"
-           "and the prompt and its continuation are printed as they grow.\n"
+           "from the model's prediction after the text so far, and the prompt and its\n"
+           "continuation are printed as they grow.\n"
+           "\n"
+           "The model sees a window of at most CONTEXT bytes: all of the text while it fits,\n"
+           "then a window whose start moves forward by --slide bytes at a time. Each layer's\n"
+           "keys and values are cached: the prompt runs once, then each new byte alone; when\n"
+           "the window's start moves the whole window runs once more (every position moved).\n"
+           "--no-cache runs the whole window for every byte instead: the same window, and at\n"
+           "temperature 0 the same text.\n"
            "\n"
            "Options:\n"
-           "  --prompt TEXT       the start of the text (1 byte up to the model's context)\n"
+           "  --prompt TEXT       the start of the text (1 byte or more; a prompt longer than\n"
+           "                      the context is seen through the window as any text is)\n"
            "  --tokens N          bytes to generate (default %d)\n"
            "  --temperature T     divides the logits before the softmax: below 1 the likelier\n"
            "                      bytes win more often, 0 always takes the likeliest (default 1)\n"
            "  --seed S            seed of the draws: the same seed, the same text (default %d)\n"
            "  --device SEL        omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name\n"
            "                      (default $CLNET_DEVICE, else auto)\n"
-           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights f32\n"
+           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits,\n"
+           "                      weights f32; int8: weights of dense, conv2d and\n"
+           "                      attention layers in int8, one f32 scale per output\n"
+           "                      channel, activations f32\n"
+           "  --no-cache          run the whole window for every byte (no key/value cache)\n"
+           "  --cache-type NAME   fp32 (default), bf16, fp16 or int8: how the cache stores keys and\n"
+           "                      values (int8: per row of a head, a power-of-two scale)\n"
+           "  --slide N           bytes the window's start moves by when the text outgrows the\n"
+           "                      context (default: half the context; 1 keeps the last CONTEXT bytes)\n"
            "  -v, --verbose       log INFO messages to stderr\n"
            "  -h, --help          show this help\n"
            "\n"
            "Example:\n"
-           "  clnet generate gpt.ckpt --prompt \"And God said\" --tokens 300 --temperature 0.8\n",
+           "  clnet generate gpt.ckpt --prompt \"And God said\" --tokens 300 --temperature 0.8\n"
+           "  clnet generate gpt.ckpt --prompt \"And God said\" --tokens 300 --temperature 0 --no-cache\n",
            DEFAULT_TOKENS, DEFAULT_SEED);
 }
+
+/* --cache-type, in cn_kv_cache's order */
+static const char *const cache_names[] = {"fp32", "bf16", "fp16", "int8", NULL};
 
 static const arg_cmd generate_cmd = {
     "generate", "clnet generate CKPT --prompt TEXT [--tokens N] [--temperature T] [--seed S] [--device SEL]",
@@ -58,16 +78,20 @@ static int sample(const float *logits, int64_t vocab, double temperature, double
 
 int cmd_generate(int argc, char **argv) {
     const char *device = NULL, *prompt = NULL;
-    int64_t tokens = DEFAULT_TOKENS;
+    int64_t tokens = DEFAULT_TOKENS, slide = 0;
     double temperature = 1.0;
     uint64_t seed = DEFAULT_SEED;
+    int no_cache = 0, cache_type = 0;
     arg_opt opts[] = {
         {"--prompt", NULL, ARG_STRING, &prompt, 0, 0, NULL, "TEXT", 0},
         {"--tokens", NULL, ARG_INT, &tokens, 1, 1000000, NULL, "N", 0},
         {"--temperature", NULL, ARG_FLOAT, &temperature, 0, 100, NULL, "T", 0},
         {"--seed", NULL, ARG_U64, &seed, 0, 0, NULL, "S", 0},
         {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
-        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_precision_names, "NAME", 0},
+        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_infer_precision_names, "NAME", 0},
+        {"--no-cache", NULL, ARG_FLAG, &no_cache, 0, 0, NULL, NULL, 0},
+        {"--cache-type", NULL, ARG_CHOICE, &cache_type, 0, 0, cache_names, "NAME", 0},
+        {"--slide", NULL, ARG_INT, &slide, 1, 1000000, NULL, "N", 0},
         ARG_END,
     };
     const char *pos[1];
@@ -76,14 +100,16 @@ int cmd_generate(int argc, char **argv) {
     if (r != ARGS_OK) return r == ARGS_HELP ? EXIT_OK : EXIT_USAGE;
     const char *ckpt = pos[0];
     if (!prompt) return args_usage_error(&generate_cmd, "--prompt TEXT is required"); /* the parser refuses "" */
+    if (no_cache && args_given(opts, "--cache-type"))
+        return args_usage_error(&generate_cmd, "--cache-type sets the cache that --no-cache turns off");
 
     int rc = EXIT_ERROR;
     cn_device *dev = NULL;
     cn_model *model = NULL;
     cn_session *s = NULL;
-    int32_t *window = NULL;
+    cn_generator *gen = NULL;
+    int32_t *ids = NULL;
     float *logits = NULL;
-    unsigned char *text = NULL;
 
     cn_status st = cli_load_checkpoint(ckpt, device, &dev, &model, &s, "logits", NULL, NULL);
     if (st != CN_OK) {
@@ -105,50 +131,69 @@ int cmd_generate(int argc, char **argv) {
                         "needs a vocabulary of at most 256", ckpt, (long long)vocab);
         goto done;
     }
-    cli_warn_if_not_causal(model, ckpt);
-    if ((int64_t)len > context) {
-        rc = cli_errorf("the prompt is %zu bytes, longer than the model's context of %lld bytes", len, (long long)context);
+    if (slide > context) {
+        rc = cli_errorf("--slide %lld is longer than the model's context of %lld bytes", (long long)slide,
+                        (long long)context);
         goto done;
     }
+    cli_warn_if_not_causal(model, ckpt);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)prompt[i] >= vocab) {
             rc = cli_errorf("byte %zu of the prompt (%u) is outside the model's vocabulary of %lld tokens", i,
                             (unsigned char)prompt[i], (long long)vocab);
             goto done;
         }
-    window = calloc((size_t)context, sizeof *window);
-    logits = malloc((size_t)(context * vocab) * sizeof *logits);
-    text = malloc(len + (size_t)tokens);
-    if (!window || !logits || !text) {
+    cn_generator_config cfg;
+    cn_generator_config_default(&cfg);
+    /* a non-causal model's keys change with later bytes, so nothing can be cached: it keeps
+     * generating as it always did, through the whole window (the warning above says why it is
+     * a poor generator anyway) */
+    cfg.no_cache = no_cache != 0 || !cn_model_causal(model);
+    if (!cfg.no_cache && cli_precision_types[cli_precision] == CN_I8) {
+        /* int8 weights run through the session's own plan (cn_generator_create refuses them) */
+        if (args_given(opts, "--cache-type")) {
+            rc = cli_errorf("--precision int8 generates without the key/value cache, so --cache-type cannot apply");
+            goto done;
+        }
+        cli_warnf("--precision int8 generates without the key/value cache (the cache has no int8-weight path)");
+        cfg.no_cache = 1;
+    }
+    if (!no_cache && !cn_model_causal(model) && args_given(opts, "--cache-type"))
+        cli_warnf("--cache-type is ignored: a model that is not causal generates without the key/value cache");
+    cfg.cache_type = (cn_kv_cache)cache_type;
+    cfg.slide = slide;
+    st = cn_generator_create(s, model, &cfg, &gen);
+    if (st != CN_OK) {
+        rc = cli_error(st);
+        goto done;
+    }
+    ids = malloc((len ? len : 1) * sizeof *ids);
+    logits = malloc((size_t)vocab * sizeof *logits);
+    if (!ids || !logits) {
         rc = cli_errorf("out of memory");
         goto done;
     }
-    memcpy(text, prompt, len);
+    for (size_t i = 0; i < len; i++) ids[i] = (unsigned char)prompt[i];
     fwrite(prompt, 1, len, stdout);
     fflush(stdout);
-    size_t n = len;
+    /* the prompt in one feed, then each byte drawn */
+    int64_t n = (int64_t)len;
     for (int64_t k = 0; k < tokens; k++) {
-        /* the last `context` bytes; positions after them are zeros that the causal mask hides */
-        size_t from = n > (size_t)context ? n - (size_t)context : 0, used = n - from;
-        memset(window, 0, (size_t)context * sizeof *window);
-        for (size_t i = 0; i < used; i++) window[i] = text[from + i];
-        st = cn_session_feed(s, "tokens", window, 1);
-        if (st == CN_OK) st = cn_session_run(s);
-        if (st == CN_OK) st = cn_session_fetch(s, "logits", logits, (size_t)(context * vocab) * sizeof *logits);
+        st = cn_generator_feed(gen, ids, n, logits, (size_t)vocab * sizeof *logits);
         if (st != CN_OK) {
             fputc('\n', stdout);
             rc = cli_error(st);
             goto done;
         }
-        const float *row = logits + (used - 1) * (size_t)vocab;
         for (int64_t i = 0; i < vocab; i++)
-            if (!isfinite(row[i])) {
+            if (!isfinite(logits[i])) {
                 fputc('\n', stdout);
                 rc = cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
                 goto done;
             }
-        int b = sample(row, vocab, temperature, cn_random_uniform(seed, (uint64_t)k, 0));
-        text[n++] = (unsigned char)b;
+        int b = sample(logits, vocab, temperature, cn_random_uniform(seed, (uint64_t)k, 0));
+        ids[0] = b;
+        n = 1;
         fputc(b, stdout);
         fflush(stdout);
     }
@@ -156,9 +201,9 @@ int cmd_generate(int argc, char **argv) {
     rc = EXIT_OK;
 
 done:
-    free(text);
     free(logits);
-    free(window);
+    free(ids);
+    cn_generator_free(gen);
     cn_session_free(s);
     if (model) cn_model_free(model);
     if (dev) cn_device_release(dev);

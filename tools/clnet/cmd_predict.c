@@ -21,7 +21,10 @@ void help_predict(void) {
            "Options:\n"
            "  --device SEL    omp, cl:N, gpu, gpu:N, cpu, auto or part of a device name (default\n"
            "                  $CLNET_DEVICE, else auto)\n"
-           "  --precision NAME  fp32 (default), bf16 or fp16: activations in 16 bits, weights f32\n"
+           "  --precision NAME  fp32 (default), bf16 or fp16: activations in 16 bits,\n"
+           "                    weights f32; int8: weights of dense, conv2d and\n"
+           "                    attention layers in int8, one f32 scale per output\n"
+           "                    channel, activations f32\n"
            "  -v, --verbose   log INFO messages to stderr\n"
            "  -h, --help      show this help\n"
            "\n"
@@ -39,7 +42,7 @@ int cmd_predict(int argc, char **argv) {
     const char *device = NULL;
     arg_opt opts[] = {
         {"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
-        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_precision_names, "NAME", 0},
+        {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_infer_precision_names, "NAME", 0},
         ARG_END,
     };
     const char *pos[2];

@@ -25,11 +25,71 @@ void help_run(void) {
            "  --output FILE       write the first output as float32 .npy; NAME=FILE for another\n"
            "                      output (repeatable)\n"
            "  --device SEL        device selector or name (default: $CLNET_DEVICE, else auto)\n"
+           "  --precision NAME    fp32 (default), bf16 or fp16: activations in 16 bits, weights\n"
+           "                      f32; int8: the weights of its matrix products (Gemm, MatMul,\n"
+           "                      Conv with group 1) in int8, one f32 scale per output channel\n"
+           "  --repeat N          then time N more runs, each feeding the inputs, running and\n"
+           "                      fetching every output (the first run, which builds the plan\n"
+           "                      and compiles kernels, is not timed); prints the median and\n"
+           "                      the fastest (tools/bench/compare_onnx reads it)\n"
            "  -h, --help          show this help\n"
            "  -v, --verbose       log INFO messages to stderr\n"
            "\n"
            "Example:\n"
            "  clnet run model.onnx --input input=image.npy --output logits.npy --device omp\n");
+}
+
+/* Feeds the inputs again, runs and fetches every output, repeat times; prints the median and
+ * fastest wall time. What an application pays per inference, host copies included. */
+static int time_runs(cn_program *p, cn_session *s, const char *const *names, const npy_array *arrays,
+                     const int64_t *rows, int n_in, int64_t repeat) {
+    double *t = malloc((size_t)repeat * sizeof *t);
+    size_t cap = 0;
+    for (int i = 0; i < cn_program_num_outputs(p); i++) {
+        const char *name;
+        int nd;
+        int64_t shape[CN_MAX_DIMS], numel = 1;
+        cn_program_output_name(p, i, &name);
+        if (cn_session_output_shape(s, name, &nd, shape) != CN_OK) continue;
+        for (int k = 0; k < nd; k++) numel *= shape[k];
+        if ((size_t)numel * 4 > cap) cap = (size_t)numel * 4;
+    }
+    void *y = malloc(cap ? cap : 4);
+    if (!t || !y) {
+        free(t), free(y);
+        return cli_errorf("out of memory");
+    }
+    cn_status st = CN_OK;
+    for (int64_t r = 0; r < repeat && st == CN_OK; r++) {
+        double t0 = cli_now();
+        for (int k = 0; k < n_in && st == CN_OK; k++) st = cn_session_feed(s, names[k], arrays[k].data, rows[k]);
+        if (st == CN_OK) st = cn_session_run(s);
+        for (int i = 0; i < cn_program_num_outputs(p) && st == CN_OK; i++) {
+            const char *name;
+            int nd;
+            int64_t shape[CN_MAX_DIMS], numel = 1;
+            cn_program_output_name(p, i, &name);
+            st = cn_session_output_shape(s, name, &nd, shape);
+            for (int k = 0; st == CN_OK && k < nd; k++) numel *= shape[k];
+            if (st == CN_OK) st = cn_session_fetch(s, name, y, (size_t)numel * 4);
+        }
+        t[r] = cli_now() - t0;
+    }
+    free(y);
+    if (st != CN_OK) {
+        free(t);
+        return cli_error(st);
+    }
+    for (int64_t i = 1; i < repeat; i++) /* insertion sort: a few hundred values at most */
+        for (int64_t j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double v = t[j];
+            t[j] = t[j - 1], t[j - 1] = v;
+        }
+    double med = repeat % 2 ? t[repeat / 2] : 0.5 * (t[repeat / 2 - 1] + t[repeat / 2]);
+    printf("timing: %lld runs after 1 untimed: median %.3f ms, fastest %.3f ms (feed, run, fetch)\n",
+           (long long)repeat, med * 1e3, t[0] * 1e3);
+    free(t);
+    return EXIT_OK;
 }
 
 static const arg_cmd run_cmd = {"run", "clnet run MODEL.onnx --input NAME=FILE.npy... [options]", help_run, 1, 1,
@@ -106,6 +166,7 @@ int cmd_run(int argc, char **argv) {
     io_arg ins[RUN_MAX_IO], outs[RUN_MAX_IO];
     int n_in = 0, n_out = 0, r;
     const char *device = NULL;
+    int64_t repeat = 0;
     char **args = malloc((size_t)(argc + 1) * sizeof *args);
     if (!args) return cli_errorf("out of memory");
     memcpy(args, argv, (size_t)argc * sizeof *args);
@@ -114,7 +175,10 @@ int cmd_run(int argc, char **argv) {
         free(args);
         return r;
     }
-    arg_opt opts[] = {{"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0}, ARG_END};
+    arg_opt opts[] = {{"--device", NULL, ARG_STRING, &device, 0, 0, NULL, "SEL", 0},
+                      {"--precision", NULL, ARG_CHOICE, &cli_precision, 0, 0, cli_infer_precision_names, "NAME", 0},
+                      {"--repeat", NULL, ARG_INT, &repeat, 0, 100000, NULL, "N", 0},
+                      ARG_END};
     const char *pos[1];
     int np;
     r = args_parse(&run_cmd, opts, nargs, args, pos, &np);
@@ -125,6 +189,8 @@ int cmd_run(int argc, char **argv) {
     cn_device *dev = NULL;
     cn_session *s = NULL;
     npy_array arrays[RUN_MAX_IO] = {0};
+    const char *fed[RUN_MAX_IO];
+    int64_t fed_rows[RUN_MAX_IO];
     int status = EXIT_ERROR;
     cn_status st = cn_program_from_onnx(pos[0], &p);
     if (st != CN_OK) {
@@ -137,7 +203,8 @@ int cmd_run(int argc, char **argv) {
                             n_inputs == 1 ? "" : "s", pos[0]);
         goto done;
     }
-    if ((st = cli_open_device(device, &dev)) != CN_OK || (st = cn_session_create_inference(p, dev, &s)) != CN_OK) {
+    if ((st = cli_open_device(device, &dev)) != CN_OK || (st = cn_session_create_inference(p, dev, &s)) != CN_OK ||
+        (st = cn_session_set_precision(s, cli_precision_types[cli_precision])) != CN_OK) {
         status = cli_error(st);
         goto done;
     }
@@ -178,6 +245,7 @@ int cmd_run(int argc, char **argv) {
         int64_t rows = check_input(p, idx, &arrays[k], ins[k].file);
         if (rows < 0) goto done;
         cn_program_input_info(p, idx, &name, NULL, NULL, NULL);
+        fed[k] = name, fed_rows[k] = rows;
         if ((st = cn_session_feed(s, name, arrays[k].data, rows)) != CN_OK) {
             status = cli_error(st);
             goto done;
@@ -234,7 +302,7 @@ int cmd_run(int argc, char **argv) {
             goto done;
         }
     }
-    status = EXIT_OK;
+    status = repeat > 0 ? time_runs(p, s, fed, arrays, fed_rows, n_in, repeat) : EXIT_OK;
 done:
     for (int k = 0; k < n_in; k++) {
         npy_free(&arrays[k]);
@@ -284,6 +352,7 @@ int cli_onnx_summary(const char *path) {
         printf("  param   %-28s %-20s %lld\n", name, sh, (long long)n);
     }
     printf("Trainable parameters: %lld\n", (long long)total);
+    int rc = cli_print_op_stats(p);
     cn_program_free(p);
-    return EXIT_OK;
+    return rc;
 }

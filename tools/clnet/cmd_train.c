@@ -14,6 +14,7 @@
 #include "data/data.h"
 #include "progress.h"
 #include "report.h"
+#include "onnx_images.h"
 #include "train_data.h"
 
 #define DEFAULT_EPOCHS 5
@@ -30,6 +31,19 @@ void help_train(void) {
            "its bytes are the tokens; the last tenth validates, the rest is cut into windows of\n"
            "CONTEXT + 1 bytes (at a seeded offset per epoch) and the model predicts every byte\n"
            "of a window from those before it.\n"
+           "MODEL.onnx (an image classifier exported by PyTorch, Keras via tf2onnx, or clnet) trains\n"
+           "on the same images: its one input is f32 [batch,C,H,W] (or NHWC, or flat [batch,H*W])\n"
+           "with C 1 or 3; its output named logits (else its first) is taken as logits [batch,K],\n"
+           "K >= the classes, and the cross-entropy loss is added. Pixels are in [0,1] (no mean/std\n"
+           "normalisation), resized bilinearly (half-pixel centres, no antialiasing: PyTorch's\n"
+           "interpolate with align_corners=False) when its H x W is not 28 x 28, the gray value\n"
+           "copied into each channel when C is 3. Every flag below means what it means for a\n"
+           "model file: the optimizer updates every float initializer the file holds (batch-norm\n"
+           "running statistics are updated in training mode, not by the optimizer), dropout in\n"
+           "the file is active in training, --devices and mpirun split each batch the same way.\n"
+           "--save writes the imported program and its weights (clnet export CKPT OUT.onnx writes\n"
+           "the fine-tuned model back; clnet eval MODEL.onnx --weights CKPT evaluates it; --resume\n"
+           "CKPT continues with the same MODEL.onnx).\n"
            "\n"
            "Options:\n"
            "  --data DIR            dataset directory (default " CN_DATASET_DEFAULT_DIR ")\n"
@@ -108,7 +122,8 @@ void help_train(void) {
            "  clnet train models/seed_cnn.net --epochs 5 --save cnn.ckpt\n"
            "  clnet train models/seed_cnn.net --limit 256 --epochs 1 --device omp --report r.json\n"
            "  clnet train - --resume cnn.ckpt --save cnn.ckpt --epochs 10\n"
-           "  clnet train models/char_gpt.net --text ~/.local/share/clnet/kjv.txt --save gpt.ckpt\n",
+           "  clnet train models/char_gpt.net --text ~/.local/share/clnet/kjv.txt --save gpt.ckpt\n"
+           "  clnet train resnet.onnx --optimizer sgd --lr 0.01 --epochs 1 --save tuned.ckpt\n",
            DEFAULT_EPOCHS, DEFAULT_SEED);
 }
 
@@ -162,6 +177,7 @@ typedef struct train_opts {
     int given[G_COUNT];
     cn_train_config ckpt_cfg; /* settings stored in the checkpoint resumed from */
     uint64_t ckpt_seed;       /* and its seed */
+    int onnx;                 /* MODEL.onnx: an imported image classifier (onnx_images.h) */
 } train_opts;
 
 /* Builds the model: from the checkpoint when resuming (warning when MODEL differs), else from
@@ -170,6 +186,16 @@ typedef struct train_opts {
 static int load_model(train_opts *o, cn_model **out) {
     *out = NULL;
     cn_status st;
+    if (o->onnx) { /* the program is imported when the trainer is made; a resumed run's settings */
+        if (o->resume && (st = cn_checkpoint_read_config(o->resume, &o->ckpt_cfg)) != CN_OK) return cli_error(st);
+        if (o->resume) o->ckpt_seed = o->seed; /* until cn_trainer_load says (create_trainer) */
+        if (o->resume && o->given[G_OPTIMIZER] && optimizer_kinds[o->optimizer] != o->ckpt_cfg.opt.kind)
+            return cli_errorf("--optimizer %s does not match the optimizer of checkpoint %s; leave --optimizer out "
+                              "when resuming", optimizer_names[o->optimizer], o->resume);
+        for (int i = 0; o->resume && i < 3; i++)
+            if (optimizer_kinds[i] == o->ckpt_cfg.opt.kind) o->optimizer = i;
+        return EXIT_OK;
+    }
     if (!o->resume) {
         if (strcmp(o->model_path, "-") == 0)
             return cli_errorf("MODEL '-' is only allowed with --resume (the model then comes from the checkpoint)");
@@ -240,7 +266,11 @@ typedef struct train_run {
     int n_dev;
     cn_trainer *t;
     train_data data;
-    void *inputs; /* one batch: f32 pixels or i32 ids */
+    void *inputs; /* one batch: f32 pixels or i32 ids (an ONNX model's: fitted, onnx_images.h) */
+    float *raw;   /* an ONNX model's batch as the data set holds it, when fitting changes it */
+    image_fit fit;
+    int64_t in_elems; /* values per sample the trainer takes */
+    int64_t n_params;
     float *targets; /* a denoiser's batch of clean images */
     int32_t *labels;
     int64_t *perm;
@@ -308,6 +338,7 @@ static int parse_options(train_opts *o, int argc, char **argv) {
     int r = args_parse(&train_cmd, opts, argc, argv, pos, &np);
     if (r != ARGS_OK) return r;
     o->model_path = pos[0];
+    o->onnx = is_onnx_path(o->model_path);
     for (int k = 0; k < G_COUNT; k++) o->given[k] = args_given(opts, given_names[k]);
     return ARGS_OK;
 }
@@ -362,6 +393,25 @@ static int open_devices(train_run *r) {
 static int load_data(train_run *r) {
     int rc = train_data_load(&r->data, r->model, r->o.data, r->o.text, r->o.limit, r->o.noise);
     if (rc != EXIT_OK) return EXIT_ERROR;
+    r->in_elems = r->data.in_elems;
+    if (r->o.onnx) {
+        cn_program *p = NULL; /* imported once here to fit the data; the trainer imports its own */
+        rc = onnx_classifier_load(r->o.model_path, &p, &r->fit);
+        for (int i = 0; p && i < cn_program_num_params(p); i++) {
+            int nd;
+            int64_t d[CN_MAX_DIMS], n = 1;
+            cn_program_param(p, i, NULL, &nd, d);
+            for (int k = 0; k < nd; k++) n *= d[k];
+            r->n_params += n;
+        }
+        cn_program_free(p);
+        int classes = r->data.train.num_classes > r->data.test.num_classes ? r->data.train.num_classes
+                                                                           : r->data.test.num_classes;
+        if (rc == EXIT_OK)
+            rc = image_fit_source(&r->fit, r->data.train.h, r->data.train.w, r->data.train.c, classes, r->o.model_path);
+        if (rc != EXIT_OK) return rc;
+        r->in_elems = r->fit.elems;
+    }
     if (r->o.text) cli_warn_if_not_causal(r->model, r->o.resume ? r->o.resume : r->o.model_path);
     if (stopped_while("loading the data")) return stop_status();
     /* a batch larger than the data set is one batch of all of it: same steps, smaller graph */
@@ -371,12 +421,42 @@ static int load_data(train_run *r) {
     return EXIT_OK;
 }
 
+/* An imported model's trainer: the program made a classifier and trained as is. Resuming, the
+ * checkpoint's seed (its dropout masks, its shuffling) is only known once it is loaded: a
+ * trainer made with another seed is made again with the checkpoint's. */
+static int create_onnx_trainer(train_run *r, int flags) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cn_program *p = NULL;
+        image_fit fit;
+        int rc = onnx_classifier_load(r->o.model_path, &p, &fit);
+        if (rc != EXIT_OK) return rc;
+        cn_status st = cn_trainer_create_program(p, r->devs, r->n_dev, &r->cfg, flags, &r->t);
+        if (st != CN_OK) return cli_error(st);
+        if ((rc = dist_agree(cn_trainer_group(r->t), &r->data, r->o.epochs, r->o.steps)) != EXIT_OK) return rc;
+        if (stopped_while("building the model on the device")) return stop_status();
+        if (!r->o.resume) return EXIT_OK;
+        uint64_t rng = 0;
+        if ((st = cn_trainer_load(r->t, r->o.resume, &r->start_epoch, &rng)) != CN_OK) return cli_error(st);
+        if (r->start_epoch < 0) r->start_epoch = 0;
+        if (rng == r->cfg.seed) return EXIT_OK;
+        if (r->o.given[G_SEED])
+            cli_warnf("--seed %llu ignored: the resumed epochs shuffle and drop out with the checkpoint's seed %llu",
+                      (unsigned long long)r->o.seed, (unsigned long long)rng);
+        r->o.seed = r->cfg.seed = rng;
+        cn_trainer_free(r->t);
+        r->t = NULL;
+    }
+    return cli_errorf("%s: its seed changed while it was read", r->o.resume);
+}
+
 /* The trainer on the devices (and, under mpirun, every rank's: it checks that the ranks agree
  * on the model and settings, dist_agree on the data and the run's length), with the
  * checkpoint's state when resuming. */
 static int create_trainer(train_run *r) {
     int flags = r->D.size > 1 ? CN_GROUP_MPI : 0;
-    cn_status st = cn_trainer_create_group(r->model, r->devs, r->n_dev, &r->cfg, flags, &r->t);
+    cn_status st;
+    if (r->o.onnx) return create_onnx_trainer(r, flags);
+    st = cn_trainer_create_group(r->model, r->devs, r->n_dev, &r->cfg, flags, &r->t);
     if (st != CN_OK) return cli_error(st);
     int rc = dist_agree(cn_trainer_group(r->t), &r->data, r->o.epochs, r->o.steps);
     if (rc != EXIT_OK) return rc;
@@ -409,7 +489,9 @@ static int prepare(train_run *r) {
 /* The batch buffers, and the report's earlier epochs when resuming. */
 static int alloc_buffers(train_run *r) {
     const train_opts *o = &r->o;
-    r->inputs = malloc((size_t)o->batch * (size_t)r->data.in_elems * 4); /* f32 pixels or i32 ids */
+    r->inputs = malloc((size_t)o->batch * (size_t)r->in_elems * 4); /* f32 pixels or i32 ids */
+    if (o->onnx && !r->fit.identity && !(r->raw = malloc((size_t)o->batch * (size_t)r->data.in_elems * 4)))
+        return cli_errorf("out of memory for the batch buffers (batch %lld)", (long long)o->batch);
     r->labels = malloc((size_t)o->batch * (size_t)r->data.per * sizeof *r->labels);
     r->perm = malloc((size_t)r->data.n_train * sizeof *r->perm);
     r->recs = calloc((size_t)o->epochs, sizeof *r->recs);
@@ -432,7 +514,12 @@ static void print_header(const train_run *r) {
                i == r->n_dev - 1 ? "\n" : "");
     }
     printf("model: %s%s, %lld parameters\n", o->resume ? o->resume : o->model_path, o->resume ? " (resumed)" : "",
-           (long long)cn_model_num_params(r->model));
+           (long long)(o->onnx ? r->n_params : cn_model_num_params(r->model)));
+    if (o->onnx) {
+        char fit[256];
+        image_fit_describe(&r->fit, fit, sizeof fit);
+        printf("input: %s\n", fit);
+    }
     char what[512];
     train_data_describe(&r->data, o->text ? o->text : o->data ? o->data : CN_DATASET_DEFAULT_DIR, what, sizeof what);
     printf("data: %s\n", what);
@@ -526,7 +613,9 @@ static int train_epoch(train_run *r, int epoch, epoch_sums *e) {
         int64_t start = b * o->batch;
         int count = (int)(r->data.n_train - start < o->batch ? r->data.n_train - start : o->batch);
         /* the global batch: the trainer's group takes this rank's rows of it */
-        train_data_gather(&r->data, o->seed, epoch, r->perm, start, count, r->inputs, r->labels, r->targets);
+        train_data_gather(&r->data, o->seed, epoch, r->perm, start, count, r->raw ? r->raw : r->inputs, r->labels,
+                          r->targets);
+        if (r->raw) image_fit_apply(&r->fit, r->raw, count, r->inputs);
         st = r->targets ? cn_trainer_step_targets(r->t, r->inputs, r->targets, count, NULL)
                         : cn_trainer_step(r->t, r->inputs, r->labels, count, NULL, NULL);
         r->steps_run++;
@@ -551,6 +640,10 @@ static int train_epoch(train_run *r, int epoch, epoch_sums *e) {
     return EXIT_OK;
 }
 
+static cn_status trainer_eval(void *t, const void *in, const int32_t *labels, int n, double *loss, int64_t *correct) {
+    return cn_trainer_evaluate(t, in, labels, n, loss, correct);
+}
+
 /* The validation pass after an epoch, each rank on its part of the test set; fills the
  * record's val_* fields and eval_seconds. */
 static int validate(train_run *r, int epoch, const char *metrics, epoch_record *rec) {
@@ -559,7 +652,10 @@ static int validate(train_run *r, int epoch, const char *metrics, epoch_record *
     int64_t val_correct = 0, vlo, vn;
     cn_group_slice(cn_trainer_group(r->t), r->data.n_test, &vlo, &vn);
     cn_status st = CN_OK;
-    if (vn > 0 && r->data.noise > 0)
+    if (vn > 0 && r->o.onnx)
+        st = image_fit_evaluate(&r->fit, trainer_eval, r->t, train_data_test_inputs(&r->data, vlo),
+                                train_data_test_labels(&r->data, vlo), vn, &val_loss, &val_correct);
+    else if (vn > 0 && r->data.noise > 0)
         st = cn_trainer_evaluate_targets(r->t, train_data_test_inputs(&r->data, vlo), train_data_test_targets(&r->data, vlo),
                                          (int)vn, &val_loss);
     else if (vn > 0)
@@ -648,6 +744,7 @@ static void release(train_run *r) {
     free(r->labels);
     free(r->targets);
     free(r->inputs);
+    free(r->raw);
     if (r->t) cn_trainer_free(r->t);
     train_data_free(&r->data);
     if (r->model) cn_model_free(r->model);

@@ -158,7 +158,8 @@ void cli_device_label(const cn_device *dev, char *buf, size_t cap) {
 }
 
 const char *const cli_precision_names[] = {"fp32", "bf16", "fp16", NULL};
-const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16};
+const char *const cli_infer_precision_names[] = {"fp32", "bf16", "fp16", "int8", NULL};
+const cn_dtype cli_precision_types[] = {CN_F32, CN_BF16, CN_F16, CN_I8};
 int cli_precision;
 
 cn_status cli_load_checkpoint(const char *path, const char *device, cn_device **dev, cn_model **model,
@@ -218,7 +219,7 @@ int cli_load_dataset(const char *dir, const char *split, int64_t limit, const cn
         return cli_errorf("the '%s' split in %s holds no images", split, dir);
     }
     int64_t in = (int64_t)ds->h * ds->w * ds->c;
-    int64_t want = cn_model_input_size(m), outs = cn_model_output_size(m);
+    int64_t want = m ? cn_model_input_size(m) : in, outs = m ? cn_model_output_size(m) : ds->num_classes;
     int rc = EXIT_OK;
     if (in != want)
         rc = cli_errorf("the model takes %lld inputs per image but the images in %s are %dx%dx%d (%lld values)",

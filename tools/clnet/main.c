@@ -16,13 +16,13 @@ typedef struct command {
 
 static const command commands[] = {
     {"devices", cmd_devices, help_devices, "list the compute devices (OpenMP reference and OpenCL)"},
-    {"train", cmd_train, help_train, "train a model on an IDX dataset (Fashion-MNIST by default) or a text file"},
-    {"eval", cmd_eval, help_eval, "evaluate a checkpoint on the test set"},
+    {"train", cmd_train, help_train, "train a model (file or ONNX) on an IDX dataset (Fashion-MNIST by default) or a text file"},
+    {"eval", cmd_eval, help_eval, "evaluate a checkpoint or an ONNX classifier on the test set"},
     {"predict", cmd_predict, help_predict, "classify a PGM image with a checkpoint"},
     {"generate", cmd_generate, help_generate, "continue a text with a language model's checkpoint"},
     {"run", cmd_run, help_run, "run an ONNX model on .npy inputs"},
     {"export", cmd_export, help_export, "write a checkpoint's model as an ONNX file"},
-    {"summary", cmd_summary, help_summary, "print a model's layers, shapes and parameter counts"},
+    {"summary", cmd_summary, help_summary, "print a model's layers, shapes, parameters, ops and FLOPs"},
     {"bench", cmd_bench, help_bench, "measure training/inference speed, latency, memory and SGEMM per device"},
     {"tune", cmd_tune, help_tune, "tune a device's GEMM kernels and cache the parameters"},
 };

@@ -55,6 +55,9 @@ static void add_noise(float *dst, const float *src, int64_t n, double sigma, uin
 double train_data_psnr(double mse) { return mse > 0 ? -10.0 * log10(mse) : INFINITY; }
 
 int train_data_check_task(const cn_model *m, double noise) {
+    if (!m) /* an imported image classifier (onnx_images.h) */
+        return noise > 0 ? cli_errorf("--noise trains a denoiser model file; an ONNX model is trained as a classifier")
+                         : EXIT_OK;
     int oh, ow, oc, h, w, c;
     int image = cn_model_output_image(m, &oh, &ow, &oc);
     cn_model_input_shape(m, &h, &w, &c);
@@ -94,7 +97,7 @@ int train_data_load(train_data *d, const cn_model *m, const char *dir, const cha
     memset(d, 0, sizeof *d);
     if (train_data_check_task(m, noise) != EXIT_OK) return EXIT_ERROR;
     int rc;
-    if (cn_model_vocab(m) > 0) {
+    if (m && cn_model_vocab(m) > 0) {
         if (!text) rc = cli_errorf("the model reads tokens (a language model): give --text FILE to train on");
         else if (dir) rc = cli_errorf("--data names an image dataset, but the model reads tokens; give --text FILE only");
         else rc = load_text(d, m, text, limit);
@@ -103,7 +106,7 @@ int train_data_load(train_data *d, const cn_model *m, const char *dir, const cha
     } else {
         rc = cli_load_dataset(dir, "train", limit, m, &d->train);
         if (rc == EXIT_OK) rc = cli_load_dataset(dir, "t10k", limit, m, &d->test);
-        d->in_elems = cn_model_input_size(m), d->per = 1;
+        d->in_elems = (int64_t)d->train.h * d->train.w * d->train.c, d->per = 1; /* what cli_load_dataset checked */
         d->n_train = d->train.n, d->n_test = d->test.n;
         if (rc == EXIT_OK && noise > 0) rc = train_data_noisy_test(d, noise);
     }

@@ -36,7 +36,7 @@ int train_data_noisy_test(train_data *d, double noise);
 /* Peak signal-to-noise ratio in dB of a mean squared error, for pixels in [0, 1]. */
 double train_data_psnr(double mse);
 
-/* Loads what model m trains on: for a token model the text file `text` (required; --data is
+/* Loads what model m (NULL: an imported image classifier) trains on: for a token model the text file `text` (required; --data is
  * refused), else the IDX dataset in dir (--text is refused). limit > 0 keeps the first limit
  * samples of each part. Prints the error (naming the file or directory) and returns its exit
  * status on failure, with *d freed. */

@@ -1,0 +1,90 @@
+/* The key/value cache of generation (engine/ops.h, engine/generate.c): KV_WRITE copies new
+ * rows into a cache in place, ATTEND_CACHE attends queries at positions pos, pos + 1, ...
+ * over the cached keys, through ATTENTION's own forward (cn_omp_attend: per query row, the
+ * scores in double, their maximum, and the sums in double in key order).
+ *
+ * KV_WRITE moves elements of one storage type (cache and rows share it), so it copies their
+ * bytes and runs on every type as it is (omp_storage.c lists it); the others run widened.
+ * The int8 forms quantize with ilogb, ldexp and rint (exact: the bits kvcache.cl writes) and
+ * attend through a float copy of the rows they read, whose values are exact. */
+#include <stdlib.h>
+
+#include "omp_ops.h"
+
+/* The position a launch reads from its i32 [1] input (host memory on this backend). */
+static int64_t position(const cn_launch *l, int i) { return *(const int32_t *)l->in[i]; }
+
+cn_status cn_omp_op_KV_WRITE(const cn_launch *l) {
+    const cn_shape *c = &l->in_shape[0], *r = &l->in_shape[1];
+    const int64_t bh = c->d[0], cap = c->d[1], d = c->d[2], t = r->d[1], pos = position(l, 2);
+    const size_t es = cn_dtype_size(l->in_dtype[0]), row = (size_t)d * es;
+    char *out = l->out;
+    const char *rows = l->in[1];
+    /* the rows t with 0 <= pos + t < cap */
+    const int64_t from = pos < 0 ? -pos : 0, to = CN_OMP_MIN(t, cap - pos);
+    for (int64_t b = 0; b < bh; b++)
+        for (int64_t i = from; i < to; i++)
+            memcpy(out + ((size_t)(b * cap + pos + i)) * row, rows + ((size_t)(b * t + i)) * row, row);
+    return CN_OK;
+}
+
+cn_status cn_omp_op_ATTEND_CACHE(const cn_launch *l) { return cn_omp_attend(l, l->in[1], l->in[2], position(l, 3)); }
+
+cn_status cn_omp_op_KV_WRITE_Q8(const cn_launch *l) {
+    const cn_shape *c = &l->in_shape[0], *r = &l->in_shape[1];
+    const int64_t bh = c->d[0], cap = c->d[1], w = c->d[2], t = r->d[1], d = r->d[2], pos = position(l, 2);
+    int32_t *out = l->out;
+    const float *rows = l->in[1];
+    for (int64_t b = 0; b < bh; b++)
+        for (int64_t i = 0; i < t; i++) {
+            if (pos + i < 0 || pos + i >= cap) continue;
+            const float *x = rows + (b * t + i) * d;
+            float m = 0.0f;
+            for (int64_t e = 0; e < d; e++) m = fmaxf(m, fabsf(x[e]));
+            const int ex = m > 0.0f ? ilogbf(m) + 1 : 0; /* frexp's exponent, as kvcache.cl computes it */
+            int32_t *row = out + (b * cap + pos + i) * w;
+            float s = ldexpf(1.0f, ex - 7);
+            memcpy(&row[0], &s, sizeof s);
+            for (int64_t k = 0; k < w - 1; k++) {
+                uint32_t word = 0;
+                for (int j = 0; j < 4; j++) {
+                    int64_t e = 4 * k + j;
+                    float q = e < d ? fminf(fmaxf(rintf(ldexpf(x[e], 7 - ex)), -127.0f), 127.0f) : 0.0f;
+                    word |= ((uint32_t)(int32_t)q & 0xffu) << (8 * j);
+                }
+                row[1 + k] = (int32_t)word;
+            }
+        }
+    return CN_OK;
+}
+
+/* Rows 0 .. n-1 of every head of an int8 cache [BH, C, W] as floats [BH, C, D]. */
+static void dequantize(const int32_t *c, int64_t bh, int64_t cap, int64_t w, int64_t d, int64_t n, float *dst) {
+    for (int64_t b = 0; b < bh; b++)
+        for (int64_t j = 0; j < n; j++) {
+            const int32_t *row = c + (b * cap + j) * w;
+            float s;
+            memcpy(&s, &row[0], sizeof s);
+            for (int64_t e = 0; e < d; e++) {
+                uint32_t u = ((uint32_t)row[1 + e / 4] >> (8 * (e % 4))) & 0xffu;
+                dst[(b * cap + j) * d + e] = (float)((int32_t)u - (int32_t)((u & 0x80u) << 1)) * s;
+            }
+        }
+}
+
+cn_status cn_omp_op_ATTEND_CACHE_Q8(const cn_launch *l) {
+    const cn_shape *qs = &l->in_shape[0], *ks = &l->in_shape[1];
+    const int64_t bh = qs->d[0], t = qs->d[1], d = qs->d[2], cap = ks->d[1], w = ks->d[2];
+    const int64_t last = position(l, 3) + t - 1, n = last < 0 ? 0 : CN_OMP_MIN(cap, last + 1);
+    size_t bytes = (size_t)(bh * cap * d) * sizeof(float);
+    float *k = malloc(bytes ? bytes : 1), *v = malloc(bytes ? bytes : 1);
+    cn_status st = k && v ? CN_OK : cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%zu bytes to dequantize the cache", 2 * bytes);
+    if (st == CN_OK) {
+        dequantize(l->in[1], bh, cap, w, d, n, k);
+        dequantize(l->in[2], bh, cap, w, d, n, v);
+        st = cn_omp_attend(l, k, v, position(l, 3));
+    }
+    free(k);
+    free(v);
+    return st;
+}

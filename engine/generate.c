@@ -1,0 +1,451 @@
+/* Generation token by token (clnet_session.h, docs/DESIGN.md "Generation with a key/value
+ * cache").
+ *
+ * The text the model sees is a window of the text fed so far, chosen by one rule
+ * (window_start) that both paths share: so the cached path and the uncached one see the same
+ * tokens at the same positions, and at temperature 0 write the same text.
+ *
+ * - Uncached: every feed runs the session's own program on the window, padded with zeros
+ *   that the causal mask hides, and reads the logits of its last token.
+ * - Cached: two graphs lowered here from the model's layers, bound to the session's
+ *   parameter tensors (no copy) and to a key and a value cache per attention layer.
+ *   The prefill graph runs the whole window (T = context) with the fused causal attention,
+ *   as the session's program does, and writes every position's keys and values into the
+ *   caches (KV_WRITE at 0); the step graph runs one token at position pos: its key and
+ *   value go to row pos, and its query attends rows 0..pos (ATTEND_CACHE). A feed of one
+ *   token that keeps the window's start is a step; anything else (the first feed, several
+ *   tokens, a window that slid) is a prefill of the new window, because learned absolute
+ *   positions make every cached key stale when the window's start moves. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "layers/model.h"
+#include "plan.h"
+#include "session.h"
+
+/* One planned graph of T tokens. */
+typedef struct gen_graph {
+    cn_graph g;
+    cn_plan *plan;
+    int64_t T;
+    int tokens, positions, start; /* INPUT leaves: ids [T], their positions [T], the cache row of token 0 [1] */
+    int logits;                   /* [T, V], f32 */
+    int *writes;                  /* KV_WRITE nodes: outputs, so they run although the prefill reads no cache */
+    int n_writes;
+    int *bound;                   /* leaf bound[i] reads tensors[i]: a session parameter or a cache */
+    cn_tensor **tensors;
+    int n_bound, cap_bound;
+} gen_graph;
+
+struct cn_generator {
+    cn_session *s;
+    cn_generator_config cfg;
+    int64_t context, vocab, slide;
+    cn_dtype act;      /* the session's activations: f32, bf16 or f16 */
+    int32_t *win;      /* the window: win[0 .. n_win) */
+    int64_t n_win, n_text;
+    int64_t cached;    /* window tokens whose keys and values the caches hold */
+    cn_tensor **cache; /* per attention layer: key, value [heads, context, head dims] */
+    int n_cache;
+    gen_graph pre, step;
+    int32_t *ids;      /* context ids: a padded window */
+    int32_t *positions; /* 0 .. context - 1 */
+    int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
+                          that do not block read them until the run's logits are read */
+    float *rows;       /* context x vocab logits */
+};
+
+/* The first token of the window once n tokens were fed: 0 while the text fits the context,
+ * then the start advances by whole slides, so that the window keeps the last n - start <=
+ * context tokens and moves only every `slide` tokens. slide 1 is "the last context tokens". */
+static int64_t window_start(int64_t n, int64_t context, int64_t slide) {
+    return n <= context ? 0 : (n - context + slide - 1) / slide * slide;
+}
+
+void cn_generator_config_default(cn_generator_config *c) {
+    if (!c) return;
+    memset(c, 0, sizeof *c);
+    c->cache_type = CN_KV_F32;
+}
+
+/* ---- lowering the model for T tokens ---- */
+
+/* The tensor type of a cache: its float type, or i32 words of int8 rows (engine/ops.h). */
+static cn_dtype cache_dtype(cn_kv_cache k) {
+    return k == CN_KV_BF16 ? CN_BF16 : k == CN_KV_F16 ? CN_F16 : k == CN_KV_INT8 ? CN_I32 : CN_F32;
+}
+
+typedef struct lower {
+    cn_generator *gen;
+    gen_graph *gg;
+    int fail; /* a node failed: its message is set */
+} lower;
+
+static int track(lower *L, int node, cn_tensor *t) {
+    gen_graph *gg = L->gg;
+    if (node < 0) return L->fail = 1, -1;
+    if (gg->n_bound == gg->cap_bound) {
+        int cap = gg->cap_bound ? 2 * gg->cap_bound : 64;
+        int *b = realloc(gg->bound, (size_t)cap * sizeof *b);
+        if (b) gg->bound = b;
+        cn_tensor **ts = b ? realloc(gg->tensors, (size_t)cap * sizeof *ts) : NULL;
+        if (ts) gg->tensors = ts;
+        if (!b || !ts) {
+            cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: bindings");
+            return L->fail = 1, -1;
+        }
+        gg->cap_bound = cap;
+    }
+    gg->bound[gg->n_bound] = node;
+    gg->tensors[gg->n_bound++] = t;
+    return node;
+}
+
+/* v in storage type dt (a CAST when it is another). */
+static int as_type(lower *L, int v, cn_dtype dt) {
+    if (v < 0) return L->fail = 1, -1;
+    if (L->gg->g.nodes[v].dtype == dt) return v;
+    cn_op_params p = {0};
+    p.variant = (int32_t)dt;
+    int r = cn_g_op(&L->gg->g, CN_OP_CAST, 1, &v, &p, NULL);
+    return r < 0 ? (L->fail = 1, -1) : r;
+}
+
+/* A parameter of layer l, bound to the session's tensor of that name, read in the
+ * activations' type (a CAST where it is read; each is read once, as in the session). */
+static int param(lower *L, const cn_layer *l, const char *what) {
+    char name[CN_NODE_NAME_MAX];
+    cn_layer_param_name(l, what, name, sizeof name);
+    cn_tensor *t;
+    if (cn_session_param(L->gen->s, name, &t) != CN_OK) {
+        cn_errorf(CN_ERR_NOT_FOUND, "generator: the session has no parameter '%s' of the model's %s_%d: it is not a "
+                  "session of this model", name, cn_layer_kind_name(l->kind), l->index);
+        return L->fail = 1, -1;
+    }
+    int leaf = track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, name, &t->shape, CN_F32), t);
+    return as_type(L, leaf, L->gen->act);
+}
+
+static int op(lower *L, cn_op o, int n, const int *in, const cn_op_params *p, const cn_shape *shape) {
+    for (int i = 0; i < n; i++)
+        if (in[i] < 0) return L->fail = 1, -1;
+    int r = cn_g_op(&L->gg->g, o, n, in, p, shape);
+    return r < 0 ? (L->fail = 1, -1) : r;
+}
+
+static int op2(lower *L, cn_op o, int a, int b) { return op(L, o, 2, (int[]){a, b}, &(cn_op_params){0}, NULL); }
+
+static int reshape(lower *L, int x, cn_shape shape) {
+    if (x < 0) return L->fail = 1, -1;
+    int r = cn_g_reshape(&L->gg->g, x, &shape);
+    return r < 0 ? (L->fail = 1, -1) : r;
+}
+
+/* [A, B, C] -> [B, A, C]: heads to the front ([T, H, dh] -> [H, T, dh]) and back. With A or
+ * B of 1 (a step's single token) the elements keep their order: a view, no launch. */
+static int swap01(lower *L, int x) {
+    if (x < 0) return L->fail = 1, -1;
+    const cn_shape *s = &L->gg->g.nodes[x].shape;
+    if (s->d[0] == 1 || s->d[1] == 1) return reshape(L, x, cn_shape_of(3, s->d[1], s->d[0], s->d[2]));
+    cn_op_params p = {.perm = {1, 0, 2}};
+    return op(L, CN_OP_TRANSPOSE, 1, &x, &p, NULL);
+}
+
+/* x [T, in] W [in, out] + b: the model's dense over a sequence (cn_op_dense), on 2-D rows. */
+static int dense(lower *L, int x, int w, int b) {
+    int y = op(L, CN_OP_MATMUL, 2, (int[]){x, w}, &(cn_op_params){0}, NULL);
+    return op2(L, CN_OP_ADD, y, b);
+}
+
+static int activation(lower *L, int x, cn_act a) {
+    if (a == CN_ACT_NONE) return x;
+    cn_op_params p = cn_act_params(a);
+    return op(L, cn_act_op(a), 1, &x, &p, NULL);
+}
+
+/* Multi-head attention of layer l on x [T, D] (cn_op_multihead_attention's projections and
+ * head layout, batch 1): its keys and values go to the layer's caches at row `start`; the
+ * prefill (T > 1) attends its own keys with the fused causal attention, as the session's
+ * program does, and a step attends the cache. */
+static int attention(lower *L, const cn_layer *l, int x, int layer) {
+    cn_generator *gen = L->gen;
+    gen_graph *gg = L->gg;
+    const int64_t T = gg->T, d = l->oc, h = l->units, dh = d / h;
+    int w[4], b[4], qkv[3];
+    for (int k = 0; k < 4; k++) {
+        char what[32];
+        snprintf(what, sizeof what, "%s.weight", cn_attention_projections[k]);
+        w[k] = param(L, l, what);
+        snprintf(what, sizeof what, "%s.bias", cn_attention_projections[k]);
+        b[k] = param(L, l, what);
+    }
+    for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
+    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
+    int cache[2];
+    for (int k = 0; k < 2; k++) {
+        cn_tensor *t = gen->cache[2 * layer + k];
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
+        int rows = q8 ? qkv[1 + k] : as_type(L, qkv[1 + k], ct);
+        cache[k] = op(L, q8 ? CN_OP_KV_WRITE_Q8 : CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
+        if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
+    }
+    cn_op_params p = {0};
+    p.scale = 1.0f / sqrtf((float)dh);
+    p.causal = 1;
+    int a;
+    if (T > 1) a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
+    else if (q8) a = op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
+    else
+        a = as_type(L, op(L, CN_OP_ATTEND_CACHE, 4, (int[]){as_type(L, qkv[0], ct), cache[0], cache[1], gg->start}, &p, NULL),
+                    gen->act);
+    return dense(L, reshape(L, swap01(L, a), cn_shape_of(2, T, d)), w[3], b[3]);
+}
+
+/* The layers cached generation knows: a causal token model's. */
+static cn_status unsupported(const cn_layer *l, const char *why) {
+    return cn_errorf(CN_ERR_UNSUPPORTED, "generator: %s_%d %s; generate without the cache (no_cache, --no-cache)",
+                     cn_layer_kind_name(l->kind), l->index, why);
+}
+
+static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg) {
+    lower L = {gen, gg, 0};
+    cn_graph *g = &gg->g;
+    CN_TRY(cn_graph_init(g));
+    gg->writes = malloc((size_t)(2 * gen->n_cache + 1) * sizeof *gg->writes);
+    int *block_in = malloc((size_t)(m->n + 1) * sizeof *block_in);
+    if (!gg->writes || !block_in) {
+        free(block_in);
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: lowering %d layers", m->n);
+    }
+    const cn_shape rows = cn_shape_of(1, gg->T);
+    gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
+    gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
+    gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
+    int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
+    cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
+    for (int i = 0; i < m->n && st == CN_OK && !L.fail; i++) {
+        const cn_layer *l = &m->layers[i];
+        switch (l->kind) {
+        case CN_L_EMBED:
+            x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
+                    op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
+            break;
+        case CN_L_LAYER_NORM: {
+            cn_op_params p = {0};
+            p.eps = l->eps;
+            x = op(&L, CN_OP_LAYERNORM, 3, (int[]){x, param(&L, l, "weight"), param(&L, l, "bias")}, &p, NULL);
+            break;
+        }
+        case CN_L_ATTENTION:
+            if (!l->causal) st = unsupported(l, "is not causal: its keys change with later tokens, so none can be cached");
+            else x = attention(&L, l, x, layer++);
+            break;
+        case CN_L_DENSE:
+            x = dense(&L, x, param(&L, l, "weight"), param(&L, l, "bias"));
+            /* the logits are the output before a final softmax */
+            if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
+            break;
+        case CN_L_ACTIVATION:
+            if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
+            break;
+        case CN_L_DROPOUT: break; /* inference */
+        case CN_L_RESIDUAL: block_in[i] = x; break;
+        case CN_L_END: x = op2(&L, CN_OP_ADD, x, block_in[l->partner]); break;
+        default: st = unsupported(l, "is not a layer of a causal token model"); break;
+        }
+    }
+    free(block_in);
+    if (st == CN_OK && L.fail) st = cn_last_status();
+    if (st != CN_OK) return st;
+    gg->logits = as_type(&L, x, CN_F32);
+    if (L.fail) return cn_last_status();
+    const cn_shape *ls = &g->nodes[gg->logits].shape;
+    if (ls->ndim != 2 || ls->d[1] != gen->vocab)
+        return cn_errorf(CN_ERR_SHAPE, "generator: the model's last layer gives %lld values per token, not its vocabulary "
+                         "of %lld", (long long)ls->d[ls->ndim - 1], (long long)gen->vocab);
+    return CN_OK;
+}
+
+static cn_status plan_graph(cn_generator *gen, const cn_model *m, gen_graph *gg, int64_t T) {
+    gg->T = T;
+    CN_TRY(lower_model(gen, m, gg));
+    cn_tensor **bind = calloc((size_t)gg->g.n, sizeof *bind);
+    int *outs = malloc((size_t)(gg->n_writes + 1) * sizeof *outs);
+    cn_status st = bind && outs ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: plan of %d nodes", gg->g.n);
+    for (int i = 0; i < gg->n_bound && st == CN_OK; i++) bind[gg->bound[i]] = gg->tensors[i];
+    if (st == CN_OK) {
+        outs[0] = gg->logits;
+        memcpy(outs + 1, gg->writes, (size_t)gg->n_writes * sizeof *outs);
+        st = cn_plan_create(&gg->g, gen->s->dev, outs, gg->n_writes + 1, bind, 1, &gg->plan);
+    }
+    if (st != CN_OK) cn_error_context(st, "planning the %s graph of cached generation", T > 1 ? "prefill" : "step");
+    free(bind);
+    free(outs);
+    return st;
+}
+
+static void drop_graph(gen_graph *gg) {
+    cn_plan_free(gg->plan);
+    cn_graph_destroy(&gg->g);
+    free(gg->writes);
+    free(gg->bound);
+    free(gg->tensors);
+    memset(gg, 0, sizeof *gg);
+}
+
+/* ---- the public calls ---- */
+
+static cn_status make_caches(cn_generator *gen, const cn_model *m) {
+    for (int i = 0; i < m->n; i++) gen->n_cache += m->layers[i].kind == CN_L_ATTENTION;
+    gen->cache = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->cache);
+    if (!gen->cache) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
+    int k = 0;
+    for (int i = 0; i < m->n; i++) {
+        const cn_layer *l = &m->layers[i];
+        if (l->kind != CN_L_ATTENTION) continue;
+        int64_t dh = l->oc / l->units, dims[3] = {l->units, gen->context, dh};
+        if (gen->cfg.cache_type == CN_KV_INT8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
+        for (int j = 0; j < 2; j++)
+            CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
+    }
+    return CN_OK;
+}
+
+cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generator_config *cfg, cn_generator **out) {
+    if (!s || !m || !out) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: NULL session, model or out");
+    *out = NULL;
+    cn_generator_config c;
+    cn_generator_config_default(&c);
+    if (cfg) c = *cfg;
+    if (s->training) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: a training session; give an inference session");
+    if (m->in_form != CN_FORM_IDS)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: the model reads images, not tokens; generation needs a "
+                         "token model ('input tokens CONTEXT VOCAB')");
+    if ((unsigned)c.cache_type > CN_KV_INT8)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: cache type %d is not CN_KV_F32, _BF16, _F16 or _INT8",
+                         (int)c.cache_type);
+    if (c.slide < 0 || c.slide > m->context)
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_create: slide %lld is outside 0..%d (0: half the context)",
+                         (long long)c.slide, m->context);
+    /* the cached graphs bind the session's weights as float32 matmul operands; an int8
+     * session quantises them at its first run and releases the float32 copies, so the cache
+     * would read freed or unquantised weights */
+    if (!c.no_cache && s->opt.precision == CN_I8)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "cn_generator_create: the key/value cache has no int8-weight path; "
+                                             "generate an int8 session without the cache (no_cache, --no-cache)");
+    cn_generator *gen = calloc(1, sizeof *gen);
+    if (!gen) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "cn_generator_create");
+    gen->s = s;
+    gen->cfg = c;
+    gen->context = m->context;
+    gen->vocab = m->vocab;
+    gen->slide = c.slide ? c.slide : (m->context / 2 > 0 ? m->context / 2 : 1);
+    gen->act = s->opt.precision == CN_BF16 || s->opt.precision == CN_F16 ? s->opt.precision : CN_F32;
+    gen->win = malloc((size_t)gen->context * sizeof *gen->win);
+    gen->ids = calloc((size_t)gen->context, sizeof *gen->ids);
+    gen->positions = malloc((size_t)gen->context * sizeof *gen->positions);
+    for (int64_t i = 0; gen->positions && i < gen->context; i++) gen->positions[i] = (int32_t)i;
+    gen->rows = malloc((size_t)(gen->context * gen->vocab) * sizeof *gen->rows);
+    cn_status st = gen->win && gen->ids && gen->positions && gen->rows ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "cn_generator_create");
+    if (st == CN_OK && !c.no_cache) st = make_caches(gen, m);
+    if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->pre, gen->context);
+    if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->step, 1);
+    if (st != CN_OK) {
+        cn_generator_free(gen);
+        return st;
+    }
+    *out = gen;
+    return CN_OK;
+}
+
+void cn_generator_free(cn_generator *g) {
+    if (!g) return;
+    drop_graph(&g->pre);
+    drop_graph(&g->step);
+    for (int i = 0; g->cache && i < 2 * g->n_cache; i++) cn_tensor_release(g->cache[i]);
+    free(g->cache);
+    free(g->win);
+    free(g->ids);
+    free(g->positions);
+    free(g->rows);
+    free(g);
+}
+
+void cn_generator_reset(cn_generator *g) {
+    if (g) g->n_win = g->n_text = g->cached = 0;
+}
+
+int64_t cn_generator_window(const cn_generator *g) { return g ? g->n_win : 0; }
+
+/* The window padded with zeros to the context, through graph or session; the logits of its
+ * last token into dst. */
+static cn_status run_window(cn_generator *g, float *dst) {
+    const size_t row = (size_t)g->vocab * sizeof(float);
+    memset(g->ids, 0, (size_t)g->context * sizeof *g->ids);
+    memcpy(g->ids, g->win, (size_t)g->n_win * sizeof *g->ids);
+    if (g->cfg.no_cache) {
+        const char *logits = "logits";
+        CN_TRY(cn_session_feed(g->s, "tokens", g->ids, 1));
+        CN_TRY(cn_session_run_outputs(g->s, &logits, 1));
+        CN_TRY(cn_session_fetch(g->s, "logits", g->rows, (size_t)g->context * row));
+    } else {
+        cn_plan *p = g->pre.plan;
+        g->fed[2] = 0;
+        CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, g->pre.start, &g->fed[2], sizeof g->fed[2], 0));
+        CN_TRY(cn_plan_run(p, 1));
+        CN_TRY(cn_plan_read(p, g->pre.logits, g->rows, (size_t)g->context * row));
+    }
+    memcpy(dst, g->rows + (size_t)(g->n_win - 1) * (size_t)g->vocab, row);
+    return CN_OK;
+}
+
+/* One token at row pos = n_win - 1 of the caches, which hold the rows before it. */
+static cn_status run_step(cn_generator *g, float *dst) {
+    cn_plan *p = g->step.plan;
+    g->fed[0] = g->win[g->n_win - 1], g->fed[1] = (int32_t)(g->n_win - 1);
+    CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
+    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0));
+    CN_TRY(cn_plan_feed(p, g->step.start, &g->fed[1], sizeof g->fed[1], 0));
+    CN_TRY(cn_plan_run(p, 1));
+    return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
+}
+
+cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, float *logits, size_t bytes) {
+    if (!g || !tokens || !logits) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: NULL generator, tokens or logits");
+    if (n < 1) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: %lld tokens (at least 1)", (long long)n);
+    if (bytes != (size_t)g->vocab * sizeof(float))
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: %zu bytes for the logits; the model's vocabulary of %lld "
+                         "needs %zu", bytes, (long long)g->vocab, (size_t)g->vocab * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= g->vocab)
+            return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: token %lld is %d, outside the vocabulary [0, %lld)",
+                             (long long)i, tokens[i], (long long)g->vocab);
+    if (n > INT64_MAX - g->n_text) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: the text outgrows int64");
+    const int64_t was = window_start(g->n_text, g->context, g->slide), total = g->n_text + n;
+    const int64_t start = window_start(total, g->context, g->slide);
+    /* the new window is text[start, total): what the old one keeps of it, then the new tokens */
+    const int64_t keep = start < g->n_text ? g->n_text - start : 0, from_new = total - start - keep;
+    memmove(g->win, g->win + (g->n_win - keep), (size_t)keep * sizeof *g->win);
+    memcpy(g->win + keep, tokens + (n - from_new), (size_t)from_new * sizeof *g->win);
+    const int step = !g->cfg.no_cache && n == 1 && start == was && g->cached == g->n_win && g->n_win > 0;
+    g->n_text = total;
+    g->n_win = total - start;
+    g->cached = 0; /* until the run below succeeds: a failed run leaves the caches unknown */
+    cn_status st = step ? run_step(g, logits) : run_window(g, logits);
+    if (st == CN_OK && !g->cfg.no_cache) g->cached = g->n_win;
+    if (st != CN_OK) {
+        /* uploads of a failed run may still read fed[] and ids: wait for them, keeping the error */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", cn_last_error());
+        (void)cn_device_sync(g->s->dev);
+        cn_errorf(st, "%s", msg);
+    }
+    return st;
+}

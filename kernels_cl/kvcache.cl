@@ -1,0 +1,129 @@
+/* The key/value cache of generation (engine/ops.h: KV_WRITE, ATTEND_CACHE and their int8
+ * forms). The float caches, the rows, the queries and the output are STORE_T (common.h.cl);
+ * scores and sums are float. pos is an i32 [1] read on the device, so one plan serves every
+ * step of a generation.
+ *
+ * int8 rows (ops.h): word 0 holds the row's scale 2^s as float bits, then four values a word,
+ * value e in bits 8 (e % 4) .. 8 (e % 4) + 7 of word 1 + e / 4 (two's complement). The scale
+ * is a power of two so that quantizing is exact arithmetic (ilogb, ldexp, rint: no division),
+ * hence the same bits on every device. */
+
+#ifndef KV_DPER
+#define KV_DPER 8 /* output dims one work-item accumulates: heads up to KV_DPER x the group */
+#endif
+
+/* One work-item per element of rows [BH,T,D]: rows that fall outside [0, C) are dropped. The
+ * bits move untouched (the cache and the rows share the storage type). */
+__kernel void kv_write(__global STORE_T *cache, __global const STORE_T *rows, __global const int *posp, int BH, int C,
+                       int T, int D) {
+    long g = get_global_id(0);
+    if (g >= (long)BH * T * D) return;
+    int e = (int)(g % D), t = (int)((g / D) % T), b = (int)(g / ((long)D * T));
+    int at = posp[0] + t;
+    if (at < 0 || at >= C) return;
+    MOVE_AT(cache, ((long)b * C + at) * D + e) = MOVE_AT(rows, g);
+}
+
+/* One work-item per row of rows [BH,T,D]: its largest |value| m = f 2^x (f in [0.5, 1)) gives
+ * the scale 2^(x-7), so |value| / scale < 128; values are rounded to nearest even and
+ * clamped to [-127, 127]. W = 1 + ceil(D / 4) words a row. */
+__kernel void kv_write_q8(__global int *cache, __global const STORE_T *rows, __global const int *posp, int BH, int C,
+                          int T, int D, int W) {
+    long r = get_global_id(0);
+    if (r >= (long)BH * T) return;
+    int t = (int)(r % T), b = (int)(r / T), at = posp[0] + t;
+    if (at < 0 || at >= C) return;
+    __global const STORE_T *x = rows + r * D;
+    float m = 0.0f;
+    for (int e = 0; e < D; e++) m = fmax(m, fabs(LOAD(x, e)));
+    int ex = m > 0.0f ? ilogb(m) + 1 : 0; /* frexp's exponent, without its pointer (Oclgrind) */
+    __global int *row = cache + ((long)b * C + at) * W;
+    row[0] = as_int(ldexp(1.0f, ex - 7));
+    for (int w = 0; w < W - 1; w++) {
+        uint word = 0;
+        for (int j = 0; j < 4; j++) {
+            int e = 4 * w + j;
+            float q = e < D ? clamp(rint(ldexp(LOAD(x, e), 7 - ex)), -127.0f, 127.0f) : 0.0f;
+            word |= ((uint)(int)q & 0xffu) << (8 * j);
+        }
+        row[1 + w] = (int)word;
+    }
+}
+
+/* Value e of an int8 row, times the row's scale (exact: an 8-bit integer times a power of 2). */
+float q8_at(__global const int *row, int e) {
+    uint u = ((uint)row[1 + (e >> 2)] >> (8 * (e & 3))) & 0xffu;
+    return (float)((int)u - (int)((u & 0x80u) << 1)) * as_float(row[0]);
+}
+
+/* One work-group (a power of two, L work-items) per query row r of [BH*T]: the row's keys
+ * come in chunks of L, one score per work-item, with the online softmax across chunks (the
+ * running maximum m and sum l rescale the accumulators, as attention.cl's kernels do); the
+ * chunk's probabilities go through local memory to the work-items that own output dims
+ * e = lid + u L. Local memory: 2 L floats, whatever the cache length. KAT(j, e) and VAT(j, e)
+ * read element e of cached key and value j of this row's head. */
+#define ATTEND_BODY(KAT, VAT)                                                                  \
+    int lid = get_local_id(0), L = get_local_size(0), r = get_group_id(0);                     \
+    int b = r / T, last = posp[0] + r % T;                                                     \
+    int n = last < 0 ? 0 : min(C, last + 1);                                                   \
+    __global const STORE_T *qr = q + (long)r * D;                                              \
+    float acc[KV_DPER];                                                                        \
+    for (int u = 0; u < KV_DPER; u++) acc[u] = 0.0f;                                           \
+    float m = -INFINITY, l = 0.0f;                                                             \
+    for (int j0 = 0; j0 < n; j0 += L) {                                                        \
+        int j = j0 + lid;                                                                      \
+        float s = -INFINITY;                                                                   \
+        if (j < n) {                                                                           \
+            float dot = 0.0f;                                                                  \
+            for (int e = 0; e < D; e++) dot += LOAD(qr, e) * KAT(j, e);                        \
+            s = scale * dot;                                                                   \
+        }                                                                                      \
+        tmp[lid] = s;                                                                          \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        for (int h = L >> 1; h > 0; h >>= 1) {                                                 \
+            if (lid < h) tmp[lid] = fmax(tmp[lid], tmp[lid + h]);                              \
+            barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+        }                                                                                      \
+        float mn = fmax(m, tmp[0]); /* finite: key j0 is in */                                 \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                          \
+        float a = exp(m - mn), pj = j < n ? exp(s - mn) : 0.0f;                                \
+        p[lid] = pj;                                                                           \
+        l = l * a + cn_wg_sum(pj, tmp); /* its barriers publish p too */                       \
+        m = mn;                                                                                \
+        int cnt = min(L, n - j0);                                                              \
+        for (int u = 0; u < KV_DPER; u++) {                                                    \
+            int e = lid + u * L;                                                               \
+            if (e >= D) break;                                                                 \
+            float o = acc[u] * a;                                                              \
+            for (int jj = 0; jj < cnt; jj++) o += p[jj] * VAT(j0 + jj, e);                     \
+            acc[u] = o;                                                                        \
+        }                                                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE); /* p is rewritten by the next chunk */                   \
+    }                                                                                          \
+    for (int u = 0; u < KV_DPER; u++) {                                                        \
+        int e = lid + u * L;                                                                   \
+        if (e >= D) break;                                                                     \
+        STORE(out, (long)r * D + e, n ? acc[u] / l : 0.0f);                                    \
+    }
+
+__kernel void attend_cache(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
+                           __global const int *posp, __global STORE_T *out, int T, int C, int D, float scale,
+                           __local float *p, __local float *tmp) {
+    __global const STORE_T *kb = k + (long)(get_group_id(0) / T) * C * D, *vb = v + (long)(get_group_id(0) / T) * C * D;
+#define KAT(j, e) LOAD(kb, (long)(j) * D + (e))
+#define VAT(j, e) LOAD(vb, (long)(j) * D + (e))
+    ATTEND_BODY(KAT, VAT)
+#undef KAT
+#undef VAT
+}
+
+__kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, __global const int *v,
+                              __global const int *posp, __global STORE_T *out, int T, int C, int D, int W, float scale,
+                              __local float *p, __local float *tmp) {
+    __global const int *kb = k + (long)(get_group_id(0) / T) * C * W, *vb = v + (long)(get_group_id(0) / T) * C * W;
+#define KAT(j, e) q8_at(kb + (long)(j) * W, (e))
+#define VAT(j, e) q8_at(vb + (long)(j) * W, (e))
+    ATTEND_BODY(KAT, VAT)
+#undef KAT
+#undef VAT
+}

@@ -1,0 +1,273 @@
+/* Generation with a key/value cache (cn_generator, docs/DESIGN.md "Generation with a
+ * key/value cache"), on every device or the one given as argv[1]:
+ * - the cached path gives the uncached path's logits at every feed (prompts longer than the
+ *   window, generations past it, slides 1, default and the whole context), and so the same
+ *   greedy tokens;
+ * - 16-bit caches against the f32 cache, within bounds derived from the formats;
+ * - the window rule, reset, and refusals of bad input.
+ * The model is small (context 16, width 32, two causal blocks of 4 heads) with weights drawn
+ * large enough that the logits spread (default initialisation leaves them near-tied). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+#define CONTEXT 16
+#define VOCAB 64
+static const char *const MODEL = "input tokens 16 64\nembed 32\nrepeat 2\n  transformer 4 64 causal\nend\nlayer_norm\n"
+                                 "dense 64\n";
+
+/* xorshift: the test's own draws */
+static uint64_t rng = 88172645463325252ull;
+static double uniform(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Embeddings U(-1, 1); matrices U(-a, a) with a = sqrt(3 / rows) (unit variance through
+ * them); layer-norm gains 1 + U(-0.2, 0.2); biases U(-0.2, 0.2). */
+static int randomize(cn_session *s, const cn_program *p) {
+    for (int i = 0; i < cn_program_num_params(p); i++) {
+        const char *name;
+        int nd;
+        int64_t sh[CN_MAX_DIMS];
+        if (cn_program_param(p, i, &name, &nd, sh) != CN_OK) return 0;
+        int64_t n = 1;
+        for (int d = 0; d < nd; d++) n *= sh[d];
+        float *v = malloc((size_t)n * sizeof *v);
+        if (!v) return 0;
+        int embed = strncmp(name, "embed", 5) == 0, gain = nd == 1 && strstr(name, "layer_norm") && strstr(name, "weight");
+        double a = embed ? 1.0 : nd == 2 ? sqrt(3.0 / (double)sh[0]) : 0.2;
+        for (int64_t k = 0; k < n; k++) v[k] = (float)((gain ? 1.0 : 0.0) + a * (2.0 * uniform() - 1.0));
+        cn_status st = cn_session_set_param(s, name, v, (size_t)n * sizeof *v);
+        free(v);
+        if (st != CN_OK) return 0;
+    }
+    return 1;
+}
+
+typedef struct fixture {
+    cn_model *m;
+    cn_program *p;
+    cn_session *s;
+} fixture;
+
+static int setup(cn_device *dev, const char *text, fixture *f) {
+    memset(f, 0, sizeof *f);
+    rng = 88172645463325252ull;
+    return cn_model_parse(text, "test_generate", &f->m) == CN_OK &&
+           cn_model_program(f->m, 7, CN_LOSS_XENT, &f->p) == CN_OK &&
+           cn_session_create_inference(f->p, dev, &f->s) == CN_OK && randomize(f->s, f->p);
+}
+
+static void teardown(fixture *f) {
+    cn_session_free(f->s);
+    cn_program_free(f->p);
+    if (f->m) cn_model_free(f->m);
+}
+
+/* setup, or a failure counted and nothing left to free */
+static int start(cn_device *dev, const char *text, fixture *f) {
+    if (setup(dev, text, f)) return 1;
+    CHECK(0, "setup of %s", text);
+    teardown(f);
+    return 0;
+}
+
+static int argmax(const float *x) {
+    int b = 0;
+    for (int i = 1; i < VOCAB; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}
+
+/* The largest logit minus the second. */
+static double margin(const float *x) {
+    int b = argmax(x);
+    double second = -INFINITY;
+    for (int i = 0; i < VOCAB; i++)
+        if (i != b && x[i] > second) second = x[i];
+    return x[b] - second;
+}
+
+static double max_abs(const float *x) {
+    double m = 0;
+    for (int i = 0; i < VOCAB; i++) m = fmax(m, fabs(x[i]));
+    return m;
+}
+
+/* Feeds the same text to a (the reference) and b: a prompt of `prompt` tokens, then `steps`
+ * tokens, each the reference's likeliest (so both always see the same text); returns the
+ * largest |difference| of logits over the feeds relative to the feed's largest |logit|, and
+ * counts in *flips the feeds whose likeliest tokens differ although the reference's margin
+ * exceeds twice the bound rel_tol allows. */
+static double compare(cn_generator *a, cn_generator *b, int prompt, int steps, double rel_tol, int *flips) {
+    int32_t ids[64];
+    float la[VOCAB], lb[VOCAB];
+    double worst = 0;
+    *flips = 0;
+    for (int i = 0; i < prompt; i++) ids[i] = (int32_t)((i * 7 + 3) % VOCAB);
+    int n = prompt;
+    for (int k = 0; k <= steps; k++) {
+        if (cn_generator_feed(a, ids, n, la, sizeof la) != CN_OK || cn_generator_feed(b, ids, n, lb, sizeof lb) != CN_OK) {
+            CHECK(0, "feed %d", k);
+            return INFINITY;
+        }
+        double scale = max_abs(la), d = 0;
+        for (int i = 0; i < VOCAB; i++) d = fmax(d, fabs((double)la[i] - lb[i]));
+        worst = fmax(worst, d / scale);
+        if (argmax(la) != argmax(lb) && margin(la) > 2 * rel_tol * scale) ++*flips;
+        ids[0] = argmax(la);
+        n = 1;
+    }
+    return worst;
+}
+
+static cn_generator *make(fixture *f, int no_cache, cn_kv_cache cache, int64_t slide) {
+    cn_generator_config c;
+    cn_generator_config_default(&c);
+    c.no_cache = no_cache, c.cache_type = cache, c.slide = slide;
+    cn_generator *g = NULL;
+    CHECK(cn_generator_create(f->s, f->m, &c, &g) == CN_OK, "create no_cache %d cache %d slide %lld", no_cache,
+          (int)cache, (long long)slide);
+    return g;
+}
+
+/* Cached against uncached. Both compute in float32; they differ in the order of sums (the
+ * step's attention over the cache against the fused kernel's tiles, a one-row product
+ * against a sixteen-row one), each a few ulp per sum; through two blocks and the logits'
+ * 32-term products that stays far below 1e-4 of the largest logit (measured: about 1e-6),
+ * while a wrong position or a stale key moves logits by their own size. */
+#define F32_REL 1e-4
+
+static void exact(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    static const int64_t slides[] = {1, 0, CONTEXT};
+    for (int k = 0; k < 3; k++) {
+        cn_generator *ref = make(&f, 1, CN_KV_F32, slides[k]), *kv = make(&f, 0, CN_KV_F32, slides[k]);
+        if (ref && kv) {
+            /* a prompt shorter than the window, then 40 tokens past it (steps, then the slides);
+             * a prompt longer than the window (23 > 16), then 40 more */
+            static const int prompts[2] = {5, 23};
+            for (int q = 0; q < 2; q++) {
+                int flips;
+                cn_generator_reset(ref);
+                cn_generator_reset(kv);
+                double w = compare(ref, kv, prompts[q], 40, F32_REL, &flips);
+                printf("  slide %lld, prompt %d: cached vs uncached, worst |d| / max|logit| = %.3g\n",
+                       (long long)slides[k], prompts[q], w);
+                CHECK(w <= F32_REL, "slide %lld, prompt %d: cached logits differ from uncached by %g of the largest",
+                      (long long)slides[k], prompts[q], w);
+                CHECK(flips == 0, "slide %lld, prompt %d: %d greedy tokens differ", (long long)slides[k], prompts[q], flips);
+            }
+            /* 63 tokens: the window starts at the first multiple of the slide leaving <= 16 */
+            int64_t s = slides[k] ? slides[k] : CONTEXT / 2, start = (63 - CONTEXT + s - 1) / s * s;
+            CHECK(cn_generator_window(kv) == 63 - start && cn_generator_window(ref) == 63 - start,
+                  "window %lld and %lld, expected %lld", (long long)cn_generator_window(kv),
+                  (long long)cn_generator_window(ref), (long long)(63 - start));
+            /* reset: the same prompt again gives the same logits as the first time */
+            float a[VOCAB], b[VOCAB];
+            int32_t ids[3] = {5, 9, 11};
+            cn_generator_reset(kv);
+            CHECK(cn_generator_window(kv) == 0, "reset empties the window");
+            OK(cn_generator_feed(kv, ids, 3, a, sizeof a));
+            OK(cn_generator_feed(kv, ids, 1, a, sizeof a));
+            cn_generator *fresh = make(&f, 0, CN_KV_F32, slides[k]);
+            if (fresh) {
+                OK(cn_generator_feed(fresh, ids, 3, b, sizeof b));
+                OK(cn_generator_feed(fresh, ids, 1, b, sizeof b));
+                CHECK(memcmp(a, b, sizeof a) == 0, "after reset, the logits of a fresh generator");
+            }
+            cn_generator_free(fresh);
+        }
+        cn_generator_free(ref);
+        cn_generator_free(kv);
+    }
+    teardown(&f);
+}
+
+/* 16- and 8-bit caches against the f32 cache. A stored key or value is off by at most u
+ * relative: u = 2^-9 for bf16's 8 significant bits and 2^-12 for f16's 11 (round to nearest
+ * even), u = 2^-6 of its row's largest for int8 (clnet_session.h); the step's query is
+ * rounded too (16-bit). A score q.k/sqrt(dh) then moves by about 2u of its terms' size, the
+ * softmax weights by that relative amount, and the attention output by u of the values plus
+ * that; two attention layers add theirs, and the layer norms and products after them keep
+ * relative errors at the logits' scale. 8u of the largest logit bounds it with room for the
+ * growth through the blocks (measured: about 2u for the 16-bit types, u/2 for int8, whose
+ * rows' errors are rarely their worst). */
+static void cache_types(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    static const struct { cn_kv_cache k; const char *name; double u; } types[] = {
+        {CN_KV_BF16, "bf16", 0x1p-9}, {CN_KV_F16, "f16", 0x1p-12}, {CN_KV_INT8, "int8", 0x1p-6}};
+    for (int t = 0; t < 3; t++) {
+        cn_generator *ref = make(&f, 0, CN_KV_F32, 0), *g = make(&f, 0, types[t].k, 0);
+        if (ref && g) {
+            int flips;
+            double bound = 8 * types[t].u, w = compare(ref, g, 10, 30, bound, &flips);
+            printf("  %s cache vs f32 cache: worst |d| / max|logit| = %.3g (bound %.3g)\n", types[t].name, w, bound);
+            CHECK(w <= bound, "%s cache: logits off by %g of the largest (bound %g)", types[t].name, w, bound);
+            CHECK(w > 0, "%s cache: the cache is really stored narrower (the logits moved)", types[t].name);
+            CHECK(flips == 0, "%s cache: %d greedy tokens differ beyond twice the bound", types[t].name, flips);
+        }
+        cn_generator_free(ref);
+        cn_generator_free(g);
+    }
+    teardown(&f);
+}
+
+static void refusals(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_generator *g = make(&f, 0, CN_KV_F32, 0);
+    float l[VOCAB];
+    int32_t bad[2] = {3, VOCAB};
+    if (g) {
+        CHECK(cn_generator_feed(g, bad, 2, l, sizeof l) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "token 1"),
+              "a token outside the vocabulary is refused, naming it");
+        CHECK(cn_generator_window(g) == 0, "a refused feed changes nothing");
+        CHECK(cn_generator_feed(g, bad, 1, l, sizeof l - 4) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "bytes"),
+              "logits of the wrong size are refused");
+        CHECK(cn_generator_feed(g, bad, 0, l, sizeof l) == CN_ERR_INVALID_ARG, "no tokens is refused");
+    }
+    cn_generator_free(g);
+    cn_generator_config c;
+    cn_generator_config_default(&c);
+    c.slide = CONTEXT + 1;
+    CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "slide"),
+          "a slide longer than the context is refused");
+    c.slide = 0, c.cache_type = (cn_kv_cache)7;
+    CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "cache type"),
+          "an unknown cache type is refused");
+    teardown(&f);
+    /* a non-causal model: no cache (its keys change with later tokens), the uncached path serves it */
+    if (start(dev, "input tokens 8 16\nembed 8\nattention 2\ndense 16\n", &f)) {
+        CHECK(cn_generator_create(f.s, f.m, NULL, &g) == CN_ERR_UNSUPPORTED && strstr(cn_last_error(), "attention_1") &&
+                  strstr(cn_last_error(), "not causal"),
+              "a non-causal attention is refused by the cache, naming the layer");
+        cn_generator_config_default(&c);
+        c.no_cache = 1;
+        CHECK(cn_generator_create(f.s, f.m, &c, &g) == CN_OK, "the uncached path takes it");
+        cn_generator_free(g);
+        teardown(&f);
+    }
+    memset(&f, 0, sizeof f);
+    if (cn_model_parse("input 8 8 1\nflatten\ndense 4\n", "image", &f.m) == CN_OK &&
+        cn_model_program(f.m, 1, CN_LOSS_XENT, &f.p) == CN_OK && cn_session_create_inference(f.p, dev, &f.s) == CN_OK)
+        CHECK(cn_generator_create(f.s, f.m, NULL, &g) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "token model"),
+              "an image model is refused");
+    else CHECK(0, "setup of an image model");
+    teardown(&f);
+}
+
+static void tests(cn_device *dev) {
+    exact(dev);
+    cache_types(dev);
+    refusals(dev);
+}
+
+static void run_on(const char *sel) { check_device(sel, tests); }
+
+int main(int argc, char **argv) { return check_each_device(argc, argv, run_on); }
