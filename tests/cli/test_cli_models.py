@@ -20,7 +20,7 @@ MODELS = os.path.join(ROOT, "models")
 CLASSIFIERS = ("resnet_fashion.net", "mobilenet_fashion.net")
 UNET = os.path.join(MODELS, "unet_denoise.net")
 SIGMA = 0.3
-LIMIT = 64  # test images: 64 x 784 noisy pixels
+LIMIT = 32  # training and test images: 32 x 784 noisy test pixels
 DENOISE_LINE = re.compile(r"^epoch 1/1 - loss ([0-9.]+) - val_loss ([0-9.]+) - val_psnr (-?[0-9.]+) dB "
                           r"\(noisy input ([0-9.]+) dB\) - ([0-9.]+)s - ([0-9]+) img/s$", re.M)
 EVAL_LINE = re.compile(r"^test: (\d+) images, noise sigma ([0-9.]+) - loss \(MSE\) ([0-9.]+) - PSNR noisy input "
@@ -55,7 +55,7 @@ def test_classifiers_train_and_eval():
     for name in CLASSIFIERS:
         for dev in devices():
             ck = path("%s.%s.ckpt" % (name, dev.replace(":", "")))
-            r = run(["train", os.path.join(MODELS, name), "--data", DATA, "--limit", str(LIMIT), "--batch", "32",
+            r = run(["train", os.path.join(MODELS, name), "--data", DATA, "--limit", str(LIMIT), "--batch", "16",
                      "--steps", "2", "--device", dev, "--save", ck])
             ok(r)
             check("stopped after 2 steps" in r.out and "val_accuracy" in r.out, "%s trains on %s" % (name, dev), r)
@@ -73,13 +73,13 @@ def expected_input_psnr():
 @test
 def test_denoiser_train_and_eval():
     need_data()
-    # The noisy test set's MSE is a mean of n = 64 x 784 values sigma^2 z^2, whose relative
-    # standard deviation is sqrt(2/n) = 0.63%, i.e. 0.027 dB of PSNR: 0.15 dB is over 5 of them.
-    tol_db = 0.15
+    # The noisy test set's MSE is a mean of n = 32 x 784 values sigma^2 z^2, whose relative
+    # standard deviation is sqrt(2/n) = 0.89%, i.e. 0.039 dB of PSNR: 0.2 dB is over 5 of them.
+    tol_db = 0.2
     psnr = {}
     for dev in devices():
         ck, report = path("unet.%s.ckpt" % dev.replace(":", "")), path("unet.%s.json" % dev.replace(":", ""))
-        r = run(["train", UNET, "--noise", str(SIGMA), "--data", DATA, "--limit", str(LIMIT), "--batch", "32",
+        r = run(["train", UNET, "--noise", str(SIGMA), "--data", DATA, "--limit", str(LIMIT), "--batch", "16",
                  "--epochs", "1", "--device", dev, "--save", ck, "--report", report])
         ok(r)
         check("Gaussian noise sigma 0.3 added" in r.out, "the data line names the noise", r)
