@@ -545,6 +545,15 @@ static cn_status ck_parse_body(ck_reader *r, cn_ckpt *c) {
     if (r->pos != r->end)
         return cn_errorf(CN_ERR_FORMAT, "%s: %zu unexpected bytes after the last tensor (offset %zu)", r->origin,
                          r->end - r->pos, r->pos);
+    /* the writer's rule (cn_ckpt_encode): version 2 exactly when a tensor is bf16, so each
+     * content has one encoding and a version-1 reader never meets a bf16 tensor */
+    int bf16 = 0;
+    for (int i = 0; i < c->count; i++) bf16 |= c->t[i].dtype == CN_BF16;
+    const uint32_t version = le32(r->b + 8), want = bf16 ? CN_CKPT_VERSION : CN_CKPT_VERSION_V1;
+    if (version != want)
+        return cn_errorf(CN_ERR_FORMAT, "%s: checkpoint format version %u %s; version %u is for files with a bf16 "
+                         "tensor and version %u for the others", r->origin, version,
+                         bf16 ? "holds a bf16 tensor" : "holds no bf16 tensor", CN_CKPT_VERSION, CN_CKPT_VERSION_V1);
     for (int i = 0; i < c->count; i++) c->by_name[i] = &c->t[i];
     qsort(c->by_name, (size_t)c->count, sizeof *c->by_name, cmp_by_name);
     for (int i = 1; i < c->count; i++)
