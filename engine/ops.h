@@ -394,6 +394,13 @@ static inline int64_t cn_pool_divisor(const cn_window *g, int64_t oh, int64_t ow
  * the padded image; else 0. */
 int cn_window_of(const cn_shape *img, const cn_op_params *p, cn_window *g);
 cn_shape cn_window_pooled(const cn_window *g);  /* [N, OH, OW, C] */
+/* Along one axis: the output index o whose window reads input index i at kernel offset k
+ * (o*stride - pad + k*dil == i), or -1 when no output window does. The one rule behind every
+ * scatter-back (col2im, the depthwise input gradient). */
+static inline int64_t cn_window_src(int64_t i, int64_t pad, int64_t k, int64_t dil, int64_t stride, int64_t n_out) {
+    const int64_t t = i + pad - k * dil;
+    return t < 0 || t % stride || t / stride >= n_out ? -1 : t / stride;
+}
 /* CN_ERR_SHAPE: "<op>: window ... does not fit image ..." with every geometry parameter. */
 cn_status cn_window_fail(cn_op op, const cn_op_params *p, const cn_shape *img);
 cn_shape cn_window_patches(const cn_window *g); /* [N*OH*OW, KH*KW*C] */

@@ -84,18 +84,12 @@ cn_status cn_omp_op_COL2IM(const cn_launch *l) {
         for (int64_t w = 0; w < g.w; w++) {
             float *dst = x + (r * g.w + w) * C;
             for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
-            /* Window (oh, ow) covers this pixel at offset (ki, kj) when
-             * oh*sh - ph + ki*dh == h, i.e. oh*sh = h + ph - ki*dh. */
             for (int64_t ki = 0; ki < g.kh; ki++) {
-                const int64_t th = h + g.ph - ki * g.dh;
-                if (th < 0) break;
-                if (th % g.sh || th / g.sh >= g.oh) continue;
-                const int64_t oh = th / g.sh;
+                const int64_t oh = cn_window_src(h, g.ph, ki, g.dh, g.sh, g.oh);
+                if (oh < 0) continue;
                 for (int64_t kj = 0; kj < g.kw; kj++) {
-                    const int64_t tw = w + g.pw - kj * g.dw;
-                    if (tw < 0) break;
-                    if (tw % g.sw || tw / g.sw >= g.ow) continue;
-                    const int64_t ow = tw / g.sw;
+                    const int64_t ow = cn_window_src(w, g.pw, kj, g.dw, g.sw, g.ow);
+                    if (ow < 0) continue;
                     const float *src = col + ((n * g.oh + oh) * g.ow + ow) * kk + (ki * g.kw + kj) * C;
                     for (int64_t c = 0; c < C; c++) dst[c] += src[c];
                 }

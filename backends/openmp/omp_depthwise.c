@@ -47,17 +47,13 @@ cn_status cn_omp_op_DWCONV_GRAD_X(const cn_launch *l) {
         for (int64_t w = 0; w < g.w; w++) {
             float *dst = dx + (r * g.w + w) * C;
             for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
-            /* window (oh, ki) reads row h when oh*sh - ph + ki*dh == h */
             for (int64_t ki = 0; ki < g.kh; ki++) {
-                const int64_t th = h + g.ph - ki * g.dh;
-                if (th < 0) break;
-                if (th % g.sh || th / g.sh >= g.oh) continue;
-                const int64_t oh = th / g.sh;
+                const int64_t oh = cn_window_src(h, g.ph, ki, g.dh, g.sh, g.oh);
+                if (oh < 0) continue;
                 for (int64_t kj = 0; kj < g.kw; kj++) {
-                    const int64_t tw = w + g.pw - kj * g.dw;
-                    if (tw < 0) break;
-                    if (tw % g.sw || tw / g.sw >= g.ow) continue;
-                    const float *src = dy + ((n * g.oh + oh) * g.ow + tw / g.sw) * C, *k = wt + (ki * g.kw + kj) * C;
+                    const int64_t ow = cn_window_src(w, g.pw, kj, g.dw, g.sw, g.ow);
+                    if (ow < 0) continue;
+                    const float *src = dy + ((n * g.oh + oh) * g.ow + ow) * C, *k = wt + (ki * g.kw + kj) * C;
                     for (int64_t c = 0; c < C; c++) dst[c] += src[c] * k[c];
                 }
             }

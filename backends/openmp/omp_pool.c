@@ -200,18 +200,16 @@ cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
             float *dst = dx + (r * g.w + w) * C;
             for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
             for (int64_t ki = 0; ki < g.kh; ki++) {
-                const int64_t th = h + g.ph - ki; /* = oh * sh for a covering window */
-                if (th < 0) break;
-                if (th % g.sh || th / g.sh >= g.oh) continue;
+                const int64_t oh = cn_window_src(h, g.ph, ki, 1, g.sh, g.oh);
+                if (oh < 0) continue;
                 for (int64_t kj = 0; kj < g.kw; kj++) {
-                    const int64_t tw = w + g.pw - kj;
-                    if (tw < 0) break;
-                    if (tw % g.sw || tw / g.sw >= g.ow) continue;
-                    const float *src = dy + ((n * g.oh + th / g.sh) * g.ow + tw / g.sw) * C;
+                    const int64_t ow = cn_window_src(w, g.pw, kj, 1, g.sw, g.ow);
+                    if (ow < 0) continue;
+                    const float *src = dy + ((n * g.oh + oh) * g.ow + ow) * C;
                     if (uniform) {
                         for (int64_t c = 0; c < C; c++) dst[c] += src[c];
                     } else {
-                        const float w_inv = 1.0f / (float)cn_pool_divisor(&g, th / g.sh, tw / g.sw, exclude);
+                        const float w_inv = 1.0f / (float)cn_pool_divisor(&g, oh, ow, exclude);
                         for (int64_t c = 0; c < C; c++) dst[c] += src[c] * w_inv;
                     }
                 }
