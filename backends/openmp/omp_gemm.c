@@ -55,15 +55,6 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
 #define MC (14 * MR)
 #define NC 2048
 
-/* ISO C mode (-std=c11) makes gcc keep a*b+c as two roundings, so it would never emit FMA
- * for the micro-kernel; fmaf() says what we mean and compiles to vfmadd where the target
- * has it. Without hardware FMA, fmaf() is a slow libm call, so fall back to mul+add. */
-#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define CN_OMP_FMA(a, b, c) fmaf((a), (b), (c))
-#else
-#define CN_OMP_FMA(a, b, c) ((a) * (b) + (c))
-#endif
-
 /* Work below this many flops runs on one thread: below it, waking the team and the two
  * barriers per K slab cost about what the second core saves (measured at 2 cores). */
 #define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 22))

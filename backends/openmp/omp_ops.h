@@ -43,6 +43,16 @@
 #define CN_OMP_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CN_OMP_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* ISO C mode (-std=c11) makes gcc keep a*b+c as two roundings, so it would never emit FMA
+ * for the micro-kernels (omp_gemm.c, omp_attention_tiles.c); fmaf() says what we mean and
+ * compiles to vfmadd where the target has it. Without hardware FMA, fmaf() is a slow libm
+ * call, so fall back to mul+add. */
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define CN_OMP_FMA(a, b, c) fmaf((a), (b), (c))
+#else
+#define CN_OMP_FMA(a, b, c) ((a) * (b) + (c))
+#endif
+
 /* Records "<op> on omp: <detail> (in: [..] [..], out: [..])" and returns s. */
 cn_status cn_omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) CN_PRINTF(3, 4);
 
