@@ -41,24 +41,29 @@ int CN_OMP_ATTENTION_NAME(const cn_att_job *job);
 #pragma GCC target("prefer-vector-width=512")
 #endif
 
-/* VW floats a vector; the score tile is MR rows x NR = 2 VW columns, so its accumulators,
- * two vectors of Y and a broadcast fit the register file (AVX-512: 16 + 3 of 32 zmm; AVX2 and
- * 128-bit: 12 + 3 of 16). */
+/* A tile is VW rows, one vector: the tile's scores are stored column by column ([c][VW]), so
+ * the row passes run down the columns with one lane per row (the row maxima and sums are
+ * vector accumulators, the causal mask a compare against the lane index) and the products
+ * read X and Y, Z in their natural [n, D] layouts, nothing transposed:
+ *   scores: acc[c][:] += y[c][e] * x[:][e] (x^T of the tile packed, VW x D), NC columns a
+ *           register tile (AVX-512: 16 + 1 of 32 zmm; AVX2 and 128-bit: 12 + 2 of 16);
+ *   product: acc[r][e..] += w[c][r] * z[c][e..], VW rows x PC vectors of the head dimension. */
 #if defined(__AVX512F__)
 #define VW 16
-#define MR 8
+#define NC 16
+#define PC 1
 #elif defined(__AVX__)
 #define VW 8
-#define MR 6
+#define NC 12
+#define PC 1
 #else
 #define VW 4
-#define MR 6
+#define NC 12
+#define PC 2
 #endif
-#define NR (2 * VW)
-/* Rows per work item: enough tiles to amortise packing the columns, few enough that a long
- * sequence still makes several items per batch x head. A constant, so the tiles (and the
- * results) do not depend on the thread count. */
-#define RB (8 * MR)
+/* Rows per work item: a few tiles, so a long sequence still makes several items per batch x
+ * head. A constant, so the tiles (and the results) do not depend on the thread count. */
+#define RB (4 * VW)
 
 #if defined(__GNUC__)
 #define CN_ATT_INLINE static inline __attribute__((always_inline))
@@ -72,9 +77,9 @@ static inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * 
  * without -ffast-math): Cephes' expf (x = n ln2 + r, |r| <= ln2/2, a degree-7 polynomial in r,
  * 2^n added to the exponent bits), within 2 ulp. 0 below -86 (where e^x < 4e-38, and where
  * 2^n would leave the normal range), e^88 above 88; NaN stays NaN. */
-static inline float exp_vec(float x) {
-    float xc = x < -86.0f ? -86.0f : x;
-    xc = xc > 88.0f ? 88.0f : xc;
+CN_ATT_INLINE float exp_vec(float x) {
+    float xc = x > -86.0f ? x : -86.0f;
+    xc = xc < 88.0f ? xc : 88.0f;
     const float big = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
     const float t = xc * 1.44269504088896341f + big;
     const float n = t - big;
@@ -93,7 +98,8 @@ static inline float exp_vec(float x) {
     pb += (tb - 0x4B400000u) << 23; /* the low bits of t hold n */
     float e;
     memcpy(&e, &pb, sizeof e);
-    return x < -86.0f ? 0.0f : e;
+    e = x < -86.0f ? 0.0f : e;
+    return x == x ? e : x;
 }
 
 /* One job's geometry: which operands are rows, columns and the product's right side. */
@@ -103,9 +109,8 @@ typedef struct geo {
     int two;               /* a second score product (DQ, DK) */
     int64_t nrow, ncol, d; /* per batch x head */
     const float *x1, *x2;  /* row operands [nrow, d] (batch x head 0) */
-    const float *y1, *y2;  /* column operands [ncol, d], packed transposed */
+    const float *y1, *y2;  /* column operands [ncol, d] */
     const float *z;        /* the product's right side [ncol, d] */
-    int64_t ldb;           /* columns of a packed Y (ncol rounded up to NR) */
 } geo;
 
 static void geo_init(const cn_att_job *j, geo *g) {
@@ -123,7 +128,6 @@ static void geo_init(const cn_att_job *j, geo *g) {
     case CN_ATT_DK: g->x1 = j->k, g->x2 = j->v, g->y1 = j->q, g->y2 = j->dout, g->z = j->q; break;
     case CN_ATT_DV: g->x1 = j->k, g->y1 = j->q, g->z = j->dout; break;
     }
-    g->ldb = CN_OMP_MAX(round_up(g->ncol, NR), NR);
 }
 
 /* Keys query i sees: [0, keys_for(i)). */
@@ -136,207 +140,229 @@ static int64_t first_query(const cn_att_job *j, int64_t r) {
     return !j->causal ? 0 : CN_OMP_MIN(j->t, CN_OMP_MAX(r - j->offset, 0));
 }
 
-/* Columns a row sees: [lo, hi). */
-static void visible(const geo *g, int64_t row, int64_t *lo, int64_t *hi) {
-    if (g->keys_are_rows) *lo = first_query(g->j, row), *hi = g->ncol;
-    else *lo = 0, *hi = keys_for(g->j, row);
+/* The causal mask of a tile, by lanes: the rows are from + r for lanes r < VW.
+ * Query rows: lane r sees key c when c <= from + r, so every lane sees the keys up to from
+ * and lanes r >= c - from see key c after that (one compare against the lane index).
+ * Key rows: lane r is seen by query c when c >= from + r, so lanes r <= c - from see query c
+ * up to from + VW - 2 and every lane after that. Without the mask every lane sees every
+ * column. The row passes run the unmasked and the masked columns as separate loops: a
+ * clamped lane bound computed per column makes gcc split the column loop into copies it
+ * then fails to vectorise. */
+static int64_t all_see_until(const cn_att_job *j, int64_t from, int64_t n) { /* query rows */
+    return !j->causal ? n : CN_OMP_MIN(n, CN_OMP_MAX(from + 1, 0));
+}
+static int64_t some_see_until(const cn_att_job *j, int64_t from, int64_t c0, int64_t c1) { /* key rows */
+    return !j->causal ? c0 : CN_OMP_MIN(c1, CN_OMP_MAX(c0, from + VW - 1));
 }
 
-/* bt[e * ldb + c] = y[c * d + e] for c < n, 0 for n <= c < round_up(n, NR). */
-static void pack_cols(const float *restrict y, int64_t n, int64_t d, int64_t ldb, float *restrict bt) {
-    for (int64_t c = 0; c < n; c++)
-        for (int64_t e = 0; e < d; e++) bt[e * ldb + c] = y[c * d + e];
-    for (int64_t e = 0; e < d; e++)
-        for (int64_t c = n; c < round_up(n, NR); c++) bt[e * ldb + c] = 0.0f;
-}
-
-/* ap[e * MR + r] = x[(r0 + r) * d + e]; rows past the last repeat it (their results are
- * computed and dropped, so the tile always has MR rows). */
-static void pack_rows(const float *restrict x, int64_t r0, int64_t mr, int64_t d, float *restrict ap) {
-    for (int r = 0; r < MR; r++) {
+/* xt[e * VW + r] = x[(r0 + r) * d + e]; rows past the last repeat it (their results are
+ * computed and dropped, so a tile always has VW rows). */
+static void pack_rows(const float *restrict x, int64_t r0, int64_t mr, int64_t d, float *restrict xt) {
+    for (int r = 0; r < VW; r++) {
         const float *restrict xr = x + (r0 + (r < mr ? r : mr - 1)) * d;
-        for (int64_t e = 0; e < d; e++) ap[e * MR + r] = xr[e];
+        for (int64_t e = 0; e < d; e++) xt[e * VW + r] = xr[e];
     }
 }
 
-/* sc[r * lds + c] = sum over e < d of ap[e][r] * bt[e][c], for r < MR, c < NR. */
-static void score_tile(int64_t d, const float *restrict ap, const float *restrict bt, int64_t ldb,
-                       float *restrict sc, int64_t lds) {
-    float acc[MR][NR];
+/* sc[c * VW + r] = sum over e < d of y[c][e] * xt[e][r], for the nc columns from y (nc <= NC;
+ * inlined with constant nc). */
+CN_ATT_INLINE void score_cols(int nc, int64_t d, const float *restrict xt, const float *restrict y,
+                              float *restrict sc) {
+    float acc[NC][VW];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int c = 0; c < nc; c++)
 #pragma omp simd
-        for (int c = 0; c < NR; c++) acc[i][c] = 0.0f;
+        for (int r = 0; r < VW; r++) acc[c][r] = 0.0f;
     for (int64_t e = 0; e < d; e++) {
-        const float *restrict b = bt + e * ldb;
-        const float *restrict a = ap + e * MR;
+        const float *restrict a = xt + e * VW;
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            const float ai = a[i];
+        for (int c = 0; c < nc; c++) {
+            const float yc = y[c * d + e];
 #pragma omp simd
-            for (int c = 0; c < NR; c++) acc[i][c] = CN_OMP_FMA(ai, b[c], acc[i][c]);
+            for (int r = 0; r < VW; r++) acc[c][r] = CN_OMP_FMA(yc, a[r], acc[c][r]);
         }
     }
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int c = 0; c < nc; c++)
 #pragma omp simd
-        for (int c = 0; c < NR; c++) sc[i * lds + c] = acc[i][c];
+        for (int r = 0; r < VW; r++) sc[c * VW + r] = acc[c][r];
 }
 
-/* out[r0 + r][e0 .. e0 + w) = f[r] * sum over c in [c0, c1) of w[r][c] z[c][e0 ..], for the
- * tile's first mr rows; inlined with a constant w for the full-width chunks. */
-CN_ATT_INLINE void product_chunk(int w, int64_t c0, int64_t c1, const float *restrict wt, int64_t lds,
-                                 const float *restrict z, int64_t d, int64_t e0, const float *f, int64_t mr,
-                                 float *restrict out) {
-    float acc[MR][NR];
+/* Scores of the tile against columns [c0, c1) of y: sc[(c - c0) * VW + r]. */
+static void scores(int64_t d, const float *restrict xt, const float *restrict y, int64_t c0, int64_t c1,
+                   float *restrict sc) {
+    int64_t c = c0;
+    for (; c + NC <= c1; c += NC) score_cols(NC, d, xt, y + c * d, sc + (c - c0) * VW);
+    for (; c + 4 <= c1; c += 4) score_cols(4, d, xt, y + c * d, sc + (c - c0) * VW);
+    for (; c < c1; c++) score_cols(1, d, xt, y + c * d, sc + (c - c0) * VW);
+}
+
+/* out[r][e0 .. e0 + w) = f[r] * sum over c < n of wt[c][r] z[c][e0 ..] for the tile's first mr
+ * rows (w <= PC * VW; inlined with a constant w for the full chunks). */
+CN_ATT_INLINE void product_chunk(int w, int64_t n, const float *restrict wt, const float *restrict z, int64_t d,
+                                 int64_t e0, const float *f, int64_t mr, float *restrict out) {
+    float acc[VW][PC * VW];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
-        for (int e = 0; e < w; e++) acc[i][e] = 0.0f;
-    for (int64_t c = c0; c < c1; c++) {
+    for (int r = 0; r < VW; r++)
+        for (int e = 0; e < w; e++) acc[r][e] = 0.0f;
+    for (int64_t c = 0; c < n; c++) {
         const float *restrict zc = z + c * d + e0;
+        const float *restrict wc = wt + c * VW;
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            const float wi = wt[i * lds + c];
-            for (int e = 0; e < w; e++) acc[i][e] = CN_OMP_FMA(wi, zc[e], acc[i][e]);
+        for (int r = 0; r < VW; r++) {
+            const float wr = wc[r];
+#pragma omp simd
+            for (int e = 0; e < w; e++) acc[r][e] = CN_OMP_FMA(wr, zc[e], acc[r][e]);
         }
     }
-    for (int64_t i = 0; i < mr; i++)
-        for (int e = 0; e < w; e++) out[i * d + e0 + e] = f[i] * acc[i][e];
+    for (int64_t r = 0; r < mr; r++)
+        for (int e = 0; e < w; e++) out[r * d + e0 + e] = f[r] * acc[r][e];
 }
 
-static void product(int64_t c0, int64_t c1, const float *restrict wt, int64_t lds, const float *restrict z,
-                    int64_t d, const float *f, int64_t mr, float *restrict out) {
+/* out = f * wt^T z over n columns, for the tile's mr rows. */
+static void product(int64_t n, const float *restrict wt, const float *restrict z, int64_t d, const float *f,
+                    int64_t mr, float *restrict out) {
     int64_t e0 = 0;
-    for (; e0 + NR <= d; e0 += NR) product_chunk(NR, c0, c1, wt, lds, z, d, e0, f, mr, out);
-    for (; e0 + VW <= d; e0 += VW) product_chunk(VW, c0, c1, wt, lds, z, d, e0, f, mr, out);
-    if (e0 < d) product_chunk((int)(d - e0), c0, c1, wt, lds, z, d, e0, f, mr, out);
+    for (; e0 + PC * VW <= d; e0 += PC * VW) product_chunk(PC * VW, n, wt, z, d, e0, f, mr, out);
+    for (; e0 + VW <= d; e0 += VW) product_chunk(VW, n, wt, z, d, e0, f, mr, out);
+    if (e0 < d) product_chunk((int)(d - e0), n, wt, z, d, e0, f, mr, out);
 }
 
-/* The row passes run over whole vectors of columns, [c0, round_up(n, VW)) (the score tiles
- * cover them), and mask what the row does not see: no scalar remainder loops. */
-
-/* Softmax (OUT, LSE) over the n columns a query row sees: w = exp(scale s - m), zeros up to
- * hi; returns sum w (in double), m through *m. */
-static double softmax_row(float *restrict s, int64_t n, int64_t hi, float scale, float *m) {
-    const int64_t na = round_up(n, VW);
-    float mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-    for (int64_t c = 0; c < na; c++) {
-        const float v = c < n ? scale * s[c] : -INFINITY;
-        mx = v > mx ? v : mx;
-    }
+/* The row passes, one column of a tile at a time: lanes r >= lo (query rows) or r <= hi (key
+ * rows) see the column, the others get weight 0. */
+CN_ATT_INLINE void max_col(const float *restrict sc, float scale, int lo, float *restrict mx) {
 #pragma omp simd
-    for (int64_t c = 0; c < na; c++) {
-        const float p = exp_vec(CN_OMP_FMA(scale, s[c], -mx));
-        s[c] = c < n ? p : 0.0f;
+    for (int r = 0; r < VW; r++) {
+        const float v = r >= lo ? scale * sc[r] : -INFINITY, o = mx[r];
+        mx[r] = o > v ? o : v;
     }
-    double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (int64_t c = 0; c < na; c++) sum += (double)s[c];
-    for (int64_t c = na; c < hi; c++) s[c] = 0.0f;
-    *m = mx;
-    return sum;
 }
-
-/* DQ over the n keys a query row sees: w = dS = P * (dp - delta), P = exp(scale s - lse),
- * zeros up to hi. */
-static void dq_row(float *restrict s, const float *restrict dp, int64_t n, int64_t hi, float scale, float lse,
-                   float delta) {
-    const int64_t na = round_up(n, VW);
+CN_ATT_INLINE void exp_col(float *restrict sc, float scale, int lo, const float *restrict mx,
+                           double *restrict sum) {
 #pragma omp simd
-    for (int64_t c = 0; c < na; c++) {
-        const float w = exp_vec(CN_OMP_FMA(scale, s[c], -lse)) * (dp[c] - delta);
-        s[c] = c < n ? w : 0.0f;
+    for (int r = 0; r < VW; r++) {
+        const float p = exp_vec(CN_OMP_FMA(scale, sc[r], -mx[r]));
+        sc[r] = r >= lo ? p : 0.0f;
     }
-    for (int64_t c = na; c < hi; c++) s[c] = 0.0f;
+    /* apart: gcc does not vectorise the exp beside a double accumulation */
+#pragma omp simd
+    for (int r = 0; r < VW; r++) sum[r] += (double)sc[r];
 }
-
-/* DK, DV: a key row against queries [c0, n), seen from lo on: w = P^T (dp NULL) or dS^T,
- * with each query's lse and delta (ls, dl: padded to whole vectors). */
-static void key_row(float *restrict s, const float *restrict dp, int64_t c0, int64_t lo, int64_t n, float scale,
-                    const float *restrict ls, const float *restrict dl) {
-    const int64_t na = round_up(n, VW);
+CN_ATT_INLINE void dq_col(float *restrict sc, const float *restrict dp, float scale, int lo, const float *restrict ls,
+                          const float *restrict dl) {
+#pragma omp simd
+    for (int r = 0; r < VW; r++) {
+        const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls[r])) * (dp[r] - dl[r]);
+        sc[r] = r >= lo ? w : 0.0f;
+    }
+}
+CN_ATT_INLINE void key_col(float *restrict sc, const float *restrict dp, float scale, int hi, float ls, float dl) {
     if (!dp) {
 #pragma omp simd
-        for (int64_t c = c0; c < na; c++) {
-            const float w = exp_vec(CN_OMP_FMA(scale, s[c], -ls[c]));
-            s[c] = c >= lo && c < n ? w : 0.0f;
+        for (int r = 0; r < VW; r++) {
+            const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls));
+            sc[r] = r <= hi ? w : 0.0f;
         }
         return;
     }
 #pragma omp simd
-    for (int64_t c = c0; c < na; c++) {
-        const float w = exp_vec(CN_OMP_FMA(scale, s[c], -ls[c])) * (dp[c] - dl[c]);
-        s[c] = c >= lo && c < n ? w : 0.0f;
+    for (int r = 0; r < VW; r++) {
+        const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls)) * (dp[r] - dl);
+        sc[r] = r <= hi ? w : 0.0f;
+    }
+}
+
+/* Softmax (OUT, LSE) of a tile of query rows from r0 over keys [0, n): w = exp(scale s - m)
+ * with each row's maximum m (masked keys 0); sum w (in double) and m per lane. */
+static void softmax_tile(const cn_att_job *j, int64_t r0, float *restrict s, int64_t n, double *restrict sum,
+                         float *restrict m) {
+    const float scale = j->scale;
+    const int64_t from = r0 + j->offset, all = all_see_until(j, from, n);
+    for (int r = 0; r < VW; r++) m[r] = -INFINITY, sum[r] = 0.0;
+    for (int64_t c = 0; c < all; c++) max_col(s + c * VW, scale, -1, m);
+    for (int64_t c = all; c < n; c++) max_col(s + c * VW, scale, (int)(c - from), m);
+    for (int64_t c = 0; c < all; c++) exp_col(s + c * VW, scale, -1, m, sum);
+    for (int64_t c = all; c < n; c++) exp_col(s + c * VW, scale, (int)(c - from), m, sum);
+}
+
+/* DQ: a tile of query rows from r0 over keys [0, n): w = dS = P * (dp - delta) with
+ * P = exp(scale s - lse), per row lse and delta (ls, dl: VW each). */
+static void dq_tile(const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t n,
+                    const float *restrict ls, const float *restrict dl) {
+    const int64_t from = r0 + j->offset, all = all_see_until(j, from, n);
+    for (int64_t c = 0; c < all; c++) dq_col(s + c * VW, dp + c * VW, j->scale, -1, ls, dl);
+    for (int64_t c = all; c < n; c++) dq_col(s + c * VW, dp + c * VW, j->scale, (int)(c - from), ls, dl);
+}
+
+/* DK (dp given), DV: a tile of key rows from r0 over queries [c0, c1): w = dS^T or P^T, with
+ * each query's lse and delta (ls, dl: the batch x head's). */
+static void key_tile(const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t c0,
+                     int64_t c1, const float *restrict ls, const float *restrict dl) {
+    const int64_t from = r0 - j->offset, some = some_see_until(j, from, c0, c1);
+    for (int64_t c = c0; c < c1; c++) {
+        const int64_t k = (c - c0) * VW;
+        key_col(s + k, dp ? dp + k : NULL, j->scale, c < some ? (int)(c - from) : VW, ls[c], dl[c]);
     }
 }
 
 typedef struct scratch {
-    float *bt1, *bt2; /* packed column operands, d x ldb */
-    float *ap1, *ap2; /* a packed row tile, d x MR */
-    float *sc1, *sc2; /* a tile's scores, MR x ldb */
-    float *ls, *dl;   /* DK, DV: the batch x head's lse and delta, ldb each (zero past t) */
+    float *xt1, *xt2; /* a tile's rows packed, d x VW */
+    float *sc1, *sc2; /* its scores, columns x VW */
 } scratch;
 
-/* One tile: rows [r0, r0 + mr) of batch x head b (its column operands already packed). */
+/* One tile: rows [r0, r0 + mr) of batch x head b. */
 static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
     const cn_att_job *j = g->j;
-    const int64_t d = g->d, lds = g->ldb;
-    int64_t clo, chi, dummy;
-    visible(g, r0, &clo, &dummy);
-    visible(g, r0 + mr - 1, &dummy, &chi);
-    if (g->keys_are_rows) clo = clo / NR * NR;
+    const int64_t d = g->d;
     const int64_t rowoff = b * g->nrow, coloff = b * g->ncol; /* rows of [bh, n, ...] tensors */
-    if (j->what == CN_ATT_LSE) {
-        if (clo >= chi) {
+    /* columns [c0, c1): the union of what the tile's rows see */
+    const int64_t c0 = g->keys_are_rows ? first_query(j, r0) : 0;
+    const int64_t c1 = g->keys_are_rows ? g->ncol : keys_for(j, r0 + mr - 1);
+    if (c0 >= c1) {
+        if (j->what == CN_ATT_LSE)
             for (int64_t r = 0; r < mr; r++) j->out[rowoff + r0 + r] = -INFINITY;
-            return;
-        }
-    } else if (clo >= chi) {
-        memset(j->out + (rowoff + r0) * d, 0, (size_t)(mr * d) * sizeof(float));
+        else
+            memset(j->out + (rowoff + r0) * d, 0, (size_t)(mr * d) * sizeof(float));
         return;
     }
-    pack_rows(g->x1 + rowoff * d, r0, mr, d, w->ap1);
-    if (g->two) pack_rows(g->x2 + rowoff * d, r0, mr, d, w->ap2);
-    for (int64_t c = clo; c < chi; c += NR) {
-        score_tile(d, w->ap1, w->bt1 + c, g->ldb, w->sc1 + c, lds);
-        if (g->two) score_tile(d, w->ap2, w->bt2 + c, g->ldb, w->sc2 + c, lds);
+    pack_rows(g->x1 + rowoff * d, r0, mr, d, w->xt1);
+    scores(d, w->xt1, g->y1 + coloff * d, c0, c1, w->sc1);
+    if (g->two) {
+        pack_rows(g->x2 + rowoff * d, r0, mr, d, w->xt2);
+        scores(d, w->xt2, g->y2 + coloff * d, c0, c1, w->sc2);
     }
-    float f[MR];
-    for (int64_t r = 0; r < mr; r++) {
-        float *s = w->sc1 + r * lds;
-        const float *dp = g->two ? w->sc2 + r * lds : NULL;
-        const int64_t row = r0 + r;
-        int64_t lo, hi;
-        visible(g, row, &lo, &hi);
-        if (j->what == CN_ATT_OUT || j->what == CN_ATT_LSE) {
-            float m;
-            const double sum = softmax_row(s, hi, chi, j->scale, &m);
-            if (j->what == CN_ATT_LSE) j->out[rowoff + row] = hi ? (float)((double)m + log(sum)) : -INFINITY;
-            f[r] = hi ? (float)(1.0 / sum) : 0.0f;
-        } else if (g->keys_are_rows) {
-            key_row(s, dp, clo, lo, hi, j->scale, w->ls, w->dl);
-            f[r] = j->what == CN_ATT_DK ? j->scale : 1.0f;
-        } else {
-            dq_row(s, dp, hi, chi, j->scale, j->lse[rowoff + row], j->delta[rowoff + row]);
-            f[r] = j->scale;
+    float f[VW];
+    if (j->what == CN_ATT_OUT || j->what == CN_ATT_LSE) {
+        double sum[VW];
+        float m[VW];
+        softmax_tile(j, r0, w->sc1, c1, sum, m);
+        /* a row that sees no key has sum 0 (any other has a term e^0 = 1) */
+        for (int64_t r = 0; r < mr; r++) {
+            if (j->what == CN_ATT_LSE) j->out[rowoff + r0 + r] = sum[r] > 0.0 ? (float)((double)m[r] + log(sum[r])) : -INFINITY;
+            f[r] = sum[r] > 0.0 ? (float)(1.0 / sum[r]) : 0.0f;
         }
+        if (j->what == CN_ATT_LSE) return;
+    } else if (g->keys_are_rows) {
+        key_tile(j, r0, w->sc1, g->two ? w->sc2 : NULL, c0, c1, j->lse + coloff, j->delta + coloff);
+        for (int64_t r = 0; r < mr; r++) f[r] = j->what == CN_ATT_DK ? j->scale : 1.0f;
+    } else {
+        float ls[VW], dl[VW];
+        for (int64_t r = 0; r < VW; r++) {
+            const int64_t row = rowoff + r0 + CN_OMP_MIN(r, mr - 1);
+            ls[r] = j->lse[row], dl[r] = j->delta[row];
+        }
+        dq_tile(j, r0, w->sc1, w->sc2, c1, ls, dl);
+        for (int64_t r = 0; r < mr; r++) f[r] = j->scale;
     }
-    if (j->what == CN_ATT_LSE) return;
-    /* the tile's repeated rows: finite weights (their results are dropped) */
-    for (int64_t r = mr; r < MR; r++)
-        for (int64_t c = clo; c < chi; c++) w->sc1[r * lds + c] = 0.0f;
-    product(clo, chi, w->sc1, lds, g->z + coloff * d, d, f, mr, j->out + (rowoff + r0) * d);
+    product(c1 - c0, w->sc1, g->z + (coloff + c0) * d, d, f, mr, j->out + (rowoff + r0) * d);
 }
 
 int CN_OMP_ATTENTION_NAME(const cn_att_job *j) {
     geo g;
     geo_init(j, &g);
     const int64_t d = g.d, nblk = (g.nrow + RB - 1) / RB, items = j->bh * nblk;
-    /* the columns any row of a batch x head sees */
-    const int64_t packed_cols = g.keys_are_rows ? g.ncol : keys_for(j, g.nrow - 1);
-    const size_t bt_n = (size_t)(d * g.ldb), ap_n = (size_t)(d * MR), sc_n = (size_t)(MR * g.ldb);
-    const size_t per_thread = 2 * (bt_n + ap_n + sc_n + (size_t)g.ldb);
+    const size_t xt_n = (size_t)(d * VW), sc_n = (size_t)(g.ncol * VW);
+    const size_t per_thread = 2 * (xt_n + sc_n) + 1;
     int oom = 0;
 #pragma omp parallel if (items > 1 && j->bh * g.nrow * g.ncol * CN_OMP_MAX(d, 1) >= CN_OMP_PAR_MIN)
     {
@@ -346,27 +372,12 @@ int CN_OMP_ATTENTION_NAME(const cn_att_job *j) {
             oom = 1;
         }
         scratch w = {0};
-        if (all) {
-            w.bt1 = all, w.bt2 = w.bt1 + bt_n, w.ap1 = w.bt2 + bt_n, w.ap2 = w.ap1 + ap_n;
-            w.sc1 = w.ap2 + ap_n, w.sc2 = w.sc1 + sc_n, w.ls = w.sc2 + sc_n, w.dl = w.ls + g.ldb;
-        }
-        int64_t packed = -1; /* the batch x head whose columns w holds */
+        if (all) w.xt1 = all, w.xt2 = w.xt1 + xt_n, w.sc1 = w.xt2 + xt_n, w.sc2 = w.sc1 + sc_n;
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < items; it++) {
             if (!all) continue;
             const int64_t b = it / nblk, rb = it % nblk * RB, re = CN_OMP_MIN(g.nrow, rb + RB);
-            if (packed != b) {
-                pack_cols(g.y1 + b * g.ncol * d, packed_cols, d, g.ldb, w.bt1);
-                if (g.two) pack_cols(g.y2 + b * g.ncol * d, packed_cols, d, g.ldb, w.bt2);
-                if (g.keys_are_rows) {
-                    for (int64_t c = 0; c < g.ldb; c++) {
-                        w.ls[c] = c < g.ncol ? j->lse[b * g.ncol + c] : 0.0f;
-                        w.dl[c] = c < g.ncol && j->delta ? j->delta[b * g.ncol + c] : 0.0f;
-                    }
-                }
-                packed = b;
-            }
-            for (int64_t r0 = rb; r0 < re; r0 += MR) row_tile(&g, b, r0, CN_OMP_MIN(MR, re - r0), &w);
+            for (int64_t r0 = rb; r0 < re; r0 += VW) row_tile(&g, b, r0, CN_OMP_MIN(VW, re - r0), &w);
         }
         free(all);
     }

@@ -21,8 +21,13 @@ typedef struct acase {
     int bh, t, s, d, causal;
 } acase;
 
+/* The last four run the OpenMP tiles (omp_attention_tiles.c) through several work items of
+ * rows per batch x head with a partial last tile, causal tiles that start or stop inside a
+ * tile, a head size of whole and partial vectors, and causal T != S: queries past the last
+ * key, and keys no query sees (their dk, dv rows are 0). */
 static const acase cases[] = {
-    {2, 7, 7, 8, 1}, {3, 33, 33, 16, 1}, {1, 20, 37, 32, 0}, {2, 64, 64, 64, 1}, {1, 5, 5, 100, 0}, {1, 1, 1, 4, 1},
+    {2, 7, 7, 8, 1},      {3, 33, 33, 16, 1}, {1, 20, 37, 32, 0},  {2, 64, 64, 64, 1},  {1, 5, 5, 100, 0},
+    {1, 1, 1, 4, 1},      {2, 150, 150, 40, 1}, {1, 77, 130, 24, 0}, {1, 100, 70, 16, 1}, {1, 70, 100, 16, 1},
 };
 
 typedef struct built {
