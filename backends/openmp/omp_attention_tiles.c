@@ -41,13 +41,16 @@ int CN_OMP_ATTENTION_NAME(const cn_att_job *job);
 #pragma GCC target("prefer-vector-width=512")
 #endif
 
-/* A tile is VW rows, one vector: the tile's scores are stored column by column ([c][VW]), so
- * the row passes run down the columns with one lane per row (the row maxima and sums are
- * vector accumulators, the causal mask a compare against the lane index) and the products
- * read X and Y, Z in their natural [n, D] layouts, nothing transposed:
- *   scores: acc[c][:] += y[c][e] * x[:][e] (x^T of the tile packed, VW x D), NC columns a
+/* A tile is vw rows, one vector (VW lanes; a last tile of at most VW/2 or VW/4 rows uses
+ * half or quarter vectors, so a short sequence or one query wastes few lanes): the tile's
+ * scores are stored column by column ([c][vw]), so the row passes run down the columns with
+ * one lane per row (the row maxima and sums are vector accumulators, the causal mask a
+ * compare against the lane index) and the products read X and Y, Z in their natural [n, D]
+ * layouts, nothing transposed:
+ *   scores: acc[c][:] += y[c][e] * x[:][e] (x^T of the tile packed, vw x D), NC columns a
  *           register tile (AVX-512: 16 + 1 of 32 zmm; AVX2 and 128-bit: 12 + 2 of 16);
- *   product: acc[r][e..] += w[c][r] * z[c][e..], VW rows x PC vectors of the head dimension. */
+ *   product: acc[r][e..] += w[c][r] * z[c][e..], vw rows x PC vectors of the head dimension.
+ * Every function below that takes vw is inlined with a constant one. */
 #if defined(__AVX512F__)
 #define VW 16
 #define NC 16
@@ -140,76 +143,76 @@ static int64_t first_query(const cn_att_job *j, int64_t r) {
     return !j->causal ? 0 : CN_OMP_MIN(j->t, CN_OMP_MAX(r - j->offset, 0));
 }
 
-/* The causal mask of a tile, by lanes: the rows are from + r for lanes r < VW.
+/* The causal mask of a tile, by lanes: the rows are from + r for lanes r < vw.
  * Query rows: lane r sees key c when c <= from + r, so every lane sees the keys up to from
  * and lanes r >= c - from see key c after that (one compare against the lane index).
  * Key rows: lane r is seen by query c when c >= from + r, so lanes r <= c - from see query c
- * up to from + VW - 2 and every lane after that. Without the mask every lane sees every
+ * up to from + vw - 2 and every lane after that. Without the mask every lane sees every
  * column. The row passes run the unmasked and the masked columns as separate loops: a
  * clamped lane bound computed per column makes gcc split the column loop into copies it
  * then fails to vectorise. */
 static int64_t all_see_until(const cn_att_job *j, int64_t from, int64_t n) { /* query rows */
     return !j->causal ? n : CN_OMP_MIN(n, CN_OMP_MAX(from + 1, 0));
 }
-static int64_t some_see_until(const cn_att_job *j, int64_t from, int64_t c0, int64_t c1) { /* key rows */
-    return !j->causal ? c0 : CN_OMP_MIN(c1, CN_OMP_MAX(c0, from + VW - 1));
+static int64_t some_see_until(const cn_att_job *j, int vw, int64_t from, int64_t c0, int64_t c1) { /* key rows */
+    return !j->causal ? c0 : CN_OMP_MIN(c1, CN_OMP_MAX(c0, from + vw - 1));
 }
 
-/* xt[e * VW + r] = x[(r0 + r) * d + e]; rows past the last repeat it (their results are
- * computed and dropped, so a tile always has VW rows). */
-static void pack_rows(const float *restrict x, int64_t r0, int64_t mr, int64_t d, float *restrict xt) {
-    for (int r = 0; r < VW; r++) {
+/* xt[e * vw + r] = x[(r0 + r) * d + e]; rows past the last repeat it (their results are
+ * computed and dropped, so a tile always has vw rows). */
+static void pack_rows(int vw, const float *restrict x, int64_t r0, int64_t mr, int64_t d, float *restrict xt) {
+    for (int r = 0; r < vw; r++) {
         const float *restrict xr = x + (r0 + (r < mr ? r : mr - 1)) * d;
-        for (int64_t e = 0; e < d; e++) xt[e * VW + r] = xr[e];
+        for (int64_t e = 0; e < d; e++) xt[e * vw + r] = xr[e];
     }
 }
 
-/* sc[c * VW + r] = sum over e < d of y[c][e] * xt[e][r], for the nc columns from y (nc <= NC;
+/* sc[c * vw + r] = sum over e < d of y[c][e] * xt[e][r], for the nc columns from y (nc <= NC;
  * inlined with constant nc). */
-CN_ATT_INLINE void score_cols(int nc, int64_t d, const float *restrict xt, const float *restrict y,
+CN_ATT_INLINE void score_cols(int nc, int vw, int64_t d, const float *restrict xt, const float *restrict y,
                               float *restrict sc) {
     float acc[NC][VW];
 #pragma GCC unroll 16
     for (int c = 0; c < nc; c++)
 #pragma omp simd
-        for (int r = 0; r < VW; r++) acc[c][r] = 0.0f;
+        for (int r = 0; r < vw; r++) acc[c][r] = 0.0f;
     for (int64_t e = 0; e < d; e++) {
-        const float *restrict a = xt + e * VW;
+        const float *restrict a = xt + e * vw;
 #pragma GCC unroll 16
         for (int c = 0; c < nc; c++) {
             const float yc = y[c * d + e];
 #pragma omp simd
-            for (int r = 0; r < VW; r++) acc[c][r] = CN_OMP_FMA(yc, a[r], acc[c][r]);
+            for (int r = 0; r < vw; r++) acc[c][r] = CN_OMP_FMA(yc, a[r], acc[c][r]);
         }
     }
 #pragma GCC unroll 16
     for (int c = 0; c < nc; c++)
 #pragma omp simd
-        for (int r = 0; r < VW; r++) sc[c * VW + r] = acc[c][r];
+        for (int r = 0; r < vw; r++) sc[c * vw + r] = acc[c][r];
 }
 
-/* Scores of the tile against columns [c0, c1) of y: sc[(c - c0) * VW + r]. */
-static void scores(int64_t d, const float *restrict xt, const float *restrict y, int64_t c0, int64_t c1,
+/* Scores of the tile against columns [c0, c1) of y: sc[(c - c0) * vw + r]. */
+CN_ATT_INLINE void scores(int vw, int64_t d, const float *restrict xt, const float *restrict y, int64_t c0, int64_t c1,
                    float *restrict sc) {
     int64_t c = c0;
-    for (; c + NC <= c1; c += NC) score_cols(NC, d, xt, y + c * d, sc + (c - c0) * VW);
-    for (; c + 4 <= c1; c += 4) score_cols(4, d, xt, y + c * d, sc + (c - c0) * VW);
-    for (; c < c1; c++) score_cols(1, d, xt, y + c * d, sc + (c - c0) * VW);
+    for (; c + NC <= c1; c += NC) score_cols(NC, vw, d, xt, y + c * d, sc + (c - c0) * vw);
+    for (; c + 4 <= c1; c += 4) score_cols(4, vw, d, xt, y + c * d, sc + (c - c0) * vw);
+    for (; c < c1; c++) score_cols(1, vw, d, xt, y + c * d, sc + (c - c0) * vw);
 }
 
 /* out[r][e0 .. e0 + w) = f[r] * sum over c < n of wt[c][r] z[c][e0 ..] for the tile's first mr
  * rows (w <= PC * VW; inlined with a constant w for the full chunks). */
-CN_ATT_INLINE void product_chunk(int w, int64_t n, const float *restrict wt, const float *restrict z, int64_t d,
+CN_ATT_INLINE void product_chunk(int w, int vw, int64_t n, const float *restrict wt, const float *restrict z, int64_t d,
                                  int64_t e0, const float *f, int64_t mr, float *restrict out) {
     float acc[VW][PC * VW];
 #pragma GCC unroll 16
-    for (int r = 0; r < VW; r++)
+    for (int r = 0; r < vw; r++)
         for (int e = 0; e < w; e++) acc[r][e] = 0.0f;
     for (int64_t c = 0; c < n; c++) {
         const float *restrict zc = z + c * d + e0;
-        const float *restrict wc = wt + c * VW;
+        const float *restrict wc = wt + c * vw;
 #pragma GCC unroll 16
-        for (int r = 0; r < VW; r++) {
+        for (int r = 0; r < vw; r++) {
             const float wr = wc[r];
 #pragma omp simd
             for (int e = 0; e < w; e++) acc[r][e] = CN_OMP_FMA(wr, zc[e], acc[r][e]);
@@ -220,53 +223,53 @@ CN_ATT_INLINE void product_chunk(int w, int64_t n, const float *restrict wt, con
 }
 
 /* out = f * wt^T z over n columns, for the tile's mr rows. */
-static void product(int64_t n, const float *restrict wt, const float *restrict z, int64_t d, const float *f,
-                    int64_t mr, float *restrict out) {
+CN_ATT_INLINE void product(int vw, int64_t n, const float *restrict wt, const float *restrict z, int64_t d,
+                          const float *f, int64_t mr, float *restrict out) {
     int64_t e0 = 0;
-    for (; e0 + PC * VW <= d; e0 += PC * VW) product_chunk(PC * VW, n, wt, z, d, e0, f, mr, out);
-    for (; e0 + VW <= d; e0 += VW) product_chunk(VW, n, wt, z, d, e0, f, mr, out);
-    if (e0 < d) product_chunk((int)(d - e0), n, wt, z, d, e0, f, mr, out);
+    for (; e0 + PC * VW <= d; e0 += PC * VW) product_chunk(PC * VW, vw, n, wt, z, d, e0, f, mr, out);
+    for (; e0 + VW <= d; e0 += VW) product_chunk(VW, vw, n, wt, z, d, e0, f, mr, out);
+    if (e0 < d) product_chunk((int)(d - e0), vw, n, wt, z, d, e0, f, mr, out);
 }
 
 /* The row passes, one column of a tile at a time: lanes r >= lo (query rows) or r <= hi (key
  * rows) see the column, the others get weight 0. */
-CN_ATT_INLINE void max_col(const float *restrict sc, float scale, int lo, float *restrict mx) {
+CN_ATT_INLINE void max_col(int vw, const float *restrict sc, float scale, int lo, float *restrict mx) {
 #pragma omp simd
-    for (int r = 0; r < VW; r++) {
+    for (int r = 0; r < vw; r++) {
         const float v = r >= lo ? scale * sc[r] : -INFINITY, o = mx[r];
         mx[r] = o > v ? o : v;
     }
 }
-CN_ATT_INLINE void exp_col(float *restrict sc, float scale, int lo, const float *restrict mx,
+CN_ATT_INLINE void exp_col(int vw, float *restrict sc, float scale, int lo, const float *restrict mx,
                            double *restrict sum) {
 #pragma omp simd
-    for (int r = 0; r < VW; r++) {
+    for (int r = 0; r < vw; r++) {
         const float p = exp_vec(CN_OMP_FMA(scale, sc[r], -mx[r]));
         sc[r] = r >= lo ? p : 0.0f;
     }
     /* apart: gcc does not vectorise the exp beside a double accumulation */
 #pragma omp simd
-    for (int r = 0; r < VW; r++) sum[r] += (double)sc[r];
+    for (int r = 0; r < vw; r++) sum[r] += (double)sc[r];
 }
-CN_ATT_INLINE void dq_col(float *restrict sc, const float *restrict dp, float scale, int lo, const float *restrict ls,
+CN_ATT_INLINE void dq_col(int vw, float *restrict sc, const float *restrict dp, float scale, int lo, const float *restrict ls,
                           const float *restrict dl) {
 #pragma omp simd
-    for (int r = 0; r < VW; r++) {
+    for (int r = 0; r < vw; r++) {
         const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls[r])) * (dp[r] - dl[r]);
         sc[r] = r >= lo ? w : 0.0f;
     }
 }
-CN_ATT_INLINE void key_col(float *restrict sc, const float *restrict dp, float scale, int hi, float ls, float dl) {
+CN_ATT_INLINE void key_col(int vw, float *restrict sc, const float *restrict dp, float scale, int hi, float ls, float dl) {
     if (!dp) {
 #pragma omp simd
-        for (int r = 0; r < VW; r++) {
+        for (int r = 0; r < vw; r++) {
             const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls));
             sc[r] = r <= hi ? w : 0.0f;
         }
         return;
     }
 #pragma omp simd
-    for (int r = 0; r < VW; r++) {
+    for (int r = 0; r < vw; r++) {
         const float w = exp_vec(CN_OMP_FMA(scale, sc[r], -ls)) * (dp[r] - dl);
         sc[r] = r <= hi ? w : 0.0f;
     }
@@ -274,44 +277,44 @@ CN_ATT_INLINE void key_col(float *restrict sc, const float *restrict dp, float s
 
 /* Softmax (OUT, LSE) of a tile of query rows from r0 over keys [0, n): w = exp(scale s - m)
  * with each row's maximum m (masked keys 0); sum w (in double) and m per lane. */
-static void softmax_tile(const cn_att_job *j, int64_t r0, float *restrict s, int64_t n, double *restrict sum,
+CN_ATT_INLINE void softmax_tile(int vw, const cn_att_job *j, int64_t r0, float *restrict s, int64_t n, double *restrict sum,
                          float *restrict m) {
     const float scale = j->scale;
     const int64_t from = r0 + j->offset, all = all_see_until(j, from, n);
-    for (int r = 0; r < VW; r++) m[r] = -INFINITY, sum[r] = 0.0;
-    for (int64_t c = 0; c < all; c++) max_col(s + c * VW, scale, -1, m);
-    for (int64_t c = all; c < n; c++) max_col(s + c * VW, scale, (int)(c - from), m);
-    for (int64_t c = 0; c < all; c++) exp_col(s + c * VW, scale, -1, m, sum);
-    for (int64_t c = all; c < n; c++) exp_col(s + c * VW, scale, (int)(c - from), m, sum);
+    for (int r = 0; r < vw; r++) m[r] = -INFINITY, sum[r] = 0.0;
+    for (int64_t c = 0; c < all; c++) max_col(vw, s + c * vw, scale, -1, m);
+    for (int64_t c = all; c < n; c++) max_col(vw, s + c * vw, scale, (int)(c - from), m);
+    for (int64_t c = 0; c < all; c++) exp_col(vw, s + c * vw, scale, -1, m, sum);
+    for (int64_t c = all; c < n; c++) exp_col(vw, s + c * vw, scale, (int)(c - from), m, sum);
 }
 
 /* DQ: a tile of query rows from r0 over keys [0, n): w = dS = P * (dp - delta) with
- * P = exp(scale s - lse), per row lse and delta (ls, dl: VW each). */
-static void dq_tile(const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t n,
+ * P = exp(scale s - lse), per row lse and delta (ls, dl: vw each). */
+CN_ATT_INLINE void dq_tile(int vw, const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t n,
                     const float *restrict ls, const float *restrict dl) {
     const int64_t from = r0 + j->offset, all = all_see_until(j, from, n);
-    for (int64_t c = 0; c < all; c++) dq_col(s + c * VW, dp + c * VW, j->scale, -1, ls, dl);
-    for (int64_t c = all; c < n; c++) dq_col(s + c * VW, dp + c * VW, j->scale, (int)(c - from), ls, dl);
+    for (int64_t c = 0; c < all; c++) dq_col(vw, s + c * vw, dp + c * vw, j->scale, -1, ls, dl);
+    for (int64_t c = all; c < n; c++) dq_col(vw, s + c * vw, dp + c * vw, j->scale, (int)(c - from), ls, dl);
 }
 
 /* DK (dp given), DV: a tile of key rows from r0 over queries [c0, c1): w = dS^T or P^T, with
  * each query's lse and delta (ls, dl: the batch x head's). */
-static void key_tile(const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t c0,
+CN_ATT_INLINE void key_tile(int vw, const cn_att_job *j, int64_t r0, float *restrict s, const float *restrict dp, int64_t c0,
                      int64_t c1, const float *restrict ls, const float *restrict dl) {
-    const int64_t from = r0 - j->offset, some = some_see_until(j, from, c0, c1);
+    const int64_t from = r0 - j->offset, some = some_see_until(j, vw, from, c0, c1);
     for (int64_t c = c0; c < c1; c++) {
-        const int64_t k = (c - c0) * VW;
-        key_col(s + k, dp ? dp + k : NULL, j->scale, c < some ? (int)(c - from) : VW, ls[c], dl[c]);
+        const int64_t k = (c - c0) * vw;
+        key_col(vw, s + k, dp ? dp + k : NULL, j->scale, c < some ? (int)(c - from) : vw, ls[c], dl[c]);
     }
 }
 
 typedef struct scratch {
-    float *xt1, *xt2; /* a tile's rows packed, d x VW */
-    float *sc1, *sc2; /* its scores, columns x VW */
+    float *xt1, *xt2; /* a tile's rows packed, d x vw */
+    float *sc1, *sc2; /* its scores, columns x vw */
 } scratch;
 
 /* One tile: rows [r0, r0 + mr) of batch x head b. */
-static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
+CN_ATT_INLINE void row_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
     const cn_att_job *j = g->j;
     const int64_t d = g->d;
     const int64_t rowoff = b * g->nrow, coloff = b * g->ncol; /* rows of [bh, n, ...] tensors */
@@ -325,17 +328,17 @@ static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scra
             memset(j->out + (rowoff + r0) * d, 0, (size_t)(mr * d) * sizeof(float));
         return;
     }
-    pack_rows(g->x1 + rowoff * d, r0, mr, d, w->xt1);
-    scores(d, w->xt1, g->y1 + coloff * d, c0, c1, w->sc1);
+    pack_rows(vw, g->x1 + rowoff * d, r0, mr, d, w->xt1);
+    scores(vw, d, w->xt1, g->y1 + coloff * d, c0, c1, w->sc1);
     if (g->two) {
-        pack_rows(g->x2 + rowoff * d, r0, mr, d, w->xt2);
-        scores(d, w->xt2, g->y2 + coloff * d, c0, c1, w->sc2);
+        pack_rows(vw, g->x2 + rowoff * d, r0, mr, d, w->xt2);
+        scores(vw, d, w->xt2, g->y2 + coloff * d, c0, c1, w->sc2);
     }
     float f[VW];
     if (j->what == CN_ATT_OUT || j->what == CN_ATT_LSE) {
         double sum[VW];
         float m[VW];
-        softmax_tile(j, r0, w->sc1, c1, sum, m);
+        softmax_tile(vw, j, r0, w->sc1, c1, sum, m);
         /* a row that sees no key has sum 0 (any other has a term e^0 = 1) */
         for (int64_t r = 0; r < mr; r++) {
             if (j->what == CN_ATT_LSE) j->out[rowoff + r0 + r] = sum[r] > 0.0 ? (float)((double)m[r] + log(sum[r])) : -INFINITY;
@@ -343,18 +346,25 @@ static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scra
         }
         if (j->what == CN_ATT_LSE) return;
     } else if (g->keys_are_rows) {
-        key_tile(j, r0, w->sc1, g->two ? w->sc2 : NULL, c0, c1, j->lse + coloff, j->delta + coloff);
+        key_tile(vw, j, r0, w->sc1, g->two ? w->sc2 : NULL, c0, c1, j->lse + coloff, j->delta + coloff);
         for (int64_t r = 0; r < mr; r++) f[r] = j->what == CN_ATT_DK ? j->scale : 1.0f;
     } else {
         float ls[VW], dl[VW];
-        for (int64_t r = 0; r < VW; r++) {
+        for (int64_t r = 0; r < vw; r++) {
             const int64_t row = rowoff + r0 + CN_OMP_MIN(r, mr - 1);
             ls[r] = j->lse[row], dl[r] = j->delta[row];
         }
-        dq_tile(j, r0, w->sc1, w->sc2, c1, ls, dl);
+        dq_tile(vw, j, r0, w->sc1, w->sc2, c1, ls, dl);
         for (int64_t r = 0; r < mr; r++) f[r] = j->scale;
     }
-    product(c1 - c0, w->sc1, g->z + (coloff + c0) * d, d, f, mr, j->out + (rowoff + r0) * d);
+    product(vw, c1 - c0, w->sc1, g->z + (coloff + c0) * d, d, f, mr, j->out + (rowoff + r0) * d);
+}
+
+/* A tile of mr <= VW rows in the narrowest vector that holds it. */
+static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
+    if (mr <= VW / 4) row_tile_w(VW / 4, g, b, r0, mr, w);
+    else if (mr <= VW / 2) row_tile_w(VW / 2, g, b, r0, mr, w);
+    else row_tile_w(VW, g, b, r0, mr, w);
 }
 
 int CN_OMP_ATTENTION_NAME(const cn_att_job *j) {

@@ -12,6 +12,7 @@
  * largest value; the gradients chain two more such products. A mask or scale error, a
  * missed rescale or a wrong tile edge moves results by O(max), far beyond this. */
 #include <math.h>
+#include <string.h>
 
 #include "../data/tcheck.h"
 #include "graph.h"
@@ -149,12 +150,15 @@ done:
     tc_end();
 }
 
-int main(void) {
+/* test_attention [SELECTOR]: every device, or only the one named (meson runs "omp" again on
+ * each portable build of the OpenMP kernels, CLNET_OMP_GEMM). */
+int main(int argc, char **argv) {
     int n;
     CHECK_OK(cn_device_count(&n));
     for (int d = 0; d < n; d++) {
         cn_device_info info;
         cn_device *dev;
+        if (cn_device_info_get(d, &info) == CN_OK && argc > 1 && strcmp(info.selector, argv[1]) != 0) continue;
         if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
             tc_skipped(info.selector, cn_last_error());
             continue;
