@@ -339,10 +339,12 @@ CN_ATT_INLINE void row_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64
         double sum[VW];
         float m[VW];
         softmax_tile(vw, j, r0, w->sc1, c1, sum, m);
-        /* a row that sees no key has sum 0 (any other has a term e^0 = 1) */
+        /* a row that sees no key has sum 0 (any other has a term e^0 = 1, or NaN, which
+         * goes on into the output) */
         for (int64_t r = 0; r < mr; r++) {
-            if (j->what == CN_ATT_LSE) j->out[rowoff + r0 + r] = sum[r] > 0.0 ? (float)((double)m[r] + log(sum[r])) : -INFINITY;
-            f[r] = sum[r] > 0.0 ? (float)(1.0 / sum[r]) : 0.0f;
+            const int none = sum[r] == 0.0;
+            if (j->what == CN_ATT_LSE) j->out[rowoff + r0 + r] = none ? -INFINITY : (float)((double)m[r] + log(sum[r]));
+            f[r] = none ? 0.0f : (float)(1.0 / sum[r]);
         }
         if (j->what == CN_ATT_LSE) return;
     } else if (g->keys_are_rows) {

@@ -150,6 +150,52 @@ done:
     tc_end();
 }
 
+/* A NaN in one query row makes that row's output and log-sum-exp NaN (as softmax(NaN) is),
+ * and leaves the other rows finite: a backend must not turn it into zeros or -inf (a row sum
+ * that is not > 0 is not a row that sees no key: with lse -inf the backward would
+ * exponentiate +inf into finite garbage) or spread it to rows that do not read it. */
+static void check_nan(cn_device *dev) {
+    enum { BH = 2, T = 21, D = 8, ROW = 5 };
+    char label[96];
+    snprintf(label, sizeof label, "NaN in query row %d stays in that row on %s", ROW, cn_device_selector(dev));
+    tc_begin(label);
+    static float host[3][BH * T * D], out[BH * T * D], lse[BH * T];
+    for (int i = 0; i < 3; i++)
+        for (int e = 0; e < BH * T * D; e++) host[i][e] = cn_rng_uniform(13, (uint64_t)i, (uint64_t)e) - 0.5f;
+    host[0][ROW * D + 3] = NAN;
+    cn_tensor *t[3] = {0};
+    int64_t shape[3] = {BH, T, D};
+    for (int i = 0; i < 3; i++) CHECK_OK(cn_tensor_from_host(dev, 3, shape, CN_F32, host[i], &t[i]));
+    cn_graph g;
+    cn_graph_init(&g);
+    cn_shape sq = cn_shape_of(3, (int64_t)BH, (int64_t)T, (int64_t)D);
+    int in[3];
+    for (int i = 0; i < 3; i++) in[i] = cn_g_leaf(&g, CN_LEAF_PARAM, i == 0 ? "q" : i == 1 ? "k" : "v", &sq, CN_F32);
+    cn_op_params p = {0};
+    p.causal = 1;
+    p.scale = 1.0f / sqrtf((float)D);
+    int outs[2] = {cn_g_op(&g, CN_OP_ATTENTION, 3, in, &p, NULL), cn_g_op(&g, CN_OP_ATTENTION_LSE, 2, in, &p, NULL)};
+    cn_plan *plan = NULL;
+    cn_tensor **bind = calloc((size_t)g.n, sizeof *bind); /* one slot per node; the leaves are 0, 1, 2 */
+    CHECK(bind != NULL, "out of memory");
+    for (int i = 0; i < 3 && bind; i++) bind[in[i]] = t[i];
+    if (!tc_bad) CHECK_OK(cn_plan_create(&g, dev, outs, 2, bind, 0, &plan));
+    free(bind);
+    if (!tc_bad) CHECK_OK(cn_plan_run(plan, 1));
+    if (!tc_bad) CHECK_OK(cn_plan_read(plan, outs[0], out, sizeof out));
+    if (!tc_bad) CHECK_OK(cn_plan_read(plan, outs[1], lse, sizeof lse));
+    for (int r = 0; r < BH * T && !tc_bad; r++) {
+        CHECK(r == ROW ? isnan(lse[r]) : isfinite(lse[r]), "lse row %d = %g", r, (double)lse[r]);
+        for (int e = 0; e < D; e++)
+            CHECK(r == ROW ? isnan(out[r * D + e]) : isfinite(out[r * D + e]), "out row %d [%d] = %g", r, e,
+                  (double)out[r * D + e]);
+    }
+    cn_plan_free(plan);
+    cn_graph_destroy(&g);
+    for (int i = 0; i < 3; i++) cn_tensor_release(t[i]);
+    tc_end();
+}
+
 /* test_attention [SELECTOR]: every device, or only the one named (meson runs "omp" again on
  * each portable build of the OpenMP kernels, CLNET_OMP_GEMM). */
 int main(int argc, char **argv) {
@@ -164,6 +210,7 @@ int main(int argc, char **argv) {
             continue;
         }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], dev);
+        check_nan(dev);
         cn_device_release(dev);
     }
     return tc_finish();
