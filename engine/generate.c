@@ -49,9 +49,14 @@ struct cn_generator {
     int32_t *win;      /* the window: win[0 .. n_win) */
     int64_t n_win, n_text;
     int64_t cached;    /* window tokens whose keys and values the caches hold */
-    cn_tensor **cache; /* per attention layer: key, value [heads, context, head dims] */
-    int n_cache;
+    cn_tensor **cache; /* per attention layer: float caches one [3 heads, context, head dims] of
+                          queries, keys, values (ATTEND_QKV); int8 a key and a value cache
+                          [heads, context, words] */
+    int n_cache;       /* attention layers */
     gen_graph pre, step;
+    gen_graph prep;    /* the step's fused weights from the session's (run at every prefill) */
+    cn_tensor **fused; /* their tensors: per attention layer q|k|v weight [D, 3D], bias [3D] */
+    int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
     int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
@@ -139,6 +144,35 @@ static int op(lower *L, cn_op o, int n, const int *in, const cn_op_params *p, co
 
 static int op2(lower *L, cn_op o, int a, int b) { return op(L, o, 2, (int[]){a, b}, &(cn_op_params){0}, NULL); }
 
+/* The step's fused q|k|v projection weight ("weight": [D, 3D]) or bias ("bias": [3D]) of
+ * attention layer l: the prep graph concatenates the session's three (in the activations'
+ * type) into a tensor of the generator's, which the step reads as a parameter. */
+static int fused_qkv(lower *L, const cn_layer *l, const char *what) {
+    cn_generator *gen = L->gen;
+    lower P = {gen, &gen->prep, 0};
+    int part[3];
+    for (int k = 0; k < 3; k++) {
+        char w[32];
+        snprintf(w, sizeof w, "%s.%s", cn_attention_projections[k], what);
+        part[k] = param(&P, l, w);
+    }
+    cn_op_params cat = {0};
+    cat.axis = what[0] == 'w';
+    int qk = op(&P, CN_OP_CONCAT, 2, part, &cat, NULL);
+    int all = op(&P, CN_OP_CONCAT, 2, (int[]){qk, part[2]}, &cat, NULL);
+    if (P.fail) return L->fail = 1, -1;
+    const cn_node *n = &gen->prep.g.nodes[all];
+    cn_tensor *t;
+    if (cn_tensor_create(gen->s->dev, n->shape.ndim, n->shape.d, n->dtype, &t) != CN_OK) return L->fail = 1, -1;
+    gen->fused[gen->n_fused++] = t;
+    if (track(&P, all, t) < 0) return L->fail = 1, -1;
+    gen->prep.writes[gen->prep.n_writes++] = all;
+    char name[CN_NODE_NAME_MAX], w[32];
+    snprintf(w, sizeof w, "qkv.%s", what);
+    cn_layer_param_name(l, w, name, sizeof name);
+    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, name, &n->shape, n->dtype), t);
+}
+
 static int reshape(lower *L, int x, cn_shape shape) {
     if (x < 0) return L->fail = 1, -1;
     int r = cn_g_reshape(&L->gg->g, x, &shape);
@@ -167,43 +201,90 @@ static int activation(lower *L, int x, cn_act a) {
     return op(L, cn_act_op(a), 1, &x, &p, NULL);
 }
 
+/* A step's layer norm (gamma, beta, eps) that the next dense launch applies (NORM_DENSE). */
+typedef struct pending_norm {
+    int on, gamma, beta;
+    float eps;
+} pending_norm;
+
+/* x [T, in] W [in, out] + b (cn_op_dense): after a pending norm, one NORM_DENSE launch (with
+ * act: 0 none, 1 GELU); else with a residual res >= 0, one DENSE_ADD (x W + b + res); else
+ * MATMUL and ADD, which the planner fuses. */
+static int dense_step(lower *L, int x, int w, int b, pending_norm *pn, int act, int res) {
+    if (pn && pn->on) {
+        cn_op_params p = {0};
+        p.eps = pn->eps, p.variant = act;
+        pn->on = 0;
+        return op(L, CN_OP_NORM_DENSE, 5, (int[]){x, pn->gamma, pn->beta, w, b}, &p, NULL);
+    }
+    if (res >= 0) return op(L, CN_OP_DENSE_ADD, 4, (int[]){x, w, b, res}, &(cn_op_params){0}, NULL);
+    return dense(L, x, w, b);
+}
+
 /* Multi-head attention of layer l on x [T, D] (cn_op_multihead_attention's projections and
- * head layout, batch 1): its keys and values go to the layer's caches at row `start`; the
- * prefill (T > 1) attends its own keys with the fused causal attention, as the session's
- * program does, and a step attends the cache. */
-static int attention(lower *L, const cn_layer *l, int x, int layer) {
+ * head layout, batch 1): its queries, keys and values go to the layer's cache at row
+ * `start`; the prefill (T > 1) attends its own keys with the fused causal attention, as the
+ * session's program does, and a step attends the cache. A step projects q|k|v at once with
+ * the fused weights (after the pending norm pn), attends with ATTEND_QKV, and adds res (>= 0:
+ * the block's input) in its output projection. */
+static int attention(lower *L, const cn_layer *l, int x, int layer, pending_norm *pn, int res) {
     cn_generator *gen = L->gen;
     gen_graph *gg = L->gg;
     const int64_t T = gg->T, d = l->oc, h = l->units, dh = d / h;
-    int w[4], b[4], qkv[3];
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
+    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
+    cn_op_params p = {0};
+    p.scale = 1.0f / sqrtf((float)dh);
+    p.causal = 1;
+    int w[4], b[4], qkv[3], a;
     for (int k = 0; k < 4; k++) {
+        if (T == 1 && !q8 && k < 3) continue; /* the step reads the fused q|k|v weights */
         char what[32];
         snprintf(what, sizeof what, "%s.weight", cn_attention_projections[k]);
         w[k] = param(L, l, what);
         snprintf(what, sizeof what, "%s.bias", cn_attention_projections[k]);
         b[k] = param(L, l, what);
     }
-    for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
-    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
-    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
-    int cache[2];
-    for (int k = 0; k < 2; k++) {
-        cn_tensor *t = gen->cache[2 * layer + k];
-        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
-        int rows = q8 ? qkv[1 + k] : as_type(L, qkv[1 + k], ct);
-        cache[k] = op(L, q8 ? CN_OP_KV_WRITE_Q8 : CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
-        if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
+    if (T == 1 && !q8) {
+        /* [1, 3D] is [3, heads, dh]: the cache's [3 heads, 1, dh] rows as they are */
+        int rows = dense_step(L, x, fused_qkv(L, l, "weight"), fused_qkv(L, l, "bias"), pn, 0, -1);
+        rows = as_type(L, reshape(L, rows, cn_shape_of(3, 3 * h, (int64_t)1, dh)), ct);
+        cn_tensor *t = gen->cache[layer];
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
+        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
+        if (c >= 0) gg->writes[gg->n_writes++] = c;
+        a = as_type(L, op(L, CN_OP_ATTEND_QKV, 2, (int[]){c, gg->start}, &p, NULL), gen->act);
+        return dense_step(L, reshape(L, a, cn_shape_of(2, T, d)), w[3], b[3], NULL, 0, res);
     }
-    cn_op_params p = {0};
-    p.scale = 1.0f / sqrtf((float)dh);
-    p.causal = 1;
-    int a;
-    if (T > 1) a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
-    else if (q8) a = op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
-    else
-        a = as_type(L, op(L, CN_OP_ATTEND_CACHE, 4, (int[]){as_type(L, qkv[0], ct), cache[0], cache[1], gg->start}, &p, NULL),
-                    gen->act);
-    return dense(L, reshape(L, swap01(L, a), cn_shape_of(2, T, d)), w[3], b[3]);
+    if (pn && pn->on) { /* not fused: the norm as the session runs it */
+        cn_op_params np = {0};
+        np.eps = pn->eps;
+        x = op(L, CN_OP_LAYERNORM, 3, (int[]){x, pn->gamma, pn->beta}, &np, NULL);
+        pn->on = 0;
+    }
+    for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
+    if (q8) {
+        int cache[2];
+        for (int k = 0; k < 2; k++) {
+            cn_tensor *t = gen->cache[2 * layer + k];
+            int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
+            cache[k] = op(L, CN_OP_KV_WRITE_Q8, 3, (int[]){leaf, qkv[1 + k], gg->start}, &(cn_op_params){0}, NULL);
+            if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
+        }
+        a = T > 1 ? op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL)
+                  : op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
+    } else {
+        /* the prefill: every position's rows [3 heads, T, dh] into the cache */
+        cn_op_params cat = {0};
+        int rows = op(L, CN_OP_CONCAT, 2, (int[]){op(L, CN_OP_CONCAT, 2, qkv, &cat, NULL), qkv[2]}, &cat, NULL);
+        cn_tensor *t = gen->cache[layer];
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
+        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, as_type(L, rows, ct), gg->start}, &(cn_op_params){0}, NULL);
+        if (c >= 0) gg->writes[gg->n_writes++] = c;
+        a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
+    }
+    a = reshape(L, swap01(L, a), cn_shape_of(2, T, d));
+    return T == 1 ? dense_step(L, a, w[3], b[3], NULL, 0, res) : dense(L, a, w[3], b[3]);
 }
 
 /* The layers cached generation knows: a causal token model's. */
@@ -228,14 +309,24 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
     int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
     cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
+    /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
+     * or attention projection, a residual add into the dense before it (dense_step). */
+    const int step = gg->T == 1;
+    pending_norm pn = {0};
     for (int i = 0; i < m->n && st == CN_OK && !L.fail; i++) {
-        const cn_layer *l = &m->layers[i];
+        const cn_layer *l = &m->layers[i], *next = i + 1 < m->n ? &m->layers[i + 1] : NULL;
+        /* the residual add of the END right after this layer, fused into its last launch */
+        int res = step && next && next->kind == CN_L_END ? block_in[next->partner] : -1;
         switch (l->kind) {
         case CN_L_EMBED:
             x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
                     op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
             break;
         case CN_L_LAYER_NORM: {
+            if (step && next && (next->kind == CN_L_DENSE || (next->kind == CN_L_ATTENTION && next->causal))) {
+                pn = (pending_norm){1, param(&L, l, "weight"), param(&L, l, "bias"), l->eps};
+                break;
+            }
             cn_op_params p = {0};
             p.eps = l->eps;
             x = op(&L, CN_OP_LAYERNORM, 3, (int[]){x, param(&L, l, "weight"), param(&L, l, "bias")}, &p, NULL);
@@ -243,13 +334,19 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
         }
         case CN_L_ATTENTION:
             if (!l->causal) st = unsupported(l, "is not causal: its keys change with later tokens, so none can be cached");
-            else x = attention(&L, l, x, layer++);
+            else x = attention(&L, l, x, layer++, &pn, res);
+            if (res >= 0) i++; /* the END is done */
             break;
-        case CN_L_DENSE:
-            x = dense(&L, x, param(&L, l, "weight"), param(&L, l, "bias"));
+        case CN_L_DENSE: {
             /* the logits are the output before a final softmax */
-            if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
+            const cn_act act = i == m->n - 1 && l->act == CN_ACT_SOFTMAX ? CN_ACT_NONE : l->act;
+            const int gelu = step && pn.on && act == CN_ACT_GELU, fuse_res = res >= 0 && act == CN_ACT_NONE && !pn.on;
+            int w = param(&L, l, "weight"), b = param(&L, l, "bias");
+            x = step ? dense_step(&L, x, w, b, &pn, gelu, fuse_res ? res : -1) : dense(&L, x, w, b);
+            if (!gelu) x = activation(&L, x, act);
+            if (fuse_res) i++; /* the END is done */
             break;
+        }
         case CN_L_ACTIVATION:
             if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
             break;
@@ -302,18 +399,36 @@ static void drop_graph(gen_graph *gg) {
 
 static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     for (int i = 0; i < m->n; i++) gen->n_cache += m->layers[i].kind == CN_L_ATTENTION;
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
     gen->cache = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->cache);
-    if (!gen->cache) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
+    gen->fused = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->fused);
+    if (!gen->cache || !gen->fused) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
     int k = 0;
     for (int i = 0; i < m->n; i++) {
         const cn_layer *l = &m->layers[i];
         if (l->kind != CN_L_ATTENTION) continue;
-        int64_t dh = l->oc / l->units, dims[3] = {l->units, gen->context, dh};
-        if (gen->cfg.cache_type == CN_KV_INT8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
-        for (int j = 0; j < 2; j++)
+        int64_t dh = l->oc / l->units, dims[3] = {q8 ? l->units : 3 * l->units, gen->context, dh};
+        if (q8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
+        for (int j = 0; j < (q8 ? 2 : 1); j++)
             CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
     }
-    return CN_OK;
+    /* the prep graph: what the step's lowering adds to it (fused_qkv) */
+    CN_TRY(cn_graph_init(&gen->prep.g));
+    gen->prep.writes = malloc((size_t)(2 * gen->n_cache + 1) * sizeof *gen->prep.writes);
+    return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d fused weights", 2 * gen->n_cache);
+}
+
+/* The prep plan: its writes are its outputs, each into its generator tensor. */
+static cn_status plan_prep(cn_generator *gen) {
+    gen_graph *gg = &gen->prep;
+    if (!gg->n_writes) return CN_OK; /* an int8 cache: the step reads the session's weights */
+    cn_tensor **bind = calloc((size_t)gg->g.n, sizeof *bind);
+    if (!bind) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: plan of %d nodes", gg->g.n);
+    for (int i = 0; i < gg->n_bound; i++) bind[gg->bound[i]] = gg->tensors[i];
+    cn_status st = cn_plan_create(&gg->g, gen->s->dev, gg->writes, gg->n_writes, bind, 1, &gg->plan);
+    free(bind);
+    if (st == CN_OK) st = cn_plan_run(gg->plan, 1);
+    return st == CN_OK ? CN_OK : cn_error_context(st, "planning the fused weights of cached generation");
 }
 
 cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generator_config *cfg, cn_generator **out) {
@@ -355,6 +470,7 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (st == CN_OK && !c.no_cache) st = make_caches(gen, m);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->pre, gen->context);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->step, 1);
+    if (st == CN_OK && !c.no_cache) st = plan_prep(gen);
     if (st != CN_OK) {
         cn_generator_free(gen);
         return st;
@@ -367,8 +483,11 @@ void cn_generator_free(cn_generator *g) {
     if (!g) return;
     drop_graph(&g->pre);
     drop_graph(&g->step);
+    drop_graph(&g->prep);
     for (int i = 0; g->cache && i < 2 * g->n_cache; i++) cn_tensor_release(g->cache[i]);
+    for (int i = 0; i < g->n_fused; i++) cn_tensor_release(g->fused[i]);
     free(g->cache);
+    free(g->fused);
     free(g->win);
     free(g->ids);
     free(g->positions);
@@ -396,6 +515,8 @@ static cn_status run_window(cn_generator *g, float *dst) {
     } else {
         cn_plan *p = g->pre.plan;
         g->fed[2] = 0;
+        /* the session's weights as they are now, for the steps until the next prefill */
+        if (g->prep.plan) CN_TRY(cn_plan_run(g->prep.plan, 1));
         CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 0));
         CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 0));
         CN_TRY(cn_plan_feed(p, g->pre.start, &g->fed[2], sizeof g->fed[2], 0));

@@ -61,12 +61,12 @@ float q8_at(__global const int *row, int e) {
  * running maximum m and sum l rescale the accumulators, as attention.cl's kernels do); the
  * chunk's probabilities go through local memory to the work-items that own output dims
  * e = lid + u L. Local memory: 2 L floats, whatever the cache length. KAT(j, e) and VAT(j, e)
- * read element e of cached key and value j of this row's head. */
+ * read element e of cached key and value j of this row's head, QROW is the query row. */
 #define ATTEND_BODY(KAT, VAT)                                                                  \
     int lid = get_local_id(0), L = get_local_size(0), r = get_group_id(0);                     \
-    int b = r / T, last = posp[0] + r % T;                                                     \
+    int last = posp[0] + r % T;                                                                \
     int n = last < 0 ? 0 : min(C, last + 1);                                                   \
-    __global const STORE_T *qr = q + (long)r * D;                                              \
+    __global const STORE_T *qr = QROW;                                                         \
     float acc[KV_DPER];                                                                        \
     for (int u = 0; u < KV_DPER; u++) acc[u] = 0.0f;                                           \
     float m = -INFINITY, l = 0.0f;                                                             \
@@ -106,24 +106,126 @@ float q8_at(__global const int *row, int e) {
         STORE(out, (long)r * D + e, n ? acc[u] / l : 0.0f);                                    \
     }
 
+/* Element e of key and value row j of this group's head, for the float caches. */
+#define KAT(j, e) LOAD(kb, (long)(j) * D + (e))
+#define VAT(j, e) LOAD(vb, (long)(j) * D + (e))
+
 __kernel void attend_cache(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
                            __global const int *posp, __global STORE_T *out, int T, int C, int D, float scale,
                            __local float *p, __local float *tmp) {
     __global const STORE_T *kb = k + (long)(get_group_id(0) / T) * C * D, *vb = v + (long)(get_group_id(0) / T) * C * D;
-#define KAT(j, e) LOAD(kb, (long)(j) * D + (e))
-#define VAT(j, e) LOAD(vb, (long)(j) * D + (e))
+#define QROW (q + (long)r * D)
     ATTEND_BODY(KAT, VAT)
+#undef QROW
+}
+
+/* ATTEND_QKV: cache [3BH, C, D] holds queries (heads 0..BH-1), keys, then values; group r
+ * attends query row pos of head r (T = 1). A pos outside the cache has no query: 0 rows (the
+ * branch is the same for the whole group, before any barrier). */
+__kernel void attend_qkv(__global const STORE_T *cache, __global const int *posp, __global STORE_T *out, int BH,
+                         int C, int D, float scale, __local float *p, __local float *tmp) {
+    const int T = 1, pos = posp[0];
+    __global const STORE_T *qb = cache + (long)get_group_id(0) * C * D;
+    __global const STORE_T *kb = qb + (long)BH * C * D, *vb = kb + (long)BH * C * D;
+    if (pos < 0 || pos >= C) {
+        for (int e = get_local_id(0); e < D; e += get_local_size(0)) STORE(out, (long)get_group_id(0) * D + e, 0.0f);
+        return;
+    }
+#define QROW (qb + (long)pos * D)
+    ATTEND_BODY(KAT, VAT)
+#undef QROW
+}
 #undef KAT
 #undef VAT
-}
 
 __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, __global const int *v,
                               __global const int *posp, __global STORE_T *out, int T, int C, int D, int W, float scale,
                               __local float *p, __local float *tmp) {
     __global const int *kb = k + (long)(get_group_id(0) / T) * C * W, *vb = v + (long)(get_group_id(0) / T) * C * W;
+#define QROW (q + (long)r * D)
 #define KAT(j, e) q8_at(kb + (long)(j) * W, (e))
 #define VAT(j, e) q8_at(vb + (long)(j) * W, (e))
     ATTEND_BODY(KAT, VAT)
+#undef QROW
 #undef KAT
 #undef VAT
 }
+
+/* NORM_DENSE (ln 1) and DENSE_ADD (ln 0), ops.h: work-item (r, n) of R x N computes output
+ * element n of row r, summing over k in increasing order (as the reference does). ln: the
+ * row's mean and variance first (two passes in float, each work-item for itself: K is a
+ * model width, and a step is one row, so the repeats cost less than a barrier's round), the
+ * normalized row feeding the sum, then act (1 GELU, 2 GELU's tanh form); else + res[r, n].
+ * gamma, beta (ln 0) and res (ln 1) are not read. */
+#define DENSE_GELU_K0 0.7978845608028654f
+#define DENSE_GELU_K1 0.044715f
+#define DENSE_GELU_RSQRT2 0.7071067811865476f
+
+/* The row's normalization: its mean and 1/sqrt(var + eps), two passes in float. */
+float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
+    float s = 0.0f;
+    for (int k = 0; k < K; k++) s += LOAD(xr, k);
+    float mean = s / (float)K, v = 0.0f;
+    for (int k = 0; k < K; k++) {
+        float d = LOAD(xr, k) - mean;
+        v += d * d;
+    }
+    return (float2)(mean, 1.0f / sqrt(v / (float)K + eps));
+}
+
+/* Element k of row xr as the product reads it: normalized (ln) or as it is. */
+#define DENSE_XK(k) (ln ? (LOAD(xr, k) - st.x) * st.y * LOAD(gamma, k) + LOAD(beta, k) : LOAD(xr, k))
+#define DENSE_ACT(o)                                                                            \
+    ((act) == 1 ? 0.5f * (o) * (1.0f + erf((o) * DENSE_GELU_RSQRT2))                           \
+     : (act) == 2 ? 0.5f * (o) * (1.0f + tanh(DENSE_GELU_K0 * ((o) + DENSE_GELU_K1 * (o) * (o) * (o)))) \
+                  : (o))
+
+__kernel void dense_rows(__global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta,
+                         __global const STORE_T *w, __global const STORE_T *bias, __global const STORE_T *res,
+                         __global STORE_T *y, int R, int K, int N, int ln, int act, float eps) {
+    long g = get_global_id(0);
+    if (g >= (long)R * N) return;
+    int n = (int)(g % N);
+    __global const STORE_T *xr = x + (g / N) * K;
+    float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += DENSE_XK(k) * LOAD(w, (long)k * N + n);
+    float o = acc + LOAD(bias, n);
+    o = DENSE_ACT(o);
+    if (!ln) o += LOAD(res, g);
+    STORE(y, g, o);
+}
+
+/* CPU-type devices, N a multiple of GVW: work-item (r, c) computes DENSE_VPER floatV of row
+ * r from column c DENSE_VPER GVW (a group of one: whole vectors, no idle lanes; the same sums
+ * in the same order as dense_rows). */
+#ifndef DENSE_VPER
+#define DENSE_VPER 4
+#endif
+__kernel void dense_rows_v(__global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta,
+                           __global const STORE_T *w, __global const STORE_T *bias, __global const STORE_T *res,
+                           __global STORE_T *y, int R, int K, int N, int ln, int act, float eps) {
+    int nv = N / GVW, chunks = (nv + DENSE_VPER - 1) / DENSE_VPER;
+    int g = get_global_id(0);
+    if (g >= R * chunks) return;
+    int r = g / chunks, v0 = (g % chunks) * DENSE_VPER, cnt = min(DENSE_VPER, nv - v0);
+    __global const STORE_T *xr = x + (long)r * K;
+    float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
+    floatV acc[DENSE_VPER];
+    for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
+    for (int k = 0; k < K; k++) {
+        float xk = DENSE_XK(k);
+        long wk = ((long)k * N) / GVW + v0;
+        for (int u = 0; u < cnt; u++) acc[u] += xk * LOADV(w, wk + u);
+    }
+    for (int u = 0; u < cnt; u++) {
+        floatV o = acc[u] + LOADV(bias, v0 + u);
+        if (act) {
+            for (int e = 0; e < GVW; e++) o[e] = DENSE_ACT(o[e]);
+        }
+        if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + u);
+        STOREV(y, ((long)r * N) / GVW + v0 + u, o);
+    }
+}
+#undef DENSE_XK
+#undef DENSE_ACT

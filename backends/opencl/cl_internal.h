@@ -99,6 +99,7 @@ typedef enum cn_cl_family {
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
+    X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v)                                        \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
 
 typedef enum cn_cl_kernel_id {

@@ -6,7 +6,11 @@
  * KV_WRITE moves elements of one storage type (cache and rows share it), so it copies their
  * bytes and runs on every type as it is (omp_storage.c lists it); the others run widened.
  * The int8 forms quantize with ilogb, ldexp and rint (exact: the bits kvcache.cl writes) and
- * attend through a float copy of the rows they read, whose values are exact. */
+ * attend through a float copy of the rows they read, whose values are exact.
+ *
+ * ATTEND_QKV, NORM_DENSE and DENSE_ADD (a generation step's fused launches) compose the
+ * unfused ops' own code (ATTEND_CACHE's loops, LAYERNORM, GELU), so the fused results are
+ * the unfused ones but for the product's float order. */
 #include <stdlib.h>
 
 #include "omp_ops.h"
@@ -86,5 +90,73 @@ cn_status cn_omp_op_ATTEND_CACHE_Q8(const cn_launch *l) {
     }
     free(k);
     free(v);
+    return st;
+}
+
+/* ---- a generation step's fused launches (ops.h): the unfused ops' own code, composed ---- */
+
+/* y [R,N] = x [R,K] w [K,N] + b: each element a float sum over k in increasing order (the
+ * kernel's order), rows of w streamed once per row of x. */
+static void dense_rows(const float *x, const float *w, const float *b, int64_t R, int64_t K, int64_t N, float *y) {
+#pragma omp parallel for schedule(static) if (R * K * N >= CN_OMP_PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        float *yr = y + r * N;
+        for (int64_t n = 0; n < N; n++) yr[n] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float xk = x[r * K + k], *wk = w + k * N;
+            for (int64_t n = 0; n < N; n++) yr[n] += xk * wk[n];
+        }
+        for (int64_t n = 0; n < N; n++) yr[n] += b[n];
+    }
+}
+
+/* NORM_DENSE: LAYERNORM's launch into a float row buffer, the product, then GELU's launch
+ * in place (an elementwise op reads each element before it writes it). */
+cn_status cn_omp_op_NORM_DENSE(const cn_launch *l) {
+    const int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], N = l->out_shape.d[1];
+    float *xn = malloc((size_t)(R * K > 0 ? R * K : 1) * sizeof *xn);
+    if (!xn) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the normalized rows", (long long)(R * K));
+    cn_launch ln = *l;
+    ln.op = CN_OP_LAYERNORM, ln.n_in = 3, ln.out = xn, ln.out_shape = l->in_shape[0], ln.out_dtype = CN_F32;
+    cn_status st = cn_omp_op_LAYERNORM(&ln);
+    if (st == CN_OK) dense_rows(xn, l->in[3], l->in[4], R, K, N, l->out);
+    free(xn);
+    if (st != CN_OK || l->p->variant == 0) return st;
+    cn_op_params gp = *l->p;
+    gp.variant = l->p->variant - 1; /* GELU's variant: 0 erf, 1 tanh form */
+    cn_launch act = *l;
+    act.op = CN_OP_GELU, act.p = &gp, act.n_in = 1, act.in[0] = l->out, act.in_shape[0] = l->out_shape;
+    act.in_dtype[0] = l->out_dtype;
+    return cn_omp_op_GELU(&act);
+}
+
+cn_status cn_omp_op_DENSE_ADD(const cn_launch *l) {
+    const int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], N = l->out_shape.d[1];
+    float *y = l->out;
+    const float *res = l->in[3];
+    dense_rows(l->in[0], l->in[1], l->in[2], R, K, N, y);
+    for (int64_t i = 0; i < R * N; i++) y[i] += res[i];
+    return CN_OK;
+}
+
+/* ATTEND_QKV: the query rows copied out ([BH,1,D]), then ATTEND_CACHE's loops over the key
+ * and value blocks of the cache. */
+cn_status cn_omp_op_ATTEND_QKV(const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t bh = cs->d[0] / 3, cap = cs->d[1], d = cs->d[2], pos = position(l, 1);
+    float *out = l->out;
+    if (pos < 0 || pos >= cap) {
+        memset(out, 0, (size_t)(bh * d) * sizeof *out);
+        return CN_OK;
+    }
+    const float *c = l->in[0];
+    float *q = malloc((size_t)(bh * d > 0 ? bh * d : 1) * sizeof *q);
+    if (!q) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the queries", (long long)(bh * d));
+    for (int64_t b = 0; b < bh; b++) memcpy(q + b * d, c + (b * cap + pos) * d, (size_t)d * sizeof *q);
+    cn_launch a = *l;
+    a.op = CN_OP_ATTEND_CACHE, a.n_in = 4, a.in[0] = q, a.in_shape[0] = cn_shape_of(3, bh, (int64_t)1, d);
+    a.in_shape[1] = a.in_shape[2] = cn_shape_of(3, bh, cap, d);
+    cn_status st = cn_omp_attend(&a, c + bh * cap * d, c + 2 * bh * cap * d, pos);
+    free(q);
     return st;
 }

@@ -90,3 +90,65 @@ void cases_ATTEND_CACHE_Q8(h_caselist *L) {
         h_tol_reduce(c, (double)a->c * a->d);
     }
 }
+
+/* A generation step's fused launches. Row counts 1 (a step) and a few; widths of a model's
+ * (128 -> 384, 512, 256) and awkward ones (K 1, 5, 33; N not a multiple of the group). */
+typedef struct dense_case { int r, k, n, act; } dense_case;
+static const dense_case denses[] = {
+    {1, 128, 384, 0}, {1, 128, 512, 1}, {1, 512, 128, 0}, {1, 128, 256, 0},
+    {3, 5, 7, 2},     {2, 33, 65, 1},   {1, 1, 1, 0},     {4, 17, 100, 2},
+};
+#define N_DENSE ((int)(sizeof denses / sizeof denses[0]))
+
+/* The product sums K terms of a normalized row (a few units) times w; the statistics are
+ * K-term sums as well (LAYERNORM's bound): the
+ * reduce term with k = 2K covers both, on the output's max |ref| scale (no magnitude run:
+ * the op is not linear in x). GELU's slope is at most about 1.13. */
+void cases_NORM_DENSE(h_caselist *L) {
+    for (int k = 0; k < N_DENSE; k++) {
+        const dense_case *a = &denses[k];
+        h_case *c = h_case_new(L, CN_OP_NORM_DENSE, "x [%d,%d] w [%d,%d] act %d", a->r, a->k, a->k, a->n, a->act);
+        c->p.eps = 1e-5f;
+        c->p.variant = a->act;
+        h_in(c, h_shape(2, a->r, a->k), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, a->k), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(1, a->k), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(2, a->k, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, a->n), GEN_UNIFORM, -1, 1);
+        c->out_shape = h_shape(2, a->r, a->n);
+        h_tol_reduce(c, 2.0 * a->k);
+    }
+}
+
+/* MATMUL's fused bias plus one more term: K + 2 terms a sum, linear in every input. */
+void cases_DENSE_ADD(h_caselist *L) {
+    for (int k = 0; k < N_DENSE; k++) {
+        const dense_case *a = &denses[k];
+        h_case *c = h_case_new(L, CN_OP_DENSE_ADD, "x [%d,%d] w [%d,%d] + res", a->r, a->k, a->k, a->n);
+        h_in(c, h_shape(2, a->r, a->k), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->k, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->r, a->n), GEN_UNIFORM, -2, 2);
+        c->out_shape = h_shape(2, a->r, a->n);
+        h_tol_reduce(c, a->k + 2);
+        c->mag_run = 1;
+    }
+}
+
+/* ATTEND_CACHE's bound. Positions: the first row, the middle, the last, and outside the
+ * cache on both sides (0 rows). */
+void cases_ATTEND_QKV(h_caselist *L) {
+    static const kv qkvs[] = {
+        {1, 1, 1, 1, 0}, {4, 1, 128, 32, 0}, {4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 40},
+        {1, 1, 20, 300, 19}, {3, 1, 16, 8, -1}, {3, 1, 16, 8, 16},
+    };
+    for (int k = 0; k < (int)(sizeof qkvs / sizeof qkvs[0]); k++) {
+        const kv *a = &qkvs[k];
+        h_case *c = h_case_new(L, CN_OP_ATTEND_QKV, "cache [3x%d,%d,%d] at %d", a->bh, a->c, a->d, a->pos);
+        c->p.scale = 1.0f / sqrtf((float)a->d);
+        h_in(c, h_shape(3, 3 * a->bh, a->c, a->d), GEN_UNIFORM, -2, 2);
+        pos_input(c, a->pos);
+        c->out_shape = h_shape(3, a->bh, 1, a->d);
+        h_tol_reduce(c, (double)a->c * a->d);
+    }
+}

@@ -95,6 +95,11 @@ int64_t h_case_work(const h_case *c) {
         int qi = c->op == CN_OP_ATTENTION_GRAD;
         return w + cn_shape_numel(&c->in[qi].shape) * c->in[qi + 1].shape.d[1];
     }
+    case CN_OP_NORM_DENSE: /* out [R, N] times K */
+    case CN_OP_DENSE_ADD:
+        return w + cn_shape_numel(&c->out_shape) * a->d[1];
+    case CN_OP_ATTEND_QKV: /* BH queries times C keys of D dims, twice */
+        return w + 2 * cn_shape_numel(&c->out_shape) * a->d[1];
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
         return w + cn_shape_numel(&c->out_shape) * cn_shape_numel(&c->in[1].shape);
     default: return w;
