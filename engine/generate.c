@@ -54,6 +54,8 @@ struct cn_generator {
                           [heads, context, words] */
     int n_cache;       /* attention layers */
     gen_graph pre, step;
+    gen_graph slid;    /* the prefill of a window that just slid (context - slide + 1 tokens), when
+                          shorter than the context: half the work of pre at the default slide */
     gen_graph prep;    /* the step's fused weights from the session's (run at every prefill) */
     cn_tensor **fused; /* their tensors: per attention layer q|k|v weight [D, 3D], bias [3D] */
     int n_fused;
@@ -144,33 +146,40 @@ static int op(lower *L, cn_op o, int n, const int *in, const cn_op_params *p, co
 
 static int op2(lower *L, cn_op o, int a, int b) { return op(L, o, 2, (int[]){a, b}, &(cn_op_params){0}, NULL); }
 
-/* The step's fused q|k|v projection weight ("weight": [D, 3D]) or bias ("bias": [3D]) of
- * attention layer l: the prep graph concatenates the session's three (in the activations'
- * type) into a tensor of the generator's, which the step reads as a parameter. */
-static int fused_qkv(lower *L, const cn_layer *l, const char *what) {
+/* A tensor of the step made by the prep graph from parameters of layer l (in the activations'
+ * type): the concatenation of parts what[0..n) along axis, which the step reads as a
+ * parameter named after layer l and `name`. The prep plan runs at every prefill, so the step
+ * sees the session's weights as they were then. */
+static int prepared(lower *L, const cn_layer *l, const char *const *what, int n, int axis, const char *name) {
     cn_generator *gen = L->gen;
     lower P = {gen, &gen->prep, 0};
-    int part[3];
-    for (int k = 0; k < 3; k++) {
-        char w[32];
-        snprintf(w, sizeof w, "%s.%s", cn_attention_projections[k], what);
-        part[k] = param(&P, l, w);
-    }
     cn_op_params cat = {0};
-    cat.axis = what[0] == 'w';
-    int qk = op(&P, CN_OP_CONCAT, 2, part, &cat, NULL);
-    int all = op(&P, CN_OP_CONCAT, 2, (int[]){qk, part[2]}, &cat, NULL);
+    cat.axis = axis;
+    int all = param(&P, l, what[0]);
+    for (int k = 1; k < n; k++) all = op(&P, CN_OP_CONCAT, 2, (int[]){all, param(&P, l, what[k])}, &cat, NULL);
     if (P.fail) return L->fail = 1, -1;
-    const cn_node *n = &gen->prep.g.nodes[all];
+    const cn_node *nd = &gen->prep.g.nodes[all];
     cn_tensor *t;
-    if (cn_tensor_create(gen->s->dev, n->shape.ndim, n->shape.d, n->dtype, &t) != CN_OK) return L->fail = 1, -1;
+    if (cn_tensor_create(gen->s->dev, nd->shape.ndim, nd->shape.d, nd->dtype, &t) != CN_OK) return L->fail = 1, -1;
     gen->fused[gen->n_fused++] = t;
     if (track(&P, all, t) < 0) return L->fail = 1, -1;
     gen->prep.writes[gen->prep.n_writes++] = all;
-    char name[CN_NODE_NAME_MAX], w[32];
-    snprintf(w, sizeof w, "qkv.%s", what);
-    cn_layer_param_name(l, w, name, sizeof name);
-    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, name, &n->shape, n->dtype), t);
+    char full[CN_NODE_NAME_MAX];
+    cn_layer_param_name(l, name, full, sizeof full);
+    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &nd->shape, nd->dtype), t);
+}
+
+/* Attention layer l's q|k|v projection weight [D, 3D] ("weight") or bias [3D] ("bias"). */
+static int fused_qkv(lower *L, const cn_layer *l, const char *what) {
+    char parts[3][32], name[32];
+    for (int k = 0; k < 3; k++) snprintf(parts[k], sizeof parts[k], "%s.%s", cn_attention_projections[k], what);
+    snprintf(name, sizeof name, "qkv.%s", what);
+    return prepared(L, l, (const char *const[]){parts[0], parts[1], parts[2]}, 3, what[0] == 'w', name);
+}
+
+/* Layer norm l's gamma then beta [2C] (NORM_DENSE_KV's and MLP_ROW's norm). */
+static int packed_norm(lower *L, const cn_layer *l) {
+    return prepared(L, l, (const char *const[]){"weight", "bias"}, 2, 0, "norm");
 }
 
 static int reshape(lower *L, int x, cn_shape shape) {
@@ -205,6 +214,7 @@ static int activation(lower *L, int x, cn_act a) {
 typedef struct pending_norm {
     int on, gamma, beta;
     float eps;
+    const cn_layer *l;
 } pending_norm;
 
 /* x [T, in] W [in, out] + b (cn_op_dense): after a pending norm, one NORM_DENSE launch (with
@@ -246,13 +256,24 @@ static int attention(lower *L, const cn_layer *l, int x, int layer, pending_norm
         b[k] = param(L, l, what);
     }
     if (T == 1 && !q8) {
-        /* [1, 3D] is [3, heads, dh]: the cache's [3 heads, 1, dh] rows as they are */
-        int rows = dense_step(L, x, fused_qkv(L, l, "weight"), fused_qkv(L, l, "bias"), pn, 0, -1);
-        rows = as_type(L, reshape(L, rows, cn_shape_of(3, 3 * h, (int64_t)1, dh)), ct);
         cn_tensor *t = gen->cache[layer];
-        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
-        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t), c;
+        int wqkv = fused_qkv(L, l, "weight"), bqkv = fused_qkv(L, l, "bias");
+        if (pn && pn->on && ct == gen->act) {
+            /* the normalized q|k|v row straight into the cache, then attention and the output
+             * projection in one launch when the residual follows */
+            cn_op_params np = {0};
+            np.eps = pn->eps;
+            pn->on = 0;
+            c = op(L, CN_OP_NORM_DENSE_KV, 6, (int[]){leaf, x, packed_norm(L, pn->l), wqkv, bqkv, gg->start}, &np, NULL);
+        } else {
+            /* [1, 3D] is [3, heads, dh]: the cache's [3 heads, 1, dh] rows as they are */
+            int rows = dense_step(L, x, wqkv, bqkv, pn, 0, -1);
+            rows = as_type(L, reshape(L, rows, cn_shape_of(3, 3 * h, (int64_t)1, dh)), ct);
+            c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
+        }
         if (c >= 0) gg->writes[gg->n_writes++] = c;
+        if (res >= 0 && ct == gen->act) return op(L, CN_OP_ATTEND_PROJ, 5, (int[]){c, gg->start, w[3], b[3], res}, &p, NULL);
         a = as_type(L, op(L, CN_OP_ATTEND_QKV, 2, (int[]){c, gg->start}, &p, NULL), gen->act);
         return dense_step(L, reshape(L, a, cn_shape_of(2, T, d)), w[3], b[3], NULL, 0, res);
     }
@@ -323,8 +344,20 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
                     op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
             break;
         case CN_L_LAYER_NORM: {
+            /* a pre-norm MLP block: layer_norm, dense (GELU or none), dense, end of the residual
+             * that began at this norm's input */
+            const cn_layer *d1 = next, *d2 = i + 2 < m->n ? &m->layers[i + 2] : NULL, *e = i + 3 < m->n ? &m->layers[i + 3] : NULL;
+            if (step && d1 && d2 && e && d1->kind == CN_L_DENSE && (d1->act == CN_ACT_GELU || d1->act == CN_ACT_NONE) &&
+                d2->kind == CN_L_DENSE && d2->act == CN_ACT_NONE && e->kind == CN_L_END && block_in[e->partner] == x) {
+                cn_op_params p = {0};
+                p.eps = l->eps, p.variant = d1->act == CN_ACT_GELU;
+                x = op(&L, CN_OP_MLP_ROW, 6, (int[]){x, packed_norm(&L, l), param(&L, d1, "weight"), param(&L, d1, "bias"),
+                                                 param(&L, d2, "weight"), param(&L, d2, "bias")}, &p, NULL);
+                i += 3; /* both denses and the END are done */
+                break;
+            }
             if (step && next && (next->kind == CN_L_DENSE || (next->kind == CN_L_ATTENTION && next->causal))) {
-                pn = (pending_norm){1, param(&L, l, "weight"), param(&L, l, "bias"), l->eps};
+                pn = (pending_norm){1, param(&L, l, "weight"), param(&L, l, "bias"), l->eps, l};
                 break;
             }
             cn_op_params p = {0};
@@ -401,7 +434,10 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     for (int i = 0; i < m->n; i++) gen->n_cache += m->layers[i].kind == CN_L_ATTENTION;
     const int q8 = gen->cfg.cache_type == CN_KV_INT8;
     gen->cache = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->cache);
-    gen->fused = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->fused);
+    /* the step's prepared tensors: a q|k|v weight and bias an attention layer, a gamma|beta a
+     * layer norm at most */
+    const size_t n_prep = (size_t)(2 * gen->n_cache + m->n + 1);
+    gen->fused = calloc(n_prep, sizeof *gen->fused);
     if (!gen->cache || !gen->fused) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
     int k = 0;
     for (int i = 0; i < m->n; i++) {
@@ -412,10 +448,10 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
         for (int j = 0; j < (q8 ? 2 : 1); j++)
             CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
     }
-    /* the prep graph: what the step's lowering adds to it (fused_qkv) */
+    /* the prep graph: what the step's lowering adds to it (prepared) */
     CN_TRY(cn_graph_init(&gen->prep.g));
-    gen->prep.writes = malloc((size_t)(2 * gen->n_cache + 1) * sizeof *gen->prep.writes);
-    return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d fused weights", 2 * gen->n_cache);
+    gen->prep.writes = malloc(n_prep * sizeof *gen->prep.writes);
+    return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %zu prepared weights", n_prep);
 }
 
 /* The prep plan: its writes are its outputs, each into its generator tensor. */
@@ -470,6 +506,8 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (st == CN_OK && !c.no_cache) st = make_caches(gen, m);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->pre, gen->context);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->step, 1);
+    const int64_t slid = gen->context - gen->slide + 1;
+    if (st == CN_OK && !c.no_cache && slid > 1 && slid < gen->context) st = plan_graph(gen, m, &gen->slid, slid);
     if (st == CN_OK && !c.no_cache) st = plan_prep(gen);
     if (st != CN_OK) {
         cn_generator_free(gen);
@@ -483,6 +521,7 @@ void cn_generator_free(cn_generator *g) {
     if (!g) return;
     drop_graph(&g->pre);
     drop_graph(&g->step);
+    drop_graph(&g->slid);
     drop_graph(&g->prep);
     for (int i = 0; g->cache && i < 2 * g->n_cache; i++) cn_tensor_release(g->cache[i]);
     for (int i = 0; i < g->n_fused; i++) cn_tensor_release(g->fused[i]);
@@ -513,15 +552,19 @@ static cn_status run_window(cn_generator *g, float *dst) {
         CN_TRY(cn_session_run_outputs(g->s, &logits, 1));
         CN_TRY(cn_session_fetch(g->s, "logits", g->rows, (size_t)g->context * row));
     } else {
-        cn_plan *p = g->pre.plan;
+        /* causal: the window's rows do not depend on the padding after them, so a window of
+         * the slid graph's length runs without it */
+        const gen_graph *gg = g->slid.plan && g->n_win == g->slid.T ? &g->slid : &g->pre;
+        cn_plan *p = gg->plan;
+        const size_t T = (size_t)gg->T;
         g->fed[2] = 0;
         /* the session's weights as they are now, for the steps until the next prefill */
         if (g->prep.plan) CN_TRY(cn_plan_run(g->prep.plan, 1));
-        CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 0));
-        CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 0));
-        CN_TRY(cn_plan_feed(p, g->pre.start, &g->fed[2], sizeof g->fed[2], 0));
+        CN_TRY(cn_plan_feed(p, gg->tokens, g->ids, T * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, gg->positions, g->positions, T * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, gg->start, &g->fed[2], sizeof g->fed[2], 0));
         CN_TRY(cn_plan_run(p, 1));
-        CN_TRY(cn_plan_read(p, g->pre.logits, g->rows, (size_t)g->context * row));
+        CN_TRY(cn_plan_read(p, gg->logits, g->rows, T * row));
     }
     memcpy(dst, g->rows + (size_t)(g->n_win - 1) * (size_t)g->vocab, row);
     return CN_OK;

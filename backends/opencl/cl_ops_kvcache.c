@@ -82,20 +82,97 @@ cn_status cn_cl_op_ATTEND_QKV(cn_cl_ctx *c, const cn_launch *l) {
 #define DENSE_VPER 4 /* kvcache.cl's default */
 #define DENSE_WG 64
 
-static cn_status dense_rows(cn_cl_ctx *c, const cn_launch *l, int ln) {
-    const cn_shape *x = &l->in_shape[0];
-    int64_t R = x->d[0], K = x->d[1], N = l->out_shape.d[1];
-    int vec = c->is_cpu && N % c->gemm_vw == 0;
+/* x, gamma, beta (+ boff), w, b, res, the cache and pos of a dense launch (NULL: unused, x
+ * passed), the output's head size D and cache length C (0: no cache). */
+typedef struct dense_io {
+    void *x, *gamma, *beta, *w, *b, *res, *pos;
+    int64_t boff, D, C;
+    int ln, act;
+} dense_io;
+
+static cn_status dense_launch(cn_cl_ctx *c, const cn_launch *l, const dense_io *io) {
+    const cn_shape *xs = &l->in_shape[io->C ? 1 : 0], *ws = &l->in_shape[io->C ? 3 : io->ln ? 3 : 1];
+    int64_t R = xs->d[0], K = xs->d[1], N = ws->d[1];
+    int vec = c->is_cpu && N % c->gemm_vw == 0 && (!io->C || io->D % c->gemm_vw == 0);
     cn_cl_kernel_id k = vec ? CN_K_dense_rows_v : CN_K_dense_rows;
     size_t wg = cn_cl_kernel_max_wg(c, k), lws = vec ? 1 : DENSE_WG < wg ? DENSE_WG : wg;
     int64_t chunks = (N / c->gemm_vw + DENSE_VPER - 1) / DENSE_VPER;
     size_t gws = (size_t)(vec ? R * chunks : R * N);
-    void *w = l->in[ln ? 3 : 1], *b = l->in[ln ? 4 : 2];
-    return CN_CL_LAUNCH(c, k, 1, &gws, &lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[ln ? 1 : 0]),
-                        CN_ARG_MEM(l->in[ln ? 2 : 0]), CN_ARG_MEM(w), CN_ARG_MEM(b), CN_ARG_MEM(l->in[ln ? 0 : 3]),
-                        CN_ARG_MEM(l->out), CN_ARG_INT(R), CN_ARG_INT(K), CN_ARG_INT(N), CN_ARG_INT(ln),
-                        CN_ARG_INT(ln ? l->p->variant : 0), CN_ARG_FLOAT(l->p->eps));
+#define OR_X(m) CN_ARG_MEM((m) ? (m) : io->x)
+    return CN_CL_LAUNCH(c, k, 1, &gws, &lws, CN_ARG_MEM(io->x), OR_X(io->gamma), OR_X(io->beta), CN_ARG_INT(io->boff),
+                        CN_ARG_MEM(io->w), CN_ARG_MEM(io->b), OR_X(io->res), CN_ARG_MEM(l->out), OR_X(io->pos),
+                        CN_ARG_INT(R), CN_ARG_INT(K), CN_ARG_INT(N), CN_ARG_INT(io->D), CN_ARG_INT(io->C),
+                        CN_ARG_INT(io->ln), CN_ARG_INT(io->act), CN_ARG_FLOAT(l->p->eps));
+#undef OR_X
 }
 
-cn_status cn_cl_op_NORM_DENSE(cn_cl_ctx *c, const cn_launch *l) { return dense_rows(c, l, 1); }
-cn_status cn_cl_op_DENSE_ADD(cn_cl_ctx *c, const cn_launch *l) { return dense_rows(c, l, 0); }
+cn_status cn_cl_op_NORM_DENSE(cn_cl_ctx *c, const cn_launch *l) {
+    dense_io io = {.x = l->in[0], .gamma = l->in[1], .beta = l->in[2], .w = l->in[3], .b = l->in[4], .ln = 1,
+                   .act = l->p->variant};
+    return dense_launch(c, l, &io);
+}
+
+cn_status cn_cl_op_DENSE_ADD(cn_cl_ctx *c, const cn_launch *l) {
+    dense_io io = {.x = l->in[0], .w = l->in[1], .b = l->in[2], .res = l->in[3]};
+    return dense_launch(c, l, &io);
+}
+
+/* NORM_DENSE_KV: NORM_DENSE's launch writing into the cache (l->out is the cache, in place). */
+cn_status cn_cl_op_NORM_DENSE_KV(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    dense_io io = {.x = l->in[1], .gamma = l->in[2], .beta = l->in[2], .boff = l->in_shape[1].d[1], .w = l->in[3],
+                   .b = l->in[4], .pos = l->in[5], .D = cs->d[2], .C = cs->d[1], .ln = 1};
+    return dense_launch(c, l, &io);
+}
+
+/* MLP_ROW: a group a row (cn_cl_row_wg over the hidden width; on CPU-type devices with whole
+ * vectors, one work-item over vectors), local memory for the normalized and the hidden row
+ * (cn_cl_kvcache_fits). */
+cn_status cn_cl_op_MLP_ROW(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], F = l->in_shape[2].d[1];
+    int vec = c->is_cpu && K % c->gemm_vw == 0 && F % c->gemm_vw == 0;
+    cn_cl_kernel_id k = vec ? CN_K_mlp_rows_v : CN_K_mlp_rows;
+    size_t lws = vec ? 1 : cn_cl_row_wg(c, k, F), gws = (size_t)R * lws;
+    return CN_CL_LAUNCH(c, k, 1, &gws, &lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                        CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]),
+                        CN_ARG_MEM(l->out), CN_ARG_INT(K), CN_ARG_INT(F), CN_ARG_INT(l->p->variant),
+                        CN_ARG_FLOAT(l->p->eps), CN_ARG_LOCAL((size_t)K * sizeof(float)),
+                        CN_ARG_LOCAL((size_t)F * sizeof(float)));
+}
+
+/* ATTEND_PROJ: one group of ATTEND_CACHE's size, the attended row in local memory; on
+ * CPU-type devices with whole vectors a head and a row, one work-item (attend_proj_v). */
+cn_status cn_cl_op_ATTEND_PROJ(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    int64_t bh = cs->d[0] / 3, C = cs->d[1], D = cs->d[2], N = l->out_shape.d[1];
+    if (c->is_cpu && D % c->gemm_vw == 0 && N % c->gemm_vw == 0) {
+        size_t one = 1;
+        return CN_CL_LAUNCH(c, CN_K_attend_proj_v, 1, &one, &one, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                            CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->out),
+                            CN_ARG_INT(bh), CN_ARG_INT(C), CN_ARG_INT(D), CN_ARG_INT(N), CN_ARG_FLOAT(l->p->scale),
+                            CN_ARG_LOCAL((size_t)C * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
+    }
+    size_t L = group(c, CN_K_attend_proj, C, D);
+    if ((int64_t)(L * KV_DPER) < D)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "attend_proj on %s: heads of %lld dims need work-groups of %lld",
+                         c->dev_name, (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
+    return CN_CL_LAUNCH(c, CN_K_attend_proj, 1, &L, &L, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),
+                        CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->out), CN_ARG_INT(bh), CN_ARG_INT(C),
+                        CN_ARG_INT(D), CN_ARG_INT(N), CN_ARG_FLOAT(l->p->scale), CN_ARG_LOCAL(L * sizeof(float)),
+                        CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
+}
+
+/* What a device can run of this family: ATTEND_CACHE's head size rule, and the local rows of
+ * ATTEND_PROJ and MLP_ROW. */
+int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *s0 = &l->in_shape[0];
+    switch (l->op) {
+    case CN_OP_ATTEND_CACHE: case CN_OP_ATTEND_CACHE_Q8: return cn_cl_attend_cache_fits(c, s0->d[2]);
+    case CN_OP_ATTEND_QKV: return cn_cl_attend_cache_fits(c, s0->d[2]);
+    case CN_OP_ATTEND_PROJ: /* the group's scores, or a CPU-type device's whole score row */
+        return cn_cl_attend_cache_fits(c, s0->d[2]) &&
+               (uint64_t)(2 * KV_WG_MAX + s0->d[1] + s0->d[0] / 3 * s0->d[2]) * sizeof(float) <= c->local_mem;
+    case CN_OP_MLP_ROW: return (uint64_t)(s0->d[1] + l->in_shape[2].d[1]) * sizeof(float) <= c->local_mem;
+    default: return 1;
+    }
+}

@@ -152,3 +152,66 @@ void cases_ATTEND_QKV(h_caselist *L) {
         h_tol_reduce(c, (double)a->c * a->d);
     }
 }
+
+/* NORM_DENSE's bound; the cache is checked whole (rows outside the step's stay as they were:
+ * exact). Heads of 32 (whole vectors on a CPU device) and 5 (the per-element kernel);
+ * positions first, middle, last and past the end (nothing written). */
+void cases_NORM_DENSE_KV(h_caselist *L) {
+    static const kv kvs8[] = {{12, 1, 16, 32, 0}, {12, 1, 16, 32, 9}, {12, 2, 16, 32, 15}, {3, 1, 7, 5, 3},
+                              {6, 3, 9, 4, 8},    {3, 1, 7, 5, 7}};
+    for (int k = 0; k < (int)(sizeof kvs8 / sizeof kvs8[0]); k++) {
+        const kv *a = &kvs8[k];
+        const int K = 2 * a->d + 3, N = a->bh * a->d;
+        h_case *c = h_case_new(L, CN_OP_NORM_DENSE_KV, "cache [%d,%d,%d] x [%d,%d] at %d", a->bh, a->c, a->d, a->t, K,
+                               a->pos);
+        c->inplace = 1;
+        c->p.eps = 1e-5f;
+        h_in(c, h_shape(3, a->bh, a->c, a->d), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->t, K), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, 2 * K), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(2, K, N), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, N), GEN_UNIFORM, -1, 1);
+        pos_input(c, a->pos);
+        c->out_shape = h_shape(3, a->bh, a->c, a->d);
+        h_tol_reduce(c, 2.0 * K);
+    }
+}
+
+/* ATTEND_CACHE's bound for the attended row (values within +-1 give a row within +-1), then a
+ * product of BH D terms plus two: the reduce term with k = C D + BH D + 2. */
+void cases_ATTEND_PROJ(h_caselist *L) {
+    static const kv qkvs[] = {{4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 0},
+                              {1, 1, 20, 300, 19}, {3, 1, 16, 8, -1},    {3, 1, 16, 8, 16}};
+    static const int ns[] = {128, 64, 7, 33, 16, 5};
+    for (int k = 0; k < (int)(sizeof qkvs / sizeof qkvs[0]); k++) {
+        const kv *a = &qkvs[k];
+        h_case *c = h_case_new(L, CN_OP_ATTEND_PROJ, "cache [3x%d,%d,%d] at %d -> %d", a->bh, a->c, a->d, a->pos, ns[k]);
+        c->p.scale = 1.0f / sqrtf((float)a->d);
+        h_in(c, h_shape(3, 3 * a->bh, a->c, a->d), GEN_UNIFORM, -1, 1);
+        pos_input(c, a->pos);
+        h_in(c, h_shape(2, a->bh * a->d, ns[k]), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, ns[k]), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, 1, ns[k]), GEN_UNIFORM, -2, 2);
+        c->out_shape = h_shape(2, 1, ns[k]);
+        h_tol_reduce(c, (double)a->c * a->d + (double)a->bh * a->d + 2);
+    }
+}
+
+/* NORM_DENSE's bound for the hidden row (2K), then F more terms: k = 2K + F + 2. */
+void cases_MLP_ROW(h_caselist *L) {
+    static const int rkf[][4] = {{1, 128, 512, 1}, {1, 32, 64, 0}, {2, 5, 7, 2}, {3, 17, 33, 1}, {1, 1, 1, 0}};
+    for (int k = 0; k < (int)(sizeof rkf / sizeof rkf[0]); k++) {
+        const int R = rkf[k][0], K = rkf[k][1], F = rkf[k][2];
+        h_case *c = h_case_new(L, CN_OP_MLP_ROW, "x [%d,%d] hidden %d act %d", R, K, F, rkf[k][3]);
+        c->p.eps = 1e-5f;
+        c->p.variant = rkf[k][3];
+        h_in(c, h_shape(2, R, K), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, 2 * K), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(2, K, F), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(1, F), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(2, F, K), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(1, K), GEN_UNIFORM, -0.5f, 0.5f);
+        c->out_shape = h_shape(2, R, K);
+        h_tol_reduce(c, 2.0 * K + F + 2);
+    }
+}

@@ -100,6 +100,12 @@ int64_t h_case_work(const h_case *c) {
         return w + cn_shape_numel(&c->out_shape) * a->d[1];
     case CN_OP_ATTEND_QKV: /* BH queries times C keys of D dims, twice */
         return w + 2 * cn_shape_numel(&c->out_shape) * a->d[1];
+    case CN_OP_NORM_DENSE_KV: /* R rows of x times w */
+        return w + c->in[1].shape.d[0] * cn_shape_numel(&c->in[3].shape);
+    case CN_OP_ATTEND_PROJ: /* the attention, then the product */
+        return w + 2 * (a->d[0] / 3) * a->d[1] * a->d[2] + cn_shape_numel(&c->in[2].shape);
+    case CN_OP_MLP_ROW: /* R rows times both weights */
+        return w + a->d[0] * (cn_shape_numel(&c->in[2].shape) + cn_shape_numel(&c->in[4].shape));
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
         return w + cn_shape_numel(&c->out_shape) * cn_shape_numel(&c->in[1].shape);
     default: return w;
