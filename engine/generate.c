@@ -340,8 +340,12 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
         int res = step && next && next->kind == CN_L_END ? block_in[next->partner] : -1;
         switch (l->kind) {
         case CN_L_EMBED:
-            x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
-                    op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
+            if (step)
+                x = op(&L, CN_OP_EMBED_ADD, 4, (int[]){param(&L, l, "weight"), gg->tokens, param(&L, l, "position"), gg->positions},
+                       &(cn_op_params){0}, NULL);
+            else
+                x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
+                        op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
             break;
         case CN_L_LAYER_NORM: {
             /* a pre-norm MLP block: layer_norm, dense (GELU or none), dense, end of the residual

@@ -136,6 +136,9 @@
  *   MLP_ROW(x [R,K], norm [2K], w1 [K,F], b1 [F], w2 [F,K], b2 [K]) -> [R,K]: x +
  *   act(LAYERNORM(x) w1 + b1) w2 + b2 (a pre-norm block's MLP with its residual; gamma, beta
  *   packed as in NORM_DENSE_KV, act by p.variant as NORM_DENSE's), the hidden row in float.
+ *   EMBED_ADD(table [V,D], ids i32 [...], ptable [P,D], positions i32 [...]) -> [..., D]:
+ *   EMBEDDING(table, ids) + EMBEDDING(ptable, positions) (a token's and its position's
+ *   vectors; ids and positions of one shape).
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -284,7 +287,8 @@
     X(ATTEND_QKV, "attend_qkv", 2, 0, 1, "hi:h", ATTEND_QKV, OWN, 0, NONE)                \
     X(NORM_DENSE_KV, "norm_dense_kv", 6, 0, 1, "hhhhhi:h", DENSE_ROWS, INPLACE, 0, NONE)  \
     X(ATTEND_PROJ, "attend_proj", 5, 0, 1, "hihhh:h", ATTEND_QKV, OWN, 0, NONE)           \
-    X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)
+    X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
+    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -168,6 +168,15 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         *out = cn_shape_of(2, (int64_t)1, w->d[1]);
         return CN_OK;
     }
+    case CN_OP_EMBED_ADD:
+        if (in[0].ndim != 2 || in[2].ndim != 2 || in[0].d[1] != in[2].d[1] || !cn_shape_eq(&in[1], &in[3]) ||
+            in[1].ndim + 1 > CN_MAX_DIMS)
+            FAIL("%s: tables %s, %s must be [V,D], [P,D] and ids %s, positions %s one shape of at most %d dims", name,
+                 cn_shape_str(&in[0], b1, sizeof b1), cn_shape_str(&in[2], b2, sizeof b2),
+                 cn_shape_str(&in[1], b3, sizeof b3), cn_shape_str(&in[3], b4, sizeof b4), CN_MAX_DIMS - 1);
+        *out = in[1];
+        out->d[out->ndim++] = in[0].d[1];
+        return CN_OK;
     case CN_OP_ATTEND_QKV: {
         const cn_shape *c = &in[0];
         if (c->ndim != 3 || c->d[0] % 3 || c->d[0] == 0)

@@ -227,6 +227,18 @@ __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, 
 #undef SINK
 }
 
+/* EMBED_ADD: one work-item per output element (row i, column j); an id outside its table
+ * reads as a zero row (EMBEDDING's rule). */
+__kernel void embed_add(__global const STORE_T *table, __global const int *ids, __global const STORE_T *ptable,
+                        __global const int *positions, __global STORE_T *out, int N, int V, int P, int D) {
+    long g = get_global_id(0);
+    if (g >= (long)N * D) return;
+    int j = (int)(g % D), i = (int)(g / D), id = ids[i], at = positions[i];
+    float t = id >= 0 && id < V ? LOAD(table, (long)id * D + j) : 0.0f;
+    float p = at >= 0 && at < P ? LOAD(ptable, (long)at * D + j) : 0.0f;
+    STORE(out, g, t + p);
+}
+
 /* NORM_DENSE (ln 1), DENSE_ADD (ln 0) and NORM_DENSE_KV (ln 1, C > 0), ops.h: output element
  * n of row r is a float sum over k in increasing order (as the reference's). ln: the row's
  * mean and variance first (two passes in float, each work-item for itself: K is a model

@@ -162,6 +162,14 @@ cn_status cn_cl_op_ATTEND_PROJ(cn_cl_ctx *c, const cn_launch *l) {
                         CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
 }
 
+/* EMBED_ADD: one work-item per output element. */
+cn_status cn_cl_op_EMBED_ADD(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t D = l->in_shape[0].d[1], N = cn_shape_numel(&l->in_shape[1]);
+    return CN_CL_LAUNCH_1D(c, CN_K_embed_add, (size_t)(N * D), CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                           CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->out), CN_ARG_INT(N),
+                           CN_ARG_INT(l->in_shape[0].d[0]), CN_ARG_INT(l->in_shape[2].d[0]), CN_ARG_INT(D));
+}
+
 /* What a device can run of this family: ATTEND_CACHE's head size rule, and the local rows of
  * ATTEND_PROJ and MLP_ROW. */
 int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l) {

@@ -221,3 +221,18 @@ cn_status cn_omp_op_ATTEND_PROJ(const cn_launch *l) {
     free(a);
     return st;
 }
+
+/* EMBED_ADD: EMBEDDING's rows (zero outside the table) of both tables, added. */
+cn_status cn_omp_op_EMBED_ADD(const cn_launch *l) {
+    const int64_t v = l->in_shape[0].d[0], d = l->in_shape[0].d[1], p = l->in_shape[2].d[0];
+    const int64_t n = cn_shape_numel(&l->in_shape[1]);
+    const float *table = l->in[0], *ptable = l->in[2];
+    const int32_t *ids = l->in[1], *at = l->in[3];
+    float *out = l->out;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < d; j++) {
+            const float t = ids[i] >= 0 && ids[i] < v ? table[ids[i] * d + j] : 0.0f;
+            out[i * d + j] = t + (at[i] >= 0 && at[i] < p ? ptable[at[i] * d + j] : 0.0f);
+        }
+    return CN_OK;
+}

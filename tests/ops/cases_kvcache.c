@@ -215,3 +215,21 @@ void cases_MLP_ROW(h_caselist *L) {
         h_tol_reduce(c, 2.0 * K + F + 2);
     }
 }
+
+/* A sum of two table values is one IEEE float addition on both sides, then one rounding to
+ * the storage type: exact. Ids and positions run outside their tables on purpose (zero rows). */
+void cases_EMBED_ADD(h_caselist *L) {
+    static const int nvpd[][4] = {{1, 256, 128, 128}, {5, 7, 9, 3}, {12, 4, 5, 33}};
+    for (int k = 0; k < 3; k++) {
+        const int n = nvpd[k][0], v = nvpd[k][1], p = nvpd[k][2], d = nvpd[k][3];
+        h_case *c = h_case_new(L, CN_OP_EMBED_ADD, "%d ids of [%d,%d] + [%d,%d]", n, v, d, p, d);
+        h_in(c, h_shape(2, v, d), GEN_UNIFORM, -1, 1);
+        h_in_i32(c, h_shape(1, n), GEN_IDS);
+        c->in[1].lo = -1, c->in[1].hi = (float)v;
+        h_in(c, h_shape(2, p, d), GEN_UNIFORM, -1, 1);
+        h_in_i32(c, h_shape(1, n), GEN_IDS);
+        c->in[3].lo = -1, c->in[3].hi = (float)p;
+        c->out_shape = h_shape(2, n, d);
+        h_tol_exact(c);
+    }
+}
