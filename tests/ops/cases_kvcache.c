@@ -178,11 +178,14 @@ void cases_NORM_DENSE_KV(h_caselist *L) {
 }
 
 /* ATTEND_CACHE's bound for the attended row (values within +-1 give a row within +-1), then a
- * product of BH D terms plus two: the reduce term with k = C D + BH D + 2. */
+ * product of BH D terms plus two: the reduce term with k = C D + BH D + 2. Heads of 16 and 32
+ * take a CPU device's vector kernel (positions inside and outside the cache), the others the
+ * work-group kernel; the smallest fits a simulator. */
 void cases_ATTEND_PROJ(h_caselist *L) {
-    static const kv qkvs[] = {{4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 0},
-                              {1, 1, 20, 300, 19}, {3, 1, 16, 8, -1},    {3, 1, 16, 8, 16}};
-    static const int ns[] = {128, 64, 7, 33, 16, 5};
+    static const kv qkvs[] = {{4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 0}, {1, 1, 20, 300, 19},
+                              {3, 1, 16, 8, -1},   {3, 1, 16, 8, 16},    {2, 1, 16, 16, -1}, {2, 1, 16, 16, 16},
+                              {1, 1, 4, 4, 2}};
+    static const int ns[] = {128, 64, 7, 33, 16, 5, 16, 32, 3};
     for (int k = 0; k < (int)(sizeof qkvs / sizeof qkvs[0]); k++) {
         const kv *a = &qkvs[k];
         h_case *c = h_case_new(L, CN_OP_ATTEND_PROJ, "cache [3x%d,%d,%d] at %d -> %d", a->bh, a->c, a->d, a->pos, ns[k]);
