@@ -7,15 +7,21 @@
  *
  * - Uncached: every feed runs the session's own program on the window, padded with zeros
  *   that the causal mask hides, and reads the logits of its last token.
- * - Cached: two graphs lowered here from the model's layers, bound to the session's
- *   parameter tensors (no copy) and to a key and a value cache per attention layer.
+ * - Cached: graphs lowered here from the model's layers, bound to the session's parameter
+ *   tensors and to a cache per attention layer (float caches: one [3 heads, context, dh] of
+ *   queries, keys and values; int8: a key and a value cache).
  *   The prefill graph runs the whole window (T = context) with the fused causal attention,
- *   as the session's program does, and writes every position's keys and values into the
- *   caches (KV_WRITE at 0); the step graph runs one token at position pos: its key and
- *   value go to row pos, and its query attends rows 0..pos (ATTEND_CACHE). A feed of one
- *   token that keeps the window's start is a step; anything else (the first feed, several
- *   tokens, a window that slid) is a prefill of the new window, because learned absolute
- *   positions make every cached key stale when the window's start moves. */
+ *   as the session's program does, and writes every position's rows into the caches
+ *   (KV_WRITE at 0); a second prefill graph of context - slide + 1 tokens serves a window
+ *   that just slid, without padding. The step graph runs one token at position pos in a few
+ *   fused launches (docs/DESIGN.md): a block's layer norm and q|k|v projection straight into
+ *   row pos of the cache (NORM_DENSE_KV), attention over rows 0..pos with the output
+ *   projection and residual (ATTEND_PROJ), the MLP with its norm and residual (MLP_ROW).
+ *   Its concatenated q|k|v weights and packed gamma|beta are the generator's tensors, which
+ *   the prep plan writes from the session's at every prefill. A feed of one token that keeps
+ *   the window's start is a step; anything else (the first feed, several tokens, a window
+ *   that slid) is a prefill of the new window, because learned absolute positions make every
+ *   cached key stale when the window's start moves. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
