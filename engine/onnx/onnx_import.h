@@ -112,9 +112,10 @@ extern const int cn_onnx_n_join_ops;
 /* Concat of inputs of which at least one is a program value (the node's axis attribute). */
 cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis);
 /* v with a leading dim of 1, and without it (onnx_ops_join.c): for clnet's slice, pad and
- * concat on the first axis of a value that has no batch. */
-cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v);
-cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v);
+ * concat on the first axis of a value that has no batch there; batch: the physical dim that
+ * holds v's free batch (kept free), or -1. */
+cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v, int batch);
+cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v, int batch);
 /* Slice of a program value: per logical dim, the first element, the step and the count. */
 cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
                             const int64_t *len);

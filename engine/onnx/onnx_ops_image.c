@@ -527,7 +527,10 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         int pa = x->nhwc ? phys_of[a] : (int)a;
         cn_pad_mode pm = reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT;
         if (pa) v = cn_op_pad(P, v, pa, (int)before, (int)after, pm, value);
-        else v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v), 1, (int)before, (int)after, pm, value));
+        else {
+            int b = x->bdim >= 0 ? (x->nhwc ? phys_of[x->bdim] : x->bdim) : -1;
+            v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v, b), 1, (int)before, (int)after, pm, value), b);
+        }
     }
     return ox_set_like(c, n, 0, v, x);
 }

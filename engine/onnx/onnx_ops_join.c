@@ -11,8 +11,10 @@ static const int phys_of_nchw[4] = {0, 3, 1, 2}; /* logical (NCHW) dim -> its NH
 static int phys_axis(const ox_val *x, int64_t a) { return x->nhwc ? phys_of_nchw[a] : (int)a; }
 
 /* v viewed with a leading dim of 1, and back: clnet's slice, pad and concat keep their first
- * axis (the batch) whole, so a value without a batch gets one in front for them. */
-cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v) {
+ * axis (the batch) whole, so a value without a batch there gets one in front for them. batch:
+ * v's physical dim that holds the free batch (after a transpose: timm's [3,B,H,T,hd]), or -1;
+ * the view keeps it free, so that the program builds for any batch. */
+cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v, int batch) {
     int nd;
     int64_t d[CN_MAX_DIMS + 1];
     cn_dtype dt;
@@ -22,14 +24,16 @@ cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v) {
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
     d[0] = 1;
+    if (batch >= 0) d[batch + 1] = CN_BATCH;
     return cn_op_reshape(P, v, nd + 1, d);
 }
 
-cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v) {
+cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v, int batch) {
     int nd;
     int64_t d[CN_MAX_DIMS];
     cn_dtype dt;
     if (v == CN_INVALID_VALUE || cn_value_shape(P, v, &nd, d, &dt) != CN_OK) return CN_INVALID_VALUE;
+    if (batch >= 0) d[batch + 1] = CN_BATCH;
     return cn_op_reshape(P, v, nd - 1, d + 1);
 }
 
@@ -57,13 +61,13 @@ cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis) 
     }
     image = image && nd == 4;
     cn_value r = CN_INVALID_VALUE;
-    int pa = image ? phys_of_nchw[axis] : (int)axis;
+    int pa = image ? phys_of_nchw[axis] : (int)axis, pb = batch < 0 ? -1 : image ? phys_of_nchw[batch] : batch;
     for (int i = 0; i < k; i++) {
         cn_value v = image ? ox_nhwc(c, in[i]) : ox_logical(c, in[i]);
-        if (pa == 0) v = cn_onnx_lead_add(c, v);
+        if (pa == 0) v = cn_onnx_lead_add(c, v, pb);
         r = i ? cn_op_concat(P, r, v, pa ? pa : 1) : v;
     }
-    if (pa == 0) r = cn_onnx_lead_drop(c, r);
+    if (pa == 0) r = cn_onnx_lead_drop(c, r, pb);
     return ox_set_dyn(c, n, 0, r, image, batch, nd);
 }
 
@@ -80,7 +84,8 @@ static cn_value slice_axis(ox_ctx *c, const ox_val *x, cn_value v, int64_t a, in
     }
     int pa = phys_axis(x, a);
     if (pa > 0) return cn_op_slice(P, v, pa, (int)start, (int)len);
-    return cn_onnx_lead_drop(c, cn_op_slice(P, cn_onnx_lead_add(c, v), 1, (int)start, (int)len));
+    int b = x->bdim >= 0 ? phys_axis(x, x->bdim) : -1;
+    return cn_onnx_lead_drop(c, cn_op_slice(P, cn_onnx_lead_add(c, v, b), 1, (int)start, (int)len), b);
 }
 
 cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
