@@ -196,7 +196,9 @@ static cn_status h_sqrt(ox_ctx *c, const Onnx__NodeProto *n) {
     if (!x) return cn_last_status();
     if (x->is_const) return cn_onnx_fold(c, n);
     if (x->pat == PAT_VARE) return set_part(c, n, x, CN_INVALID_VALUE, PAT_STD, x->px, -1, x->pf);
-    return ox_unsupported("Sqrt of a program value outside the layer-norm pattern");
+    if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    return ox_set_like(c, n, 0, cn_onnx_sqrt(P, x->v), x);
 }
 
 static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {

@@ -168,6 +168,10 @@ cn_status ox_unsupported(const char *fmt, ...) CN_PRINTF(1, 2);
 /* Computes a node on the host when its inputs are constants (elementwise ops with numpy
  * broadcasting, Cast, Identity, Gather, ...); unsupported for other op types. */
 cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
+/* Square root and its inverse of a program value, as exp(+-log(x) / 2) (onnx_ops.c: clnet
+ * has no square-root op; the error bound is stated there). */
+cn_value cn_onnx_sqrt(cn_program *p, cn_value x);
+cn_value cn_onnx_rsqrt(cn_program *p, cn_value x);
 /* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
 cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
 /* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */

@@ -22,6 +22,18 @@ static cn_status h_tanh(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n
 static cn_status h_exp(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_exp); }
 static cn_status h_log(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_log); }
 static cn_value neg(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 0.0f); }
+/* |x| = relu(x) + relu(-x): one term is 0, so the sum is exact. */
+static cn_value abs_of(cn_program *p, cn_value x) { return cn_op_add(p, cn_op_relu(p, x), cn_op_relu(p, neg(p, x))); }
+static cn_status h_abs(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, abs_of); }
+/* 1 / x as one IEEE division: the numerator is x clipped to [1, 1] (1 for every x, infinities
+ * included), so it has x's shape and batch. */
+static cn_value recip(cn_program *p, cn_value x) { return cn_op_div(p, cn_op_clip(p, x, 1.0f, 1.0f), x); }
+static cn_status h_reciprocal(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, recip); }
+/* clnet has no square root: x^(+-1/2) = exp(+-log(x) / 2), within about 5e-6 relative of the
+ * correctly rounded value over float's normal range (log's error of an ulp of |log x| <= 89,
+ * halved, then exp's); 0 gives 0 (inf for the inverse), a negative x NaN, as sqrt does. */
+cn_value cn_onnx_sqrt(cn_program *p, cn_value x) { return cn_op_exp(p, cn_op_scale(p, cn_op_log(p, x), 0.5f, 0.0f)); }
+cn_value cn_onnx_rsqrt(cn_program *p, cn_value x) { return cn_op_exp(p, cn_op_scale(p, cn_op_log(p, x), -0.5f, 0.0f)); }
 static cn_status h_neg(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, neg); }
 static cn_value ident(cn_program *p, cn_value x) { (void)p; return x; }
 static cn_status h_identity(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -391,9 +403,8 @@ static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     if (axis < 0) axis += x->ndim;
     if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", -1), x->ndim);
     if (x->bdim >= axis) return ox_unsupported("normalising over the batch dim");
-    for (size_t k = 1; k < n->n_output; k++)
-        if (*n->output[k]) return ox_unsupported("the Mean and InvStdDev outputs");
     if (x->is_const) return ox_unsupported("a constant input");
+    if (ox_attr_i(n, "stash_type", 1) != 1) return ox_unsupported("stash_type %lld (clnet computes in float32)", (long long)ox_attr_i(n, "stash_type", 1));
     int64_t C = 1;
     for (int k = (int)axis; k < x->ndim; k++) C *= x->d[k];
     ox_val *gb[2] = {g, b};
@@ -424,9 +435,25 @@ static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
         d[axis] = C;
         xv = cn_op_reshape(P, xv, (int)axis + 1, d);
     }
-    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], ox_attr_f(n, "epsilon", 1e-5f));
+    float eps = ox_attr_f(n, "epsilon", 1e-5f);
+    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], eps);
     if (flat) y = cn_onnx_reshape_like(c, y, x);
-    return ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
+    cn_status st = ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
+    if (st != CN_OK || n->n_output < 2 || (!*n->output[1] && (n->n_output < 3 || !*n->output[2]))) return st;
+    /* Mean and InvStdDev = 1 / sqrt(mean((x - mean)^2) + eps), shaped like x with the
+     * normalised axes kept as 1: computed beside the fused op (which keeps them to itself) */
+    int64_t rows = 1;
+    for (int k = 0; k < axis; k++) rows *= x->d[k];
+    cn_value x2 = cn_op_reshape(P, ox_logical(c, x), 2, (const int64_t[]){x->bdim >= 0 ? -1 : rows, C});
+    cn_value mean = cn_op_mean(P, x2, 1, 1);
+    cn_value cent = cn_op_sub(P, x2, cn_onnx_expand_last(c, mean, C));
+    cn_value var = cn_op_scale(P, cn_op_mean(P, cn_op_mul(P, cent, cent), 1, 1), 1.0f, eps);
+    ox_val shape = *x;
+    for (int k = (int)axis; k < x->ndim; k++) shape.d[k] = 1;
+    cn_value r[2] = {mean, cn_onnx_rsqrt(P, var)};
+    for (int k = 1; k < 3 && st == CN_OK; k++)
+        st = ox_set_dyn(c, n, k, cn_onnx_reshape_like(c, r[k - 1], &shape), 0, x->bdim, x->ndim);
+    return st;
 }
 
 /* ---- gather: embedding tables ---- */
@@ -454,6 +481,8 @@ const ox_op cn_onnx_ops[] = {
     {"Exp", 1, h_exp},
     {"Log", 1, h_log},
     {"Neg", 1, h_neg},
+    {"Abs", 6, h_abs},
+    {"Reciprocal", 6, h_reciprocal},
     {"Identity", 1, h_identity},
     {"Dropout", 1, h_dropout},
     {"Gelu", 20, h_gelu},

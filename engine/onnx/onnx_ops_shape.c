@@ -672,8 +672,6 @@ const ox_op cn_onnx_shape_ops[] = {
     {"And", 7, h_const_only},
     {"Or", 7, h_const_only},
     {"Not", 1, h_const_only},
-    {"Abs", 6, h_const_only},
-    {"Reciprocal", 6, h_const_only},
     {"Floor", 6, h_const_only},
     {"Ceil", 6, h_const_only},
 };
