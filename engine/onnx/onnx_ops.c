@@ -288,12 +288,15 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
         int trailing = yn - first <= nd;
         for (int i = first; i < yn && trailing; i++) trailing = y->d[i] == x->d[nd - yn + i];
         if (!trailing) {
-            /* [..., 1] against [..., C] with the leading dims equal: expand the last axis. */
+            /* [..., 1] against [..., C] with the leading dims equal: expand the last axis;
+             * other shapes: expand y to x's (the batch where x has it) */
             int ok = yn == nd && nd >= 1 && y->d[nd - 1] == 1 && x->d[nd - 1] > 1;
             for (int i = 0; i < nd - 1 && ok; i++) ok = y->d[i] == x->d[i];
-            if (!ok) return ox_unsupported("broadcasting between program values of shapes other than a trailing part "
-                                           "or a last axis of 1");
-            yv = cn_onnx_reshape_like(c, cn_onnx_expand_last(c, yv, x->d[nd - 1]), x);
+            if (ok) yv = cn_onnx_reshape_like(c, cn_onnx_expand_last(c, yv, x->d[nd - 1]), x);
+            else if (y->bdim >= 0 && y->bdim + nd - yn != x->bdim)
+                return ox_unsupported("broadcasting program values whose batch dims differ");
+            else
+                yv = cn_onnx_expand_value(c, y, nd, x->d);
         }
     }
     if (swap && kind == B_DIV) return ox_unsupported("division of a smaller program value by a larger one");

@@ -100,6 +100,45 @@ cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cons
     return ox_set_like(c, n, 0, v, x);
 }
 
+/* v reshaped to nd dims d, the free batch (dim b, or -1) left free. */
+static cn_value reshape_b(ox_ctx *c, cn_value v, int nd, const int64_t *d, int b) {
+    int64_t t[CN_MAX_DIMS];
+    for (int k = 0; k < nd; k++) t[k] = k == b ? CN_BATCH : d[k];
+    return cn_op_reshape(P, v, nd, t);
+}
+
+cn_status cn_onnx_expand_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, int nd, const int64_t *od) {
+    if (x->is_int) return ox_unsupported("integer program values");
+    cn_value v = cn_onnx_expand_value(c, x, nd, od);
+    return ox_set_dyn(c, n, 0, v, 0, x->bdim >= 0 ? x->bdim + nd - x->ndim : -1, nd);
+}
+
+cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od) {
+    int64_t cur[CN_MAX_DIMS];
+    int lead = nd - x->ndim, b = x->bdim >= 0 ? x->bdim + lead : -1;
+    for (int k = 0; k < nd; k++) cur[k] = k < lead ? 1 : x->d[k - lead];
+    cn_value v = ox_logical(c, x);
+    if (lead || x->ndim == 0) v = reshape_b(c, v, nd, cur, b);
+    /* each axis of 1 that grows: moved last, times a row of ones (exact: one product per
+     * element), moved back */
+    for (int k = 0; k < nd && v != CN_INVALID_VALUE; k++) {
+        if (cur[k] != 1 || od[k] == 1) continue;
+        int perm[CN_MAX_DIMS], inv[CN_MAX_DIMS], j = 0, pb = -1;
+        int64_t pd[CN_MAX_DIMS];
+        for (int i = 0; i < nd; i++)
+            if (i != k) perm[j++] = i;
+        perm[nd - 1] = k;
+        for (int i = 0; i < nd; i++) inv[perm[i]] = i, pd[i] = cur[perm[i]];
+        if (b >= 0) pb = inv[b];
+        if (k != nd - 1) v = cn_op_transpose(P, v, perm);
+        pd[nd - 1] = od[k];
+        v = reshape_b(c, cn_onnx_expand_last(c, v, od[k]), nd, pd, pb);
+        if (k != nd - 1) v = cn_op_transpose(P, v, inv);
+        cur[k] = od[k];
+    }
+    return v;
+}
+
 static cn_status h_split(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant input");
