@@ -207,10 +207,10 @@ static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {
     cn_status lst = cn_onnx_legacy_broadcast(c, n, x, e);
     if (lst != CN_OK) return lst;
     if (x->is_const && e->is_const) return cn_onnx_fold(c, n);
-    if (!scalar_is(e, 2.0, 0.0)) return ox_unsupported("Pow of a program value other than squaring");
-    if (x->pat == PAT_CENT) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
+    if (!e->is_const) return ox_unsupported("an exponent that is not a constant");
+    if (x->pat == PAT_CENT && scalar_is(e, 2.0, 0.0)) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
     if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
-    return ox_set_like(c, n, 0, cn_op_mul(P, x->v, x->v), x);
+    return cn_onnx_pow_const(c, n, x, e);
 }
 
 /* A constant operand of a binary node: the other one is returned in *other. */

@@ -176,6 +176,8 @@ cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
  * has no square-root op; the error bound is stated there). */
 cn_value cn_onnx_sqrt(cn_program *p, cn_value x);
 cn_value cn_onnx_rsqrt(cn_program *p, cn_value x);
+/* Pow with a constant exponent (onnx_ops.c; the rules and error bounds are stated there). */
+cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e);
 /* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
 cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
 /* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */

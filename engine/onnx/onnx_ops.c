@@ -304,6 +304,48 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     if (swap && kind == B_SUB) r = cn_op_scale(P, r, -1.0f, 0.0f);
     return ox_set_dyn(c, n, 0, r, nhwc, x->bdim, x->ndim);
 }
+/* x^e for a constant e of at most x's shape: for one integer k, products (binary powering,
+ * then 1/x^|k| for k < 0: a few ulps from pow); for 1/2 and -1/2 cn_onnx_sqrt/rsqrt; where
+ * no e is an integer, exp(e log x), which is pow's own answer there (NaN for a negative x,
+ * 0 or inf for 0) within about 5e-6 relative while |e log x| stays below 88. Integer
+ * exponents that vary per element are refused: exp(e log x) is NaN for a negative x. */
+cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e) {
+    if (x->is_int) return ox_unsupported("integer arithmetic on program values ('%s')", x->name);
+    if (x->is_const) return ox_unsupported("a constant base '%s' with a program value exponent", x->name);
+    if (!e->c.numel || e->ndim > x->ndim) return ox_unsupported("an exponent of a higher rank than the base");
+    for (int j = 0; j < e->ndim; j++) {
+        int64_t ed = e->d[j], xd = x->d[j + x->ndim - e->ndim];
+        if (ed != 1 && ed != xd) return ox_unsupported("an exponent that broadcasts the base to a larger shape");
+    }
+    double e0 = ox_get(&e->c, 0);
+    int uniform = 1, any_int = 0;
+    for (int64_t i = 0; i < e->c.numel; i++) {
+        double v = ox_get(&e->c, i);
+        uniform &= v == e0;
+        any_int |= v == floor(v);
+    }
+    cn_value r = CN_INVALID_VALUE;
+    if (uniform && e0 == floor(e0) && fabs(e0) <= 64) {
+        cn_value pw = x->v;
+        int64_t m = (int64_t)fabs(e0);
+        if (!m) r = cn_op_clip(P, x->v, 1.0f, 1.0f);
+        for (; m; m >>= 1) {
+            if (m & 1) r = r == CN_INVALID_VALUE ? pw : cn_op_mul(P, r, pw);
+            if (m > 1) pw = cn_op_mul(P, pw, pw);
+        }
+        if (e0 < 0) r = recip(P, r);
+    } else if (uniform && fabs(e0) == 0.5) {
+        r = e0 > 0 ? cn_onnx_sqrt(P, x->v) : cn_onnx_rsqrt(P, x->v);
+    } else if (!any_int) {
+        cn_value lg = cn_op_log(P, x->v);
+        r = cn_op_exp(P, uniform ? cn_op_scale(P, lg, (float)e0, 0.0f) : cn_op_mul(P, lg, const_onto(c, e, x)));
+    } else {
+        return ox_unsupported("integer exponents that differ per element (clnet computes x^k by products for one "
+                              "integer k, and exp(e log x) where no exponent is an integer)");
+    }
+    return ox_set_like(c, n, 0, r, x);
+}
+
 static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_ADD); }
 static cn_status h_sub(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_SUB); }
 static cn_status h_mul(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_MUL); }
