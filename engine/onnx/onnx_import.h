@@ -120,6 +120,8 @@ cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v, int batch);
 cn_status cn_onnx_expand_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, int nd, const int64_t *od);
 /* The same as a logical program value (its batch, if any, at x's batch dim + nd - x's rank). */
 cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od);
+/* Gather from program value x at constant indices idx (the node's axis): a slice per index. */
+cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *idx);
 /* Slice of a program value: per logical dim, the first element, the step and the count. */
 cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
                             const int64_t *len);

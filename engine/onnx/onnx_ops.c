@@ -512,7 +512,8 @@ static cn_status h_gather(ox_ctx *c, const Onnx__NodeProto *n) {
         int nd = idx->ndim + 1;
         return ox_set_dyn(c, n, 0, y, 0, idx->bdim, nd);
     }
-    return ox_unsupported("Gather from a program value (only embedding lookups: a 2-D table and integer ids)");
+    if (!data->is_const && idx->is_const) return cn_onnx_gather_dyn(c, n, data, idx);
+    return ox_unsupported("Gather at computed indices other than embedding lookups (a constant 2-D table)");
 }
 
 const ox_op cn_onnx_ops[] = {

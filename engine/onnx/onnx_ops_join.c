@@ -139,6 +139,41 @@ cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od) {
     return v;
 }
 
+cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *idx) {
+    int64_t axis = ox_attr_i(n, "axis", 0);
+    if (axis < 0) axis += x->ndim;
+    if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", 0), x->ndim);
+    if (x->is_int) return ox_unsupported("integer program values");
+    if (axis == x->bdim) return ox_unsupported("gathering along the batch axis of '%s'", x->name);
+    if (idx->c.dt != OX_I64) return ox_unsupported("float indices");
+    int64_t K = idx->c.numel, dim = x->d[axis];
+    if (K < 1 || K > 1024 || x->ndim + idx->ndim - 1 > CN_MAX_DIMS)
+        return ox_unsupported("%lld constant indices into a %d-D value (1 to 1024, at most %d dims out)", (long long)K,
+                              x->ndim, CN_MAX_DIMS);
+    /* one slice per index, concatenated on the axis (with a leading 1 when it is the first) */
+    int lead = axis == 0, ax = lead ? 1 : (int)axis, b = x->bdim;
+    cn_value w = ox_logical(c, x), r = CN_INVALID_VALUE;
+    if (lead) w = cn_onnx_lead_add(c, w, b);
+    for (int64_t k = 0; k < K; k++) {
+        int64_t i = idx->c.i[k] < 0 ? idx->c.i[k] + dim : idx->c.i[k];
+        if (i < 0 || i >= dim) return cn_errorf(CN_ERR_SHAPE, "index %lld into an axis of %lld", (long long)idx->c.i[k], (long long)dim);
+        cn_value s = cn_op_slice(P, w, ax, (int)i, 1);
+        r = k ? cn_op_concat(P, r, s, ax) : s;
+    }
+    if (lead) r = cn_onnx_lead_drop(c, r, b);
+    int64_t od[CN_MAX_DIMS];
+    int nd = 0, ob = -1;
+    for (int k = 0; k < x->ndim; k++) {
+        if (k == axis) {
+            for (int j = 0; j < idx->ndim; j++) od[nd++] = idx->d[j];
+            continue;
+        }
+        if (k == b) ob = nd;
+        od[nd++] = x->d[k];
+    }
+    return ox_set_dyn(c, n, 0, reshape_b(c, r, nd ? nd : 1, nd ? od : (const int64_t[]){1}, ob), 0, ob, nd);
+}
+
 static cn_status h_split(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant input");
