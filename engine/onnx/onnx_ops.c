@@ -89,6 +89,40 @@ static cn_status h_clip(ox_ctx *c, const Onnx__NodeProto *n) {
     return act_param(c, n, CN_OP_CLIP, lo, hi);
 }
 
+/* Max and Min (kind 1 and 0) of one program value and constant scalars: a clip at the
+ * constants' max (min), exact; of one input: that input. clnet has no elementwise max of two
+ * program values (a + relu(b - a) rounds). */
+static cn_status minmax(ox_ctx *c, const Onnx__NodeProto *n, int is_max) {
+    ox_val *x = NULL;
+    int all_const = 1;
+    float bound = is_max ? -INFINITY : INFINITY;
+    for (int k = 0; k < (int)n->n_input; k++) {
+        ox_val *v = ox_in(c, n, k);
+        if (!v) return cn_last_status();
+        all_const &= v->is_const;
+    }
+    if (all_const) return cn_onnx_fold(c, n);
+    for (int k = 0; k < (int)n->n_input; k++) {
+        ox_val *v = ox_in(c, n, k);
+        if (!v->is_const) {
+            if (x) return ox_unsupported("two program values (clnet has no elementwise max or min op)");
+            x = v;
+        } else if (v->c.numel != 1) {
+            return ox_unsupported("a constant '%s' of %lld values beside a program value (only scalars, as a clip)",
+                                  v->name, (long long)v->c.numel);
+        } else {
+            float b = (float)ox_get(&v->c, 0);
+            bound = is_max ? fmaxf(bound, b) : fminf(bound, b);
+        }
+    }
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    if (n->n_input == 1) return ox_set_like(c, n, 0, x->v, x);
+    cn_value r = is_max ? cn_op_clip(P, x->v, bound, INFINITY) : cn_op_clip(P, x->v, -INFINITY, bound);
+    return ox_set_like(c, n, 0, r, x);
+}
+static cn_status h_max(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 1); }
+static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
+
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     float rate = ox_attr_f(n, "ratio", 0.5f);
@@ -528,6 +562,8 @@ const ox_op cn_onnx_ops[] = {
     {"Log", 1, h_log},
     {"Neg", 1, h_neg},
     {"Abs", 6, h_abs},
+    {"Max", 6, h_max},
+    {"Min", 6, h_min},
     {"Reciprocal", 6, h_reciprocal},
     {"Identity", 1, h_identity},
     {"Dropout", 1, h_dropout},

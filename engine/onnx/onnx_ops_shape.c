@@ -667,8 +667,6 @@ const ox_op cn_onnx_shape_ops[] = {
     {"Equal", 7, h_const_only},
     {"Less", 7, h_const_only},
     {"Greater", 7, h_const_only},
-    {"Max", 8, h_const_only},
-    {"Min", 8, h_const_only},
     {"And", 7, h_const_only},
     {"Or", 7, h_const_only},
     {"Not", 1, h_const_only},
