@@ -120,6 +120,10 @@ cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v, int batch);
 cn_status cn_onnx_expand_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, int nd, const int64_t *od);
 /* The same as a logical program value (its batch, if any, at x's batch dim + nd - x's rank). */
 cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od);
+/* Elements idx[0..K) (each in range) of logical axis a of x's program value v (in x's
+ * layout), concatenated in that order: runs of consecutive indices are one slice each (at
+ * most 1024 runs). */
+cn_value cn_onnx_take(ox_ctx *c, const ox_val *x, cn_value v, int64_t a, const int64_t *idx, int64_t K);
 /* Gather from program value x at constant indices idx (the node's axis): a slice per index. */
 cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *idx);
 /* Slice of a program value: per logical dim, the first element, the step and the count. */

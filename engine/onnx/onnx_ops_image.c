@@ -478,9 +478,9 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
     if (x->is_const) return ox_unsupported("a constant input");
     if (x->is_int) return ox_unsupported("an integer input (clnet pads float values)");
     const Onnx__AttributeProto *m = ox_attr(n, "mode");
-    int reflect = str_is(m, "reflect");
-    if (m && !reflect && !str_is(m, "constant"))
-        return ox_unsupported("mode '%.*s' (constant, reflect)", (int)m->s.len, (const char *)m->s.data);
+    int reflect = str_is(m, "reflect"), edge = str_is(m, "edge");
+    if (m && !reflect && !edge && !str_is(m, "constant"))
+        return ox_unsupported("mode '%.*s' (constant, reflect, edge)", (int)m->s.len, (const char *)m->s.data);
     int64_t pads[2 * CN_MAX_DIMS];
     int np = 0, nd = x->ndim;
     float value = 0.0f;
@@ -525,6 +525,17 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         if (a == x->bdim) return ox_unsupported("padding the batch axis");
         if (before > 65536 || after > 65536 || before < -65536 || after < -65536) return cn_errorf(CN_ERR_SHAPE, "pads %lld, %lld", (long long)before, (long long)after);
         int pa = x->nhwc ? phys_of[a] : (int)a;
+        if (edge) { /* the first and last elements repeated: one concatenation of slices */
+            if (before < 0 || after < 0) return ox_unsupported("edge mode with negative pads");
+            int64_t len = x->d[a], K = before + len + after;
+            int64_t *ix = malloc((size_t)K * sizeof *ix);
+            if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Pad");
+            for (int64_t i = 0; i < K; i++) ix[i] = i < before ? 0 : i - before < len ? i - before : len - 1;
+            v = cn_onnx_take(c, x, v, a, ix, K);
+            free(ix);
+            if (v == CN_INVALID_VALUE) return cn_last_status();
+            continue;
+        }
         cn_pad_mode pm = reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT;
         if (pa) v = cn_op_pad(P, v, pa, (int)before, (int)after, pm, value);
         else {

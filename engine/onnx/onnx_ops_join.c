@@ -2,6 +2,7 @@
  * on constants fold on the host (onnx_ops_shape.c). An image stays NHWC: its logical axis
  * maps to the physical one, so DenseNet's and SqueezeNet's channel concatenations and
  * ShuffleNet's channel split need no transpose. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_import.h"
@@ -94,8 +95,15 @@ cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cons
     cn_value v = x->v;
     for (int a = 0; a < x->ndim; a++) {
         if (len[a] == x->d[a] && begin[a] == 0 && step[a] == 1) continue;
-        if (step[a] != 1) return ox_unsupported("a step of %lld on a program value (only 1)", (long long)step[a]);
-        v = slice_axis(c, x, v, a, begin[a], len[a]);
+        if (step[a] == 1) {
+            v = slice_axis(c, x, v, a, begin[a], len[a]);
+            continue;
+        }
+        /* another step: the elements one by one (runs of one element each, concatenated) */
+        if (len[a] < 1 || len[a] > 1024) return ox_unsupported("a step of %lld taking %lld elements (1 to 1024)", (long long)step[a], (long long)len[a]);
+        int64_t ix[1024];
+        for (int64_t k = 0; k < len[a]; k++) ix[k] = begin[a] + k * step[a];
+        v = cn_onnx_take(c, x, v, a, ix, len[a]);
     }
     return ox_set_like(c, n, 0, v, x);
 }
@@ -139,28 +147,55 @@ cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od) {
     return v;
 }
 
+cn_value cn_onnx_take(ox_ctx *c, const ox_val *x, cn_value v, int64_t a, const int64_t *idx, int64_t K) {
+    if (a == x->bdim) {
+        cn_errorf(CN_ERR_UNSUPPORTED, "taking elements along the batch axis of '%s'", x->name);
+        return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+    }
+    int64_t runs = K > 0;
+    for (int64_t k = 1; k < K; k++) runs += idx[k] != idx[k - 1] + 1;
+    if (K < 1 || runs > 1024) {
+        cn_errorf(CN_ERR_UNSUPPORTED, "%lld elements in %lld runs taken along an axis of '%s' (1 to 1024 runs)",
+                  (long long)K, (long long)runs, x->name);
+        return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+    }
+    int pa = phys_axis(x, a), lead = pa == 0, ax = lead ? 1 : pa;
+    int b = x->bdim >= 0 ? phys_axis(x, x->bdim) : -1;
+    cn_value w = lead ? cn_onnx_lead_add(c, v, b) : v, r = CN_INVALID_VALUE;
+    for (int64_t k = 0; k < K; k++) {
+        if (idx[k] < 0 || idx[k] >= x->d[a]) {
+            cn_errorf(CN_ERR_SHAPE, "index %lld into axis %lld of '%s' (%lld)", (long long)idx[k], (long long)a, x->name,
+                      (long long)x->d[a]);
+            return cn_prog_fail(P, CN_ERR_SHAPE);
+        }
+        /* a run of consecutive indices is one slice */
+        int64_t run = 1;
+        while (k + run < K && run < (1 << 30) && idx[k + run] == idx[k] + run) run++;
+        cn_value s = cn_op_slice(P, w, ax, (int)idx[k], (int)run);
+        r = k ? cn_op_concat(P, r, s, ax) : s;
+        k += run - 1;
+    }
+    return lead ? cn_onnx_lead_drop(c, r, b) : r;
+}
+
 cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *idx) {
     int64_t axis = ox_attr_i(n, "axis", 0);
     if (axis < 0) axis += x->ndim;
     if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", 0), x->ndim);
     if (x->is_int) return ox_unsupported("integer program values");
-    if (axis == x->bdim) return ox_unsupported("gathering along the batch axis of '%s'", x->name);
     if (idx->c.dt != OX_I64) return ox_unsupported("float indices");
     int64_t K = idx->c.numel, dim = x->d[axis];
     if (K < 1 || K > 1024 || x->ndim + idx->ndim - 1 > CN_MAX_DIMS)
         return ox_unsupported("%lld constant indices into a %d-D value (1 to 1024, at most %d dims out)", (long long)K,
                               x->ndim, CN_MAX_DIMS);
-    /* one slice per index, concatenated on the axis (with a leading 1 when it is the first) */
-    int lead = axis == 0, ax = lead ? 1 : (int)axis, b = x->bdim;
-    cn_value w = ox_logical(c, x), r = CN_INVALID_VALUE;
-    if (lead) w = cn_onnx_lead_add(c, w, b);
-    for (int64_t k = 0; k < K; k++) {
-        int64_t i = idx->c.i[k] < 0 ? idx->c.i[k] + dim : idx->c.i[k];
-        if (i < 0 || i >= dim) return cn_errorf(CN_ERR_SHAPE, "index %lld into an axis of %lld", (long long)idx->c.i[k], (long long)dim);
-        cn_value s = cn_op_slice(P, w, ax, (int)i, 1);
-        r = k ? cn_op_concat(P, r, s, ax) : s;
-    }
-    if (lead) r = cn_onnx_lead_drop(c, r, b);
+    int64_t *ix = malloc((size_t)K * sizeof *ix);
+    if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Gather");
+    for (int64_t k = 0; k < K; k++) ix[k] = idx->c.i[k] < 0 ? idx->c.i[k] + dim : idx->c.i[k];
+    ox_val lx = *x;
+    lx.nhwc = 0;
+    cn_value r = cn_onnx_take(c, &lx, ox_logical(c, x), axis, ix, K);
+    free(ix);
+    if (r == CN_INVALID_VALUE) return cn_last_status();
     int64_t od[CN_MAX_DIMS];
     int nd = 0, ob = -1;
     for (int k = 0; k < x->ndim; k++) {
@@ -168,7 +203,7 @@ cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_
             for (int j = 0; j < idx->ndim; j++) od[nd++] = idx->d[j];
             continue;
         }
-        if (k == b) ob = nd;
+        if (k == x->bdim) ob = nd;
         od[nd++] = x->d[k];
     }
     return ox_set_dyn(c, n, 0, reshape_b(c, r, nd ? nd : 1, nd ? od : (const int64_t[]){1}, ob), 0, ob, nd);
