@@ -97,7 +97,7 @@ cn_value cn_onnx_materialize(ox_ctx *c, ox_val *v) {
     else if (v->pat == PAT_SQ) r = cn_op_mul(P, c->vals[v->pg].v, c->vals[v->pg].v);
     else {
         cn_errorf(CN_ERR_UNSUPPORTED, "'%s' (%s) is used outside the GELU and layer-norm patterns; clnet computes "
-                  "Erf and Sqrt of program values only there", v->name,
+                  "Erf of program values, and these parts of a layer norm, only there", v->name,
                   v->pat <= PAT_H1PERF ? "part of x * 0.5 * (1 + erf(x / sqrt(2)))" : "part of a layer norm");
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
