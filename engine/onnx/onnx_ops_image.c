@@ -1,5 +1,6 @@
-/* ONNX image ops (issue 16's layers): Conv (groups, dilations, per-side pads, auto_pad),
- * ConvTranspose, MaxPool / AveragePool (pads, ceil_mode, count_include_pad), global pools,
+/* ONNX image ops (issue 16's layers): Conv (groups, dilations, per-side pads, auto_pad; 3-D
+ * composed from 2-D), ConvTranspose, MaxPool / AveragePool (pads, ceil_mode,
+ * count_include_pad; 3-D composed from 2-D), global pools,
  * BatchNormalization, Resize / Upsample and Pad. Images live NHWC in the program (ox_nhwc);
  * weights are converted once, at import, to the layouts clnet's convolutions take. */
 #include <float.h>
@@ -131,14 +132,150 @@ static cn_status image_out(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x,
     return ox_set_dyn(c, n, 0, cn_op_transpose(P, y, (const int[]){0, 2, 1}), 0, x->bdim, 3);
 }
 
+/* ---- 3-D windows, composed from 2-D ones (clnet has no 3-D kernels) ---- */
+
+/* Kernel, strides, dilations and pads (the three begins, then the three ends) of a 3-D window
+ * op; kdef: the kernel when the attribute is absent (a convolution's weights). */
+typedef struct win3 {
+    int64_t k[3], s[3], d[3], pad[6];
+} win3;
+
+static cn_status window3_attrs(const Onnx__NodeProto *n, const int64_t *kdef, win3 *w) {
+    static const char *names[4] = {"kernel_shape", "strides", "dilations", "pads"};
+    int64_t *dst[4] = {w->k, w->s, w->d, w->pad};
+    for (int i = 0; i < 3; i++) w->k[i] = kdef ? kdef[i] : 1, w->s[i] = w->d[i] = 1;
+    memset(w->pad, 0, sizeof w->pad);
+    for (int a = 0; a < 4; a++) {
+        const Onnx__AttributeProto *at = ox_attr(n, names[a]);
+        if (!at) continue;
+        if (at->n_ints != (a == 3 ? 6u : 3u)) return ox_unsupported("%s of %zu entries for a 3-D window", names[a], at->n_ints);
+        memcpy(dst[a], at->ints, at->n_ints * sizeof(int64_t));
+    }
+    const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
+    if (ap && ap->has_s && ap->s.len && !str_is(ap, "NOTSET")) {
+        if (!str_is(ap, "VALID"))
+            return ox_unsupported("auto_pad '%.*s' on a 3-D window (NOTSET, VALID)", (int)ap->s.len, (const char *)ap->s.data);
+        memset(w->pad, 0, sizeof w->pad);
+    }
+    for (int i = 0; i < 3; i++)
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->k[i] > 65536 || w->s[i] > 65536 || w->d[i] > 65536)
+            return cn_errorf(CN_ERR_SHAPE, "3-D window: kernel %lld, stride %lld, dilation %lld", (long long)w->k[i],
+                             (long long)w->s[i], (long long)w->d[i]);
+    for (int i = 0; i < 6; i++)
+        if (w->pad[i] < 0 || w->pad[i] > 65536) return cn_errorf(CN_ERR_SHAPE, "pad %lld", (long long)w->pad[i]);
+    return CN_OK;
+}
+
+/* The dims of a program value (for the sizes a window op gave). */
+static void dims_of(ox_ctx *c, cn_value v, int64_t *d) {
+    int nd;
+    cn_dtype dt;
+    if (v == CN_INVALID_VALUE || cn_value_shape(P, v, &nd, d, &dt) != CN_OK) memset(d, 0, sizeof(int64_t) * 4);
+}
+
+/* A 3-D convolution as one 2-D convolution: the depth taps of each output depth stacked into
+ * the channels ([N,C,D,H,W] padded in depth, taken at od*stride + kd*dilation, viewed as
+ * [N*OD, C*KD, H, W]); ONNX's [M, C/g, KD, KH, KW] kernel is then, as stored, the 2-D kernel
+ * [M, C/g*KD, KH, KW] (channel c*KD + kd on both sides), a parameter under its own name. */
+static cn_status conv3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *w, ox_val *b) {
+    if (!w->is_const || w->c.dt != OX_F32) return ox_unsupported("3-D weights that are not a constant float tensor");
+    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4];
+    int64_t M = w->d[0], KD = w->d[2];
+    if (g < 1 || C % g || w->d[1] * g != C || M % g)
+        return cn_errorf(CN_ERR_SHAPE, "%lld channels, weights for %lld x group %lld", (long long)C, (long long)w->d[1], (long long)g);
+    win3 wn;
+    cn_status st = window3_attrs(n, &w->d[2], &wn);
+    if (st != CN_OK) return st;
+    for (int i = 0; i < 3; i++)
+        if (wn.k[i] != w->d[2 + i]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    int64_t Dp = D + wn.pad[0] + wn.pad[3], span = (KD - 1) * wn.d[0] + 1;
+    if (Dp < span) return cn_errorf(CN_ERR_SHAPE, "a depth of %lld for a kernel spanning %lld", (long long)Dp, (long long)span);
+    int64_t OD = (Dp - span) / wn.s[0] + 1, K = OD * KD;
+    cn_value v = ox_logical(c, x);
+    if (wn.pad[0] || wn.pad[3]) v = cn_op_pad(P, v, 2, (int)wn.pad[0], (int)wn.pad[3], CN_PAD_CONSTANT, 0.0f);
+    if (!ox_fold_ok(K, "depth taps")) return cn_last_status();
+    int64_t *ix = malloc((size_t)K * sizeof *ix);
+    if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Conv");
+    for (int64_t od = 0; od < OD; od++)
+        for (int64_t kd = 0; kd < KD; kd++) ix[od * KD + kd] = od * wn.s[0] + kd * wn.d[0];
+    ox_val xp = *x;
+    xp.d[2] = Dp, xp.nhwc = 0;
+    v = cn_onnx_take(c, &xp, v, 2, ix, K);
+    free(ix);
+    v = cn_op_reshape(P, v, 6, (const int64_t[]){N, C, OD, KD, H, W});
+    v = cn_op_transpose(P, v, (const int[]){0, 2, 1, 3, 4, 5});
+    ox_val x4 = *x, w4 = *w;
+    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){N == -1 ? -1 : N * OD, C * KD, H, W});
+    x4.d[0] = x->d[0] * OD, x4.d[1] = C * KD, x4.d[2] = H, x4.d[3] = W;
+    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
+    int64_t wd[4] = {M, w->d[1] * KD, w->d[3], w->d[4]};
+    w4.ndim = w4.c.ndim = 4;
+    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
+    cn_value wv = weights(c, &w4, "hwio", (const int[]){2, 3, 1, 0});
+    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    cn_value bv = CN_INVALID_VALUE;
+    if (b) {
+        if (b->ndim != 1 || b->d[0] != M || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [%lld]", (long long)M);
+        bv = ox_logical(c, b);
+    }
+    win w2 = {{wn.k[1], wn.k[2]}, {wn.s[1], wn.s[2]}, {wn.d[1], wn.d[2]}, {wn.pad[1], wn.pad[2], wn.pad[4], wn.pad[5]}};
+    cn_conv2d_opts o = conv_opts(&w2, g);
+    cn_value y = cn_op_conv2d_ex(P, ox_nhwc(c, &x4), wv, bv, &o); /* [N*OD, OH, OW, M] */
+    int64_t yd[4];
+    dims_of(c, y, yd);
+    y = cn_op_reshape(P, y, 5, (const int64_t[]){N, OD, yd[1], yd[2], M});
+    y = cn_op_transpose(P, y, (const int[]){0, 4, 1, 2, 3});
+    return ox_set_dyn(c, n, 0, y, 0, x->bdim, 5);
+}
+
+/* One 2-D pool of an NHWC value: kernel, strides, begin and end pads per axis. */
+static cn_value pool2d(ox_ctx *c, cn_value x, cn_op op, const int64_t *k, const int64_t *s, const int64_t *pb,
+                       const int64_t *pe, int ceil, int exclude) {
+    cn_op_params wp;
+    memset(&wp, 0, sizeof wp);
+    wp.kh = (int)k[0], wp.kw = (int)k[1], wp.sh = (int)s[0], wp.sw = (int)s[1];
+    wp.ph = (int)pb[0], wp.pw = (int)pb[1], wp.ph_extra = (int)(pe[0] - pb[0]), wp.pw_extra = (int)(pe[1] - pb[1]);
+    wp.ceil_mode = ceil, wp.exclude_pad = exclude;
+    return cn_prog_op(P, op, 1, &x, &wp);
+}
+
+/* A 3-D pool as two 2-D ones: over (H, W) with the depth among the channels, then over (D, 1)
+ * with H*W as the width. A box is the product of its three ranges, so its max is the max over
+ * depth of the maxima over (H, W), and its mean the mean of means: the count a window divides
+ * by (padding included or not, ceil mode's clipped windows too) is the product of the counts
+ * per axis, which the two passes apply one after the other. */
+static cn_status pool3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cn_op op) {
+    win3 wn;
+    cn_status st = window3_attrs(n, NULL, &wn);
+    if (st != CN_OK) return st;
+    if (wn.d[0] != 1 || wn.d[1] != 1 || wn.d[2] != 1) return ox_unsupported("dilated pooling");
+    for (int i = 0; i < 6; i++)
+        if (wn.pad[i] >= wn.k[i % 3]) return ox_unsupported("a pad of %lld for a window of %lld", (long long)wn.pad[i], (long long)wn.k[i % 3]);
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    int ceil = ox_attr_i(n, "ceil_mode", 0) != 0, exclude = op == CN_OP_AVGPOOL && ox_attr_i(n, "count_include_pad", 0) == 0;
+    int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4], hw[4], dd[4];
+    cn_value v = cn_op_reshape(P, ox_logical(c, x), 4, (const int64_t[]){N, C * D, H, W});
+    v = pool2d(c, cn_op_transpose(P, v, (const int[]){0, 2, 3, 1}), op, wn.k + 1, wn.s + 1, wn.pad + 1, wn.pad + 4, ceil, exclude);
+    dims_of(c, v, hw); /* [N, OH, OW, C*D] */
+    v = cn_op_reshape(P, cn_op_transpose(P, v, (const int[]){0, 3, 1, 2}), 4, (const int64_t[]){N, C, D, hw[1] * hw[2]});
+    v = pool2d(c, cn_op_transpose(P, v, (const int[]){0, 2, 3, 1}), op, (const int64_t[]){wn.k[0], 1},
+               (const int64_t[]){wn.s[0], 1}, (const int64_t[]){wn.pad[0], 0}, (const int64_t[]){wn.pad[3], 0}, ceil, exclude);
+    dims_of(c, v, dd); /* [N, OD, OH*OW, C] */
+    v = cn_op_transpose(P, v, (const int[]){0, 3, 1, 2});
+    v = cn_op_reshape(P, v, 5, (const int64_t[]){N, C, dd[1], hw[1], hw[2]});
+    return ox_set_dyn(c, n, 0, v, 0, x->bdim, 5);
+}
+
 static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed) {
     NEED(x, 0);
     NEED(w, 1);
     ox_val *b = ox_in(c, n, 2);
     int one_d = x->ndim == 3 && w->ndim == 3;
-    if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
-        return ox_unsupported("%d-D weights (1-D and 2-D convolutions of float weights only)", w->ndim);
     if (x->is_const) return ox_unsupported("a constant image");
+    if (!transposed && x->ndim == 5 && w->ndim == 5) return conv3d(c, n, x, w, b);
+    if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
+        return ox_unsupported("%d-D weights (1-D and 2-D convolutions and ConvTranspose, 3-D Conv, of float weights only)", w->ndim);
     ox_val x4, w4, *w_file = w;
     if (one_d) x4 = as_image(c, x), w4 = as_image(c, w), x = &x4, w = &w4;
     int64_t g = ox_attr_i(n, "group", 1);
@@ -216,7 +353,8 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
     const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
     int one_d = x->ndim == 3;
-    if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D or 2-D pool needed");
+    if (ks && ks->n_ints == 3 && x->ndim == 5) return pool3d(c, n, x, op);
+    if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D, 2-D or 3-D pool needed");
     ox_val x4;
     if (one_d) x4 = as_image(c, x), x = &x4;
     win wn;
