@@ -346,6 +346,57 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
 static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 0); }
 static cn_status h_conv_transpose(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 1); }
 
+/* A dilated max pool as a plain one, per axis: the image padded with -inf (ONNX's pads never
+ * win a max), then, where the stride is a multiple of the dilation d, only every d-th element
+ * can be in a window (a reshape to [L/d, d] and its first column: a window of dilation 1
+ * and stride s/d), else every window's elements taken side by side (oh*s + a*d for output
+ * oh and kernel tap a: a window of KxK with a stride of K). Output sizes as ONNX's (ceil
+ * mode: the last window starts inside the image or its first padding). */
+static cn_status dilated_maxpool(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const win *wn, int ceil, int one_d) {
+    cn_value v = ox_logical(c, x);
+    ox_val lx = *x;
+    lx.nhwc = 0;
+    int64_t pk[2], ps[2], N = x->bdim == 0 ? -1 : x->d[0];
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->d[2 + i], pb = wn->pad[i], pe = wn->pad[2 + i], k = wn->k[i], st = wn->s[i], dl = wn->d[i];
+        int64_t span = (k - 1) * dl + 1, room = in + pb + pe - span, o;
+        if (room < 0) return cn_errorf(CN_ERR_SHAPE, "an input of %lld for a window spanning %lld", (long long)in, (long long)span);
+        o = (ceil ? (room + st - 1) / st : room / st) + 1;
+        if (ceil && (o - 1) * st >= in + pb) o--;
+        int phase = st % dl == 0;
+        int64_t need = (o - 1) * st + span, len = in + pb + pe;
+        if (need > len) len = need;
+        if (phase) len = (len + dl - 1) / dl * dl;
+        if (pb || len > in + pb) v = cn_op_pad(P, v, 2 + i, (int)pb, (int)(len - in - pb), CN_PAD_CONSTANT, -INFINITY);
+        lx.d[2 + i] = len;
+        if (phase) {
+            int64_t d5[5] = {N, x->d[1], lx.d[2], lx.d[3], 1}, d4[4] = {N, x->d[1], lx.d[2], lx.d[3]};
+            for (int j = 4; j > 3 + i; j--) d5[j] = d5[j - 1];
+            d5[2 + i] = len / dl, d5[3 + i] = dl;
+            v = cn_op_slice(P, cn_op_reshape(P, v, 5, d5), 3 + i, 0, 1);
+            d4[2 + i] = len / dl;
+            v = cn_op_reshape(P, v, 4, d4);
+            v = cn_op_slice(P, v, 2 + i, 0, (int)((o - 1) * (st / dl) + k));
+            lx.d[2 + i] = (o - 1) * (st / dl) + k;
+            pk[i] = k, ps[i] = st / dl;
+            continue;
+        }
+        int64_t K = o * k;
+        if (!ox_fold_ok(K, "window taps")) return cn_last_status();
+        int64_t *ix = malloc((size_t)K * sizeof *ix);
+        if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "MaxPool");
+        for (int64_t r = 0; r < o; r++)
+            for (int64_t a = 0; a < k; a++) ix[r * k + a] = r * st + a * dl;
+        v = cn_onnx_take(c, &lx, v, 2 + i, ix, K);
+        free(ix);
+        lx.d[2 + i] = K;
+        pk[i] = ps[i] = k;
+    }
+    cn_value t = cn_op_transpose(P, v, (const int[]){0, 2, 3, 1});
+    cn_value y = pool2d(c, t, CN_OP_MAXPOOL, pk, ps, (const int64_t[]){0, 0}, (const int64_t[]){0, 0}, 0, 0);
+    return image_out(c, n, x, y, one_d);
+}
+
 static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant image");
@@ -360,7 +411,10 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     win wn;
     cn_status st = window_attrs(n, x, one_d, 1, 1, &wn);
     if (st != CN_OK) return st;
-    if (wn.d[0] != 1 || wn.d[1] != 1) return ox_unsupported("dilated pooling");
+    if (wn.d[0] != 1 || wn.d[1] != 1) {
+        if (op != CN_OP_MAXPOOL) return ox_unsupported("dilated average pooling");
+        return dilated_maxpool(c, n, x, &wn, ox_attr_i(n, "ceil_mode", 0) != 0, one_d);
+    }
     /* clnet's pools clip every window to the image and its padding; a window that lies wholly
      * in the padding has no ONNX meaning worth keeping (PyTorch refuses pads above half). */
     for (int i = 0; i < 4; i++)
