@@ -109,6 +109,8 @@ extern const ox_op cn_onnx_image_ops[]; /* onnx_ops_image.c */
 extern const int cn_onnx_n_image_ops;
 extern const ox_op cn_onnx_join_ops[]; /* onnx_ops_join.c */
 extern const int cn_onnx_n_join_ops;
+extern const ox_op cn_onnx_resize_ops[]; /* onnx_ops_resize.c */
+extern const int cn_onnx_n_resize_ops;
 /* Concat of inputs of which at least one is a program value (the node's axis attribute). */
 cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis);
 /* v with a leading dim of 1, and without it (onnx_ops_join.c): for clnet's slice, pad and
@@ -148,6 +150,10 @@ extern const int cn_onnx_n_fuse_ops;
 cn_value cn_onnx_expand_last(ox_ctx *c, cn_value b, int64_t cols);
 cn_value cn_onnx_reshape_like(ox_ctx *c, cn_value v, const ox_val *x);
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
+/* 1 when a is a string attribute equal to s. */
+int ox_str_is(const Onnx__AttributeProto *a, const char *s);
+/* Input k as a constant (NULL when absent, *st CN_OK); a program value is refused, *st set. */
+const ox_tensor *ox_const_in(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_status *st);
 int64_t ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t dflt);
 float ox_attr_f(const Onnx__NodeProto *n, const char *name, float dflt);
 /* The value of an output, fresh (not yet defined); NULL for an absent optional output or a

@@ -1,7 +1,7 @@
 /* ONNX image ops (issue 16's layers): Conv (groups, dilations, per-side pads, auto_pad; 3-D
  * composed from 2-D), ConvTranspose, MaxPool / AveragePool (pads, ceil_mode,
- * count_include_pad; 3-D composed from 2-D), global pools,
- * BatchNormalization, Resize / Upsample and Pad. Images live NHWC in the program (ox_nhwc);
+ * count_include_pad; 3-D and dilated max pools composed from 2-D ones), global pools,
+ * BatchNormalization and Pad (Resize / Upsample: onnx_ops_resize.c). Images live NHWC in the program (ox_nhwc);
  * weights are converted once, at import, to the layouts clnet's convolutions take. */
 #include <float.h>
 #include <math.h>
@@ -10,9 +10,6 @@
 
 #include "onnx_import.h"
 
-static int str_is(const Onnx__AttributeProto *a, const char *s) {
-    return a && a->has_s && a->s.len == strlen(s) && !memcmp(a->s.data, s, a->s.len);
-}
 
 /* The geometry of a window op on a 2-D image: kernel, strides, dilations and pads in ONNX's
  * order (top, left, bottom, right), auto_pad resolved against the input's size. */
@@ -52,18 +49,18 @@ static cn_status window_attrs(const Onnx__NodeProto *n, const ox_val *x, int one
                              (long long)w->k[1], (long long)w->s[0], (long long)w->s[1], (long long)w->d[0],
                              (long long)w->d[1]);
     a = ox_attr(n, "auto_pad");
-    if (a && a->has_s && a->s.len && !str_is(a, "NOTSET")) {
-        if (str_is(a, "VALID")) {
+    if (a && a->has_s && a->s.len && !ox_str_is(a, "NOTSET")) {
+        if (ox_str_is(a, "VALID")) {
             memset(w->pad, 0, sizeof w->pad);
-        } else if (str_is(a, "SAME_UPPER") || str_is(a, "SAME_LOWER")) {
+        } else if (ox_str_is(a, "SAME_UPPER") || ox_str_is(a, "SAME_LOWER")) {
             /* output = ceil(input / stride); the odd pixel goes after (UPPER) or before (LOWER) */
             for (int i = 0; i < 2; i++) {
                 int64_t in = x->d[2 + i], out = (in + w->s[i] - 1) / w->s[i];
                 int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in;
                 if (total < 0) total = 0;
                 int64_t small = total / 2, big = total - small;
-                w->pad[i] = str_is(a, "SAME_UPPER") ? small : big;
-                w->pad[2 + i] = str_is(a, "SAME_UPPER") ? big : small;
+                w->pad[i] = ox_str_is(a, "SAME_UPPER") ? small : big;
+                w->pad[2 + i] = ox_str_is(a, "SAME_UPPER") ? big : small;
             }
         } else {
             return ox_unsupported("auto_pad '%.*s' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)", (int)a->s.len, (const char *)a->s.data);
@@ -152,8 +149,8 @@ static cn_status window3_attrs(const Onnx__NodeProto *n, const int64_t *kdef, wi
         memcpy(dst[a], at->ints, at->n_ints * sizeof(int64_t));
     }
     const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
-    if (ap && ap->has_s && ap->s.len && !str_is(ap, "NOTSET")) {
-        if (!str_is(ap, "VALID"))
+    if (ap && ap->has_s && ap->s.len && !ox_str_is(ap, "NOTSET")) {
+        if (!ox_str_is(ap, "VALID"))
             return ox_unsupported("auto_pad '%.*s' on a 3-D window (NOTSET, VALID)", (int)ap->s.len, (const char *)ap->s.data);
         memset(w->pad, 0, sizeof w->pad);
     }
@@ -310,7 +307,7 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
         /* the pads that give this size (ONNX: the odd one at the end unless SAME_LOWER) */
         int64_t os[2] = {1, 1};
         if ((st = spatial_ints(n, "output_shape", one_d, 1, os)) != CN_OK) return st;
-        int lower = str_is(ox_attr(n, "auto_pad"), "SAME_LOWER");
+        int lower = ox_str_is(ox_attr(n, "auto_pad"), "SAME_LOWER");
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - os[i];
@@ -325,14 +322,14 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
             else o.pad_top = (int)before, o.pad_bottom = (int)after;
         }
-    } else if ((a = ox_attr(n, "auto_pad")) && (str_is(a, "SAME_UPPER") || str_is(a, "SAME_LOWER"))) {
+    } else if ((a = ox_attr(n, "auto_pad")) && (ox_str_is(a, "SAME_UPPER") || ox_str_is(a, "SAME_LOWER"))) {
         /* output = input * stride */
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - x->d[2 + i] * wn.s[i];
             if (total < 0) total = 0;
             int64_t small = total / 2, big = total - small;
-            int64_t before = str_is(a, "SAME_LOWER") ? big : small, after = total - before;
+            int64_t before = ox_str_is(a, "SAME_LOWER") ? big : small, after = total - before;
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
             else o.pad_top = (int)before, o.pad_bottom = (int)after;
         }
@@ -562,107 +559,6 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     return channels_back(c, n, x, y);
 }
 
-/* ---- resampling ---- */
-
-/* Integer factors of a [N,C,H,W] value (N and C by 1) from scales or sizes. */
-static cn_status factors(const ox_val *x, const ox_tensor *scales, const ox_tensor *sizes, int *fh, int *fw) {
-    double f[4];
-    if (scales && scales->numel) {
-        if (scales->numel != 4) return ox_unsupported("scales of %lld entries (only [N,C,H,W] images)", (long long)scales->numel);
-        for (int i = 0; i < 4; i++) f[i] = ox_get(scales, i);
-    } else if (sizes && sizes->numel) {
-        if (sizes->numel != 4) return ox_unsupported("sizes of %lld entries (only [N,C,H,W] images)", (long long)sizes->numel);
-        for (int i = 0; i < 4; i++) {
-            double s = ox_get(sizes, i);
-            if (i == 0 && sizes->dt == OX_I64 && sizes->i[0] == CN_ONNX_BATCH) s = (double)x->d[0];
-            f[i] = s / (double)x->d[i];
-        }
-    } else {
-        return ox_unsupported("neither scales nor sizes");
-    }
-    if (f[0] != 1.0 || f[1] != 1.0) return ox_unsupported("resizing the batch or the channels");
-    for (int i = 2; i < 4; i++)
-        if (!(f[i] >= 1.0 && f[i] <= 4096.0 && f[i] == floor(f[i])))
-            return ox_unsupported("a factor of %g (clnet upsamples by whole factors 1..4096)", f[i]);
-    *fh = (int)f[2], *fw = (int)f[3];
-    return CN_OK;
-}
-
-/* coordinate modes under which clnet's kernels are exact for whole factors: nearest is
- * floor(out / factor), which half_pixel with round_prefer_* and asymmetric with floor both
- * give; linear is PyTorch's align_corners=False, which is half_pixel. */
-static cn_status resample(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const ox_tensor *scales, const ox_tensor *sizes,
-                          const char *coord) {
-    const Onnx__AttributeProto *m = ox_attr(n, "mode");
-    int linear = str_is(m, "linear") || str_is(m, "bilinear");
-    if (m && !linear && !str_is(m, "nearest")) return ox_unsupported("mode '%.*s' (nearest, linear)", (int)m->s.len, (const char *)m->s.data);
-    if (x->is_const || x->ndim != 4) return ox_unsupported("only 4-D program values");
-    const Onnx__AttributeProto *ca = ox_attr(n, "coordinate_transformation_mode"), *nm = ox_attr(n, "nearest_mode");
-    char cm[40], nmode[40];
-    snprintf(cm, sizeof cm, "%.*s", ca && ca->has_s ? (int)ca->s.len : (int)strlen(coord), ca && ca->has_s ? (const char *)ca->s.data : coord);
-    snprintf(nmode, sizeof nmode, "%.*s", nm && nm->has_s ? (int)nm->s.len : 18, nm && nm->has_s ? (const char *)nm->s.data : "round_prefer_floor");
-    if (c->opset < 11) snprintf(nmode, sizeof nmode, "floor");
-    if (ox_attr_i(n, "antialias", 0)) return ox_unsupported("antialias=1");
-    int half = !strcmp(cm, "half_pixel") || !strcmp(cm, "pytorch_half_pixel");
-    int ok = linear ? half
-                    : (half && strncmp(nmode, "round_prefer_", 13) == 0) ||
-                          ((!strcmp(cm, "asymmetric") || !strcmp(cm, "tf_half_pixel_for_nn")) && !strcmp(nmode, "floor") &&
-                           strcmp(cm, "tf_half_pixel_for_nn"));
-    if (!ok)
-        return ox_unsupported("mode %s with coordinate_transformation_mode '%s' and nearest_mode '%s' (clnet: nearest with "
-                              "half_pixel and round_prefer_floor/ceil or asymmetric and floor; linear with half_pixel)",
-                              linear ? "linear" : "nearest", cm, nmode);
-    int fh = 1, fw = 1;
-    cn_status st = factors(x, scales, sizes, &fh, &fw);
-    if (st != CN_OK) return st;
-    cn_value y = cn_op_upsample2d(P, ox_nhwc(c, x), fh, fw, linear ? CN_UPSAMPLE_BILINEAR : CN_UPSAMPLE_NEAREST);
-    return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
-}
-
-static const ox_tensor *const_in(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_status *st) {
-    *st = CN_OK;
-    if (k >= (int)n->n_input || !*n->input[k]) return NULL;
-    ox_val *v = ox_in(c, n, k);
-    if (!v) return *st = cn_last_status(), NULL;
-    if (!v->is_const) return *st = ox_unsupported("input %d ('%s') must be a constant", k, v->name), NULL;
-    return &v->c;
-}
-
-static cn_status h_resize(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    cn_status st;
-    if (c->opset < 11) {
-        const ox_tensor *sc = const_in(c, n, 1, &st);
-        return st != CN_OK ? st : resample(c, n, x, sc, NULL, "asymmetric");
-    }
-    if (ox_attr(n, "axes")) return ox_unsupported("the axes attribute");
-    if (ox_attr(n, "keep_aspect_ratio_policy") && !str_is(ox_attr(n, "keep_aspect_ratio_policy"), "stretch"))
-        return ox_unsupported("keep_aspect_ratio_policy other than stretch");
-    const ox_tensor *sc = const_in(c, n, 2, &st);
-    if (st != CN_OK) return st;
-    const ox_tensor *sz = const_in(c, n, 3, &st);
-    if (st != CN_OK) return st;
-    return resample(c, n, x, sc, sz, "half_pixel");
-}
-
-static cn_status h_upsample(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    cn_status st;
-    if (c->opset >= 9) {
-        const ox_tensor *sc = const_in(c, n, 1, &st);
-        return st != CN_OK ? st : resample(c, n, x, sc, NULL, "asymmetric");
-    }
-    const Onnx__AttributeProto *a = ox_attr(n, "scales");
-    if (!a || a->n_floats != 4) return ox_unsupported("scales must have 4 entries");
-    ox_tensor t = {0};
-    int64_t four = 4;
-    if (!ox_tensor_alloc(&t, OX_F32, 1, &four)) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Upsample");
-    for (int i = 0; i < 4; i++) t.f[i] = a->floats[i];
-    st = resample(c, n, x, &t, NULL, "asymmetric");
-    ox_tensor_free(&t);
-    return st;
-}
-
 /* ---- padding ---- */
 
 static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -670,8 +566,8 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
     if (x->is_const) return ox_unsupported("a constant input");
     if (x->is_int) return ox_unsupported("an integer input (clnet pads float values)");
     const Onnx__AttributeProto *m = ox_attr(n, "mode");
-    int reflect = str_is(m, "reflect"), edge = str_is(m, "edge");
-    if (m && !reflect && !edge && !str_is(m, "constant"))
+    int reflect = ox_str_is(m, "reflect"), edge = ox_str_is(m, "edge");
+    if (m && !reflect && !edge && !ox_str_is(m, "constant"))
         return ox_unsupported("mode '%.*s' (constant, reflect, edge)", (int)m->s.len, (const char *)m->s.data);
     int64_t pads[2 * CN_MAX_DIMS];
     int np = 0, nd = x->ndim;
@@ -686,15 +582,15 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         memcpy(pads, a->ints, a->n_ints * sizeof *pads);
         value = ox_attr_f(n, "value", 0.0f);
     } else {
-        const ox_tensor *pt = const_in(c, n, 1, &st);
+        const ox_tensor *pt = ox_const_in(c, n, 1, &st);
         if (st != CN_OK) return st;
         if (!pt || pt->dt != OX_I64 || pt->numel > 2 * CN_MAX_DIMS) return ox_unsupported("pads must be a constant int64 tensor");
         np = (int)pt->numel;
         memcpy(pads, pt->i, (size_t)np * sizeof *pads);
-        const ox_tensor *cv = const_in(c, n, 2, &st);
+        const ox_tensor *cv = ox_const_in(c, n, 2, &st);
         if (st != CN_OK) return st;
         if (cv && cv->numel) value = (float)ox_get(cv, 0);
-        const ox_tensor *at = const_in(c, n, 3, &st);
+        const ox_tensor *at = ox_const_in(c, n, 3, &st);
         if (st != CN_OK) return st;
         if (at) {
             if (at->numel > CN_MAX_DIMS || at->dt != OX_I64) return ox_unsupported("axes");
@@ -746,8 +642,6 @@ const ox_op cn_onnx_image_ops[] = {
     {"GlobalAveragePool", 1, h_global_avgpool},
     {"GlobalMaxPool", 1, h_global_maxpool},
     {"BatchNormalization", 1, h_batch_norm},
-    {"Resize", 10, h_resize},
-    {"Upsample", 7, h_upsample},
     {"Pad", 2, h_pad},
 };
 const int cn_onnx_n_image_ops = (int)(sizeof cn_onnx_image_ops / sizeof cn_onnx_image_ops[0]);
