@@ -33,6 +33,94 @@ static cn_status factors(const ox_val *x, const ox_tensor *scales, const ox_tens
     return CN_OK;
 }
 
+/* The source coordinate of output pixel o (ONNX's coordinate_transformation_mode); align
+ * corners divides by in * scale - 1, not by the whole output size less 1, as the reference
+ * (and its test data) do when scales are given. */
+static double source_coord(const char *cm, double o, double scale, int64_t in, int64_t out) {
+    if (!strcmp(cm, "align_corners")) return out == 1 ? 0.0 : o * (double)(in - 1) / ((double)in * scale - 1.0);
+    if (!strcmp(cm, "asymmetric")) return o / scale;
+    if (!strcmp(cm, "tf_half_pixel_for_nn")) return (o + 0.5) / scale;
+    if (!strcmp(cm, "pytorch_half_pixel") && out == 1) return -0.5;
+    return (o + 0.5) / scale - 0.5; /* half_pixel, pytorch_half_pixel */
+}
+
+/* Any nearest or linear resize of the two spatial axes, one axis after the other: nearest
+ * takes each output's source row (column); linear blends rows i0 and i0 + 1 (clamped to the
+ * image, as the reference pads its edges) with weights 1 - r and r, r = x - floor(x). */
+static cn_status resample_take(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const ox_tensor *scales, const ox_tensor *sizes,
+                               const char *cm, const char *nmode, int linear) {
+    static const char *modes[] = {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"};
+    int known = 0;
+    for (int i = 0; i < 5; i++) known |= !strcmp(cm, modes[i]);
+    if (!known) return ox_unsupported("coordinate_transformation_mode '%s'", cm);
+    static const char *rounds[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+    int rm = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(nmode, rounds[i])) rm = i;
+    if (!linear && rm < 0) return ox_unsupported("nearest_mode '%s'", nmode);
+    int64_t out[2];
+    double sc[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->d[2 + i];
+        if (scales && scales->numel) {
+            if (scales->numel != 4 || ox_get(scales, 0) != 1.0 || ox_get(scales, 1) != 1.0)
+                return ox_unsupported("scales other than [1, 1, h, w]");
+            sc[i] = ox_get(scales, 2 + i);
+            out[i] = (int64_t)floor((double)in * sc[i]);
+        } else if (sizes && sizes->numel) {
+            if (sizes->numel != 4 || ox_get(sizes, 1) != (double)x->d[1] ||
+                !(ox_get(sizes, 0) == (double)x->d[0] || (sizes->dt == OX_I64 && sizes->i[0] == CN_ONNX_BATCH)))
+                return ox_unsupported("resizing the batch or the channels");
+            out[i] = (int64_t)ox_get(sizes, 2 + i);
+            sc[i] = (double)out[i] / (double)in;
+        } else {
+            return ox_unsupported("neither scales nor sizes");
+        }
+        if (!(sc[i] > 0) || out[i] < 1 || out[i] > 65536) return ox_unsupported("an output of %lld for %lld", (long long)out[i], (long long)in);
+    }
+    cn_value v = ox_logical(c, x);
+    ox_val lx = *x;
+    lx.nhwc = 0;
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->d[2 + i], m = out[i], cols = i == 0 ? lx.d[3] : 1;
+        int64_t *ix = malloc((size_t)(2 * m) * sizeof *ix);
+        float *w = linear ? malloc((size_t)(2 * m * cols) * sizeof *w) : NULL;
+        if (!ix || (linear && !w)) {
+            free(ix), free(w);
+            return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Resize");
+        }
+        int blend = 0;
+        for (int64_t o = 0; o < m; o++) {
+            double s = source_coord(cm, (double)o, sc[i], in, m), f = floor(s), r = s - f;
+            int64_t i0 = (int64_t)f;
+            if (!linear) { /* rm: round_prefer_floor, round_prefer_ceil, floor, ceil */
+                if (r != 0) i0 += rm == 3 ? 1 : rm == 2 ? 0 : r > 0.5 || (r == 0.5 && rm == 1);
+                r = 0;
+            }
+            ix[o] = i0 < 0 ? 0 : i0 >= in ? in - 1 : i0;
+            ix[m + o] = i0 + 1 < 0 ? 0 : i0 + 1 >= in ? in - 1 : i0 + 1;
+            blend |= r != 0;
+            for (int64_t k = 0; linear && k < cols; k++) w[o * cols + k] = (float)(1 - r), w[(m + o) * cols + k] = (float)r;
+        }
+        cn_value a = cn_onnx_take(c, &lx, v, 2 + i, ix, m);
+        if (blend) {
+            cn_value b = cn_onnx_take(c, &lx, v, 2 + i, ix + m, m);
+            int64_t wd[2] = {m, cols};
+            char name[2][CN_NODE_NAME_MAX];
+            for (int k = 0; k < 2; k++) snprintf(name[k], sizeof name[k], "onnx_const_%d", c->consts++);
+            cn_value w0 = cn_constant(P, name[0], i == 0 ? 2 : 1, i == 0 ? wd : &m, w);
+            cn_value w1 = cn_constant(P, name[1], i == 0 ? 2 : 1, i == 0 ? wd : &m, w + m * cols);
+            a = cn_op_add(P, cn_op_mul(P, a, w0), cn_op_mul(P, b, w1));
+        }
+        free(ix);
+        free(w);
+        if (a == CN_INVALID_VALUE) return cn_last_status();
+        v = a;
+        lx.d[2 + i] = m;
+    }
+    return ox_set_dyn(c, n, 0, v, 0, x->bdim, 4);
+}
+
 /* coordinate modes under which clnet's kernels are exact for whole factors: nearest is
  * floor(out / factor), which half_pixel with round_prefer_* and asymmetric with floor both
  * give; linear is PyTorch's align_corners=False, which is half_pixel. */
@@ -53,13 +141,8 @@ static cn_status resample(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const 
                     : (half && strncmp(nmode, "round_prefer_", 13) == 0) ||
                           ((!strcmp(cm, "asymmetric") || !strcmp(cm, "tf_half_pixel_for_nn")) && !strcmp(nmode, "floor") &&
                            strcmp(cm, "tf_half_pixel_for_nn"));
-    if (!ok)
-        return ox_unsupported("mode %s with coordinate_transformation_mode '%s' and nearest_mode '%s' (clnet: nearest with "
-                              "half_pixel and round_prefer_floor/ceil or asymmetric and floor; linear with half_pixel)",
-                              linear ? "linear" : "nearest", cm, nmode);
     int fh = 1, fw = 1;
-    cn_status st = factors(x, scales, sizes, &fh, &fw);
-    if (st != CN_OK) return st;
+    if (!ok || factors(x, scales, sizes, &fh, &fw) != CN_OK) return resample_take(c, n, x, scales, sizes, cm, nmode, linear);
     cn_value y = cn_op_upsample2d(P, ox_nhwc(c, x), fh, fw, linear ? CN_UPSAMPLE_BILINEAR : CN_UPSAMPLE_NEAREST);
     return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
 }
