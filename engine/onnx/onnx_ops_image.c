@@ -500,7 +500,7 @@ static cn_status channels_back(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, c
 }
 
 /* scale, B, mean or var that are not constants (graph inputs, say): inference only, as
- * arithmetic, 1/sqrt(var + eps) written exp(-log(var + eps) / 2). */
+ * arithmetic, 1/sqrt(var + eps) by cn_onnx_rsqrt. */
 static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val **t, float eps) {
     cn_value xv = channels_last(c, x);
     int64_t C = x->d[1];
@@ -509,7 +509,7 @@ static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val
         if (t[k]->is_const) v[k] = ox_const_value(c, t[k], "", 1, &C, t[k]->c.f);
         else v[k] = cn_op_reshape(P, ox_logical(c, t[k]), 1, &C);
     }
-    cn_value inv = cn_op_exp(P, cn_op_scale(P, cn_op_log(P, cn_op_scale(P, v[3], 1.0f, eps)), -0.5f, 0.0f));
+    cn_value inv = cn_onnx_rsqrt(P, cn_op_scale(P, v[3], 1.0f, eps));
     cn_value y = cn_op_mul(P, cn_op_sub(P, xv, v[2]), cn_op_mul(P, inv, v[0]));
     return channels_back(c, n, x, cn_op_add(P, y, v[1]));
 }
