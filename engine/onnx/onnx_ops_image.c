@@ -1,8 +1,9 @@
-/* ONNX image ops (issue 16's layers): Conv (groups, dilations, per-side pads, auto_pad; 3-D
- * composed from 2-D), ConvTranspose, MaxPool / AveragePool (pads, ceil_mode,
+/* ONNX image ops (issue 16's layers): Conv and ConvTranspose (groups, dilations, per-side
+ * pads, auto_pad; 3-D composed from 2-D), MaxPool / AveragePool (pads, ceil_mode,
  * count_include_pad; 3-D and dilated max pools composed from 2-D ones), global pools,
- * BatchNormalization and Pad (Resize / Upsample: onnx_ops_resize.c). Images live NHWC in the program (ox_nhwc);
- * weights are converted once, at import, to the layouts clnet's convolutions take. */
+ * BatchNormalization and Pad (Resize / Upsample: onnx_ops_resize.c). Images live NHWC in
+ * the program (ox_nhwc); weights are converted once, at import, to the layouts clnet's
+ * convolutions take. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -226,6 +227,65 @@ static cn_status conv3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *
     return ox_set_dyn(c, n, 0, y, 0, x->bdim, 5);
 }
 
+/* A 3-D transposed convolution as one 2-D one over every input depth slice ([N*D, Cin, H, W]),
+ * whose output channels are ONNX's kernel taps as stored ([Cin, Cout/g, KD, KH, KW] viewed as
+ * [Cin, Cout/g*KD, KH, KW]: channel co*KD + kd); then per tap kd the depth slices are spread
+ * out by the stride (zeros padded between them), shifted by kd*dilation and summed, and the
+ * pads cropped (output padding added) as in 2-D. The bias is added once, at the end. */
+static cn_status conv_transpose3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *w, ox_val *b) {
+    if (!w->is_const || w->c.dt != OX_F32) return ox_unsupported("3-D weights that are not a constant float tensor");
+    if (ox_attr(n, "output_shape") || (ox_attr(n, "auto_pad") && !ox_str_is(ox_attr(n, "auto_pad"), "NOTSET")))
+        return ox_unsupported("output_shape or auto_pad on a 3-D transposed convolution");
+    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4];
+    int64_t KD = w->d[2], CO = w->d[1] * g, opad[3] = {0, 0, 0};
+    if (g < 1 || w->d[0] != C || C % g) return cn_errorf(CN_ERR_SHAPE, "%lld channels, weights for %lld (group %lld)", (long long)C, (long long)w->d[0], (long long)g);
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    win3 wn;
+    cn_status st = window3_attrs(n, &w->d[2], &wn);
+    if (st != CN_OK) return st;
+    const Onnx__AttributeProto *op = ox_attr(n, "output_padding");
+    if (op && op->n_ints != 3) return ox_unsupported("output_padding of %zu entries for a 3-D window", op->n_ints);
+    for (int i = 0; op && i < 3; i++) opad[i] = op->ints[i];
+    for (int i = 0; i < 3; i++)
+        if (wn.k[i] != w->d[2 + i] || opad[i] < 0 || opad[i] >= wn.s[i]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape or output_padding");
+    int64_t full = (D - 1) * wn.s[0] + (KD - 1) * wn.d[0] + 1, OD = full + opad[0] - wn.pad[0] - wn.pad[3];
+    if (OD < 1) return cn_errorf(CN_ERR_SHAPE, "an output depth of %lld", (long long)OD);
+    ox_val x4 = *x, w4 = *w;
+    cn_value v = cn_op_transpose(P, ox_logical(c, x), (const int[]){0, 2, 1, 3, 4});
+    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){N == -1 ? -1 : N * D, C, H, W});
+    x4.d[0] = x->d[0] * D, x4.d[1] = C, x4.d[2] = H, x4.d[3] = W;
+    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
+    int64_t wd[4] = {C, w->d[1] * KD, w->d[3], w->d[4]};
+    w4.ndim = w4.c.ndim = 4;
+    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
+    cn_value wv = weights(c, &w4, "ihwo", (const int[]){0, 2, 3, 1});
+    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    win w2 = {{wn.k[1], wn.k[2]}, {wn.s[1], wn.s[2]}, {wn.d[1], wn.d[2]}, {wn.pad[1], wn.pad[2], wn.pad[4], wn.pad[5]}};
+    cn_conv2d_opts o = conv_opts(&w2, g);
+    o.out_pad_h = (int)opad[1], o.out_pad_w = (int)opad[2];
+    cn_value y = cn_op_conv2d_transpose(P, ox_nhwc(c, &x4), wv, CN_INVALID_VALUE, &o); /* [N*D, OH, OW, CO*KD] */
+    int64_t yd[4];
+    dims_of(c, y, yd);
+    int64_t R = yd[1] * yd[2] * CO;
+    y = cn_op_reshape(P, y, 4, (const int64_t[]){N, D, R, KD});
+    cn_value z = CN_INVALID_VALUE;
+    for (int64_t kd = 0; kd < KD; kd++) {
+        cn_value t = cn_op_reshape(P, cn_op_slice(P, y, 3, (int)kd, 1), 4, (const int64_t[]){N, D, 1, R});
+        if (wn.s[0] > 1) t = cn_op_pad(P, t, 2, 0, (int)(wn.s[0] - 1), CN_PAD_CONSTANT, 0.0f);
+        t = cn_op_reshape(P, t, 3, (const int64_t[]){N, D * wn.s[0], R});
+        int64_t len = (D - 1) * wn.s[0] + 1, before = kd * wn.d[0], after = full - len - before;
+        t = cn_op_pad(P, t, 1, (int)before, (int)(after - (D * wn.s[0] - len)), CN_PAD_CONSTANT, 0.0f);
+        z = kd ? cn_op_add(P, z, t) : t;
+    }
+    z = cn_op_pad(P, z, 1, (int)-wn.pad[0], (int)(opad[0] - wn.pad[3]), CN_PAD_CONSTANT, 0.0f);
+    z = cn_op_reshape(P, z, 5, (const int64_t[]){N, OD, yd[1], yd[2], CO});
+    if (b) {
+        if (b->ndim != 1 || b->d[0] != CO || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [%lld]", (long long)CO);
+        z = cn_op_add(P, z, ox_logical(c, b));
+    }
+    return ox_set_dyn(c, n, 0, cn_op_transpose(P, z, (const int[]){0, 4, 1, 2, 3}), 0, x->bdim, 5);
+}
+
 /* One 2-D pool of an NHWC value: kernel, strides, begin and end pads per axis. */
 static cn_value pool2d(ox_ctx *c, cn_value x, cn_op op, const int64_t *k, const int64_t *s, const int64_t *pb,
                        const int64_t *pe, int ceil, int exclude) {
@@ -270,9 +330,9 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
     ox_val *b = ox_in(c, n, 2);
     int one_d = x->ndim == 3 && w->ndim == 3;
     if (x->is_const) return ox_unsupported("a constant image");
-    if (!transposed && x->ndim == 5 && w->ndim == 5) return conv3d(c, n, x, w, b);
+    if (x->ndim == 5 && w->ndim == 5) return transposed ? conv_transpose3d(c, n, x, w, b) : conv3d(c, n, x, w, b);
     if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
-        return ox_unsupported("%d-D weights (1-D and 2-D convolutions and ConvTranspose, 3-D Conv, of float weights only)", w->ndim);
+        return ox_unsupported("%d-D weights (1-D, 2-D and 3-D convolutions of float weights only)", w->ndim);
     ox_val x4, w4, *w_file = w;
     if (one_d) x4 = as_image(c, x), w4 = as_image(c, w), x = &x4, w = &w4;
     int64_t g = ox_attr_i(n, "group", 1);
