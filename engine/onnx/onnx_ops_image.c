@@ -171,6 +171,28 @@ static void dims_of(ox_ctx *c, cn_value v, int64_t *d) {
     if (v == CN_INVALID_VALUE || cn_value_shape(P, v, &nd, d, &dt) != CN_OK) memset(d, 0, sizeof(int64_t) * 4);
 }
 
+/* A 5-D image x [N,C,D,H,W] whose data v holds as [N, r, ...] viewed as the 4-D image
+ * [N*r, c2, H, W] for the 2-D convolutions (a free batch stays free). */
+static ox_val image_4d(ox_ctx *c, const ox_val *x, cn_value v, int64_t r, int64_t c2) {
+    ox_val x4 = *x;
+    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){x->bdim == 0 ? -1 : x->d[0] * r, c2, x->d[3], x->d[4]});
+    x4.d[0] = x->d[0] * r, x4.d[1] = c2, x4.d[2] = x->d[3], x4.d[3] = x->d[4];
+    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
+    return x4;
+}
+
+/* A constant 3-D kernel [A,B,KD,KH,KW] as the 2-D one [A,B*KD,KH,KW] (the same data), in the
+ * layout key/perm of weights(): one parameter under the initializer's name. */
+static cn_value kernel_2d(ox_ctx *c, ox_val *w, const char *key, const int perm[4]) {
+    ox_val w4 = *w;
+    int64_t wd[4] = {w->d[0], w->d[1] * w->d[2], w->d[3], w->d[4]};
+    w4.ndim = w4.c.ndim = 4;
+    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
+    cn_value wv = weights(c, &w4, key, perm);
+    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    return wv;
+}
+
 /* A 3-D convolution as one 2-D convolution: the depth taps of each output depth stacked into
  * the channels ([N,C,D,H,W] padded in depth, taken at od*stride + kd*dilation, viewed as
  * [N*OD, C*KD, H, W]); ONNX's [M, C/g, KD, KH, KW] kernel is then, as stored, the 2-D kernel
@@ -203,15 +225,8 @@ static cn_status conv3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *
     free(ix);
     v = cn_op_reshape(P, v, 6, (const int64_t[]){N, C, OD, KD, H, W});
     v = cn_op_transpose(P, v, (const int[]){0, 2, 1, 3, 4, 5});
-    ox_val x4 = *x, w4 = *w;
-    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){N == -1 ? -1 : N * OD, C * KD, H, W});
-    x4.d[0] = x->d[0] * OD, x4.d[1] = C * KD, x4.d[2] = H, x4.d[3] = W;
-    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
-    int64_t wd[4] = {M, w->d[1] * KD, w->d[3], w->d[4]};
-    w4.ndim = w4.c.ndim = 4;
-    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
-    cn_value wv = weights(c, &w4, "hwio", (const int[]){2, 3, 1, 0});
-    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    ox_val x4 = image_4d(c, x, v, OD, C * KD);
+    cn_value wv = kernel_2d(c, w, "hwio", (const int[]){2, 3, 1, 0});
     cn_value bv = CN_INVALID_VALUE;
     if (b) {
         if (b->ndim != 1 || b->d[0] != M || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [%lld]", (long long)M);
@@ -236,7 +251,7 @@ static cn_status conv_transpose3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x
     if (!w->is_const || w->c.dt != OX_F32) return ox_unsupported("3-D weights that are not a constant float tensor");
     if (ox_attr(n, "output_shape") || (ox_attr(n, "auto_pad") && !ox_str_is(ox_attr(n, "auto_pad"), "NOTSET")))
         return ox_unsupported("output_shape or auto_pad on a 3-D transposed convolution");
-    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4];
+    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2];
     int64_t KD = w->d[2], CO = w->d[1] * g, opad[3] = {0, 0, 0};
     if (g < 1 || w->d[0] != C || C % g) return cn_errorf(CN_ERR_SHAPE, "%lld channels, weights for %lld (group %lld)", (long long)C, (long long)w->d[0], (long long)g);
     if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
@@ -250,16 +265,8 @@ static cn_status conv_transpose3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x
         if (wn.k[i] != w->d[2 + i] || opad[i] < 0 || opad[i] >= wn.s[i]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape or output_padding");
     int64_t full = (D - 1) * wn.s[0] + (KD - 1) * wn.d[0] + 1, OD = full + opad[0] - wn.pad[0] - wn.pad[3];
     if (OD < 1) return cn_errorf(CN_ERR_SHAPE, "an output depth of %lld", (long long)OD);
-    ox_val x4 = *x, w4 = *w;
-    cn_value v = cn_op_transpose(P, ox_logical(c, x), (const int[]){0, 2, 1, 3, 4});
-    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){N == -1 ? -1 : N * D, C, H, W});
-    x4.d[0] = x->d[0] * D, x4.d[1] = C, x4.d[2] = H, x4.d[3] = W;
-    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
-    int64_t wd[4] = {C, w->d[1] * KD, w->d[3], w->d[4]};
-    w4.ndim = w4.c.ndim = 4;
-    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
-    cn_value wv = weights(c, &w4, "ihwo", (const int[]){0, 2, 3, 1});
-    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    ox_val x4 = image_4d(c, x, cn_op_transpose(P, ox_logical(c, x), (const int[]){0, 2, 1, 3, 4}), D, C);
+    cn_value wv = kernel_2d(c, w, "ihwo", (const int[]){0, 2, 3, 1});
     win w2 = {{wn.k[1], wn.k[2]}, {wn.s[1], wn.s[2]}, {wn.d[1], wn.d[2]}, {wn.pad[1], wn.pad[2], wn.pad[4], wn.pad[5]}};
     cn_conv2d_opts o = conv_opts(&w2, g);
     o.out_pad_h = (int)opad[1], o.out_pad_w = (int)opad[2];
