@@ -7,15 +7,21 @@
  *
  * - Uncached: every feed runs the session's own program on the window, padded with zeros
  *   that the causal mask hides, and reads the logits of its last token.
- * - Cached: two graphs lowered here from the model's layers, bound to the session's
- *   parameter tensors (no copy) and to a key and a value cache per attention layer.
+ * - Cached: graphs lowered here from the model's layers, bound to the session's parameter
+ *   tensors and to a cache per attention layer (float caches: one [3 heads, context, dh] of
+ *   queries, keys and values; int8: a key and a value cache).
  *   The prefill graph runs the whole window (T = context) with the fused causal attention,
- *   as the session's program does, and writes every position's keys and values into the
- *   caches (KV_WRITE at 0); the step graph runs one token at position pos: its key and
- *   value go to row pos, and its query attends rows 0..pos (ATTEND_CACHE). A feed of one
- *   token that keeps the window's start is a step; anything else (the first feed, several
- *   tokens, a window that slid) is a prefill of the new window, because learned absolute
- *   positions make every cached key stale when the window's start moves. */
+ *   as the session's program does, and writes every position's rows into the caches
+ *   (KV_WRITE at 0); a second prefill graph of context - slide + 1 tokens serves a window
+ *   that just slid, without padding. The step graph runs one token at position pos in a few
+ *   fused launches (docs/DESIGN.md): a block's layer norm and q|k|v projection straight into
+ *   row pos of the cache (NORM_DENSE_KV), attention over rows 0..pos with the output
+ *   projection and residual (ATTEND_PROJ), the MLP with its norm and residual (MLP_ROW).
+ *   Its concatenated q|k|v weights and packed gamma|beta are the generator's tensors, which
+ *   the prep plan writes from the session's at every prefill. A feed of one token that keeps
+ *   the window's start is a step; anything else (the first feed, several tokens, a window
+ *   that slid) is a prefill of the new window, because learned absolute positions make every
+ *   cached key stale when the window's start moves. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,9 +55,16 @@ struct cn_generator {
     int32_t *win;      /* the window: win[0 .. n_win) */
     int64_t n_win, n_text;
     int64_t cached;    /* window tokens whose keys and values the caches hold */
-    cn_tensor **cache; /* per attention layer: key, value [heads, context, head dims] */
-    int n_cache;
+    cn_tensor **cache; /* per attention layer: float caches one [3 heads, context, head dims] of
+                          queries, keys, values (ATTEND_QKV); int8 a key and a value cache
+                          [heads, context, words] */
+    int n_cache;       /* attention layers */
     gen_graph pre, step;
+    gen_graph slid;    /* the prefill of a window that just slid (context - slide + 1 tokens), when
+                          shorter than the context: half the work of pre at the default slide */
+    gen_graph prep;    /* the step's fused weights from the session's (run at every prefill) */
+    cn_tensor **fused; /* their tensors: per attention layer q|k|v weight [D, 3D], bias [3D] */
+    int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
     int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
@@ -139,6 +152,42 @@ static int op(lower *L, cn_op o, int n, const int *in, const cn_op_params *p, co
 
 static int op2(lower *L, cn_op o, int a, int b) { return op(L, o, 2, (int[]){a, b}, &(cn_op_params){0}, NULL); }
 
+/* A tensor of the step made by the prep graph from parameters of layer l (in the activations'
+ * type): the concatenation of parts what[0..n) along axis, which the step reads as a
+ * parameter named after layer l and `name`. The prep plan runs at every prefill, so the step
+ * sees the session's weights as they were then. */
+static int prepared(lower *L, const cn_layer *l, const char *const *what, int n, int axis, const char *name) {
+    cn_generator *gen = L->gen;
+    lower P = {gen, &gen->prep, 0};
+    cn_op_params cat = {0};
+    cat.axis = axis;
+    int all = param(&P, l, what[0]);
+    for (int k = 1; k < n; k++) all = op(&P, CN_OP_CONCAT, 2, (int[]){all, param(&P, l, what[k])}, &cat, NULL);
+    if (P.fail) return L->fail = 1, -1;
+    const cn_node *nd = &gen->prep.g.nodes[all];
+    cn_tensor *t;
+    if (cn_tensor_create(gen->s->dev, nd->shape.ndim, nd->shape.d, nd->dtype, &t) != CN_OK) return L->fail = 1, -1;
+    gen->fused[gen->n_fused++] = t;
+    if (track(&P, all, t) < 0) return L->fail = 1, -1;
+    gen->prep.writes[gen->prep.n_writes++] = all;
+    char full[CN_NODE_NAME_MAX];
+    cn_layer_param_name(l, name, full, sizeof full);
+    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &nd->shape, nd->dtype), t);
+}
+
+/* Attention layer l's q|k|v projection weight [D, 3D] ("weight") or bias [3D] ("bias"). */
+static int fused_qkv(lower *L, const cn_layer *l, const char *what) {
+    char parts[3][32], name[32];
+    for (int k = 0; k < 3; k++) snprintf(parts[k], sizeof parts[k], "%s.%s", cn_attention_projections[k], what);
+    snprintf(name, sizeof name, "qkv.%s", what);
+    return prepared(L, l, (const char *const[]){parts[0], parts[1], parts[2]}, 3, what[0] == 'w', name);
+}
+
+/* Layer norm l's gamma then beta [2C] (NORM_DENSE_KV's and MLP_ROW's norm). */
+static int packed_norm(lower *L, const cn_layer *l) {
+    return prepared(L, l, (const char *const[]){"weight", "bias"}, 2, 0, "norm");
+}
+
 static int reshape(lower *L, int x, cn_shape shape) {
     if (x < 0) return L->fail = 1, -1;
     int r = cn_g_reshape(&L->gg->g, x, &shape);
@@ -167,43 +216,102 @@ static int activation(lower *L, int x, cn_act a) {
     return op(L, cn_act_op(a), 1, &x, &p, NULL);
 }
 
+/* A step's layer norm (gamma, beta, eps) that the next dense launch applies (NORM_DENSE). */
+typedef struct pending_norm {
+    int on, gamma, beta;
+    float eps;
+    const cn_layer *l;
+} pending_norm;
+
+/* x [T, in] W [in, out] + b (cn_op_dense): after a pending norm, one NORM_DENSE launch (with
+ * act: 0 none, 1 GELU); else with a residual res >= 0, one DENSE_ADD (x W + b + res); else
+ * MATMUL and ADD, which the planner fuses. */
+static int dense_step(lower *L, int x, int w, int b, pending_norm *pn, int act, int res) {
+    if (pn && pn->on) {
+        cn_op_params p = {0};
+        p.eps = pn->eps, p.variant = act;
+        pn->on = 0;
+        return op(L, CN_OP_NORM_DENSE, 5, (int[]){x, pn->gamma, pn->beta, w, b}, &p, NULL);
+    }
+    if (res >= 0) return op(L, CN_OP_DENSE_ADD, 4, (int[]){x, w, b, res}, &(cn_op_params){0}, NULL);
+    return dense(L, x, w, b);
+}
+
 /* Multi-head attention of layer l on x [T, D] (cn_op_multihead_attention's projections and
- * head layout, batch 1): its keys and values go to the layer's caches at row `start`; the
- * prefill (T > 1) attends its own keys with the fused causal attention, as the session's
- * program does, and a step attends the cache. */
-static int attention(lower *L, const cn_layer *l, int x, int layer) {
+ * head layout, batch 1): its queries, keys and values go to the layer's cache at row
+ * `start`; the prefill (T > 1) attends its own keys with the fused causal attention, as the
+ * session's program does, and a step attends the cache. A step projects q|k|v at once with
+ * the fused weights (after the pending norm pn), attends with ATTEND_QKV, and adds res (>= 0:
+ * the block's input) in its output projection. */
+static int attention(lower *L, const cn_layer *l, int x, int layer, pending_norm *pn, int res) {
     cn_generator *gen = L->gen;
     gen_graph *gg = L->gg;
     const int64_t T = gg->T, d = l->oc, h = l->units, dh = d / h;
-    int w[4], b[4], qkv[3];
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
+    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
+    cn_op_params p = {0};
+    p.scale = 1.0f / sqrtf((float)dh);
+    p.causal = 1;
+    int w[4], b[4], qkv[3], a;
     for (int k = 0; k < 4; k++) {
+        if (T == 1 && !q8 && k < 3) continue; /* the step reads the fused q|k|v weights */
         char what[32];
         snprintf(what, sizeof what, "%s.weight", cn_attention_projections[k]);
         w[k] = param(L, l, what);
         snprintf(what, sizeof what, "%s.bias", cn_attention_projections[k]);
         b[k] = param(L, l, what);
     }
-    for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
-    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
-    const cn_dtype ct = cache_dtype(gen->cfg.cache_type);
-    int cache[2];
-    for (int k = 0; k < 2; k++) {
-        cn_tensor *t = gen->cache[2 * layer + k];
-        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
-        int rows = q8 ? qkv[1 + k] : as_type(L, qkv[1 + k], ct);
-        cache[k] = op(L, q8 ? CN_OP_KV_WRITE_Q8 : CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
-        if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
+    if (T == 1 && !q8) {
+        cn_tensor *t = gen->cache[layer];
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t), c;
+        int wqkv = fused_qkv(L, l, "weight"), bqkv = fused_qkv(L, l, "bias");
+        if (pn && pn->on && ct == gen->act) {
+            /* the normalized q|k|v row straight into the cache, then attention and the output
+             * projection in one launch when the residual follows */
+            cn_op_params np = {0};
+            np.eps = pn->eps;
+            pn->on = 0;
+            c = op(L, CN_OP_NORM_DENSE_KV, 6, (int[]){leaf, x, packed_norm(L, pn->l), wqkv, bqkv, gg->start}, &np, NULL);
+        } else {
+            /* [1, 3D] is [3, heads, dh]: the cache's [3 heads, 1, dh] rows as they are */
+            int rows = dense_step(L, x, wqkv, bqkv, pn, 0, -1);
+            rows = as_type(L, reshape(L, rows, cn_shape_of(3, 3 * h, (int64_t)1, dh)), ct);
+            c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, rows, gg->start}, &(cn_op_params){0}, NULL);
+        }
+        if (c >= 0) gg->writes[gg->n_writes++] = c;
+        if (res >= 0 && ct == gen->act) return op(L, CN_OP_ATTEND_PROJ, 5, (int[]){c, gg->start, w[3], b[3], res}, &p, NULL);
+        a = as_type(L, op(L, CN_OP_ATTEND_QKV, 2, (int[]){c, gg->start}, &p, NULL), gen->act);
+        return dense_step(L, reshape(L, a, cn_shape_of(2, T, d)), w[3], b[3], NULL, 0, res);
     }
-    cn_op_params p = {0};
-    p.scale = 1.0f / sqrtf((float)dh);
-    p.causal = 1;
-    int a;
-    if (T > 1) a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
-    else if (q8) a = op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
-    else
-        a = as_type(L, op(L, CN_OP_ATTEND_CACHE, 4, (int[]){as_type(L, qkv[0], ct), cache[0], cache[1], gg->start}, &p, NULL),
-                    gen->act);
-    return dense(L, reshape(L, swap01(L, a), cn_shape_of(2, T, d)), w[3], b[3]);
+    if (pn && pn->on) { /* not fused: the norm as the session runs it */
+        cn_op_params np = {0};
+        np.eps = pn->eps;
+        x = op(L, CN_OP_LAYERNORM, 3, (int[]){x, pn->gamma, pn->beta}, &np, NULL);
+        pn->on = 0;
+    }
+    for (int k = 0; k < 3; k++) qkv[k] = swap01(L, reshape(L, dense(L, x, w[k], b[k]), cn_shape_of(3, T, h, dh)));
+    if (q8) {
+        int cache[2];
+        for (int k = 0; k < 2; k++) {
+            cn_tensor *t = gen->cache[2 * layer + k];
+            int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, k ? "value_cache" : "key_cache", &t->shape, ct), t);
+            cache[k] = op(L, CN_OP_KV_WRITE_Q8, 3, (int[]){leaf, qkv[1 + k], gg->start}, &(cn_op_params){0}, NULL);
+            if (cache[k] >= 0) gg->writes[gg->n_writes++] = cache[k];
+        }
+        a = T > 1 ? op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL)
+                  : op(L, CN_OP_ATTEND_CACHE_Q8, 4, (int[]){qkv[0], cache[0], cache[1], gg->start}, &p, NULL);
+    } else {
+        /* the prefill: every position's rows [3 heads, T, dh] into the cache */
+        cn_op_params cat = {0};
+        int rows = op(L, CN_OP_CONCAT, 2, (int[]){op(L, CN_OP_CONCAT, 2, qkv, &cat, NULL), qkv[2]}, &cat, NULL);
+        cn_tensor *t = gen->cache[layer];
+        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
+        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, as_type(L, rows, ct), gg->start}, &(cn_op_params){0}, NULL);
+        if (c >= 0) gg->writes[gg->n_writes++] = c;
+        a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
+    }
+    a = reshape(L, swap01(L, a), cn_shape_of(2, T, d));
+    return T == 1 ? dense_step(L, a, w[3], b[3], NULL, 0, res) : dense(L, a, w[3], b[3]);
 }
 
 /* The layers cached generation knows: a causal token model's. */
@@ -228,14 +336,40 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
     int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
     cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
+    /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
+     * or attention projection, a residual add into the dense before it (dense_step). */
+    const int step = gg->T == 1;
+    pending_norm pn = {0};
     for (int i = 0; i < m->n && st == CN_OK && !L.fail; i++) {
-        const cn_layer *l = &m->layers[i];
+        const cn_layer *l = &m->layers[i], *next = i + 1 < m->n ? &m->layers[i + 1] : NULL;
+        /* the residual add of the END right after this layer, fused into its last launch */
+        int res = step && next && next->kind == CN_L_END ? block_in[next->partner] : -1;
         switch (l->kind) {
         case CN_L_EMBED:
-            x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
-                    op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
+            if (step)
+                x = op(&L, CN_OP_EMBED_ADD, 4, (int[]){param(&L, l, "weight"), gg->tokens, param(&L, l, "position"), gg->positions},
+                       &(cn_op_params){0}, NULL);
+            else
+                x = op2(&L, CN_OP_ADD, op2(&L, CN_OP_EMBEDDING, param(&L, l, "weight"), gg->tokens),
+                        op2(&L, CN_OP_EMBEDDING, param(&L, l, "position"), gg->positions));
             break;
         case CN_L_LAYER_NORM: {
+            /* a pre-norm MLP block: layer_norm, dense (GELU or none), dense, end of the residual
+             * that began at this norm's input */
+            const cn_layer *d1 = next, *d2 = i + 2 < m->n ? &m->layers[i + 2] : NULL, *e = i + 3 < m->n ? &m->layers[i + 3] : NULL;
+            if (step && d1 && d2 && e && d1->kind == CN_L_DENSE && (d1->act == CN_ACT_GELU || d1->act == CN_ACT_NONE) &&
+                d2->kind == CN_L_DENSE && d2->act == CN_ACT_NONE && e->kind == CN_L_END && block_in[e->partner] == x) {
+                cn_op_params p = {0};
+                p.eps = l->eps, p.variant = d1->act == CN_ACT_GELU;
+                x = op(&L, CN_OP_MLP_ROW, 6, (int[]){x, packed_norm(&L, l), param(&L, d1, "weight"), param(&L, d1, "bias"),
+                                                 param(&L, d2, "weight"), param(&L, d2, "bias")}, &p, NULL);
+                i += 3; /* both denses and the END are done */
+                break;
+            }
+            if (step && next && (next->kind == CN_L_DENSE || (next->kind == CN_L_ATTENTION && next->causal))) {
+                pn = (pending_norm){1, param(&L, l, "weight"), param(&L, l, "bias"), l->eps, l};
+                break;
+            }
             cn_op_params p = {0};
             p.eps = l->eps;
             x = op(&L, CN_OP_LAYERNORM, 3, (int[]){x, param(&L, l, "weight"), param(&L, l, "bias")}, &p, NULL);
@@ -243,13 +377,19 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
         }
         case CN_L_ATTENTION:
             if (!l->causal) st = unsupported(l, "is not causal: its keys change with later tokens, so none can be cached");
-            else x = attention(&L, l, x, layer++);
+            else x = attention(&L, l, x, layer++, &pn, res);
+            if (res >= 0) i++; /* the END is done */
             break;
-        case CN_L_DENSE:
-            x = dense(&L, x, param(&L, l, "weight"), param(&L, l, "bias"));
+        case CN_L_DENSE: {
             /* the logits are the output before a final softmax */
-            if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
+            const cn_act act = i == m->n - 1 && l->act == CN_ACT_SOFTMAX ? CN_ACT_NONE : l->act;
+            const int gelu = step && pn.on && act == CN_ACT_GELU, fuse_res = res >= 0 && act == CN_ACT_NONE && !pn.on;
+            int w = param(&L, l, "weight"), b = param(&L, l, "bias");
+            x = step ? dense_step(&L, x, w, b, &pn, gelu, fuse_res ? res : -1) : dense(&L, x, w, b);
+            if (!gelu) x = activation(&L, x, act);
+            if (fuse_res) i++; /* the END is done */
             break;
+        }
         case CN_L_ACTIVATION:
             if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
             break;
@@ -302,18 +442,39 @@ static void drop_graph(gen_graph *gg) {
 
 static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     for (int i = 0; i < m->n; i++) gen->n_cache += m->layers[i].kind == CN_L_ATTENTION;
+    const int q8 = gen->cfg.cache_type == CN_KV_INT8;
     gen->cache = calloc((size_t)(2 * gen->n_cache + 1), sizeof *gen->cache);
-    if (!gen->cache) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
+    /* the step's prepared tensors: a q|k|v weight and bias an attention layer, a gamma|beta a
+     * layer norm at most */
+    const size_t n_prep = (size_t)(2 * gen->n_cache + m->n + 1);
+    gen->fused = calloc(n_prep, sizeof *gen->fused);
+    if (!gen->cache || !gen->fused) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
     int k = 0;
     for (int i = 0; i < m->n; i++) {
         const cn_layer *l = &m->layers[i];
         if (l->kind != CN_L_ATTENTION) continue;
-        int64_t dh = l->oc / l->units, dims[3] = {l->units, gen->context, dh};
-        if (gen->cfg.cache_type == CN_KV_INT8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
-        for (int j = 0; j < 2; j++)
+        int64_t dh = l->oc / l->units, dims[3] = {q8 ? l->units : 3 * l->units, gen->context, dh};
+        if (q8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
+        for (int j = 0; j < (q8 ? 2 : 1); j++)
             CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
     }
-    return CN_OK;
+    /* the prep graph: what the step's lowering adds to it (prepared) */
+    CN_TRY(cn_graph_init(&gen->prep.g));
+    gen->prep.writes = malloc(n_prep * sizeof *gen->prep.writes);
+    return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %zu prepared weights", n_prep);
+}
+
+/* The prep plan: its writes are its outputs, each into its generator tensor. */
+static cn_status plan_prep(cn_generator *gen) {
+    gen_graph *gg = &gen->prep;
+    if (!gg->n_writes) return CN_OK; /* an int8 cache: the step reads the session's weights */
+    cn_tensor **bind = calloc((size_t)gg->g.n, sizeof *bind);
+    if (!bind) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: plan of %d nodes", gg->g.n);
+    for (int i = 0; i < gg->n_bound; i++) bind[gg->bound[i]] = gg->tensors[i];
+    cn_status st = cn_plan_create(&gg->g, gen->s->dev, gg->writes, gg->n_writes, bind, 1, &gg->plan);
+    free(bind);
+    if (st == CN_OK) st = cn_plan_run(gg->plan, 1);
+    return st == CN_OK ? CN_OK : cn_error_context(st, "planning the fused weights of cached generation");
 }
 
 cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generator_config *cfg, cn_generator **out) {
@@ -355,6 +516,9 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (st == CN_OK && !c.no_cache) st = make_caches(gen, m);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->pre, gen->context);
     if (st == CN_OK && !c.no_cache) st = plan_graph(gen, m, &gen->step, 1);
+    const int64_t slid = gen->context - gen->slide + 1;
+    if (st == CN_OK && !c.no_cache && slid > 1 && slid < gen->context) st = plan_graph(gen, m, &gen->slid, slid);
+    if (st == CN_OK && !c.no_cache) st = plan_prep(gen);
     if (st != CN_OK) {
         cn_generator_free(gen);
         return st;
@@ -367,8 +531,12 @@ void cn_generator_free(cn_generator *g) {
     if (!g) return;
     drop_graph(&g->pre);
     drop_graph(&g->step);
+    drop_graph(&g->slid);
+    drop_graph(&g->prep);
     for (int i = 0; g->cache && i < 2 * g->n_cache; i++) cn_tensor_release(g->cache[i]);
+    for (int i = 0; i < g->n_fused; i++) cn_tensor_release(g->fused[i]);
     free(g->cache);
+    free(g->fused);
     free(g->win);
     free(g->ids);
     free(g->positions);
@@ -394,13 +562,19 @@ static cn_status run_window(cn_generator *g, float *dst) {
         CN_TRY(cn_session_run_outputs(g->s, &logits, 1));
         CN_TRY(cn_session_fetch(g->s, "logits", g->rows, (size_t)g->context * row));
     } else {
-        cn_plan *p = g->pre.plan;
+        /* causal: the window's rows do not depend on the padding after them, so a window of
+         * the slid graph's length runs without it */
+        const gen_graph *gg = g->slid.plan && g->n_win == g->slid.T ? &g->slid : &g->pre;
+        cn_plan *p = gg->plan;
+        const size_t T = (size_t)gg->T;
         g->fed[2] = 0;
-        CN_TRY(cn_plan_feed(p, g->pre.tokens, g->ids, (size_t)g->context * sizeof *g->ids, 0));
-        CN_TRY(cn_plan_feed(p, g->pre.positions, g->positions, (size_t)g->context * sizeof *g->ids, 0));
-        CN_TRY(cn_plan_feed(p, g->pre.start, &g->fed[2], sizeof g->fed[2], 0));
+        /* the session's weights as they are now, for the steps until the next prefill */
+        if (g->prep.plan) CN_TRY(cn_plan_run(g->prep.plan, 1));
+        CN_TRY(cn_plan_feed(p, gg->tokens, g->ids, T * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, gg->positions, g->positions, T * sizeof *g->ids, 0));
+        CN_TRY(cn_plan_feed(p, gg->start, &g->fed[2], sizeof g->fed[2], 0));
         CN_TRY(cn_plan_run(p, 1));
-        CN_TRY(cn_plan_read(p, g->pre.logits, g->rows, (size_t)g->context * row));
+        CN_TRY(cn_plan_read(p, gg->logits, g->rows, T * row));
     }
     memcpy(dst, g->rows + (size_t)(g->n_win - 1) * (size_t)g->vocab, row);
     return CN_OK;

@@ -48,6 +48,8 @@ typedef enum cn_shape_rule {
     CN_RULE_ATTENTION,    /* ATTENTION -> q's shape, _LSE -> [BH,T], _GRAD -> q's or k's */
     CN_RULE_KV_WRITE,     /* KV_WRITE: cache [BH,C,D], rows [BH,T,D], pos [1] -> cache's shape */
     CN_RULE_ATTEND_CACHE, /* ATTEND_CACHE: q [BH,T,D], k = v [BH,C,D], pos [1] -> q's shape */
+    CN_RULE_DENSE_ROWS,   /* NORM_DENSE, DENSE_ADD: x [R,K], w [K,N] ... -> [R,N] (ops.h) */
+    CN_RULE_ATTEND_QKV,   /* ATTEND_QKV: cache [3BH,C,D], pos [1] -> [BH,1,D] */
     /* layout and depthwise ops, stated in ops_layers.c (cn_op_infer_layers) */
     CN_RULE_PAD,          /* PAD: one axis grown or cropped */
     CN_RULE_UNPAD,        /* PAD_GRAD: dy -> the given shape, which PAD maps to dy's */
@@ -428,7 +430,7 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
     }
     case CN_RULE_NORM: case CN_RULE_NORM_GRAD: case CN_RULE_GATHER: case CN_RULE_SCATTER: case CN_RULE_GELU:
     case CN_RULE_GELU_GRAD: case CN_RULE_ROWS_GRAD: case CN_RULE_UNROWS: case CN_RULE_CAUSAL: case CN_RULE_ATTENTION:
-    case CN_RULE_KV_WRITE: case CN_RULE_ATTEND_CACHE:
+    case CN_RULE_KV_WRITE: case CN_RULE_ATTEND_CACHE: case CN_RULE_DENSE_ROWS: case CN_RULE_ATTEND_QKV:
         return cn_op_infer_transformer(op, p, in, given, out);
     case CN_RULE_PAD: case CN_RULE_UNPAD: case CN_RULE_CONCAT: case CN_RULE_UPSAMPLE: case CN_RULE_DOWNSAMPLE:
     case CN_RULE_DWCONV: case CN_RULE_DWCONV_GRAD_X: case CN_RULE_DWCONV_GRAD_W:

@@ -112,6 +112,33 @@
  *   it exact arithmetic (the same bits on every device), and the error of a value is at
  *   most m / 64 (the rounding's half step 2^(s-1) <= m / 128, or the clamp's one step).
  *   ATTEND_CACHE_Q8 reads value e as the integer times 2^s (exact in f32).
+ * - A generation step's fused launches (engine/generate.c: one token, so a step is mostly
+ *   launch overhead; inference only, no gradient: not differentiable in the table). Products
+ *   of a few rows (R, 1 in a step) with a weight, each output element a float sum over k in
+ *   increasing order:
+ *   NORM_DENSE(x [R,K], gamma [K], beta [K], w [K,N], b [N]) -> [R,N]: act(LAYERNORM(x) w + b)
+ *   with LAYERNORM's statistics (p.eps), the normalized row kept in float; act by p.variant:
+ *   0 none, 1 GELU (erf), 2 GELU (tanh form).
+ *   DENSE_ADD(x [R,K], w [K,N], b [N], res [R,N]) -> [R,N]: x w + b + res (a residual block's
+ *   last dense).
+ *   ATTEND_QKV(cache [3BH,C,D], pos i32 [1]) -> [BH,1,D]: one query a head over a cache that
+ *   holds each position's query, key and value rows (KV_WRITE of [3BH,T,D] rows: heads
+ *   0..BH-1 queries, then keys, then values): query cache[b, pos] attends keys
+ *   cache[BH + b, 0..pos] and values cache[2BH + b, 0..pos] as ATTEND_CACHE does (scale
+ *   p.scale); pos outside [0, C) gives 0 rows.
+ *   NORM_DENSE_KV(cache [H,C,D], x [R,K], norm [2K], w [K,N], b [N], pos i32 [1]) updates cache
+ *   in place (N = H D): row r of NORM_DENSE(x, gamma = norm[0..K), beta = norm[K..2K), w, b)
+ *   (no activation) is cache rows pos + r of every head, element n in head n / D (KV_WRITE of
+ *   its [H, R, D] view; rows outside [0, C) dropped).
+ *   ATTEND_PROJ(cache [3BH,C,D], pos i32 [1], w [BH D, N], b [N], res [1,N]) -> [1,N]:
+ *   ATTEND_QKV's [BH,1,D] as a row [1, BH D], times w, + b + res (attention's output
+ *   projection and its residual add), the attended row kept in float.
+ *   MLP_ROW(x [R,K], norm [2K], w1 [K,F], b1 [F], w2 [F,K], b2 [K]) -> [R,K]: x +
+ *   act(LAYERNORM(x) w1 + b1) w2 + b2 (a pre-norm block's MLP with its residual; gamma, beta
+ *   packed as in NORM_DENSE_KV, act by p.variant as NORM_DENSE's), the hidden row in float.
+ *   EMBED_ADD(table [V,D], ids i32 [...], ptable [P,D], positions i32 [...]) -> [..., D]:
+ *   EMBEDDING(table, ids) + EMBEDDING(ptable, positions) (a token's and its position's
+ *   vectors; ids and positions of one shape).
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -254,7 +281,14 @@
     X(ATTEND_CACHE, "attend_cache", 4, 0, 1, "hhhi:h", ATTEND_CACHE, OWN, 0, NONE)       \
     X(KV_WRITE_Q8, "kv_write_q8", 3, 0, 1, "ihi:i", KV_WRITE, INPLACE, 0, NONE)          \
     X(ATTEND_CACHE_Q8, "attend_cache_q8", 4, 0, 1, "hiii:h", ATTEND_CACHE, OWN, 0, NONE) \
-    X(MATMUL_Q8, "matmul_int8", 3, 0, 1, "fqf:f", MATMUL_Q8, OWN, 0, NONE)
+    X(MATMUL_Q8, "matmul_int8", 3, 0, 1, "fqf:f", MATMUL_Q8, OWN, 0, NONE)               \
+    X(NORM_DENSE, "norm_dense", 5, 0, 1, "hhhhh:h", DENSE_ROWS, OWN, 0, NONE)             \
+    X(DENSE_ADD, "dense_add", 4, 0, 1, "hhhh:h", DENSE_ROWS, OWN, 0, NONE)                \
+    X(ATTEND_QKV, "attend_qkv", 2, 0, 1, "hi:h", ATTEND_QKV, OWN, 0, NONE)                \
+    X(NORM_DENSE_KV, "norm_dense_kv", 6, 0, 1, "hhhhhi:h", DENSE_ROWS, INPLACE, 0, NONE)  \
+    X(ATTEND_PROJ, "attend_proj", 5, 0, 1, "hihhh:h", ATTEND_QKV, OWN, 0, NONE)           \
+    X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
+    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

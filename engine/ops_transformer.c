@@ -113,6 +113,79 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         *out = w ? *c : *r;
         return CN_OK;
     }
+    case CN_OP_NORM_DENSE: case CN_OP_DENSE_ADD: {
+        const int ln = op == CN_OP_NORM_DENSE;
+        const cn_shape *x = &in[0], *w = &in[ln ? 3 : 1], *bias = &in[ln ? 4 : 2];
+        if (x->ndim != 2 || w->ndim != 2 || w->d[0] != x->d[1] || !is_vec(bias, w->d[1]))
+            FAIL("%s: x %s, w %s, b %s must be [R,K], [K,N], [N]", name, cn_shape_str(x, b1, sizeof b1),
+                 cn_shape_str(w, b2, sizeof b2), cn_shape_str(bias, b3, sizeof b3));
+        cn_shape rows = cn_shape_of(2, x->d[0], w->d[1]);
+        if (ln && (!is_vec(&in[1], x->d[1]) || !is_vec(&in[2], x->d[1])))
+            FAIL("%s: gamma %s and beta %s must be [%lld]", name, cn_shape_str(&in[1], b1, sizeof b1),
+                 cn_shape_str(&in[2], b2, sizeof b2), (long long)x->d[1]);
+        if (ln && (p->variant < 0 || p->variant > 2))
+            FAIL("%s: variant %d is not 0 (no activation), 1 (GELU) or 2 (GELU, tanh form)", name, p->variant);
+        if (!ln && !cn_shape_eq(&in[3], &rows))
+            FAIL("%s: res %s must be the output's %s", name, cn_shape_str(&in[3], b1, sizeof b1),
+                 cn_shape_str(&rows, b2, sizeof b2));
+        *out = rows;
+        return CN_OK;
+    }
+    case CN_OP_NORM_DENSE_KV: case CN_OP_MLP_ROW: {
+        const int kv = op == CN_OP_NORM_DENSE_KV;
+        const cn_shape *x = &in[kv], *norm = &in[kv + 1], *w = &in[kv + 2], *bias = &in[kv + 3];
+        const int64_t K = x->ndim == 2 ? x->d[1] : -1;
+        if (x->ndim != 2 || w->ndim != 2 || w->d[0] != K || !is_vec(bias, w->d[1]) || !is_vec(norm, 2 * K))
+            FAIL("%s: x %s, norm %s, w %s, b %s must be [R,K], [2K], [K,N], [N]", name, cn_shape_str(x, b1, sizeof b1),
+                 cn_shape_str(norm, b2, sizeof b2), cn_shape_str(w, b3, sizeof b3), cn_shape_str(bias, b4, sizeof b4));
+        if (p->variant < 0 || p->variant > 2 || (kv && p->variant))
+            FAIL("%s: variant %d is not 0 (no activation)%s", name, p->variant,
+                 kv ? "" : ", 1 (GELU) or 2 (GELU, tanh form)");
+        if (kv) {
+            const cn_shape *c = &in[0];
+            if (c->ndim != 3 || c->d[0] * c->d[2] != w->d[1])
+                FAIL("%s: cache %s must be [H,C,D] with H D = %lld", name, cn_shape_str(c, b1, sizeof b1),
+                     (long long)w->d[1]);
+            if (!is_vec(&in[5], 1)) FAIL("%s: pos %s must be [1]", name, cn_shape_str(&in[5], b1, sizeof b1));
+            *out = *c;
+            return CN_OK;
+        }
+        if (in[4].ndim != 2 || in[4].d[0] != w->d[1] || in[4].d[1] != K || !is_vec(&in[5], K))
+            FAIL("%s: w2 %s and b2 %s must be [%lld,%lld] and [%lld]", name, cn_shape_str(&in[4], b1, sizeof b1),
+                 cn_shape_str(&in[5], b2, sizeof b2), (long long)w->d[1], (long long)K, (long long)K);
+        *out = *x;
+        return CN_OK;
+    }
+    case CN_OP_ATTEND_PROJ: {
+        const cn_shape *c = &in[0], *w = &in[2];
+        if (c->ndim != 3 || c->d[0] % 3 || c->d[0] == 0 || w->ndim != 2 || w->d[0] != c->d[0] / 3 * c->d[2] ||
+            !is_vec(&in[3], w->d[1]) || in[4].ndim != 2 || in[4].d[0] != 1 || in[4].d[1] != w->d[1])
+            FAIL("%s: cache %s, w %s, b %s, res %s must be [3BH,C,D], [BH D,N], [N], [1,N]", name,
+                 cn_shape_str(c, b1, sizeof b1), cn_shape_str(w, b2, sizeof b2), cn_shape_str(&in[3], b3, sizeof b3),
+                 cn_shape_str(&in[4], b4, sizeof b4));
+        if (!is_vec(&in[1], 1)) FAIL("%s: pos %s must be [1]", name, cn_shape_str(&in[1], b1, sizeof b1));
+        if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        *out = cn_shape_of(2, (int64_t)1, w->d[1]);
+        return CN_OK;
+    }
+    case CN_OP_EMBED_ADD:
+        if (in[0].ndim != 2 || in[2].ndim != 2 || in[0].d[1] != in[2].d[1] || !cn_shape_eq(&in[1], &in[3]) ||
+            in[1].ndim + 1 > CN_MAX_DIMS)
+            FAIL("%s: tables %s, %s must be [V,D], [P,D] and ids %s, positions %s one shape of at most %d dims", name,
+                 cn_shape_str(&in[0], b1, sizeof b1), cn_shape_str(&in[2], b2, sizeof b2),
+                 cn_shape_str(&in[1], b3, sizeof b3), cn_shape_str(&in[3], b4, sizeof b4), CN_MAX_DIMS - 1);
+        *out = in[1];
+        out->d[out->ndim++] = in[0].d[1];
+        return CN_OK;
+    case CN_OP_ATTEND_QKV: {
+        const cn_shape *c = &in[0];
+        if (c->ndim != 3 || c->d[0] % 3 || c->d[0] == 0)
+            FAIL("%s: cache %s must be [3BH,C,D]", name, cn_shape_str(c, b1, sizeof b1));
+        if (!is_vec(&in[1], 1)) FAIL("%s: pos %s must be [1]", name, cn_shape_str(&in[1], b1, sizeof b1));
+        if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        *out = cn_shape_of(3, c->d[0] / 3, 1, c->d[2]);
+        return CN_OK;
+    }
     default:
         break;
     }

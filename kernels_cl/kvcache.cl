@@ -11,6 +11,9 @@
 #ifndef KV_DPER
 #define KV_DPER 8 /* output dims one work-item accumulates: heads up to KV_DPER x the group */
 #endif
+#ifndef DENSE_VPER
+#define DENSE_VPER 4 /* CPU-type devices: output vectors one work-item of a product accumulates */
+#endif
 
 /* One work-item per element of rows [BH,T,D]: rows that fall outside [0, C) are dropped. The
  * bits move untouched (the cache and the rows share the storage type). */
@@ -61,12 +64,13 @@ float q8_at(__global const int *row, int e) {
  * running maximum m and sum l rescale the accumulators, as attention.cl's kernels do); the
  * chunk's probabilities go through local memory to the work-items that own output dims
  * e = lid + u L. Local memory: 2 L floats, whatever the cache length. KAT(j, e) and VAT(j, e)
- * read element e of cached key and value j of this row's head. */
-#define ATTEND_BODY(KAT, VAT)                                                                  \
-    int lid = get_local_id(0), L = get_local_size(0), r = get_group_id(0);                     \
-    int b = r / T, last = posp[0] + r % T;                                                     \
+ * read element e of cached key and value j of this row's head, QROW is the query row, row R's
+ * output element e goes to SINK(e, value). */
+#define ATTEND_BODY(R, KAT, VAT)                                                               \
+    int lid = get_local_id(0), L = get_local_size(0), r = (R);                                 \
+    int last = posp[0] + r % T;                                                                \
     int n = last < 0 ? 0 : min(C, last + 1);                                                   \
-    __global const STORE_T *qr = q + (long)r * D;                                              \
+    __global const STORE_T *qr = QROW;                                                         \
     float acc[KV_DPER];                                                                        \
     for (int u = 0; u < KV_DPER; u++) acc[u] = 0.0f;                                           \
     float m = -INFINITY, l = 0.0f;                                                             \
@@ -103,27 +107,280 @@ float q8_at(__global const int *row, int e) {
     for (int u = 0; u < KV_DPER; u++) {                                                        \
         int e = lid + u * L;                                                                   \
         if (e >= D) break;                                                                     \
-        STORE(out, (long)r * D + e, n ? acc[u] / l : 0.0f);                                    \
+        SINK(e, n ? acc[u] / l : 0.0f);                                                        \
     }
+
+/* Element e of key and value row j of this group's head, for the float caches; row r's output
+ * element e of the ATTEND_CACHE kernels. */
+#define KAT(j, e) LOAD(kb, (long)(j) * D + (e))
+#define VAT(j, e) LOAD(vb, (long)(j) * D + (e))
+#define SINK(e, v) STORE(out, (long)r * D + (e), (v))
 
 __kernel void attend_cache(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
                            __global const int *posp, __global STORE_T *out, int T, int C, int D, float scale,
                            __local float *p, __local float *tmp) {
     __global const STORE_T *kb = k + (long)(get_group_id(0) / T) * C * D, *vb = v + (long)(get_group_id(0) / T) * C * D;
-#define KAT(j, e) LOAD(kb, (long)(j) * D + (e))
-#define VAT(j, e) LOAD(vb, (long)(j) * D + (e))
-    ATTEND_BODY(KAT, VAT)
+#define QROW (q + (long)r * D)
+    ATTEND_BODY(get_group_id(0), KAT, VAT)
+#undef QROW
+}
+
+/* ATTEND_QKV: cache [3BH, C, D] holds queries (heads 0..BH-1), keys, then values; group r
+ * attends query row pos of head r (T = 1). A pos outside the cache has no query: 0 rows (the
+ * branch is the same for the whole group, before any barrier). */
+__kernel void attend_qkv(__global const STORE_T *cache, __global const int *posp, __global STORE_T *out, int BH,
+                         int C, int D, float scale, __local float *p, __local float *tmp) {
+    const int T = 1, pos = posp[0];
+    __global const STORE_T *qb = cache + (long)get_group_id(0) * C * D;
+    __global const STORE_T *kb = qb + (long)BH * C * D, *vb = kb + (long)BH * C * D;
+    if (pos < 0 || pos >= C) {
+        for (int e = get_local_id(0); e < D; e += get_local_size(0)) STORE(out, (long)get_group_id(0) * D + e, 0.0f);
+        return;
+    }
+#define QROW (qb + (long)pos * D)
+    ATTEND_BODY(get_group_id(0), KAT, VAT)
+#undef QROW
+}
+#undef SINK
+
+/* ATTEND_PROJ: one group attends every head's query at pos into local a [BH D] (0 when pos is
+ * outside the cache), then work-item lid computes outputs n = lid + u L of a w + b + res. */
+__kernel void attend_proj(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                          __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
+                          int C, int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
+    const int T = 1, pos = posp[0], me = get_local_id(0), G = get_local_size(0);
+    if (pos < 0 || pos >= C) {
+        for (int e = me; e < BH * D; e += G) a[e] = 0.0f;
+    } else {
+        for (int h = 0; h < BH; h++) {
+            __global const STORE_T *qb = cache + (long)h * C * D;
+            __global const STORE_T *kb = qb + (long)BH * C * D, *vb = kb + (long)BH * C * D;
+#define QROW (qb + (long)pos * D)
+#define SINK(e, v) (a[h * D + (e)] = (v))
+            ATTEND_BODY(h, KAT, VAT)
+#undef SINK
+#undef QROW
+        }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int n = me; n < N; n += G) {
+        float acc = 0.0f;
+        for (int k = 0; k < BH * D; k++) acc += a[k] * LOAD(w, (long)k * N + n);
+        STORE(y, n, acc + LOAD(bias, n) + LOAD(res, n));
+    }
+}
 #undef KAT
 #undef VAT
+
+/* CPU-type devices, D and N multiples of GVW: ATTEND_PROJ by one work-item (a group of one):
+ * per head the scores into local s [C], their maximum, the exponentials and their sum, the
+ * weighted values over whole vectors into local a [BH D]; then the product as dense_rows_v. */
+__kernel void attend_proj_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                            __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
+                            int C, int D, int N, float scale, __local float *s, __local float *a) {
+    const int pos = posp[0], dv = D / GVW;
+    for (int h = 0; h < BH; h++) {
+        if (pos < 0 || pos >= C) {
+            for (int e = 0; e < D; e++) a[h * D + e] = 0.0f;
+            continue;
+        }
+        __global const STORE_T *qb = cache + (long)h * C * D;
+        __global const STORE_T *kb = qb + (long)BH * C * D, *vb = kb + (long)BH * C * D;
+        float m = -INFINITY, l = 0.0f;
+        for (int j = 0; j <= pos; j++) {
+            floatV dot = (floatV)(0.0f);
+            for (int u = 0; u < dv; u++) dot += LOADV(qb, (long)pos * dv + u) * LOADV(kb, (long)j * dv + u);
+            float t = 0.0f;
+            for (int e = 0; e < GVW; e++) t += dot[e];
+            s[j] = scale * t;
+            m = fmax(m, s[j]);
+        }
+        for (int j = 0; j <= pos; j++) l += s[j] = exp(s[j] - m);
+        for (int u = 0; u < dv; u++) {
+            floatV o = (floatV)(0.0f);
+            for (int j = 0; j <= pos; j++) o += s[j] * LOADV(vb, (long)j * dv + u);
+            vstoreV(o / l, h * dv + u, a);
+        }
+    }
+    for (int n0 = 0; n0 < N / GVW; n0 += DENSE_VPER) {
+        int cnt = min(DENSE_VPER, N / GVW - n0);
+        floatV acc[DENSE_VPER];
+        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
+        for (int k = 0; k < BH * D; k++)
+            for (int u = 0; u < cnt; u++) acc[u] += a[k] * LOADV(w, (long)k * (N / GVW) + n0 + u);
+        for (int u = 0; u < cnt; u++) STOREV(y, n0 + u, acc[u] + LOADV(bias, n0 + u) + LOADV(res, n0 + u));
+    }
 }
 
 __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, __global const int *v,
                               __global const int *posp, __global STORE_T *out, int T, int C, int D, int W, float scale,
                               __local float *p, __local float *tmp) {
     __global const int *kb = k + (long)(get_group_id(0) / T) * C * W, *vb = v + (long)(get_group_id(0) / T) * C * W;
+#define QROW (q + (long)r * D)
 #define KAT(j, e) q8_at(kb + (long)(j) * W, (e))
 #define VAT(j, e) q8_at(vb + (long)(j) * W, (e))
-    ATTEND_BODY(KAT, VAT)
+#define SINK(e, v) STORE(out, (long)r * D + (e), (v))
+    ATTEND_BODY(get_group_id(0), KAT, VAT)
+#undef QROW
 #undef KAT
 #undef VAT
+#undef SINK
 }
+
+/* EMBED_ADD: one work-item per output element (row i, column j); an id outside its table
+ * reads as a zero row (EMBEDDING's rule). */
+__kernel void embed_add(__global const STORE_T *table, __global const int *ids, __global const STORE_T *ptable,
+                        __global const int *positions, __global STORE_T *out, int N, int V, int P, int D) {
+    long g = get_global_id(0);
+    if (g >= (long)N * D) return;
+    int j = (int)(g % D), i = (int)(g / D), id = ids[i], at = positions[i];
+    float t = id >= 0 && id < V ? LOAD(table, (long)id * D + j) : 0.0f;
+    float p = at >= 0 && at < P ? LOAD(ptable, (long)at * D + j) : 0.0f;
+    STORE(out, g, t + p);
+}
+
+/* NORM_DENSE (ln 1), DENSE_ADD (ln 0) and NORM_DENSE_KV (ln 1, C > 0), ops.h: output element
+ * n of row r is a float sum over k in increasing order (as the reference's). ln: the row's
+ * mean and variance first (two passes in float, each work-item for itself: K is a model
+ * width and a step one row, so the repeats cost less than a barrier's round), the normalized
+ * row (gamma, then beta from element boff of its buffer) feeding the sum, then act (1 GELU,
+ * 2 GELU's tanh form); ln 0: + res[r, n]. C > 0: element n of row r goes to cache row
+ * pos + r of head n / D ([N / D, C, D]; dropped outside the cache). gamma, beta (ln 0), res
+ * (ln 1) and posp (C 0) are not read. */
+#define DENSE_GELU_K0 0.7978845608028654f
+#define DENSE_GELU_K1 0.044715f
+#define DENSE_GELU_RSQRT2 0.7071067811865476f
+#define DENSE_ARGS                                                                                              \
+    __global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta, int boff,           \
+        __global const STORE_T *w, __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, \
+        __global const int *posp, int R, int K, int N, int D, int C, int ln, int act, float eps
+
+/* The row's normalization: its mean and 1/sqrt(var + eps), two passes in float. */
+float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
+    float s = 0.0f;
+    for (int k = 0; k < K; k++) s += LOAD(xr, k);
+    float mean = s / (float)K, v = 0.0f;
+    for (int k = 0; k < K; k++) {
+        float d = LOAD(xr, k) - mean;
+        v += d * d;
+    }
+    return (float2)(mean, 1.0f / sqrt(v / (float)K + eps));
+}
+
+/* Element k of row xr as the product reads it: normalized (ln) or as it is. */
+#define DENSE_XK(k) (ln ? (LOAD(xr, k) - st.x) * st.y * LOAD(gamma, k) + LOAD(beta, boff + (k)) : LOAD(xr, k))
+#define DENSE_ACT(o)                                                                                     \
+    ((act) == 1   ? 0.5f * (o) * (1.0f + erf((o) * DENSE_GELU_RSQRT2))                                  \
+     : (act) == 2 ? 0.5f * (o) * (1.0f + tanh(DENSE_GELU_K0 * ((o) + DENSE_GELU_K1 * (o) * (o) * (o)))) \
+                  : (o))
+/* Where output element n of row r goes: y[r, n], or its cache row (-1: dropped). */
+long dense_at(int r, int n, int N, int D, int C, __global const int *posp) {
+    if (C == 0) return (long)r * N + n;
+    int at = posp[0] + r;
+    return at < 0 || at >= C ? -1 : ((long)(n / D) * C + at) * D + n % D;
+}
+
+__kernel void dense_rows(DENSE_ARGS) {
+    long g = get_global_id(0);
+    if (g >= (long)R * N) return;
+    int n = (int)(g % N), r = (int)(g / N);
+    long at = dense_at(r, n, N, D, C, posp);
+    if (at < 0) return;
+    __global const STORE_T *xr = x + (long)r * K;
+    float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
+    float acc = 0.0f;
+    for (int k = 0; k < K; k++) acc += DENSE_XK(k) * LOAD(w, (long)k * N + n);
+    float o = acc + LOAD(bias, n);
+    o = DENSE_ACT(o);
+    if (!ln) o += LOAD(res, g);
+    STORE(y, at, o);
+}
+
+/* CPU-type devices, N (and D when C > 0) a multiple of GVW: work-item (r, c) computes
+ * DENSE_VPER floatV of row r from column c DENSE_VPER GVW (a group of one: whole vectors, no
+ * idle lanes; the same sums in the same order as dense_rows). */
+__kernel void dense_rows_v(DENSE_ARGS) {
+    int nv = N / GVW, chunks = (nv + DENSE_VPER - 1) / DENSE_VPER;
+    int g = get_global_id(0);
+    if (g >= R * chunks) return;
+    int r = g / chunks, v0 = (g % chunks) * DENSE_VPER, cnt = min(DENSE_VPER, nv - v0);
+    if (dense_at(r, 0, N, D, C, posp) < 0) return;
+    __global const STORE_T *xr = x + (long)r * K;
+    float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
+    floatV acc[DENSE_VPER];
+    for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
+    for (int k = 0; k < K; k++) {
+        float xk = DENSE_XK(k);
+        long wk = ((long)k * N) / GVW + v0;
+        for (int u = 0; u < cnt; u++) acc[u] += xk * LOADV(w, wk + u);
+    }
+    for (int u = 0; u < cnt; u++) {
+        floatV o = acc[u] + LOADV(bias, v0 + u);
+        if (act) {
+            for (int e = 0; e < GVW; e++) o[e] = DENSE_ACT(o[e]);
+        }
+        if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + u);
+        STOREV(y, dense_at(r, (v0 + u) * GVW, N, D, C, posp) / GVW, o);
+    }
+}
+
+/* MLP_ROW (ops.h): group r normalizes row r into local xn [K], computes the hidden row
+ * h [F] = act(xn w1 + b1) into local memory, then y = x + h w2 + b2; every sum a float sum in
+ * increasing index order. */
+__kernel void mlp_rows(__global const STORE_T *x, __global const STORE_T *norm, __global const STORE_T *w1,
+                       __global const STORE_T *b1, __global const STORE_T *w2, __global const STORE_T *b2,
+                       __global STORE_T *y, int K, int F, int act, float eps, __local float *xn, __local float *h) {
+    int r = get_group_id(0), me = get_local_id(0), G = get_local_size(0);
+    __global const STORE_T *xr = x + (long)r * K;
+    float2 st = dense_row_stats(xr, K, eps);
+    for (int k = me; k < K; k += G) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = me; j < F; j += G) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; k++) acc += xn[k] * LOAD(w1, (long)k * F + j);
+        float o = acc + LOAD(b1, j);
+        h[j] = DENSE_ACT(o);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int n = me; n < K; n += G) {
+        float acc = 0.0f;
+        for (int j = 0; j < F; j++) acc += h[j] * LOAD(w2, (long)j * K + n);
+        STORE(y, (long)r * K + n, acc + LOAD(b2, n) + LOAD(xr, n));
+    }
+}
+
+/* CPU-type devices, K and F multiples of GVW: MLP_ROW with one work-item a row (a group of
+ * one), both products over whole vectors, the same sums in the same order as mlp_rows. */
+__kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm, __global const STORE_T *w1,
+                         __global const STORE_T *b1, __global const STORE_T *w2, __global const STORE_T *b2,
+                         __global STORE_T *y, int K, int F, int act, float eps, __local float *xn, __local float *h) {
+    int r = get_group_id(0);
+    __global const STORE_T *xr = x + (long)r * K;
+    float2 st = dense_row_stats(xr, K, eps);
+    for (int k = 0; k < K; k++) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
+    for (int j0 = 0; j0 < F / GVW; j0 += DENSE_VPER) {
+        int cnt = min(DENSE_VPER, F / GVW - j0);
+        floatV acc[DENSE_VPER];
+        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
+        for (int k = 0; k < K; k++)
+            for (int u = 0; u < cnt; u++) acc[u] += xn[k] * LOADV(w1, (long)k * (F / GVW) + j0 + u);
+        for (int u = 0; u < cnt; u++) {
+            floatV o = acc[u] + LOADV(b1, j0 + u);
+            if (act) {
+                for (int e = 0; e < GVW; e++) o[e] = DENSE_ACT(o[e]);
+            }
+            vstoreV(o, j0 + u, h);
+        }
+    }
+    for (int n0 = 0; n0 < K / GVW; n0 += DENSE_VPER) {
+        int cnt = min(DENSE_VPER, K / GVW - n0);
+        floatV acc[DENSE_VPER];
+        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
+        for (int j = 0; j < F; j++)
+            for (int u = 0; u < cnt; u++) acc[u] += h[j] * LOADV(w2, (long)j * (K / GVW) + n0 + u);
+        for (int u = 0; u < cnt; u++)
+            STOREV(y, (long)r * (K / GVW) + n0 + u, acc[u] + LOADV(b2, n0 + u) + LOADV(xr, n0 + u));
+    }
+}
+#undef DENSE_XK
+#undef DENSE_ACT

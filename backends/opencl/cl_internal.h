@@ -99,6 +99,8 @@ typedef enum cn_cl_family {
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
+    X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
+    X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add)                                    \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
 
 typedef enum cn_cl_kernel_id {
@@ -128,7 +130,7 @@ typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST
  * attention's tiles on every device. */
 #define CN_CL_PORTABLE_WG 256
 #define CN_CL_PORTABLE_LOCAL ((uint64_t)32 << 10)
-/* Head widths up to this run the one-row-per-work-item attention kernels on CPU-type devices
+/* Head widths up to this run the block-of-rows attention kernels on CPU-type devices
  * (private arrays of this many floats; attention.cl gets it as -DATTN_ROWS_MAXD). */
 #define CN_CL_ATTN_ROWS_MAXD 64
 
@@ -340,6 +342,9 @@ CN_OP_TABLE(CN_X_OP_DECL)
 int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
 /* ATTEND_CACHE: heads of D dims fit its work-groups (cl_ops_kvcache.c). */
 int cn_cl_attend_cache_fits(const cn_cl_ctx *c, int64_t D);
+/* The kvcache family's launches (ATTEND_CACHE*, ATTEND_QKV, ATTEND_PROJ, MLP_ROW) fit the
+ * device: head sizes and local rows (cl_ops_kvcache.c); 1 for other ops. */
+int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l);
 
 /* The vtable entries (cl_launch.c) */
 int cn_cl_supports(void *ctx, const cn_launch *l);

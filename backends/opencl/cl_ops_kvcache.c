@@ -1,5 +1,5 @@
 /* The key/value cache of generation (kvcache.cl): KV_WRITE and ATTEND_CACHE, over float and
- * int8 caches (engine/ops.h).
+ * int8 caches, and a step's fused launches ATTEND_QKV, NORM_DENSE and DENSE_ADD (engine/ops.h).
  *
  * ATTEND_CACHE runs one work-group per query row: the largest power of two up to 64 that the
  * kernel's work-group limit allows (and no wider than the keys and dims need, down to 1);
@@ -60,3 +60,127 @@ static cn_status attend(cn_cl_ctx *c, const cn_launch *l, int q8) {
 
 cn_status cn_cl_op_ATTEND_CACHE(cn_cl_ctx *c, const cn_launch *l) { return attend(c, l, 0); }
 cn_status cn_cl_op_ATTEND_CACHE_Q8(cn_cl_ctx *c, const cn_launch *l) { return attend(c, l, 1); }
+
+/* ATTEND_QKV: ATTEND_CACHE's groups, one per head (its keys are cache rows BH + b). */
+cn_status cn_cl_op_ATTEND_QKV(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    int64_t bh = cs->d[0] / 3, C = cs->d[1], D = cs->d[2];
+    size_t L = group(c, CN_K_attend_qkv, C, D);
+    if ((int64_t)(L * KV_DPER) < D)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "attend_qkv on %s: heads of %lld dims need work-groups of %lld", c->dev_name,
+                         (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
+    size_t gws[1] = {(size_t)bh * L}, lws[1] = {L};
+    return CN_CL_LAUNCH(c, CN_K_attend_qkv, 1, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
+                        CN_ARG_INT(bh), CN_ARG_INT(C), CN_ARG_INT(D), CN_ARG_FLOAT(l->p->scale),
+                        CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL(L * sizeof(float)));
+}
+
+/* NORM_DENSE and DENSE_ADD (kvcache.cl's dense_rows): on CPU-type devices with whole
+ * vectors a row, groups of one work-item, each DENSE_VPER vectors of a row; elsewhere one
+ * work-item per output element in groups of DENSE_WG along a row (a step's rows are a few
+ * hundred elements: several groups). Unused pointer arguments get x. */
+#define DENSE_VPER 4 /* kvcache.cl's default */
+#define DENSE_WG 64
+
+/* x, gamma, beta (+ boff), w, b, res, the cache and pos of a dense launch (NULL: unused, x
+ * passed), the output's head size D and cache length C (0: no cache). */
+typedef struct dense_io {
+    void *x, *gamma, *beta, *w, *b, *res, *pos;
+    int64_t boff, D, C;
+    int ln, act;
+} dense_io;
+
+static cn_status dense_launch(cn_cl_ctx *c, const cn_launch *l, const dense_io *io) {
+    const cn_shape *xs = &l->in_shape[io->C ? 1 : 0], *ws = &l->in_shape[io->C ? 3 : io->ln ? 3 : 1];
+    int64_t R = xs->d[0], K = xs->d[1], N = ws->d[1];
+    int vec = c->is_cpu && N % c->gemm_vw == 0 && (!io->C || io->D % c->gemm_vw == 0);
+    cn_cl_kernel_id k = vec ? CN_K_dense_rows_v : CN_K_dense_rows;
+    size_t wg = cn_cl_kernel_max_wg(c, k), lws = vec ? 1 : DENSE_WG < wg ? DENSE_WG : wg;
+    int64_t chunks = (N / c->gemm_vw + DENSE_VPER - 1) / DENSE_VPER;
+    size_t gws = (size_t)(vec ? R * chunks : R * N);
+#define OR_X(m) CN_ARG_MEM((m) ? (m) : io->x)
+    return CN_CL_LAUNCH(c, k, 1, &gws, &lws, CN_ARG_MEM(io->x), OR_X(io->gamma), OR_X(io->beta), CN_ARG_INT(io->boff),
+                        CN_ARG_MEM(io->w), CN_ARG_MEM(io->b), OR_X(io->res), CN_ARG_MEM(l->out), OR_X(io->pos),
+                        CN_ARG_INT(R), CN_ARG_INT(K), CN_ARG_INT(N), CN_ARG_INT(io->D), CN_ARG_INT(io->C),
+                        CN_ARG_INT(io->ln), CN_ARG_INT(io->act), CN_ARG_FLOAT(l->p->eps));
+#undef OR_X
+}
+
+cn_status cn_cl_op_NORM_DENSE(cn_cl_ctx *c, const cn_launch *l) {
+    dense_io io = {.x = l->in[0], .gamma = l->in[1], .beta = l->in[2], .w = l->in[3], .b = l->in[4], .ln = 1,
+                   .act = l->p->variant};
+    return dense_launch(c, l, &io);
+}
+
+cn_status cn_cl_op_DENSE_ADD(cn_cl_ctx *c, const cn_launch *l) {
+    dense_io io = {.x = l->in[0], .w = l->in[1], .b = l->in[2], .res = l->in[3]};
+    return dense_launch(c, l, &io);
+}
+
+/* NORM_DENSE_KV: NORM_DENSE's launch writing into the cache (l->out is the cache, in place). */
+cn_status cn_cl_op_NORM_DENSE_KV(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    dense_io io = {.x = l->in[1], .gamma = l->in[2], .beta = l->in[2], .boff = l->in_shape[1].d[1], .w = l->in[3],
+                   .b = l->in[4], .pos = l->in[5], .D = cs->d[2], .C = cs->d[1], .ln = 1};
+    return dense_launch(c, l, &io);
+}
+
+/* MLP_ROW: a group a row (cn_cl_row_wg over the hidden width; on CPU-type devices with whole
+ * vectors, one work-item over vectors), local memory for the normalized and the hidden row
+ * (cn_cl_kvcache_fits). */
+cn_status cn_cl_op_MLP_ROW(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], F = l->in_shape[2].d[1];
+    int vec = c->is_cpu && K % c->gemm_vw == 0 && F % c->gemm_vw == 0;
+    cn_cl_kernel_id k = vec ? CN_K_mlp_rows_v : CN_K_mlp_rows;
+    size_t lws = vec ? 1 : cn_cl_row_wg(c, k, F), gws = (size_t)R * lws;
+    return CN_CL_LAUNCH(c, k, 1, &gws, &lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                        CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]),
+                        CN_ARG_MEM(l->out), CN_ARG_INT(K), CN_ARG_INT(F), CN_ARG_INT(l->p->variant),
+                        CN_ARG_FLOAT(l->p->eps), CN_ARG_LOCAL((size_t)K * sizeof(float)),
+                        CN_ARG_LOCAL((size_t)F * sizeof(float)));
+}
+
+/* ATTEND_PROJ: one group of ATTEND_CACHE's size, the attended row in local memory; on
+ * CPU-type devices with whole vectors a head and a row, one work-item (attend_proj_v). */
+cn_status cn_cl_op_ATTEND_PROJ(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    int64_t bh = cs->d[0] / 3, C = cs->d[1], D = cs->d[2], N = l->out_shape.d[1];
+    if (c->is_cpu && D % c->gemm_vw == 0 && N % c->gemm_vw == 0) {
+        size_t one = 1;
+        return CN_CL_LAUNCH(c, CN_K_attend_proj_v, 1, &one, &one, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                            CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->out),
+                            CN_ARG_INT(bh), CN_ARG_INT(C), CN_ARG_INT(D), CN_ARG_INT(N), CN_ARG_FLOAT(l->p->scale),
+                            CN_ARG_LOCAL((size_t)C * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
+    }
+    size_t L = group(c, CN_K_attend_proj, C, D);
+    if ((int64_t)(L * KV_DPER) < D)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "attend_proj on %s: heads of %lld dims need work-groups of %lld",
+                         c->dev_name, (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
+    return CN_CL_LAUNCH(c, CN_K_attend_proj, 1, &L, &L, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),
+                        CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->out), CN_ARG_INT(bh), CN_ARG_INT(C),
+                        CN_ARG_INT(D), CN_ARG_INT(N), CN_ARG_FLOAT(l->p->scale), CN_ARG_LOCAL(L * sizeof(float)),
+                        CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
+}
+
+/* EMBED_ADD: one work-item per output element. */
+cn_status cn_cl_op_EMBED_ADD(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t D = l->in_shape[0].d[1], N = cn_shape_numel(&l->in_shape[1]);
+    return CN_CL_LAUNCH_1D(c, CN_K_embed_add, (size_t)(N * D), CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                           CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->out), CN_ARG_INT(N),
+                           CN_ARG_INT(l->in_shape[0].d[0]), CN_ARG_INT(l->in_shape[2].d[0]), CN_ARG_INT(D));
+}
+
+/* What a device can run of this family: ATTEND_CACHE's head size rule, and the local rows of
+ * ATTEND_PROJ and MLP_ROW. */
+int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *s0 = &l->in_shape[0];
+    switch (l->op) {
+    case CN_OP_ATTEND_CACHE: case CN_OP_ATTEND_CACHE_Q8: return cn_cl_attend_cache_fits(c, s0->d[2]);
+    case CN_OP_ATTEND_QKV: return cn_cl_attend_cache_fits(c, s0->d[2]);
+    case CN_OP_ATTEND_PROJ: /* the group's scores, or a CPU-type device's whole score row */
+        return cn_cl_attend_cache_fits(c, s0->d[2]) &&
+               (uint64_t)(2 * KV_WG_MAX + s0->d[1] + s0->d[0] / 3 * s0->d[2]) * sizeof(float) <= c->local_mem;
+    case CN_OP_MLP_ROW: return (uint64_t)(s0->d[1] + l->in_shape[2].d[1]) * sizeof(float) <= c->local_mem;
+    default: return 1;
+    }
+}

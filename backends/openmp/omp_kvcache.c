@@ -6,7 +6,11 @@
  * KV_WRITE moves elements of one storage type (cache and rows share it), so it copies their
  * bytes and runs on every type as it is (omp_storage.c lists it); the others run widened.
  * The int8 forms quantize with ilogb, ldexp and rint (exact: the bits kvcache.cl writes) and
- * attend through a float copy of the rows they read, whose values are exact. */
+ * attend through a float copy of the rows they read, whose values are exact.
+ *
+ * ATTEND_QKV, NORM_DENSE and DENSE_ADD (a generation step's fused launches) compose the
+ * unfused ops' own code (ATTEND_CACHE's loops, LAYERNORM, GELU), so the fused results are
+ * the unfused ones but for the product's float order. */
 #include <stdlib.h>
 
 #include "omp_ops.h"
@@ -87,4 +91,148 @@ cn_status cn_omp_op_ATTEND_CACHE_Q8(const cn_launch *l) {
     free(k);
     free(v);
     return st;
+}
+
+/* ---- a generation step's fused launches (ops.h): the unfused ops' own code, composed ---- */
+
+/* y [R,N] = x [R,K] w [K,N] + b: each element a float sum over k in increasing order (the
+ * kernel's order), rows of w streamed once per row of x. */
+static void dense_rows(const float *x, const float *w, const float *b, int64_t R, int64_t K, int64_t N, float *y) {
+#pragma omp parallel for schedule(static) if (R * K * N >= CN_OMP_PAR_MIN)
+    for (int64_t r = 0; r < R; r++) {
+        float *yr = y + r * N;
+        for (int64_t n = 0; n < N; n++) yr[n] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            const float xk = x[r * K + k], *wk = w + k * N;
+            for (int64_t n = 0; n < N; n++) yr[n] += xk * wk[n];
+        }
+        for (int64_t n = 0; n < N; n++) yr[n] += b[n];
+    }
+}
+
+/* y [R,N] = act(LAYERNORM(x [R,K]; gamma, beta) w + b): LAYERNORM's launch into a float row
+ * buffer, the product, then GELU's launch in place (an elementwise op reads each element
+ * before it writes it). act: NORM_DENSE's variant. */
+static cn_status norm_dense(const cn_launch *l, const float *x, const float *gamma, const float *beta, const float *w,
+                            const float *b, int64_t R, int64_t K, int64_t N, int act, float *y) {
+    float *xn = malloc((size_t)(R * K > 0 ? R * K : 1) * sizeof *xn);
+    if (!xn) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the normalized rows", (long long)(R * K));
+    cn_launch ln = *l;
+    ln.op = CN_OP_LAYERNORM, ln.n_in = 3, ln.out = xn, ln.out_dtype = CN_F32;
+    ln.in[0] = (void *)x, ln.in[1] = (void *)gamma, ln.in[2] = (void *)beta;
+    ln.in_shape[0] = ln.out_shape = cn_shape_of(2, R, K);
+    ln.in_shape[1] = ln.in_shape[2] = cn_shape_of(1, K);
+    for (int i = 0; i < 3; i++) ln.in_dtype[i] = CN_F32;
+    cn_status st = cn_omp_op_LAYERNORM(&ln);
+    if (st == CN_OK) dense_rows(xn, w, b, R, K, N, y);
+    free(xn);
+    if (st != CN_OK || act == 0) return st;
+    cn_op_params gp = *l->p;
+    gp.variant = act - 1; /* GELU's variant: 0 erf, 1 tanh form */
+    cn_launch g = *l;
+    g.op = CN_OP_GELU, g.p = &gp, g.n_in = 1, g.in[0] = g.out = y, g.in_shape[0] = g.out_shape = cn_shape_of(2, R, N);
+    g.in_dtype[0] = g.out_dtype = CN_F32;
+    return cn_omp_op_GELU(&g);
+}
+
+cn_status cn_omp_op_NORM_DENSE(const cn_launch *l) {
+    const int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], N = l->out_shape.d[1];
+    return norm_dense(l, l->in[0], l->in[1], l->in[2], l->in[3], l->in[4], R, K, N, l->p->variant, l->out);
+}
+
+/* NORM_DENSE_KV: the rows into a buffer, then into the cache. Run widened (16-bit caches,
+ * omp_storage.c), out is a fresh buffer that replaces the whole cache: it starts as a copy. */
+cn_status cn_omp_op_NORM_DENSE_KV(const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t cap = cs->d[1], d = cs->d[2], R = l->in_shape[1].d[0], K = l->in_shape[1].d[1];
+    const int64_t N = l->in_shape[3].d[1], pos = position(l, 5);
+    float *out = l->out, *y = malloc((size_t)(R * N > 0 ? R * N : 1) * sizeof *y);
+    if (!y) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the rows", (long long)(R * N));
+    if (l->out != l->in[0]) memcpy(out, l->in[0], (size_t)cn_shape_numel(cs) * sizeof *out);
+    const float *norm = l->in[2];
+    cn_status st = norm_dense(l, l->in[1], norm, norm + K, l->in[3], l->in[4], R, K, N, 0, y);
+    for (int64_t r = 0; st == CN_OK && r < R; r++) {
+        if (pos + r < 0 || pos + r >= cap) continue;
+        for (int64_t n = 0; n < N; n++) out[((n / d) * cap + pos + r) * d + n % d] = y[r * N + n];
+    }
+    free(y);
+    return st;
+}
+
+/* MLP_ROW: NORM_DENSE's hidden row, then DENSE_ADD's product with x as the residual. */
+cn_status cn_omp_op_MLP_ROW(const cn_launch *l) {
+    const int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], F = l->in_shape[2].d[1];
+    float *h = malloc((size_t)(R * F > 0 ? R * F : 1) * sizeof *h), *y = l->out;
+    if (!h) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the hidden rows", (long long)(R * F));
+    const float *x = l->in[0], *norm = l->in[1];
+    cn_status st = norm_dense(l, x, norm, norm + K, l->in[2], l->in[3], R, K, F, l->p->variant, h);
+    if (st == CN_OK) {
+        dense_rows(h, l->in[4], l->in[5], R, F, K, y);
+        for (int64_t i = 0; i < R * K; i++) y[i] += x[i];
+    }
+    free(h);
+    return st;
+}
+
+cn_status cn_omp_op_DENSE_ADD(const cn_launch *l) {
+    const int64_t R = l->in_shape[0].d[0], K = l->in_shape[0].d[1], N = l->out_shape.d[1];
+    float *y = l->out;
+    const float *res = l->in[3];
+    dense_rows(l->in[0], l->in[1], l->in[2], R, K, N, y);
+    for (int64_t i = 0; i < R * N; i++) y[i] += res[i];
+    return CN_OK;
+}
+
+/* The attention of ATTEND_QKV into out [BH, D]: the query rows copied out ([BH,1,D]), then
+ * ATTEND_CACHE's loops over the key and value blocks of the cache. */
+static cn_status attend_qkv(const cn_launch *l, float *out) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t bh = cs->d[0] / 3, cap = cs->d[1], d = cs->d[2], pos = position(l, 1);
+    if (pos < 0 || pos >= cap) {
+        memset(out, 0, (size_t)(bh * d) * sizeof *out);
+        return CN_OK;
+    }
+    const float *c = l->in[0];
+    float *q = malloc((size_t)(bh * d > 0 ? bh * d : 1) * sizeof *q);
+    if (!q) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the queries", (long long)(bh * d));
+    for (int64_t b = 0; b < bh; b++) memcpy(q + b * d, c + (b * cap + pos) * d, (size_t)d * sizeof *q);
+    cn_launch a = *l;
+    a.op = CN_OP_ATTEND_CACHE, a.n_in = 4, a.in[0] = q, a.in_shape[0] = cn_shape_of(3, bh, (int64_t)1, d);
+    a.in_shape[1] = a.in_shape[2] = cn_shape_of(3, bh, cap, d);
+    a.out = out, a.out_shape = a.in_shape[0];
+    cn_status st = cn_omp_attend(&a, c + bh * cap * d, c + 2 * bh * cap * d, pos);
+    free(q);
+    return st;
+}
+
+cn_status cn_omp_op_ATTEND_QKV(const cn_launch *l) { return attend_qkv(l, l->out); }
+
+/* ATTEND_PROJ: ATTEND_QKV's row, then DENSE_ADD's product. */
+cn_status cn_omp_op_ATTEND_PROJ(const cn_launch *l) {
+    const int64_t k = l->in_shape[2].d[0], n = l->in_shape[2].d[1];
+    float *a = malloc((size_t)(k > 0 ? k : 1) * sizeof *a), *y = l->out;
+    if (!a) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the attended row", (long long)k);
+    cn_status st = attend_qkv(l, a);
+    if (st == CN_OK) {
+        const float *res = l->in[4];
+        dense_rows(a, l->in[2], l->in[3], 1, k, n, y);
+        for (int64_t i = 0; i < n; i++) y[i] += res[i];
+    }
+    free(a);
+    return st;
+}
+
+/* EMBED_ADD: EMBEDDING's rows (zero outside the table) of both tables, added. */
+cn_status cn_omp_op_EMBED_ADD(const cn_launch *l) {
+    const int64_t v = l->in_shape[0].d[0], d = l->in_shape[0].d[1], p = l->in_shape[2].d[0];
+    const int64_t n = cn_shape_numel(&l->in_shape[1]);
+    const float *table = l->in[0], *ptable = l->in[2];
+    const int32_t *ids = l->in[1], *at = l->in[3];
+    float *out = l->out;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < d; j++) {
+            const float t = ids[i] >= 0 && ids[i] < v ? table[ids[i] * d + j] : 0.0f;
+            out[i * d + j] = t + (at[i] >= 0 && at[i] < p ? ptable[at[i] * d + j] : 0.0f);
+        }
+    return CN_OK;
 }

@@ -56,6 +56,13 @@ void cases_KV_WRITE(h_caselist *L);
 void cases_ATTEND_CACHE(h_caselist *L);
 void cases_KV_WRITE_Q8(h_caselist *L);
 void cases_ATTEND_CACHE_Q8(h_caselist *L);
+void cases_NORM_DENSE(h_caselist *L);
+void cases_DENSE_ADD(h_caselist *L);
+void cases_ATTEND_QKV(h_caselist *L);
+void cases_NORM_DENSE_KV(h_caselist *L);
+void cases_ATTEND_PROJ(h_caselist *L);
+void cases_MLP_ROW(h_caselist *L);
+void cases_EMBED_ADD(h_caselist *L);
 /* Case builders of the layout and depthwise ops (cases_layers.c). */
 void cases_PAD(h_caselist *L);
 void cases_PAD_GRAD(h_caselist *L);

@@ -90,3 +90,149 @@ void cases_ATTEND_CACHE_Q8(h_caselist *L) {
         h_tol_reduce(c, (double)a->c * a->d);
     }
 }
+
+/* A generation step's fused launches. Row counts 1 (a step) and a few; widths of a model's
+ * (128 -> 384, 512, 256) and awkward ones (K 1, 5, 33; N not a multiple of the group). */
+typedef struct dense_case { int r, k, n, act; } dense_case;
+static const dense_case denses[] = {
+    {1, 128, 384, 0}, {1, 128, 512, 1}, {1, 512, 128, 0}, {1, 128, 256, 0},
+    {3, 5, 7, 2},     {2, 33, 65, 1},   {1, 1, 1, 0},     {4, 17, 100, 2},
+};
+#define N_DENSE ((int)(sizeof denses / sizeof denses[0]))
+
+/* The product sums K terms of a normalized row (a few units) times w; the statistics are
+ * K-term sums as well (LAYERNORM's bound): the
+ * reduce term with k = 2K covers both, on the output's max |ref| scale (no magnitude run:
+ * the op is not linear in x). GELU's slope is at most about 1.13. */
+void cases_NORM_DENSE(h_caselist *L) {
+    for (int k = 0; k < N_DENSE; k++) {
+        const dense_case *a = &denses[k];
+        h_case *c = h_case_new(L, CN_OP_NORM_DENSE, "x [%d,%d] w [%d,%d] act %d", a->r, a->k, a->k, a->n, a->act);
+        c->p.eps = 1e-5f;
+        c->p.variant = a->act;
+        h_in(c, h_shape(2, a->r, a->k), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, a->k), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(1, a->k), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(2, a->k, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, a->n), GEN_UNIFORM, -1, 1);
+        c->out_shape = h_shape(2, a->r, a->n);
+        h_tol_reduce(c, 2.0 * a->k);
+    }
+}
+
+/* MATMUL's fused bias plus one more term: K + 2 terms a sum, linear in every input. */
+void cases_DENSE_ADD(h_caselist *L) {
+    for (int k = 0; k < N_DENSE; k++) {
+        const dense_case *a = &denses[k];
+        h_case *c = h_case_new(L, CN_OP_DENSE_ADD, "x [%d,%d] w [%d,%d] + res", a->r, a->k, a->k, a->n);
+        h_in(c, h_shape(2, a->r, a->k), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->k, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, a->n), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->r, a->n), GEN_UNIFORM, -2, 2);
+        c->out_shape = h_shape(2, a->r, a->n);
+        h_tol_reduce(c, a->k + 2);
+        c->mag_run = 1;
+    }
+}
+
+/* ATTEND_CACHE's bound. Positions: the first row, the middle, the last, and outside the
+ * cache on both sides (0 rows). */
+void cases_ATTEND_QKV(h_caselist *L) {
+    static const kv qkvs[] = {
+        {1, 1, 1, 1, 0}, {4, 1, 128, 32, 0}, {4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 40},
+        {1, 1, 20, 300, 19}, {3, 1, 16, 8, -1}, {3, 1, 16, 8, 16},
+    };
+    for (int k = 0; k < (int)(sizeof qkvs / sizeof qkvs[0]); k++) {
+        const kv *a = &qkvs[k];
+        h_case *c = h_case_new(L, CN_OP_ATTEND_QKV, "cache [3x%d,%d,%d] at %d", a->bh, a->c, a->d, a->pos);
+        c->p.scale = 1.0f / sqrtf((float)a->d);
+        h_in(c, h_shape(3, 3 * a->bh, a->c, a->d), GEN_UNIFORM, -2, 2);
+        pos_input(c, a->pos);
+        c->out_shape = h_shape(3, a->bh, 1, a->d);
+        h_tol_reduce(c, (double)a->c * a->d);
+    }
+}
+
+/* NORM_DENSE's bound; the cache is checked whole (rows outside the step's stay as they were:
+ * exact). Heads of 32 (whole vectors on a CPU device) and 5 (the per-element kernel);
+ * positions first, middle, last and past the end (nothing written). */
+void cases_NORM_DENSE_KV(h_caselist *L) {
+    static const kv kvs8[] = {{12, 1, 16, 32, 0}, {12, 1, 16, 32, 9}, {12, 2, 16, 32, 15}, {3, 1, 7, 5, 3},
+                              {6, 3, 9, 4, 8},    {3, 1, 7, 5, 7}};
+    for (int k = 0; k < (int)(sizeof kvs8 / sizeof kvs8[0]); k++) {
+        const kv *a = &kvs8[k];
+        const int K = 2 * a->d + 3, N = a->bh * a->d;
+        h_case *c = h_case_new(L, CN_OP_NORM_DENSE_KV, "cache [%d,%d,%d] x [%d,%d] at %d", a->bh, a->c, a->d, a->t, K,
+                               a->pos);
+        c->inplace = 1;
+        c->p.eps = 1e-5f;
+        h_in(c, h_shape(3, a->bh, a->c, a->d), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, a->t, K), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, 2 * K), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(2, K, N), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, N), GEN_UNIFORM, -1, 1);
+        pos_input(c, a->pos);
+        c->out_shape = h_shape(3, a->bh, a->c, a->d);
+        h_tol_reduce(c, 2.0 * K);
+    }
+}
+
+/* ATTEND_CACHE's bound for the attended row (values within +-1 give a row within +-1), then a
+ * product of BH D terms plus two: the reduce term with k = C D + BH D + 2. Heads of 16 and 32
+ * take a CPU device's vector kernel (positions inside and outside the cache), the others the
+ * work-group kernel; the smallest fits a simulator. */
+void cases_ATTEND_PROJ(h_caselist *L) {
+    static const kv qkvs[] = {{4, 1, 128, 32, 70}, {4, 1, 128, 32, 127}, {2, 1, 65, 12, 0}, {1, 1, 20, 300, 19},
+                              {3, 1, 16, 8, -1},   {3, 1, 16, 8, 16},    {2, 1, 16, 16, -1}, {2, 1, 16, 16, 16},
+                              {1, 1, 4, 4, 2}};
+    static const int ns[] = {128, 64, 7, 33, 16, 5, 16, 32, 3};
+    for (int k = 0; k < (int)(sizeof qkvs / sizeof qkvs[0]); k++) {
+        const kv *a = &qkvs[k];
+        h_case *c = h_case_new(L, CN_OP_ATTEND_PROJ, "cache [3x%d,%d,%d] at %d -> %d", a->bh, a->c, a->d, a->pos, ns[k]);
+        c->p.scale = 1.0f / sqrtf((float)a->d);
+        h_in(c, h_shape(3, 3 * a->bh, a->c, a->d), GEN_UNIFORM, -1, 1);
+        pos_input(c, a->pos);
+        h_in(c, h_shape(2, a->bh * a->d, ns[k]), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, ns[k]), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, 1, ns[k]), GEN_UNIFORM, -2, 2);
+        c->out_shape = h_shape(2, 1, ns[k]);
+        h_tol_reduce(c, (double)a->c * a->d + (double)a->bh * a->d + 2);
+    }
+}
+
+/* NORM_DENSE's bound for the hidden row (2K), then F more terms: k = 2K + F + 2. */
+void cases_MLP_ROW(h_caselist *L) {
+    static const int rkf[][4] = {{1, 128, 512, 1}, {1, 32, 64, 0}, {2, 5, 7, 2}, {3, 17, 33, 1}, {1, 1, 1, 0}};
+    for (int k = 0; k < (int)(sizeof rkf / sizeof rkf[0]); k++) {
+        const int R = rkf[k][0], K = rkf[k][1], F = rkf[k][2];
+        h_case *c = h_case_new(L, CN_OP_MLP_ROW, "x [%d,%d] hidden %d act %d", R, K, F, rkf[k][3]);
+        c->p.eps = 1e-5f;
+        c->p.variant = rkf[k][3];
+        h_in(c, h_shape(2, R, K), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, 2 * K), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, h_shape(2, K, F), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(1, F), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(2, F, K), GEN_UNIFORM, -0.5f, 0.5f);
+        h_in(c, h_shape(1, K), GEN_UNIFORM, -0.5f, 0.5f);
+        c->out_shape = h_shape(2, R, K);
+        h_tol_reduce(c, 2.0 * K + F + 2);
+    }
+}
+
+/* A sum of two table values is one IEEE float addition on both sides, then one rounding to
+ * the storage type: exact. Ids and positions run outside their tables on purpose (zero rows). */
+void cases_EMBED_ADD(h_caselist *L) {
+    static const int nvpd[][4] = {{1, 256, 128, 128}, {5, 7, 9, 3}, {12, 4, 5, 33}};
+    for (int k = 0; k < 3; k++) {
+        const int n = nvpd[k][0], v = nvpd[k][1], p = nvpd[k][2], d = nvpd[k][3];
+        h_case *c = h_case_new(L, CN_OP_EMBED_ADD, "%d ids of [%d,%d] + [%d,%d]", n, v, d, p, d);
+        h_in(c, h_shape(2, v, d), GEN_UNIFORM, -1, 1);
+        h_in_i32(c, h_shape(1, n), GEN_IDS);
+        c->in[1].lo = -1, c->in[1].hi = (float)v;
+        h_in(c, h_shape(2, p, d), GEN_UNIFORM, -1, 1);
+        h_in_i32(c, h_shape(1, n), GEN_IDS);
+        c->in[3].lo = -1, c->in[3].hi = (float)p;
+        c->out_shape = h_shape(2, n, d);
+        h_tol_exact(c);
+    }
+}

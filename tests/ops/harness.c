@@ -95,6 +95,17 @@ int64_t h_case_work(const h_case *c) {
         int qi = c->op == CN_OP_ATTENTION_GRAD;
         return w + cn_shape_numel(&c->in[qi].shape) * c->in[qi + 1].shape.d[1];
     }
+    case CN_OP_NORM_DENSE: /* out [R, N] times K */
+    case CN_OP_DENSE_ADD:
+        return w + cn_shape_numel(&c->out_shape) * a->d[1];
+    case CN_OP_ATTEND_QKV: /* BH queries times C keys of D dims, twice */
+        return w + 2 * cn_shape_numel(&c->out_shape) * a->d[1];
+    case CN_OP_NORM_DENSE_KV: /* R rows of x times w */
+        return w + c->in[1].shape.d[0] * cn_shape_numel(&c->in[3].shape);
+    case CN_OP_ATTEND_PROJ: /* the attention, then the product */
+        return w + 2 * (a->d[0] / 3) * a->d[1] * a->d[2] + cn_shape_numel(&c->in[2].shape);
+    case CN_OP_MLP_ROW: /* R rows times both weights */
+        return w + a->d[0] * (cn_shape_numel(&c->in[2].shape) + cn_shape_numel(&c->in[4].shape));
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
         return w + cn_shape_numel(&c->out_shape) * cn_shape_numel(&c->in[1].shape);
     default: return w;

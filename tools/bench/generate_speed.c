@@ -1,7 +1,8 @@
 /* Tokens per second of generation with and without the key/value cache (cn_generator).
  *
  *   generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N]
- *                  [--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--check]
+ *                  [--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R]
+ *                  [--only cached|uncached] [--check]
  *
  * The model is models/char_gpt.net (context 128) with its initial weights unless --model or
  * --ckpt names another: speed does not depend on the weights. Each path is timed from a fresh
@@ -9,14 +10,19 @@
  * (default 512, so the window slides several times), each the likeliest after the text so
  * far; the generated tokens of both paths are compared. Printed, per path: the prompt's
  * time, then the tokens per second of the generated part (every slide's recomputation of
- * the window included), and the speed-up. --repeat R times each path R times and keeps the
+ * the window included), and the speed-up; beside each, the tokens per CPU second of the
+ * process (every thread's user + system time: a guide on a shared machine, where wall time
+ * is not). --repeat R times each path R times and keeps the
  * fastest (default 3). Uses only <clnet.h>.
  *
- * --check (a test, no timing printed): the two paths must generate the same tokens. */
+ * --check (a test, no timing printed): the two paths must generate the same tokens.
+ * --only runs one path (no comparison), e.g. to profile it alone.
+ * With CLNET_PROFILE=1 the per-op totals of both paths (cn_profile_report) go to stderr. */
 #include <clnet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static double now(void) {
@@ -25,8 +31,16 @@ static double now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+/* user + system CPU seconds of the process (every thread: POCL's workers included) */
+static double cpu_now(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (double)u.ru_utime.tv_sec + 1e-6 * (double)u.ru_utime.tv_usec + (double)u.ru_stime.tv_sec +
+           1e-6 * (double)u.ru_stime.tv_usec;
+}
+
 typedef struct run {
-    double prompt_s, gen_s;
+    double prompt_s, gen_s, gen_cpu_s;
     int32_t *out;
 } run;
 
@@ -47,14 +61,14 @@ static cn_status one(cn_session *s, cn_model *m, const cn_generator_config *cfg,
     for (int i = 0; st == CN_OK && i < prompt; i++) ids[i] = (int32_t)("And God said, Let there be light"[i % 32] % vocab);
     double t0 = now();
     if (st == CN_OK) st = cn_generator_feed(g, ids, prompt, logits, (size_t)vocab * sizeof *logits);
-    double t1 = now();
+    double t1 = now(), c1 = cpu_now();
     for (int k = 0; st == CN_OK && k < tokens; k++) {
         int32_t b = argmax(logits, vocab);
         r->out[k] = b;
         st = cn_generator_feed(g, &b, 1, logits, (size_t)vocab * sizeof *logits);
     }
     double t2 = now();
-    r->prompt_s = t1 - t0, r->gen_s = t2 - t1;
+    r->prompt_s = t1 - t0, r->gen_s = t2 - t1, r->gen_cpu_s = cpu_now() - c1;
     cn_generator_free(g);
     free(logits);
     free(ids);
@@ -63,13 +77,13 @@ static cn_status one(cn_session *s, cn_model *m, const cn_generator_config *cfg,
 
 static int usage(void) {
     fprintf(stderr, "usage: generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N] "
-                    "[--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--check]\n");
+                    "[--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--only cached|uncached] [--check]\n");
     return 2;
 }
 
 int main(int argc, char **argv) {
     const char *sel = "auto", *model = "models/char_gpt.net", *ckpt = NULL, *ctype = "f32";
-    int prompt = 16, tokens = 512, repeat = 3, check = 0;
+    int prompt = 16, tokens = 512, repeat = 3, check = 0, only = -1;
     long slide = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -83,13 +97,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--repeat")) repeat = atoi(v), i++;
         else if (!strcmp(a, "--slide")) slide = atol(v), i++;
         else if (!strcmp(a, "--cache-type")) ctype = v, i++;
+        else if (!strcmp(a, "--only") && (!strcmp(v, "uncached") || !strcmp(v, "cached"))) only = !strcmp(v, "cached"), i++;
         else return usage();
     }
     static const char *const names[] = {"f32", "bf16", "f16", "int8"}; /* cn_kv_cache's order */
     int dt = -1;
     for (int i = 0; i < 4; i++)
         if (!strcmp(ctype, names[i])) dt = i;
-    if (prompt < 1 || tokens < 1 || repeat < 1 || dt < 0) return usage();
+    if (prompt < 1 || tokens < 1 || repeat < 1 || dt < 0 || (check && only >= 0)) return usage();
     cn_device *dev = NULL;
     cn_model *m = NULL;
     cn_program *p = NULL;
@@ -105,33 +120,44 @@ int main(int argc, char **argv) {
     run r[2] = {{0}};
     for (int k = 0; k < 2 && st == CN_OK; k++)
         if (!(r[k].out = malloc((size_t)tokens * sizeof *r[k].out))) st = CN_ERR_OUT_OF_MEMORY;
-    double best[2][2] = {{1e30, 1e30}, {1e30, 1e30}};
+    double best[2][3] = {{1e30, 1e30, 1e30}, {1e30, 1e30, 1e30}};
     for (int rep = 0; rep < (check ? 1 : repeat) && st == CN_OK; rep++)
         for (int k = 0; k < 2 && st == CN_OK; k++) {
+            if (only >= 0 && k != only) continue;
             cn_generator_config c;
             cn_generator_config_default(&c);
             c.no_cache = k == 0, c.cache_type = k ? (cn_kv_cache)dt : CN_KV_F32, c.slide = slide;
             st = one(s, m, &c, prompt, tokens, &r[k]);
             if (r[k].prompt_s < best[k][0]) best[k][0] = r[k].prompt_s;
             if (r[k].gen_s < best[k][1]) best[k][1] = r[k].gen_s;
+            if (r[k].gen_cpu_s < best[k][2]) best[k][2] = r[k].gen_cpu_s;
         }
     int rc = 0;
     if (st != CN_OK) {
         fprintf(stderr, "generate_speed: %s: %s\n", cn_status_str(st), cn_last_error());
         rc = 1;
     } else {
-        int same = memcmp(r[0].out, r[1].out, (size_t)tokens * sizeof *r[0].out) == 0;
+        int same = only >= 0 || memcmp(r[0].out, r[1].out, (size_t)tokens * sizeof *r[0].out) == 0;
         const cn_device_info *info = cn_device_get_info(dev);
         const char *name = info ? info->name : sel;
         if (check) printf("%s: %d tokens, cached (%s) and uncached %s\n", name, tokens, ctype, same ? "agree" : "DIFFER");
         else {
             printf("device %s, context %lld, prompt %d, %d tokens, cache %s, best of %d\n", name,
                    (long long)cn_model_context(m), prompt, tokens, ctype, repeat);
-            printf("uncached: prompt %.1f ms, %.1f tokens/s\n", 1e3 * best[0][0], tokens / best[0][1]);
-            printf("cached:   prompt %.1f ms, %.1f tokens/s\n", 1e3 * best[1][0], tokens / best[1][1]);
-            printf("speed-up: %.1fx; same tokens: %s\n", best[0][1] / best[1][1], same ? "yes" : "no");
+            for (int k = 0; k < 2; k++)
+                if (only < 0 || k == only)
+                    printf("%s prompt %.1f ms, %.1f tokens/s (%.1f per CPU second)\n", k ? "cached:  " : "uncached:",
+                           1e3 * best[k][0], tokens / best[k][1], tokens / best[k][2]);
+            if (only < 0)
+                printf("speed-up: %.1fx (CPU time %.1fx); same tokens: %s\n", best[0][1] / best[1][1],
+                       best[0][2] / best[1][2], same ? "yes" : "no");
         }
         rc = same || dt != CN_KV_F32 ? 0 : 1; /* a 16- or 8-bit cache may part at a near tie */
+    }
+    if (getenv("CLNET_PROFILE")) { /* the per-op totals of every run above */
+        static char report[1 << 16];
+        cn_profile_report(report, sizeof report);
+        fputs(report, stderr);
     }
     free(r[0].out);
     free(r[1].out);
