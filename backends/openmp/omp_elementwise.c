@@ -179,27 +179,41 @@ static inline float gelu_t(float x) { return cn_vm_tanh(GELU_K0 * (x + GELU_K1 *
 
 /* o[i] = GELU(x[i]), or with dy the gradient dy[i] * GELU'(x[i]): Phi(x) + x phi(x), or the
  * tanh form's product rule. o may be x or dy (element i reads only element i), which is why
- * the loops are `omp simd` rather than restrict-qualified. */
-static void gelu_tile(const float *dy, const float *x, float *o, int64_t n, int tanh_form) {
-    if (!dy && tanh_form) {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = 0.5f * x[i] * (1.0f + gelu_t(x[i]));
-    } else if (!dy) {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) o[i] = 0.5f * x[i] * (1.0f + cn_vm_erf(x[i] * GELU_RSQRT2));
-    } else if (tanh_form) {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) {
-            const float v = x[i], t = gelu_t(v);
-            o[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v));
-        }
-    } else {
-#pragma omp simd
-        for (int64_t i = 0; i < n; i++) {
-            const float v = x[i];
-            o[i] = dy[i] * (0.5f * (1.0f + cn_vm_erf(v * GELU_RSQRT2)) + v * GELU_RSQRT2PI * cn_vm_exp_neg(0.5f * v * v));
-        }
+ * the loops are `omp simd` rather than restrict-qualified. Compiled per instruction set
+ * (omp_vmath.h: CN_VM_MULTIARCH). */
+#define GELU_TILE(NAME, ATTR)                                                                                     \
+    ATTR static void NAME(const float *dy, const float *x, float *o, int64_t n, int tanh_form) {                 \
+        if (!dy && tanh_form) {                                                                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] = 0.5f * x[i] * (1.0f + gelu_t(x[i]));      \
+        } else if (!dy) {                                                                                         \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) o[i] =                                            \
+                0.5f * x[i] * (1.0f + cn_vm_erf(x[i] * GELU_RSQRT2));                                             \
+        } else if (tanh_form) {                                                                                   \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                 \
+                const float v = x[i], t = gelu_t(v);                                                              \
+                o[i] = dy[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * GELU_K0 * (1.0f + 3.0f * GELU_K1 * v * v)); \
+            }                                                                                                     \
+        } else {                                                                                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                                                 \
+                const float v = x[i];                                                                             \
+                o[i] = dy[i] * (0.5f * (1.0f + cn_vm_erf(v * GELU_RSQRT2)) +                                      \
+                                v * GELU_RSQRT2PI * cn_vm_exp_neg(0.5f * v * v));                                 \
+            }                                                                                                     \
+        }                                                                                                         \
     }
+GELU_TILE(gelu_tile_base, )
+#if CN_VM_MULTIARCH
+GELU_TILE(gelu_tile_avx2, CN_VM_AVX2)
+#endif
+
+static void gelu_tile(const float *dy, const float *x, float *o, int64_t n, int tanh_form) {
+#if CN_VM_MULTIARCH
+    if (cn_vm_avx2()) {
+        gelu_tile_avx2(dy, x, o, n, tanh_form);
+        return;
+    }
+#endif
+    gelu_tile_base(dy, x, o, n, tanh_form);
 }
 
 /* GELU (x) and its gradient (dy, x), per tile like the ops above. */

@@ -82,4 +82,22 @@ static inline float cn_vm_tanh(float u) {
     return copysignf((1.0f - e) / (1.0f + e), u);
 }
 
+/* A loop over these gains about 3x from AVX2 + FMA's 8-float vectors over baseline x86-64's 4
+ * (a 4M-element GELU: 5.5 -> 1.7 ms, one thread). An installed library must run on any
+ * x86-64, so CN_VM_MULTIARCH functions are compiled twice, for the baseline and for AVX2 +
+ * FMA, and cn_vm_avx2() picks at run time (omp_gemm_dispatch.c does the same for the GEMM,
+ * at build level). gcc under -std=c11 fuses no multiply-add (-ffp-contract=off), so both
+ * builds give the same bits (checked on 1M points of erf, exp and tanh); -Dnative builds and
+ * other targets keep one build. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__AVX2__)
+#define CN_VM_MULTIARCH 1
+static inline int cn_vm_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+#define CN_VM_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define CN_VM_MULTIARCH 0
+#endif
+
 #endif
