@@ -1,7 +1,6 @@
 /* Last-axis reductions and their adjoints (lastaxis.cl). Reductions run one work-group per
  * row (one work-item per block of rows on CPU-type devices); BCAST_LAST one work-item per
- * element. Launches come checked against the op contract
- * (ops.h). */
+ * element. Launches come checked against the op contract (ops.h). */
 #include <string.h>
 
 #include "cl_internal.h"
