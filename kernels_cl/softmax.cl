@@ -180,7 +180,8 @@ __kernel void xent_rowsv(__global const STORE_T *x, __global const int *labels, 
     }
 }
 
-/* The label's element is written twice: first as the others, then with the one-hot term. */
+/* The label's element is written twice: first as the others, then with the one-hot term
+ * (from its logit read before any write, so dx may alias x as in softmax_rows). */
 __kernel void xent_grad_rowsv(__global const float *dy, __global const STORE_T *x, __global const int *labels,
                               __global STORE_T *dx, int rows, int C, __global int *flags, int step, int per) {
     int nv = C / GVW;
@@ -190,11 +191,13 @@ __kernel void xent_grad_rowsv(__global const float *dy, __global const STORE_T *
         __global STORE_T *dxr = dx + (long)r * C;
         float mx = cn_rowv_max(xr, C);
         float s = cn_rowv_sum_exp(xr, C, mx);
+        int lab = labels[r];
+        int ok = lab >= 0 && lab < C;
+        float xl = ok ? LOAD(xr, lab) : 0.0f;
         for (int v = 0; v < nv; v++) STOREV(dxr, v, g * (exp(LOADV(xr, v) - mx) / s) / n);
         for (int j = nv * GVW; j < C; j++) STORE(dxr, j, g * (exp(LOAD(xr, j) - mx) / s) / n);
-        int lab = labels[r];
-        if (lab >= 0 && lab < C)
-            STORE(dxr, lab, g * (exp(LOAD(xr, lab) - mx) / s - 1.0f) / n);
+        if (ok)
+            STORE(dxr, lab, g * (exp(xl - mx) / s - 1.0f) / n);
         else
             cn_flag_raise(flags, CN_FLAG_LABEL, lab, r, step);
     }
