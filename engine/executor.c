@@ -9,9 +9,12 @@
 #include "plan.h"
 
 /* CLNET_PROFILE=1: sync after every launch and add its wall time to its op's total. This
- * serialises the queue, so it is for finding the slow op, not for end-to-end timing. */
+ * serialises the queue, so it is for finding the slow op, not for end-to-end timing. The
+ * process's CPU time (every thread: OpenMP's team, POCL's workers) is summed beside it: on a
+ * shared machine, where wall time mostly measures the neighbours, one thread's CPU time
+ * still compares two versions of an op. */
 static int profiling = -1;
-static double prof_seconds[CN_OP_COUNT];
+static double prof_seconds[CN_OP_COUNT], prof_cpu[CN_OP_COUNT];
 static uint64_t prof_calls[CN_OP_COUNT];
 
 /* Matmul launches by shape, so a profile says which GEMMs take the time and at what rate
@@ -46,6 +49,12 @@ static void prof_gemm_add(const cn_launch *l, double seconds) {
     prof_gemms[i].seconds += seconds;
 }
 
+static double cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 double cn_now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -77,8 +86,9 @@ void cn_profile_report(char *buf, size_t cap) {
     for (int k = 0; k < CN_OP_COUNT && o < cap; k++) {
         int i = order[k];
         if (!prof_calls[i]) continue;
-        o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %10.6f s %5.1f%%\n", cn_op_name((cn_op)i),
-                              (unsigned long long)prof_calls[i], prof_seconds[i], 100.0 * prof_seconds[i] / total);
+        o += (size_t)snprintf(buf + o, cap - o, "%-20s %8llu calls %10.6f s %5.1f%% %10.6f s cpu\n",
+                              cn_op_name((cn_op)i), (unsigned long long)prof_calls[i], prof_seconds[i],
+                              100.0 * prof_seconds[i] / total, prof_cpu[i]);
     }
     /* Then every matmul shape, in the order first run: batch, M, N, K (op(a) [M,K], op(b)
      * [K,N]), the transposes, a fused bias and epilogue, and its rate at 2*B*M*N*K FLOPs. */
@@ -141,13 +151,14 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     for (int k = from; k < to; k++) {
         p->launches[k].step = step;
         p->launches[k].flags = p->flags;
-        double t0 = prof ? cn_now_seconds() : 0;
+        double t0 = prof ? cn_now_seconds() : 0, c0 = prof ? cpu_seconds() : 0;
         cn_status st = be->run(be->ctx, &p->launches[k]);
         if (prof && st == CN_OK) {
             st = be->sync(be->ctx);
             double dt = cn_now_seconds() - t0;
             prof_seconds[p->launches[k].op] += dt;
             prof_calls[p->launches[k].op]++;
+            prof_cpu[p->launches[k].op] += cpu_seconds() - c0;
             if (p->launches[k].op == CN_OP_MATMUL) prof_gemm_add(&p->launches[k], dt);
         }
         if (st != CN_OK) {

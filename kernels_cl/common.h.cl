@@ -107,6 +107,34 @@ float4 cn_epi4(float4 v, int epi) {
 #define vloadV CN_V_CAT(vload, GVW)
 #define vstoreV CN_V_CAT(vstore, GVW)
 
+/* Lanes of a floatV combined pairwise (halves added, then their halves...), so a row sum
+ * kept in GVW lanes ends with log2(GVW) more roundings, not GVW - 1. The row kernels of
+ * CPU-type devices (norm.cl, softmax.cl, lastaxis.cl, reduce.cl) use them. */
+float cn_hsum4(float4 v) {
+    float2 s = v.lo + v.hi;
+    return s.x + s.y;
+}
+float cn_hmax4(float4 v) {
+    float2 s = fmax(v.lo, v.hi);
+    return fmax(s.x, s.y);
+}
+#if GVW == 16
+float cn_hsumV(floatV v) {
+    float8 s = v.lo + v.hi;
+    return cn_hsum4(s.lo + s.hi);
+}
+float cn_hmaxV(floatV v) {
+    float8 s = fmax(v.lo, v.hi);
+    return cn_hmax4(fmax(s.lo, s.hi));
+}
+#elif GVW == 8
+float cn_hsumV(floatV v) { return cn_hsum4(v.lo + v.hi); }
+float cn_hmaxV(floatV v) { return cn_hmax4(fmax(v.lo, v.hi)); }
+#else
+float cn_hsumV(floatV v) { return cn_hsum4(v); }
+float cn_hmaxV(floatV v) { return cn_hmax4(v); }
+#endif
+
 floatV cn_reluV(floatV v) { return select((floatV)(0.0f), v, v > (floatV)(0.0f)); }
 floatV cn_sigmoidV(floatV v) {
     floatV e = exp(-fabs(v));
@@ -220,5 +248,12 @@ int cn_nonfinite(float v) { return (as_uint(v) & 0x7f800000u) == 0x7f800000u; }
     if (v0 > nv) return;                               \
     int v1 = min(nv, v0 + (per));                      \
     int has_tail = nv < v0 + (per);
+
+/* Row kernels of CPU-type devices (cn_cl_launch_rows): work-item w handles rows
+ * [w*per, min(rows, (w+1)*per)) of a [rows, C] tensor, one after another, each as GVW-float
+ * vectors plus a scalar tail: no work-group barriers, and a row's sums are GVW independent
+ * chains instead of one. */
+#define CN_ROWS_FOR(r, rows, per) \
+    for (int r = get_global_id(0) * (per), r##_end = min((rows), r + (per)); r < r##_end; r++)
 
 #endif

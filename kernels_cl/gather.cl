@@ -26,3 +26,36 @@ __kernel void embedding_bwd(__global const STORE_T *dy, __global const int *ids,
         if (ids[i] == v) acc += LOAD(dy, (long)i * D + j);
     STORE(out, (long)v * D + j, acc);
 }
+
+/* CPU-type devices: the same sums with the id scan shared. Work-item (s, cv) owns table rows
+ * [s*EMB_VS, (s+1)*EMB_VS) and the columns of vector cv (GVW of them; the work-item past the
+ * last whole vector takes the remaining columns one by one). It scans the ids once, in
+ * increasing order, and adds each matching dy row into a float accumulator per owned row:
+ * per element the same additions in the same order as embedding_bwd, so still bitwise the
+ * reference's, with N * ceil(V / EMB_VS) id reads per column vector instead of N * V * D. */
+#define EMB_VS 16
+__kernel void embedding_bwd_rowsv(__global const STORE_T *dy, __global const int *ids, __global STORE_T *out, int N,
+                                  int V, int D) {
+    int s = get_global_id(0), cv = get_global_id(1), nv = D / GVW;
+    int v0 = s * EMB_VS, nr = min(EMB_VS, V - v0);
+    if (nr <= 0 || cv > nv || (cv == nv && nv * GVW == D)) return;
+    if (cv < nv) {
+        floatV acc[EMB_VS];
+        for (int k = 0; k < EMB_VS; k++) acc[k] = (floatV)(0.0f);
+        for (int i = 0; i < N; i++) {
+            int k = ids[i] - v0;
+            if (k >= 0 && k < nr) acc[k] += LOADV(dy + (long)i * D, cv);
+        }
+        for (int k = 0; k < nr; k++) STOREV(out + (long)(v0 + k) * D, cv, acc[k]);
+        return;
+    }
+    for (int j = nv * GVW; j < D; j++) {
+        float acc[EMB_VS];
+        for (int k = 0; k < EMB_VS; k++) acc[k] = 0.0f;
+        for (int i = 0; i < N; i++) {
+            int k = ids[i] - v0;
+            if (k >= 0 && k < nr) acc[k] += LOAD(dy, (long)i * D + j);
+        }
+        for (int k = 0; k < nr; k++) STORE(out, (long)(v0 + k) * D + j, acc[k]);
+    }
+}

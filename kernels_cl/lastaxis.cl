@@ -49,3 +49,28 @@ __kernel void bcast_last(__global const STORE_T *x, __global STORE_T *y, int n, 
     int i = get_global_id(0);
     if (i < n) STORE(y, i, alpha * LOAD(x, i / C));
 }
+
+/* CPU-type devices (cn_cl_launch_rows): reduce_last_rows as one work-item per block of rows,
+ * each row's sum or maximum kept in GVW lanes. */
+__kernel void reduce_last_rowsv(__global const STORE_T *x, __global STORE_T *y, int rows, int C, int mode, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        float a;
+        if (mode == 2) {
+            a = -INFINITY;
+            if (nv) {
+                floatV m = LOADV(xr, 0);
+                for (int v = 1; v < nv; v++) m = fmax(m, LOADV(xr, v));
+                a = cn_hmaxV(m);
+            }
+            for (int j = nv * GVW; j < C; j++) a = fmax(a, LOAD(xr, j));
+        } else {
+            floatV s = (floatV)(0.0f);
+            for (int v = 0; v < nv; v++) s += LOADV(xr, v);
+            a = cn_hsumV(s);
+            for (int j = nv * GVW; j < C; j++) a += LOAD(xr, j);
+        }
+        STORE(y, r, mode == 1 ? a / (float)C : a);
+    }
+}

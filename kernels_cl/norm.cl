@@ -54,3 +54,75 @@ __kernel void layer_norm_grad_rows(__global const STORE_T *dy, __global const ST
         STORE(dxr, j, st.y * (LOAD(dyr, j) * LOAD(gamma, j) - mg - xhat * mgx));
     }
 }
+
+/* ---- CPU-type devices (cn_cl_launch_rows): one work-item per block of rows, each row read
+ * as GVW-float vectors plus a scalar tail; the same two-pass statistics and formulas, every
+ * sum kept in GVW lanes and combined pairwise (cn_hsumV). */
+float2 ln_row_stats_v(__global const STORE_T *xr, int C, float eps) {
+    int nv = C / GVW;
+    floatV sv = (floatV)(0.0f);
+    for (int v = 0; v < nv; v++) sv += LOADV(xr, v);
+    float s = cn_hsumV(sv);
+    for (int j = nv * GVW; j < C; j++) s += LOAD(xr, j);
+    float mean = s / (float)C;
+    floatV qv = (floatV)(0.0f);
+    for (int v = 0; v < nv; v++) {
+        floatV d = LOADV(xr, v) - mean;
+        qv += d * d;
+    }
+    float q = cn_hsumV(qv);
+    for (int j = nv * GVW; j < C; j++) {
+        float d = LOAD(xr, j) - mean;
+        q += d * d;
+    }
+    return (float2)(mean, 1.0f / sqrt(q / (float)C + eps));
+}
+
+__kernel void layer_norm_rowsv(__global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta,
+                               __global STORE_T *y, int rows, int C, float eps, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        __global STORE_T *yr = y + (long)r * C;
+        float2 st = ln_row_stats_v(xr, C, eps);
+        for (int v = 0; v < nv; v++)
+            STOREV(yr, v, (LOADV(xr, v) - st.x) * st.y * LOADV(gamma, v) + LOADV(beta, v));
+        for (int j = nv * GVW; j < C; j++) STORE(yr, j, (LOAD(xr, j) - st.x) * st.y * LOAD(gamma, j) + LOAD(beta, j));
+    }
+}
+
+__kernel void layer_norm_grad_rowsv(__global const STORE_T *dy, __global const STORE_T *x, __global const STORE_T *gamma,
+                                    __global STORE_T *dx, int rows, int C, float eps, int variant, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C, *dyr = dy + (long)r * C;
+        __global STORE_T *dxr = dx + (long)r * C;
+        float2 st = ln_row_stats_v(xr, C, eps);
+        if (variant == 1) {
+            for (int v = 0; v < nv; v++) STOREV(dxr, v, LOADV(dyr, v) * ((LOADV(xr, v) - st.x) * st.y));
+            for (int j = nv * GVW; j < C; j++) STORE(dxr, j, LOAD(dyr, j) * ((LOAD(xr, j) - st.x) * st.y));
+            continue;
+        }
+        floatV sgv = (floatV)(0.0f), sgxv = (floatV)(0.0f);
+        for (int v = 0; v < nv; v++) {
+            floatV g = LOADV(dyr, v) * LOADV(gamma, v);
+            sgv += g;
+            sgxv += g * ((LOADV(xr, v) - st.x) * st.y);
+        }
+        float sg = cn_hsumV(sgv), sgx = cn_hsumV(sgxv);
+        for (int j = nv * GVW; j < C; j++) {
+            float g = LOAD(dyr, j) * LOAD(gamma, j);
+            sg += g;
+            sgx += g * ((LOAD(xr, j) - st.x) * st.y);
+        }
+        float mg = sg / (float)C, mgx = sgx / (float)C;
+        for (int v = 0; v < nv; v++) {
+            floatV xhat = (LOADV(xr, v) - st.x) * st.y;
+            STOREV(dxr, v, st.y * (LOADV(dyr, v) * LOADV(gamma, v) - mg - xhat * mgx));
+        }
+        for (int j = nv * GVW; j < C; j++) {
+            float xhat = (LOAD(xr, j) - st.x) * st.y;
+            STORE(dxr, j, st.y * (LOAD(dyr, j) * LOAD(gamma, j) - mg - xhat * mgx));
+        }
+    }
+}

@@ -185,3 +185,46 @@ __kernel void sum_rows_blocks(__global const STORE_T *x, int R, int C, int chunk
         out[c] = sum;
     }
 }
+
+/* ---- ACCURACY on CPU-type devices (cn_cl_launch_rows): one work-item per block of rows.
+ * Each of the GVW lanes keeps the first maximum of its columns (j = lane mod GVW), as a
+ * work-item of cn_row_argmax keeps its strided share, and the lanes are merged as its tree
+ * merges: the larger value, on ties the smaller index. */
+#define intV CN_V_CAT(int, GVW)
+__constant int cn_lanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+intV cn_laneV(void) { return CN_V_CAT(vload, GVW)(0, cn_lanes); }
+
+__kernel void accuracy_rowsv(__global const STORE_T *x, __global const int *labels, int rows, int C,
+                             __global float *hits, __global int *flags, int step, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        float best = 0.0f;
+        int bi = -1;
+        if (nv) {
+            floatV bv = LOADV(xr, 0);
+            intV iv = cn_laneV();
+            for (int v = 1; v < nv; v++) {
+                floatV xv = LOADV(xr, v);
+                intV gt = isgreater(xv, bv);
+                bv = select(bv, xv, gt);
+                iv = select(iv, cn_laneV() + v * GVW, gt);
+            }
+            float lb[GVW];
+            int li[GVW];
+            vstoreV(bv, 0, lb);
+            CN_V_CAT(vstore, GVW)(iv, 0, li);
+            best = lb[0];
+            bi = li[0];
+            for (int k = 1; k < GVW; k++)
+                if (li[k] >= 0 && (lb[k] > best || (lb[k] == best && li[k] < bi))) best = lb[k], bi = li[k];
+        }
+        for (int j = nv * GVW; j < C; j++) {
+            float v = LOAD(xr, j);
+            if (bi < 0 || v > best) best = v, bi = j;
+        }
+        int lab = labels[r];
+        hits[r] = (bi < 0 ? 0 : bi) == lab ? 1.0f : 0.0f;
+        if (!(lab >= 0 && lab < C)) cn_flag_raise(flags, CN_FLAG_LABEL, lab, r, step);
+    }
+}

@@ -100,3 +100,105 @@ __kernel void xent_grad_rows(__global const float *dy, __global const STORE_T *x
         STORE(dxr, j, g * (p - (j == lab ? 1.0f : 0.0f)) / (float)N);
     }
 }
+
+/* ---- CPU-type devices (cn_cl_launch_rows): the same formulas, one work-item per block of
+ * rows, each row read as GVW-float vectors plus a scalar tail (no work-group barriers; the
+ * maxima and sums are GVW lanes, combined pairwise at the end). */
+float cn_rowv_max(__global const STORE_T *xr, int C) {
+    int nv = C / GVW;
+    float m = -INFINITY;
+    if (nv) {
+        floatV mv = LOADV(xr, 0);
+        for (int v = 1; v < nv; v++) mv = fmax(mv, LOADV(xr, v));
+        m = cn_hmaxV(mv);
+    }
+    for (int j = nv * GVW; j < C; j++) m = fmax(m, LOAD(xr, j));
+    return m;
+}
+float cn_rowv_sum_exp(__global const STORE_T *xr, int C, float mx) {
+    int nv = C / GVW;
+    floatV sv = (floatV)(0.0f);
+    for (int v = 0; v < nv; v++) sv += exp(LOADV(xr, v) - mx);
+    float s = cn_hsumV(sv);
+    for (int j = nv * GVW; j < C; j++) s += exp(LOAD(xr, j) - mx);
+    return s;
+}
+
+__kernel void softmax_rowsv(__global const STORE_T *x, __global STORE_T *y, int rows, int C, int log_mode, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        __global STORE_T *yr = y + (long)r * C;
+        float mx = cn_rowv_max(xr, C);
+        float s = cn_rowv_sum_exp(xr, C, mx);
+        if (log_mode) {
+            float ls = log(s);
+            for (int v = 0; v < nv; v++) STOREV(yr, v, LOADV(xr, v) - mx - ls);
+            for (int j = nv * GVW; j < C; j++) STORE(yr, j, LOAD(xr, j) - mx - ls);
+        } else {
+            for (int v = 0; v < nv; v++) STOREV(yr, v, exp(LOADV(xr, v) - mx) / s);
+            for (int j = nv * GVW; j < C; j++) STORE(yr, j, exp(LOAD(xr, j) - mx) / s);
+        }
+    }
+}
+
+/* mode 0: softmax_grad_rows, 1: log_softmax_grad_rows. */
+__kernel void softmax_grad_rowsv(__global const STORE_T *dy, __global const STORE_T *y, __global STORE_T *dx, int rows,
+                                 int C, int log_mode, int per) {
+    int nv = C / GVW;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *dyr = dy + (long)r * C, *yr = y + (long)r * C;
+        __global STORE_T *dxr = dx + (long)r * C;
+        floatV sv = (floatV)(0.0f);
+        if (log_mode) {
+            for (int v = 0; v < nv; v++) sv += LOADV(dyr, v);
+        } else {
+            for (int v = 0; v < nv; v++) sv += LOADV(dyr, v) * LOADV(yr, v);
+        }
+        float s = cn_hsumV(sv);
+        for (int j = nv * GVW; j < C; j++) s += log_mode ? LOAD(dyr, j) : LOAD(dyr, j) * LOAD(yr, j);
+        if (log_mode) {
+            for (int v = 0; v < nv; v++) STOREV(dxr, v, LOADV(dyr, v) - exp(LOADV(yr, v)) * s);
+            for (int j = nv * GVW; j < C; j++) STORE(dxr, j, LOAD(dyr, j) - exp(LOAD(yr, j)) * s);
+        } else {
+            for (int v = 0; v < nv; v++) STOREV(dxr, v, LOADV(yr, v) * (LOADV(dyr, v) - s));
+            for (int j = nv * GVW; j < C; j++) STORE(dxr, j, LOAD(yr, j) * (LOAD(dyr, j) - s));
+        }
+    }
+}
+
+__kernel void xent_rowsv(__global const STORE_T *x, __global const int *labels, __global float *loss, int rows, int C,
+                         __global int *flags, int step, int per) {
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        float mx = cn_rowv_max(xr, C);
+        float s = cn_rowv_sum_exp(xr, C, mx);
+        int lab = labels[r];
+        int ok = lab >= 0 && lab < C;
+        loss[r] = ok ? mx + log(s) - LOAD(xr, lab) : NAN;
+        if (!ok) cn_flag_raise(flags, CN_FLAG_LABEL, lab, r, step);
+    }
+}
+
+/* The label's element is written twice: first as the others, then with the one-hot term
+ * (from its logit read before any write, so dx may alias x as in softmax_rows). */
+__kernel void xent_grad_rowsv(__global const float *dy, __global const STORE_T *x, __global const int *labels,
+                              __global STORE_T *dx, int rows, int C, __global int *flags, int step, int per) {
+    int nv = C / GVW;
+    float g = dy[0], n = (float)rows;
+    CN_ROWS_FOR(r, rows, per) {
+        __global const STORE_T *xr = x + (long)r * C;
+        __global STORE_T *dxr = dx + (long)r * C;
+        float mx = cn_rowv_max(xr, C);
+        float s = cn_rowv_sum_exp(xr, C, mx);
+        int lab = labels[r];
+        int ok = lab >= 0 && lab < C;
+        float xl = ok ? LOAD(xr, lab) : 0.0f;
+        for (int v = 0; v < nv; v++) STOREV(dxr, v, g * (exp(LOADV(xr, v) - mx) / s) / n);
+        for (int j = nv * GVW; j < C; j++) STORE(dxr, j, g * (exp(LOAD(xr, j) - mx) / s) / n);
+        if (ok)
+            STORE(dxr, lab, g * (exp(xl - mx) / s - 1.0f) / n);
+        else
+            cn_flag_raise(flags, CN_FLAG_LABEL, lab, r, step);
+    }
+}

@@ -68,8 +68,11 @@ typedef enum cn_cl_family {
     X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final) X(REDUCE, reduce_sum_small)      \
     X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)           \
     X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                            \
+    X(REDUCE, accuracy_rowsv)                                                                  \
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)   \
     X(SOFTMAX, xent_rows) X(SOFTMAX, xent_grad_rows)                                           \
+    X(SOFTMAX, softmax_rowsv) X(SOFTMAX, softmax_grad_rowsv) X(SOFTMAX, xent_rowsv)            \
+    X(SOFTMAX, xent_grad_rowsv)                                                                \
     X(CONV, im2col) X(CONV, col2im)                                                            \
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
     X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                             \
@@ -83,9 +86,11 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
     X(GEMM, gemm_splitk_sum)                                                                   \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
+    X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv)                                   \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
+    X(LASTAXIS, reduce_last_rowsv)                                                             \
     X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
-    X(GATHER, embedding_fwd) X(GATHER, embedding_bwd)                                          \
+    X(GATHER, embedding_fwd) X(GATHER, embedding_bwd) X(GATHER, embedding_bwd_rowsv)           \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
     X(ATTENTION, attn_bwd_dkv_rows)                                                           \
@@ -265,6 +270,14 @@ cn_status cn_cl_launch_1d(cn_cl_ctx *c, cn_cl_kernel_id id, size_t n, int nargs,
 cn_status cn_cl_launch_span(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t n, int nargs, const cn_cl_arg *args);
 #define CN_CL_LAUNCH_SPAN(c, id, n, ...)                                                    \
     cn_cl_launch_span((c), (id), (n),                                                       \
+                      (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),         \
+                      (cn_cl_arg[]){__VA_ARGS__})
+/* CPU-type devices: a "rows" kernel (CN_ROWS_FOR, common.h.cl) gives each work-item a block
+ * of `per` consecutive rows and takes per as its last argument; this launches one over rows
+ * rows with nargs arguments before per (cl_ops_lastaxis.c). */
+cn_status cn_cl_launch_rows(cn_cl_ctx *c, cn_cl_kernel_id id, int64_t rows, int nargs, const cn_cl_arg *args);
+#define CN_CL_LAUNCH_ROWS(c, id, rows, ...)                                                 \
+    cn_cl_launch_rows((c), (id), (rows),                                                    \
                       (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),         \
                       (cn_cl_arg[]){__VA_ARGS__})
 /* Power-of-two work-group size for a one-group-per-row kernel over rows of length cols. */

@@ -1,4 +1,5 @@
-/* Layer normalisation (norm.cl): one work-group per row of the last axis. Launches come
+/* Layer normalisation (norm.cl): one work-group per row of the last axis (on CPU-type
+ * devices one work-item per block of rows). Launches come
  * checked against the op contract (ops.h). */
 #include "cl_internal.h"
 
@@ -6,10 +7,19 @@ static cn_status ln(cn_cl_ctx *c, const cn_launch *l, int xi) {
     const cn_shape *sx = &l->in_shape[xi];
     int64_t rows, C;
     cn_cl_rows_cols(sx, &rows, &C);
+    /* CPU-type devices: one work-item per block of rows, each row's sums in vector lanes (a
+     * group per row, even of one work-item, made POCL pay per group and sum each row as one
+     * serial chain; wider groups made it loop over work-items between the barriers). */
+    if (c->is_cpu && xi == 0)
+        return CN_CL_LAUNCH_ROWS(c, CN_K_layer_norm_rowsv, rows, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                                 CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out), CN_ARG_INT(rows), CN_ARG_INT(C),
+                                 CN_ARG_FLOAT(l->p->eps));
+    if (c->is_cpu)
+        return CN_CL_LAUNCH_ROWS(c, CN_K_layer_norm_grad_rowsv, rows, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                                 CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out), CN_ARG_INT(rows), CN_ARG_INT(C),
+                                 CN_ARG_FLOAT(l->p->eps), CN_ARG_INT(l->p->variant));
     cn_cl_kernel_id k = xi == 0 ? CN_K_layer_norm_rows : CN_K_layer_norm_grad_rows;
-    /* CPU-type devices: groups of one, so a row is one work-item's loop and the group sums'
-     * barriers cost nothing (wider groups made POCL loop over work-items between them). */
-    size_t wg = c->is_cpu ? 1 : cn_cl_row_wg(c, k, C);
+    size_t wg = cn_cl_row_wg(c, k, C);
     size_t gws = (size_t)rows * wg;
     if (xi == 0)
         return CN_CL_LAUNCH(c, k, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),

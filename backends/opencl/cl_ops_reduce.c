@@ -110,6 +110,12 @@ cn_status cn_cl_op_ACCURACY(cn_cl_ctx *c, const cn_launch *l) {
     if (rows == 0) return cn_cl_reduce_sum_f32(c, cn_cl_mem(l->in[0]), 0, cn_cl_mem(l->out), 1.0f);
     cl_mem hits;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)rows * sizeof(float), &hits));
+    if (c->is_cpu) { /* one work-item per block of rows: no barrier trees (cl_ops_softmax.c says why) */
+        CN_TRY(CN_CL_LAUNCH_ROWS(c, CN_K_accuracy_rowsv, rows, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                                 CN_ARG_INT(rows), CN_ARG_INT(C), CN_ARG_MEM(hits), CN_ARG_MEM(l->flags),
+                                 CN_ARG_INT((uint32_t)l->step)));
+        return cn_cl_reduce_sum_f32(c, hits, rows, cn_cl_mem(l->out), 1.0f);
+    }
     size_t wg = cn_cl_row_wg(c, CN_K_accuracy_rows, C);
     size_t gws = (size_t)rows * wg;
     CN_TRY(CN_CL_LAUNCH(c, CN_K_accuracy_rows, 1, &gws, &wg, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),

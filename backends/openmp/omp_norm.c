@@ -4,19 +4,39 @@
  * Mean and variance are two passes in double (the one-pass E[x^2] - E[x]^2 cancels badly for
  * rows with a large mean); the backward recomputes them rather than reading saved statistics,
  * since a node has one output, and the recomputation is one read of the row it reads anyway.
+ * Every row sum is kept in LN_LANES double accumulators (element j in lane j mod LN_LANES)
+ * added together at the end: gcc vectorises independent lanes, where one running sum is a
+ * serial chain of dependent adds it may not reorder. The per-element passes are plain loops
+ * it vectorises as they are. The row functions are compiled for baseline x86-64 and for
+ * AVX2+FMA (omp_vmath.h: CN_VM_MULTIARCH; the same bits either way).
  */
 #include "omp_ops.h"
+#include "omp_vmath.h"
+
+#define LN_LANES 8
+
+/* out = the sum over j < c of f, an expression in j, in LN_LANES lanes. */
+#define LN_SUM(out, c, f)                                                   \
+    do {                                                                    \
+        double lane_[LN_LANES] = {0};                                       \
+        const int64_t full_ = (c) / LN_LANES * LN_LANES;                    \
+        for (int64_t j0_ = 0; j0_ < full_; j0_ += LN_LANES)                 \
+            for (int k_ = 0; k_ < LN_LANES; k_++) {                         \
+                const int64_t j = j0_ + k_;                                 \
+                lane_[k_] += (f);                                           \
+            }                                                               \
+        for (int64_t j = full_; j < (c); j++) lane_[j - full_] += (f);      \
+        double s_ = 0.0;                                                    \
+        for (int k_ = 0; k_ < LN_LANES; k_++) s_ += lane_[k_];              \
+        (out) = s_;                                                         \
+    } while (0)
 
 /* mean and 1/sqrt(var + eps) of one row, as the kernels compute them. */
-static void row_stats(const float *x, int64_t c, float eps, double *mean, double *rstd) {
-    double s = 0.0;
-    for (int64_t j = 0; j < c; j++) s += (double)x[j];
+static inline void row_stats(const float *x, int64_t c, float eps, double *mean, double *rstd) {
+    double s, v;
+    LN_SUM(s, c, (double)x[j]);
     const double m = s / (double)c;
-    double v = 0.0;
-    for (int64_t j = 0; j < c; j++) {
-        const double d = (double)x[j] - m;
-        v += d * d;
-    }
+    LN_SUM(v, c, ((double)x[j] - m) * ((double)x[j] - m));
     *mean = m;
     *rstd = 1.0 / sqrt(v / (double)c + (double)eps);
 }
@@ -28,28 +48,56 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
     *rows = cn_shape_numel(sx) / *c;
 }
 
+/* One row of the forward, and of the gradient (variant 0: dx = rstd * (g - mean(g) - xhat *
+ * mean(g * xhat)), g = dy * gamma; variant 1: dy * xhat, summed over rows by SUM_ROWS into
+ * dgamma), once per instruction set. */
+#define LN_ROW_FNS(SUF, ATTR)                                                                          \
+    ATTR static void ln_row##SUF(const float *xr, const float *gamma, const float *beta, float *yr,   \
+                                 int64_t c, float eps) {                                              \
+        double mean, rstd;                                                                            \
+        row_stats(xr, c, eps, &mean, &rstd);                                                          \
+        for (int64_t j = 0; j < c; j++) {                                                             \
+            const float xhat = (float)(((double)xr[j] - mean) * rstd);                                \
+            yr[j] = xhat * gamma[j] + beta[j];                                                        \
+        }                                                                                             \
+    }                                                                                                 \
+    ATTR static void ln_grad_row##SUF(const float *dyr, const float *xr, const float *gamma, float *dxr, \
+                                      int64_t c, float eps, int variant) {                            \
+        double mean, rstd;                                                                            \
+        row_stats(xr, c, eps, &mean, &rstd);                                                          \
+        if (variant == 1) {                                                                           \
+            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * (float)(((double)xr[j] - mean) * rstd); \
+            return;                                                                                   \
+        }                                                                                             \
+        double sg, sgx;                                                                               \
+        LN_SUM(sg, c, (double)dyr[j] * (double)gamma[j]);                                             \
+        LN_SUM(sgx, c, (double)dyr[j] * (double)gamma[j] * (((double)xr[j] - mean) * rstd));          \
+        const double mg = sg / (double)c, mgx = sgx / (double)c;                                      \
+        for (int64_t j = 0; j < c; j++) {                                                             \
+            const double xhat = ((double)xr[j] - mean) * rstd;                                        \
+            dxr[j] = (float)(rstd * ((double)dyr[j] * (double)gamma[j] - mg - xhat * mgx));           \
+        }                                                                                             \
+    }
+LN_ROW_FNS(_base, )
+#if CN_VM_MULTIARCH
+LN_ROW_FNS(_avx2, CN_VM_AVX2)
+#endif
+
 cn_status cn_omp_op_LAYERNORM(const cn_launch *l) {
     int64_t rows, c;
     rows_of(l, 0, &rows, &c);
     const float *x = l->in[0], *gamma = l->in[1], *beta = l->in[2];
     float *y = l->out;
     const float eps = l->p->eps;
+    void (*row)(const float *, const float *, const float *, float *, int64_t, float) = ln_row_base;
+#if CN_VM_MULTIARCH
+    if (cn_vm_avx2()) row = ln_row_avx2;
+#endif
 #pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * c;
-        float *yr = y + r * c;
-        double mean, rstd;
-        row_stats(xr, c, eps, &mean, &rstd);
-        for (int64_t j = 0; j < c; j++) {
-            const float xhat = (float)(((double)xr[j] - mean) * rstd);
-            yr[j] = xhat * gamma[j] + beta[j];
-        }
-    }
+    for (int64_t r = 0; r < rows; r++) row(x + r * c, gamma, beta, y + r * c, c, eps);
     return CN_OK;
 }
 
-/* variant 0: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma;
- * variant 1: dy * xhat (summed over rows by SUM_ROWS, that is dgamma). */
 cn_status cn_omp_op_LAYERNORM_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(l, 1, &rows, &c);
@@ -57,27 +105,11 @@ cn_status cn_omp_op_LAYERNORM_GRAD(const cn_launch *l) {
     const float *dy = l->in[0], *x = l->in[1], *gamma = l->in[2];
     float *dx = l->out;
     const float eps = l->p->eps;
+    void (*row)(const float *, const float *, const float *, float *, int64_t, float, int) = ln_grad_row_base;
+#if CN_VM_MULTIARCH
+    if (cn_vm_avx2()) row = ln_grad_row_avx2;
+#endif
 #pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * c, *dyr = dy + r * c;
-        float *dxr = dx + r * c;
-        double mean, rstd;
-        row_stats(xr, c, eps, &mean, &rstd);
-        if (variant == 1) {
-            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * (float)(((double)xr[j] - mean) * rstd);
-            continue;
-        }
-        double sg = 0.0, sgx = 0.0;
-        for (int64_t j = 0; j < c; j++) {
-            const double g = (double)dyr[j] * (double)gamma[j];
-            sg += g;
-            sgx += g * (((double)xr[j] - mean) * rstd);
-        }
-        const double mg = sg / (double)c, mgx = sgx / (double)c;
-        for (int64_t j = 0; j < c; j++) {
-            const double xhat = ((double)xr[j] - mean) * rstd;
-            dxr[j] = (float)(rstd * ((double)dyr[j] * (double)gamma[j] - mg - xhat * mgx));
-        }
-    }
+    for (int64_t r = 0; r < rows; r++) row(dy + r * c, x + r * c, gamma, dx + r * c, c, eps, variant);
     return CN_OK;
 }

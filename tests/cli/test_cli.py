@@ -610,8 +610,8 @@ def test_placement_and_profile_logs():
     check("opened device" not in r.err, "and no other INFO message", r)
     r = run(base, env=dict(quiet, CLNET_PROFILE="1"))
     ok(r)
-    check(re.search(r"profile: matmul +\d+ calls +[0-9.]+ s +[0-9.]+%", r.err) is not None,
-          "CLNET_PROFILE=1 prints the per-op table on stderr", r)
+    check(re.search(r"profile: matmul +\d+ calls +[0-9.]+ s +[0-9.]+% +[0-9.]+ s cpu$", r.err, re.M) is not None,
+          "CLNET_PROFILE=1 prints the per-op table (wall and CPU seconds) on stderr", r)
     # the seed CNN's last layer, Dense(64 -> 10) with its bias fused, at the batch of 64
     check(re.search(r"profile: gemm b=1 m=64 n=10 k=64 ta=0 tb=0 bias=1 epilogue=0 +\d+ calls +[0-9.]+ s +[0-9.]+ "
                     r"GFLOP/s", r.err) is not None, "and every matmul shape with its rate", r)
