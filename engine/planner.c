@@ -107,6 +107,37 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
     }
 }
 
+/* Fold an IM2COL into the MATMUL that reads it as A when nothing else reads the columns (an
+ * inference forward; training keeps them for the weight gradient): a device that can (its
+ * supports()) then reads the image in place through the window (ops.h, a_win_h), and the
+ * column matrix, a KH*KW-fold copy of the image, is neither written nor allocated. Windows
+ * without padding or dilation only. Runs after the bias and activation folds, so the launch
+ * asked about is the final one. */
+static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        cn_node *mm = &p->nodes[i];
+        if (!live[i] || mm->op != CN_OP_MATMUL || p->root[i] != i || mm->p.trans_a || mm->shape.ndim != 2) continue;
+        int c = mm->in[0];
+        const cn_node *col = &p->nodes[c];
+        if (col->op != CN_OP_IM2COL || consumers[c] != 1 || is_out[c] || p->root[c] != c) continue;
+        const cn_op_params *w = &col->p;
+        const cn_shape *img = &p->nodes[col->in[0]].shape;
+        if (w->ph || w->pw || w->ph_extra || w->pw_extra || w->dh > 1 || w->dw > 1 || img->ndim != 4) continue;
+        cn_op_params keep = mm->p;
+        mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw;
+        mm->p.a_win_h = (int32_t)img->d[1], mm->p.a_win_w = (int32_t)img->d[2];
+        cn_launch l;
+        fill_launch(p, i, &l);
+        l.in_dtype[0] = p->nodes[col->in[0]].dtype; /* what is read is the image */
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+            mm->p = keep;
+            continue;
+        }
+        p->root[c] = col->in[0]; /* the columns are the image, read through the window */
+        p->fused++;
+    }
+}
+
 typedef struct pool_buf {
     void *buf;
     size_t bytes;
@@ -308,6 +339,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
+        fuse_im2col(p, live, consumers, is_out);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];

@@ -234,6 +234,98 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
         }                                                                                          \
     }
 
+/* ---- Convolution as one GEMM on CPU-type devices (f32): A is not in memory but is the
+ * window matrix (IM2COL's [N*OH*OW, KH*KW*C]) of the NHWC image x, read in place; the planner
+ * folds an IM2COL into its MATMUL only for windows without padding or dilation (planner.c,
+ * fuse_im2col). Row m is output pixel (n, oh, ow); its K entries are KH runs of KW*C
+ * contiguous floats of x, run ki starting at pixel (oh*SH + ki, ow*SW). Every output is the
+ * same fma chain over k = 0..K-1 in order as gemm_rMxN computes on the materialised columns,
+ * then the bias and the epilogue, so the fold changes no bit. Grid and the shift of a last,
+ * partial row block as gemm_rMxN; the host picks MR <= M. B is [K,N] row-major. */
+#define CN_GEMM_WIN(NAME, MR, NV)                                                                   \
+    __kernel void NAME(__global const float *x, __global const float *B, __global float *out, int M, int N, \
+                       int H, int W, int C, int OH, int OW, int KH, int KW, int SH, int SW, int epi,   \
+                       __global const float *bias, int has_bias) {                                    \
+        const int NR = NV * GVW, run = KW * C, step = W * C;                                       \
+        int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * NR;                                \
+        if (m0 >= M || n0 >= N) return;                                                            \
+        int mb = min(m0, M - MR), skip = m0 - mb;                                                  \
+        __global const float *ar[MR];                                                              \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) {                                           \
+            int m = mb + i, ow = m % OW, t = m / OW;                                               \
+            int oh = t % OH, n = t / OH;                                                           \
+            ar[i] = x + ((n * H + oh * SH) * W + ow * SW) * C;                                     \
+        }                                                                                          \
+        __global float *o0 = out + mb * N;                                                         \
+        if (n0 + NR <= N) {                                                                        \
+            floatG acc[MR][NV];                                                                    \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (floatG)(0.0f);         \
+            __global const float *bp = B + n0;                                                     \
+            for (int ki = 0, off = 0; ki < KH; ki++, off += step)                                  \
+                for (int j = off; j < off + run; j++) {                                            \
+                    floatG bv[NV];                                                                 \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] = vloadG(v, bp);          \
+                    _Pragma("unroll") for (int i = 0; i < MR; i++) {                               \
+                        floatG av = (floatG)(ar[i][j]);                                            \
+                        _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
+                    }                                                                              \
+                    bp += N;                                                                       \
+                }                                                                                  \
+            if (has_bias) {                                                                        \
+                floatG bb[NV];                                                                     \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) bb[v] = vloadG(v, bias + n0);       \
+                _Pragma("unroll") for (int i = 0; i < MR; i++)                                     \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] += bb[v];             \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) {                                       \
+                if (i >= skip) {                                                                   \
+                    _Pragma("unroll") for (int v = 0; v < NV; v++)                                 \
+                        vstoreG(cn_epiG(acc[i][v], epi), v, o0 + i * N + n0);                      \
+                }                                                                                  \
+            }                                                                                      \
+            return;                                                                                \
+        }                                                                                          \
+        /* Right edge: whole vectors, then single columns, MR rows at a time. */                 \
+        int n = n0;                                                                                \
+        for (; n + GVW <= N; n += GVW) {                                                           \
+            floatG acc[MR];                                                                        \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                \
+            __global const float *bp = B + n;                                                      \
+            for (int ki = 0, off = 0; ki < KH; ki++, off += step)                                  \
+                for (int j = off; j < off + run; j++) {                                            \
+                    floatG bv = vloadG(0, bp);                                                     \
+                    _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(ar[i][j]), bv, acc[i]); \
+                    bp += N;                                                                       \
+                }                                                                                  \
+            floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                           \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
+        }                                                                                          \
+        for (; n < N; n++) {                                                                       \
+            float acc[MR];                                                                         \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                          \
+            __global const float *bp = B + n;                                                      \
+            for (int ki = 0, off = 0; ki < KH; ki++, off += step)                                  \
+                for (int j = off; j < off + run; j++) {                                            \
+                    float bv = *bp;                                                                \
+                    _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma(ar[i][j], bv, acc[i]); \
+                    bp += N;                                                                       \
+                }                                                                                  \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                if (i >= skip) o0[i * N + n] = cn_epi(has_bias ? acc[i] + bias[n] : acc[i], epi);  \
+        }                                                                                          \
+    }
+
+CN_GEMM_WIN(gemm_w1x1, 1, 1)
+CN_GEMM_WIN(gemm_w4x1, 4, 1)
+CN_GEMM_WIN(gemm_w8x1, 8, 1)
+CN_GEMM_WIN(gemm_w4x2, 4, 2)
+CN_GEMM_WIN(gemm_w8x2, 8, 2)
+CN_GEMM_WIN(gemm_w12x2, 12, 2)
+CN_GEMM_WIN(gemm_w4x4, 4, 4)
+CN_GEMM_WIN(gemm_w6x4, 6, 4)
+
 /* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i] (+ the bias
  * of column i % N)). */
 __kernel void gemm_splitk_sum(__global const float *part, __global STORE_T *out, int MN, int S, int epi,

@@ -133,6 +133,40 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
                         CN_ARG_INT(g->N));
 }
 
+/* A MATMUL folded with its IM2COL (ops.h, a_win_h): the window kernel of the variant the
+ * default rule picks for this M and N reads the image in place. The plan asked supports(),
+ * which takes only f32 launches with plain operands on CPU-type devices. */
+static const cn_cl_kernel_id gemm_win_kernels[CN_CL_GEMM_VARIANTS] = {
+    CN_K_gemm_w1x1, CN_K_gemm_w4x1, CN_K_gemm_w8x1, CN_K_gemm_w4x2,
+    CN_K_gemm_w8x2, CN_K_gemm_w12x2, CN_K_gemm_w4x4, CN_K_gemm_w6x4,
+};
+
+static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
+    const cn_op_params *p = l->p;
+    int64_t H = p->a_win_h, W = p->a_win_w, C = g->K / ((int64_t)p->kh * p->kw);
+    int64_t OH = (H - p->kh) / p->sh + 1, OW = (W - p->kw) / p->sw + 1;
+    int variant = cn_cl_gemm_default_variant(c, g->M, g->N);
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
+    cn_cl_kernel_id k = gemm_win_kernels[variant];
+    size_t nr = (size_t)(v->nv * c->gemm_vw);
+    size_t tm = (size_t)((g->M + v->mr - 1) / v->mr), tn = ((size_t)g->N + nr - 1) / nr;
+    size_t wg = cn_cl_gemm_default_wg(c, tm, tn, 1);
+    while (wg > 1 && wg > cn_cl_kernel_max_wg(c, k)) wg /= 2;
+    size_t gws[3] = {tm, tn, 1}, lws[3] = {wg, 1, 1};
+    return CN_CL_LAUNCH(c, k, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
+                        CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(H), CN_ARG_INT(W), CN_ARG_INT(C),
+                        CN_ARG_INT(OH), CN_ARG_INT(OW), CN_ARG_INT(p->kh), CN_ARG_INT(p->kw), CN_ARG_INT(p->sh),
+                        CN_ARG_INT(p->sw), CN_ARG_INT(p->epilogue), CN_ARG_MEM(bias_mem(l)),
+                        CN_ARG_INT(has_bias(l)));
+}
+
+int cn_cl_gemm_win_supported(const cn_cl_ctx *c, const cn_launch *l) {
+    int f32 = l->out_dtype == CN_F32;
+    for (int i = 0; i < l->n_in; i++) f32 = f32 && l->in_dtype[i] == CN_F32;
+    return c->is_cpu && c->gemm_reg_default && f32 && !l->p->trans_a && !l->p->trans_b && l->in_shape[0].ndim == 2 &&
+           l->p->kh > 0 && l->p->kw > 0 && l->p->sh > 0 && l->p->sw > 0;
+}
+
 static CLBlastStatusCode gemm_clblast(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
     CLBlastTranspose ta = g->ta ? CLBlastTransposeYes : CLBlastTransposeNo;
     CLBlastTranspose tb = g->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
@@ -184,6 +218,7 @@ cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, i
 cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
     gemm_dims g = {0};
     CN_TRY(cn_cl_gemm_dims(c, l, &g));
+    if (l->p->a_win_h) return gemm_win(c, l, &g);
     int path, variant = 0;
     size_t wg = 0;
     int64_t kc = -1;

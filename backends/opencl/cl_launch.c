@@ -206,6 +206,7 @@ int cn_cl_supports(void *ctx, const cn_launch *l) {
     /* fused attention: its head size must fit local memory at the smallest tile */
     if (l->op == CN_OP_ATTENTION || l->op == CN_OP_ATTENTION_LSE || l->op == CN_OP_ATTENTION_GRAD)
         if (!cn_cl_attention_fits(ctx, l->in_shape[l->op == CN_OP_ATTENTION_GRAD].d[2])) return 0;
+    if (l->op == CN_OP_MATMUL && l->p->a_win_h && !cn_cl_gemm_win_supported(ctx, l)) return 0;
     if ((l->op == CN_OP_ATTEND_CACHE || l->op == CN_OP_ATTEND_CACHE_Q8) && !cn_cl_attend_cache_fits(ctx, l->in_shape[0].d[2])) return 0;
     return fits_int(&l->out_shape);
 }
