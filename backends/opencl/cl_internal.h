@@ -83,6 +83,8 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
     X(GEMM, gemm_splitk_sum) X(GEMM, gemm_w1x1) X(GEMM, gemm_w4x1) X(GEMM, gemm_w8x1)           \
     X(GEMM, gemm_w4x2) X(GEMM, gemm_w8x2) X(GEMM, gemm_w12x2) X(GEMM, gemm_w4x4) X(GEMM, gemm_w6x4) \
+    X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
+    X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4)                                     \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
     X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
@@ -325,7 +327,7 @@ int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int varian
 cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,
                          int64_t kc);
 /* 1 when this device runs a MATMUL folded with its IM2COL (ops.h, a_win_h) for this launch. */
-int cn_cl_gemm_win_supported(const cn_cl_ctx *c, const cn_launch *l);
+int cn_cl_gemm_win_supported(cn_cl_ctx *c, const cn_launch *l);
 /* The tuned choice for this exact shape, if any (1). */
 int cn_cl_tuned_gemm(cn_cl_ctx *c, const gemm_dims *g, int *path, int *variant, size_t *wg, int64_t *kc);
 /* Load the tuning file for this device (if any) and apply it; never fails. */
