@@ -257,7 +257,10 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
 
 /* The three column paths of gemm_rMxN (whole blocks, single vectors, single columns), with
  * the k loop and A's element given by the including kernel: FOR_K(body) runs body once per k
- * in order with bp at B's row k, A_AT(i) is A(mb + i, k). */
+ * in order with bp at B's row k, A_AT(i) is A(mb + i, k). gemm_rMxN keeps its own copy: it is
+ * written over STORE_T (16-bit storage too) and POCL's inlining of its epilogue has regressed
+ * once already (docs/BENCHMARKS.md), so it is not rebuilt on this macro without a quiet
+ * machine to time it. */
 #define CN_WIN_BODY(MR, NV, FOR_K, A_AT)                                                           \
     if (n0 + NR <= N) {                                                                            \
         floatG acc[MR][NV];                                                                        \
