@@ -365,6 +365,11 @@ typedef struct cn_op_params {
     int32_t running;                /* BATCHNORM(_GRAD): 1 = normalise with the running statistics */
     int32_t ceil_mode;              /* pools: output size rounded up (cn_window_extent_ceil) */
     int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
+    int32_t a_win_h, a_win_w;       /* MATMUL folded with the IM2COL feeding it (planner.c, fuse_im2col):
+                                       in[0]'s buffer is the NHWC image [n, a_win_h, a_win_w, c] that
+                                       in_shape[0] is the window matrix of (kh, kw, sh, sw; no padding
+                                       or dilation). 0: a plain matrix. Backends that do not read the
+                                       image in place refuse such launches in supports(). */
 } cn_op_params;
 
 typedef struct cn_shape {

@@ -107,6 +107,54 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
     }
 }
 
+/* Fold an IM2COL into the MATMULs that read it when every reader is one (an inference
+ * forward reads the columns once; training also multiplies their transpose by the output's
+ * gradient for the weight gradient): a device that can (its supports()) then reads the image
+ * in place through the window (ops.h, a_win_h), and the column matrix, a KH*KW-fold copy of
+ * the image, is neither written nor allocated. Windows without padding or dilation only, and
+ * every reader folds or none does. Runs after the bias and activation folds, so the launches
+ * asked about are the final ones. */
+static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    enum { MAX_READERS = 4 };
+    for (int c = 0; c < p->n; c++) {
+        const cn_node *col = &p->nodes[c];
+        if (!live[c] || col->op != CN_OP_IM2COL || is_out[c] || p->root[c] != c || consumers[c] > MAX_READERS)
+            continue;
+        const cn_op_params *w = &col->p;
+        const cn_shape *img = &p->nodes[col->in[0]].shape;
+        if (w->ph || w->pw || w->ph_extra || w->pw_extra || w->dh > 1 || w->dw > 1 || img->ndim != 4) continue;
+        int readers[MAX_READERS], n = 0, ok = 1;
+        cn_op_params keep[MAX_READERS];
+        for (int i = c + 1; i < p->n && ok && n < consumers[c]; i++) {
+            const cn_node *mm = &p->nodes[i];
+            int reads = 0;
+            for (int k = 0; live[i] && k < mm->n_in; k++) reads += mm->in[k] == c;
+            if (!reads) continue;
+            ok = reads == 1 && mm->op == CN_OP_MATMUL && mm->in[0] == c && p->root[i] == i && mm->shape.ndim == 2 &&
+                 !mm->p.trans_b && !mm->p.a_win_h;
+            if (ok) readers[n++] = i;
+        }
+        if (!ok || n != consumers[c]) continue;
+        for (int r = 0; r < n && ok; r++) {
+            cn_node *mm = &p->nodes[readers[r]];
+            keep[r] = mm->p;
+            mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw;
+            mm->p.a_win_h = (int32_t)img->d[1], mm->p.a_win_w = (int32_t)img->d[2];
+            cn_launch l;
+            fill_launch(p, readers[r], &l);
+            l.in_dtype[0] = p->nodes[col->in[0]].dtype; /* what is read is the image */
+            ok = contract(&l) == CN_OK && p->dev->be->supports(p->dev->be->ctx, &l);
+            if (!ok) n = r + 1; /* restore this one too */
+        }
+        if (!ok) {
+            for (int r = 0; r < n; r++) p->nodes[readers[r]].p = keep[r];
+            continue;
+        }
+        p->root[c] = col->in[0]; /* the columns are the image, read through the window */
+        p->fused++;
+    }
+}
+
 typedef struct pool_buf {
     void *buf;
     size_t bytes;
@@ -308,6 +356,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
+        fuse_im2col(p, live, consumers, is_out);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];

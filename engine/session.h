@@ -200,5 +200,7 @@ cn_status cn_train_config_from_ckpt(const cn_ckpt *c, const char *path, cn_train
  * before a trainer is built from a checkpoint, so nothing is allocated for parameters the
  * checkpoint does not hold (trainer_io.c). */
 cn_status cn_trainer__match_ckpt(const cn_ckpt *c, const char *path, const cn_model *m, const cn_train_config *cfg);
+/* The trainer's inference session (evaluation and prediction), for tests of what it runs. */
+cn_session *cn_trainer__infer(cn_trainer *t);
 
 #endif

@@ -343,9 +343,11 @@ cn_status cn_trainer_step_targets(cn_trainer *t, const float *inputs, const floa
 }
 
 /* Runs an inference session over n samples in chunks; fn reads each chunk's outputs. aux:
- * labels (none: zeros), or an image-to-image model's target images (none: not fed). */
+ * labels (none: zeros), or an image-to-image model's target images (none: not fed). only:
+ * NULL, or the one output to compute (a prediction then runs no loss or accuracy launches,
+ * and the zero labels are never uploaded: batch-1 latency is mostly per-launch cost). */
 static cn_status for_chunks(cn_session *s, const samples *sm, const void *inputs, const void *aux, int n,
-                            cn_status (*fn)(cn_session *, int off, int cnt, void *), void *ctx) {
+                            const char *only, cn_status (*fn)(cn_session *, int off, int cnt, void *), void *ctx) {
     int32_t *zeros = NULL;
     float *onehot = NULL;
     size_t cap = 0;
@@ -360,7 +362,7 @@ static cn_status for_chunks(cn_session *s, const samples *sm, const void *inputs
         const char *in = (const char *)inputs + (size_t)off * (size_t)sm->in_elems * 4; /* f32 or i32 */
         const void *a = aux ? (const void *)((const char *)aux + (size_t)off * aux_per * 4) : zeros;
         st = feed(s, sm, &onehot, &cap, in, a, cnt);
-        if (st == CN_OK) st = cn_session_run(s);
+        if (st == CN_OK) st = only ? cn_session_run_outputs(s, &only, 1) : cn_session_run(s);
         if (st == CN_OK) st = fn(s, off, cnt, ctx);
     }
     free(zeros);
@@ -397,7 +399,7 @@ cn_status cn_classifier_evaluate(cn_session *s, const void *inputs, const int32_
                          "to score: use cn_image_evaluate with target images");
     CN_TRY(check_ids("label", sm.classes, labels, n * sm.per));
     eval_acc e = {0};
-    CN_TRY(for_chunks(s, &sm, inputs, labels, n, eval_chunk, &e));
+    CN_TRY(for_chunks(s, &sm, inputs, labels, n, NULL, eval_chunk, &e));
     if (loss) *loss = e.loss / n;
     if (correct) *correct = e.correct;
     return CN_OK;
@@ -411,7 +413,7 @@ cn_status cn_image_evaluate(cn_session *s, const float *inputs, const float *tar
         return cn_errorf(CN_ERR_INVALID_ARG, "cn_image_evaluate: the model classifies (it ends in class logits): use "
                          "cn_classifier_evaluate with labels");
     eval_acc e = {.image = 1};
-    CN_TRY(for_chunks(s, &sm, inputs, targets, n, eval_chunk, &e));
+    CN_TRY(for_chunks(s, &sm, inputs, targets, n, NULL, eval_chunk, &e));
     if (mse) *mse = e.loss / n; /* every sample has as many values */
     return CN_OK;
 }
@@ -448,12 +450,14 @@ cn_status cn_trainer_predict(cn_trainer *t, const void *inputs, int n, float *pr
     CN_TRY(fold_ring(t));
     const int image = t->sm.target_elems > 0;
     predict_ctx pc = {probs, image ? t->sm.target_elems : t->sm.per * t->sm.classes, image ? "output" : "probabilities"};
-    return for_chunks(t->infer, &t->sm, inputs, NULL, n, predict_chunk, &pc);
+    return for_chunks(t->infer, &t->sm, inputs, NULL, n, pc.output, predict_chunk, &pc);
 }
 
 uint64_t cn_trainer_steps(const cn_trainer *t) { return t ? cn_session_steps(t->train) : 0; }
 
 cn_session *cn_trainer_session(cn_trainer *t) { return t ? t->train : NULL; }
+
+cn_session *cn_trainer__infer(cn_trainer *t) { return t ? t->infer : NULL; }
 
 cn_status cn_trainer_memory(const cn_trainer *t, uint64_t *planned_peak, uint64_t *sum_intermediates) {
     if (!t || t->train->n_plans == 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_trainer_memory: no training plan yet");

@@ -234,6 +234,154 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
         }                                                                                          \
     }
 
+/* ---- Convolution as one GEMM on CPU-type devices (f32): A is not in memory but is the
+ * window matrix (IM2COL's [N*OH*OW, KH*KW*C]) of the NHWC image x, read in place; the planner
+ * folds an IM2COL into the MATMULs that read it only for windows without padding or dilation
+ * (planner.c, fuse_im2col). Pixel p is output pixel (n, oh, ow); its window entries are KH
+ * runs of KW*C contiguous floats of x, run ki starting at pixel (oh*SH + ki, ow*SW). Every
+ * output is the same fma chain over k in order as gemm_rMxN computes on the materialised
+ * columns, with the same K slices (split-K, summed by gemm_splitk_sum), then the bias and the
+ * epilogue, so the fold changes no bit. Grid (ceil(M/MR), ceil(N/(NV*GVW)), slices) and the
+ * shift of a last, partial row block as gemm_rMxN; the host picks MR <= M. B is [K,N].
+ *
+ * gemm_wMxN: out = cols B (a convolution's forward): row m is pixel m, k walks its window.
+ * gemm_vMxN: out = colsᵀ B (its weight gradient): row m is window entry m, k walks pixels. */
+#define CN_WIN_SETUP(MR, NV)                                                                       \
+    const int NR = NV * GVW;                                                                       \
+    int m0 = get_global_id(0) * MR, n0 = get_global_id(1) * NR, sl = get_global_id(2);             \
+    if (m0 >= M || n0 >= N) return;                                                                \
+    int k0 = sl * kc, k1 = min(Ktot, k0 + kc);                                                     \
+    out += sl * M * N;                                                                             \
+    int mb = min(m0, M - MR), skip = m0 - mb;                                                      \
+    __global float *o0 = out + mb * N;
+
+/* The three column paths of gemm_rMxN (whole blocks, single vectors, single columns), with
+ * the k loop and A's element given by the including kernel: FOR_K(body) runs body once per k
+ * in order with bp at B's row k, A_AT(i) is A(mb + i, k). gemm_rMxN keeps its own copy: it is
+ * written over STORE_T (16-bit storage too) and POCL's inlining of its epilogue has regressed
+ * once already (docs/BENCHMARKS.md), so it is not rebuilt on this macro without a quiet
+ * machine to time it. */
+#define CN_WIN_BODY(MR, NV, FOR_K, A_AT)                                                           \
+    if (n0 + NR <= N) {                                                                            \
+        floatG acc[MR][NV];                                                                        \
+        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
+            _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = (floatG)(0.0f);             \
+        __global const float *bp = B + k0 * N + n0;                                                \
+        FOR_K({                                                                                    \
+            floatG bv[NV];                                                                         \
+            _Pragma("unroll") for (int v = 0; v < NV; v++) bv[v] = vloadG(v, bp);                  \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) {                                       \
+                floatG av = (floatG)(A_AT(i));                                                     \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
+            }                                                                                      \
+        })                                                                                         \
+        if (has_bias) {                                                                            \
+            floatG bb[NV];                                                                         \
+            _Pragma("unroll") for (int v = 0; v < NV; v++) bb[v] = vloadG(v, bias + n0);           \
+            _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
+                _Pragma("unroll") for (int v = 0; v < NV; v++) acc[i][v] += bb[v];                 \
+        }                                                                                          \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) {                                           \
+            if (i >= skip) {                                                                       \
+                _Pragma("unroll") for (int v = 0; v < NV; v++)                                     \
+                    vstoreG(cn_epiG(acc[i][v], epi), v, o0 + i * N + n0);                          \
+            }                                                                                      \
+        }                                                                                          \
+        return;                                                                                    \
+    }                                                                                              \
+    int n = n0;                                                                                    \
+    for (; n + GVW <= N; n += GVW) {                                                               \
+        floatG acc[MR];                                                                            \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                    \
+        __global const float *bp = B + k0 * N + n;                                                 \
+        FOR_K({                                                                                    \
+            floatG bv = vloadG(0, bp);                                                             \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(A_AT(i)), bv, acc[i]); \
+        })                                                                                         \
+        floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                               \
+        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
+            if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
+    }                                                                                              \
+    for (; n < N; n++) {                                                                           \
+        float acc[MR];                                                                             \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                              \
+        __global const float *bp = B + k0 * N + n;                                                 \
+        FOR_K({                                                                                    \
+            float bv = *bp;                                                                        \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma(A_AT(i), bv, acc[i]);      \
+        })                                                                                         \
+        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
+            if (i >= skip) o0[i * N + n] = cn_epi(has_bias ? acc[i] + bias[n] : acc[i], epi);      \
+    }
+
+/* Forward: k = (ki, j) with j in the run of window row ki; the slice [k0, k1) may start and
+ * end inside a run. */
+#define CN_WIN_FOR_K_FWD(body)                                                                     \
+    for (int k = k0; k < k1;) {                                                                    \
+        int ki = k / run, j = k - ki * run, end = min(k1, (ki + 1) * run);                         \
+        for (int off = ki * step + j; k < end; k++, off++, bp += N) body                           \
+    }
+#define CN_WIN_A_FWD(i) ar[i][off]
+
+/* Weight gradient: k walks output pixels (n, oh, ow) from k0, the base of pixel k in x. */
+#define CN_WIN_FOR_K_GRAD(body)                                                                    \
+    {                                                                                              \
+        int ow = k0 % OW, t = k0 / OW, oh = t % OH, nn = t / OH;                                   \
+        for (int k = k0; k < k1; k++, bp += N) {                                                   \
+            int base = ((nn * H + oh * SH) * W + ow * SW) * C;                                     \
+            body                                                                                   \
+            if (++ow == OW) {                                                                      \
+                ow = 0;                                                                            \
+                if (++oh == OH) oh = 0, nn++;                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define CN_WIN_A_GRAD(i) x[base + off[i]]
+
+#define CN_GEMM_WIN(NAME, MR, NV)                                                                   \
+    __kernel void NAME(__global const float *x, __global const float *B, __global float *out, int M, int N, \
+                       int Ktot, int H, int W, int C, int OH, int OW, int KW, int SH, int SW, int epi, int kc, \
+                       __global const float *bias, int has_bias) {                                    \
+        CN_WIN_SETUP(MR, NV)                                                                       \
+        const int run = KW * C, step = W * C;                                                      \
+        __global const float *ar[MR];                                                              \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) {                                           \
+            int m = mb + i, ow = m % OW, t = m / OW;                                               \
+            int oh = t % OH, n = t / OH;                                                           \
+            ar[i] = x + ((n * H + oh * SH) * W + ow * SW) * C;                                     \
+        }                                                                                          \
+        CN_WIN_BODY(MR, NV, CN_WIN_FOR_K_FWD, CN_WIN_A_FWD)                                        \
+    }
+#define CN_GEMM_WINT(NAME, MR, NV)                                                                  \
+    __kernel void NAME(__global const float *x, __global const float *B, __global float *out, int M, int N, \
+                       int Ktot, int H, int W, int C, int OH, int OW, int KW, int SH, int SW, int epi, int kc, \
+                       __global const float *bias, int has_bias) {                                    \
+        CN_WIN_SETUP(MR, NV)                                                                       \
+        int off[MR];                                                                               \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) {                                           \
+            int m = mb + i, c = m % C, t = m / C;                                                  \
+            off[i] = ((t / KW) * W + t % KW) * C + c;                                              \
+        }                                                                                          \
+        CN_WIN_BODY(MR, NV, CN_WIN_FOR_K_GRAD, CN_WIN_A_GRAD)                                      \
+    }
+
+CN_GEMM_WIN(gemm_w1x1, 1, 1)
+CN_GEMM_WIN(gemm_w4x1, 4, 1)
+CN_GEMM_WIN(gemm_w8x1, 8, 1)
+CN_GEMM_WIN(gemm_w4x2, 4, 2)
+CN_GEMM_WIN(gemm_w8x2, 8, 2)
+CN_GEMM_WIN(gemm_w12x2, 12, 2)
+CN_GEMM_WIN(gemm_w4x4, 4, 4)
+CN_GEMM_WIN(gemm_w6x4, 6, 4)
+CN_GEMM_WINT(gemm_v1x1, 1, 1)
+CN_GEMM_WINT(gemm_v4x1, 4, 1)
+CN_GEMM_WINT(gemm_v8x1, 8, 1)
+CN_GEMM_WINT(gemm_v4x2, 4, 2)
+CN_GEMM_WINT(gemm_v8x2, 8, 2)
+CN_GEMM_WINT(gemm_v12x2, 12, 2)
+CN_GEMM_WINT(gemm_v4x4, 4, 4)
+CN_GEMM_WINT(gemm_v6x4, 6, 4)
+
 /* Split-K: out[b, i] = epi(sum over slices s in order of part[(b*S + s)*MN + i] (+ the bias
  * of column i % N)). */
 __kernel void gemm_splitk_sum(__global const float *part, __global STORE_T *out, int MN, int S, int epi,

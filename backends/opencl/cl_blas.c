@@ -90,6 +90,31 @@ int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int varian
     return kc >= g->K ? 0 : kc;
 }
 
+/* The K slices of one product (kc < 0: the default rule): S slices of kc, their float
+ * partials in scratch (*out), or S = 1 and *out the launch's output. One rule for every
+ * kernel that splits, so the same product is split the same way whichever kernel runs it. */
+static cn_status split_k(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int variant, int64_t *kc, int64_t *S,
+                         cl_mem *out) {
+    if (*kc < 0) *kc = cn_cl_gemm_default_kc(c, g, variant);
+    if (c->store != CN_CL_STORE_F32) *kc = 0; /* split-K partials are float: 16-bit products are not split */
+    *S = *kc > 0 ? (g->K + *kc - 1) / *kc : 1;
+    if (*S <= 1) *kc = g->K > 0 ? g->K : 1, *S = 1;
+    *out = cn_cl_mem(l->out);
+    if (*S > 1 && g->batch * *S * g->M * g->N > INT32_MAX) *kc = g->K, *S = 1;
+    if (*S > 1) return cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g->batch * *S * g->M * g->N) * sizeof(float), out);
+    return CN_OK;
+}
+
+/* Sums S slices' partials in order, then the bias and the epilogue. */
+static cn_status split_k_sum(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int64_t S, cl_mem part) {
+    int64_t mn = g->M * g->N;
+    size_t rg[2] = {(size_t)mn, (size_t)g->batch}, rl[2] = {64, 1};
+    while (rl[0] > 1 && rl[0] > cn_cl_kernel_max_wg(c, CN_K_gemm_splitk_sum)) rl[0] /= 2;
+    return CN_CL_LAUNCH(c, CN_K_gemm_splitk_sum, 2, rg, rl, CN_ARG(part), CN_ARG_MEM(l->out), CN_ARG_INT(mn),
+                        CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(has_bias(l)),
+                        CN_ARG_INT(g->N));
+}
+
 /* B as [K,N] row-major: a trans_b operand is transposed into scratch first (O(KN) work
  * next to the O(MNK) product). */
 static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int variant, size_t wg, int64_t kc) {
@@ -102,19 +127,9 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
         CN_TRY(cn_cl_transpose(c, b, t, g->batch, g->N, g->K));
         b = t;
     }
-    if (kc < 0) kc = cn_cl_gemm_default_kc(c, g, variant);
-    if (c->store != CN_CL_STORE_F32) kc = 0; /* split-K partials are float: 16-bit products are not split */
-    int64_t S = kc > 0 ? (g->K + kc - 1) / kc : 1;
-    if (S <= 1) kc = g->K > 0 ? g->K : 1, S = 1;
-    int64_t mn = g->M * g->N;
-    cl_mem out = cn_cl_mem(l->out);
-    if (S > 1) {
-        if (g->batch * S * mn > INT32_MAX) {
-            kc = g->K, S = 1;
-        } else {
-            CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g->batch * S * mn) * sizeof(float), &out));
-        }
-    }
+    int64_t S;
+    cl_mem out;
+    CN_TRY(split_k(c, l, g, variant, &kc, &S, &out));
     size_t nr = (size_t)(v->nv * c->gemm_vw);
     size_t tm = (size_t)((g->M + v->mr - 1) / v->mr), tn = ((size_t)g->N + nr - 1) / nr;
     if (!wg) wg = cn_cl_gemm_default_wg(c, tm, tn, (size_t)(g->batch * S));
@@ -125,12 +140,60 @@ static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, 
                         CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(sam), CN_ARG_INT(sak),
                         CN_ARG_INT(S > 1 ? CN_EPI_NONE : l->p->epilogue), CN_ARG_INT(kc), CN_ARG_INT(S),
                         CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(S > 1 ? 0 : has_bias(l))));
-    if (S == 1) return CN_OK;
-    size_t rg[2] = {(size_t)mn, (size_t)g->batch}, rl[2] = {64, 1};
-    while (rl[0] > 1 && rl[0] > cn_cl_kernel_max_wg(c, CN_K_gemm_splitk_sum)) rl[0] /= 2;
-    return CN_CL_LAUNCH(c, CN_K_gemm_splitk_sum, 2, rg, rl, CN_ARG(out), CN_ARG_MEM(l->out), CN_ARG_INT(mn),
-                        CN_ARG_INT(S), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)), CN_ARG_INT(has_bias(l)),
-                        CN_ARG_INT(g->N));
+    return S == 1 ? CN_OK : split_k_sum(c, l, g, S, out);
+}
+
+/* A MATMUL folded with its IM2COL (ops.h, a_win_h): the window kernels read the image in
+ * place, with the variant and K slices the unfolded product would have had (choose_path), so
+ * the bits are the same. gemm_wMxN for cols B (trans_a 0), gemm_vMxN for colsᵀ B. */
+static const cn_cl_kernel_id gemm_win_kernels[2][CN_CL_GEMM_VARIANTS] = {
+    {CN_K_gemm_w1x1, CN_K_gemm_w4x1, CN_K_gemm_w8x1, CN_K_gemm_w4x2, CN_K_gemm_w8x2, CN_K_gemm_w12x2, CN_K_gemm_w4x4,
+     CN_K_gemm_w6x4},
+    {CN_K_gemm_v1x1, CN_K_gemm_v4x1, CN_K_gemm_v8x1, CN_K_gemm_v4x2, CN_K_gemm_v8x2, CN_K_gemm_v12x2, CN_K_gemm_v4x4,
+     CN_K_gemm_v6x4},
+};
+
+static void choose_path(cn_cl_ctx *c, const gemm_dims *g, int *path, int *variant, size_t *wg, int64_t *kc);
+
+static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
+    const cn_op_params *p = l->p;
+    int path, variant;
+    size_t wg;
+    int64_t kc, S;
+    choose_path(c, g, &path, &variant, &wg, &kc); /* REG: supports() checked it */
+    const cn_shape *cols = &l->in_shape[0];
+    int64_t H = p->a_win_h, W = p->a_win_w, C = cols->d[1] / ((int64_t)p->kh * p->kw);
+    int64_t OH = (H - p->kh) / p->sh + 1, OW = (W - p->kw) / p->sw + 1;
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
+    cn_cl_kernel_id k = gemm_win_kernels[g->ta][variant];
+    cl_mem out;
+    CN_TRY(split_k(c, l, g, variant, &kc, &S, &out));
+    size_t nr = (size_t)(v->nv * c->gemm_vw);
+    size_t tm = (size_t)((g->M + v->mr - 1) / v->mr), tn = ((size_t)g->N + nr - 1) / nr;
+    if (!wg) wg = cn_cl_gemm_default_wg(c, tm, tn, (size_t)S);
+    while (wg > 1 && wg > cn_cl_kernel_max_wg(c, k)) wg /= 2;
+    size_t gws[3] = {tm, tn, (size_t)S}, lws[3] = {wg, 1, 1};
+    CN_TRY(CN_CL_LAUNCH(c, k, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG(out), CN_ARG_INT(g->M),
+                        CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(H), CN_ARG_INT(W), CN_ARG_INT(C),
+                        CN_ARG_INT(OH), CN_ARG_INT(OW), CN_ARG_INT(p->kw), CN_ARG_INT(p->sh), CN_ARG_INT(p->sw),
+                        CN_ARG_INT(S > 1 ? CN_EPI_NONE : p->epilogue), CN_ARG_INT(kc), CN_ARG_MEM(bias_mem(l)),
+                        CN_ARG_INT(S > 1 ? 0 : has_bias(l))));
+    return S == 1 ? CN_OK : split_k_sum(c, l, g, S, out);
+}
+
+int cn_cl_gemm_win_supported(cn_cl_ctx *c, const cn_launch *l) {
+    int f32 = l->out_dtype == CN_F32;
+    for (int i = 0; i < l->n_in; i++) f32 = f32 && l->in_dtype[i] == CN_F32;
+    if (!c->is_cpu || !f32 || l->p->trans_b || l->in_shape[0].ndim != 2 || l->p->kh <= 0 || l->p->kw <= 0 ||
+        l->p->sh <= 0 || l->p->sw <= 0)
+        return 0;
+    gemm_dims g = {0};
+    int path, variant;
+    size_t wg;
+    int64_t kc;
+    if (cn_cl_gemm_dims(c, l, &g) != CN_OK) return 0;
+    choose_path(c, &g, &path, &variant, &wg, &kc);
+    return path == CN_GEMM_PATH_REG;
 }
 
 static CLBlastStatusCode gemm_clblast(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
@@ -181,9 +244,29 @@ cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, i
                                : gemm_tiled(c, l, g);
 }
 
+/* The path, variant, group size and K slices of an f32 product on this device: a tuned
+ * choice for this exact shape if the tuner left one, else gemm_rMxN where they are the default
+ * and CLBlast elsewhere. */
+static void choose_path(cn_cl_ctx *c, const gemm_dims *g, int *path, int *variant, size_t *wg, int64_t *kc) {
+    *variant = 0, *wg = 0, *kc = -1;
+    if (c->gemm_mode == CN_GEMM_CLBLAST) {
+        *path = CN_GEMM_PATH_CLBLAST;
+    } else if (c->gemm_mode == CN_GEMM_AUTO && !c->clblast_failed && cn_cl_tuned_gemm(c, g, path, variant, wg, kc)) {
+        /* tuned */
+    } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g->K == 0) {
+        /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
+        *path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
+        *variant = cn_cl_gemm_default_variant(c, g->M, g->N);
+    } else {
+        *path = CN_GEMM_PATH_CLBLAST;
+    }
+    if (g->K == 0 && *path == CN_GEMM_PATH_CLBLAST) *path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
+}
+
 cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
     gemm_dims g = {0};
     CN_TRY(cn_cl_gemm_dims(c, l, &g));
+    if (l->p->a_win_h) return gemm_win(c, l, &g);
     int path, variant = 0;
     size_t wg = 0;
     int64_t kc = -1;
@@ -192,18 +275,8 @@ cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
          * accumulates in half and needs cl_khr_fp16); the f32 tuning does not apply. */
         path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
         variant = cn_cl_gemm_default_variant(c, g.M, g.N);
-    } else if (c->gemm_mode == CN_GEMM_CLBLAST) {
-        path = CN_GEMM_PATH_CLBLAST;
-    } else if (c->gemm_mode == CN_GEMM_AUTO && !c->clblast_failed &&
-               cn_cl_tuned_gemm(c, &g, &path, &variant, &wg, &kc)) {
-        /* tuned */
-    } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g.K == 0) {
-        /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
-        path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
-        variant = cn_cl_gemm_default_variant(c, g.M, g.N);
     } else {
-        path = CN_GEMM_PATH_CLBLAST;
+        choose_path(c, &g, &path, &variant, &wg, &kc);
     }
-    if (g.K == 0 && path == CN_GEMM_PATH_CLBLAST) path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
     return cn_cl_gemm_run(c, l, &g, path, variant, wg, kc);
 }

@@ -84,7 +84,10 @@ typedef enum cn_cl_family {
     X(LAYOUT, transpose_nd) X(LAYOUT, transpose_tiled) X(LAYOUT, transpose_rows)               \
     X(GEMM, gemm_tiled) X(GEMM, gemm_r1x1) X(GEMM, gemm_r4x1) X(GEMM, gemm_r8x1)               \
     X(GEMM, gemm_r4x2) X(GEMM, gemm_r8x2) X(GEMM, gemm_r12x2) X(GEMM, gemm_r4x4) X(GEMM, gemm_r6x4) \
-    X(GEMM, gemm_splitk_sum)                                                                   \
+    X(GEMM, gemm_splitk_sum) X(GEMM, gemm_w1x1) X(GEMM, gemm_w4x1) X(GEMM, gemm_w8x1)           \
+    X(GEMM, gemm_w4x2) X(GEMM, gemm_w8x2) X(GEMM, gemm_w12x2) X(GEMM, gemm_w4x4) X(GEMM, gemm_w6x4) \
+    X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
+    X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4)                                     \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv)                                   \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
@@ -338,6 +341,8 @@ int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int varian
  * 0 = none, else the K-slice length). */
 cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,
                          int64_t kc);
+/* 1 when this device runs a MATMUL folded with its IM2COL (ops.h, a_win_h) for this launch. */
+int cn_cl_gemm_win_supported(cn_cl_ctx *c, const cn_launch *l);
 /* The tuned choice for this exact shape, if any (1). */
 int cn_cl_tuned_gemm(cn_cl_ctx *c, const gemm_dims *g, int *path, int *variant, size_t *wg, int64_t *kc);
 /* Load the tuning file for this device (if any) and apply it; never fails. */

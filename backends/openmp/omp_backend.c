@@ -173,6 +173,7 @@ static int be_supports(void *vctx, const cn_launch *l) {
     if (l->op == CN_OP_MAXPOOL_GRAD && l->in_shape[1].ndim == 4 &&
         l->in_shape[1].d[1] * l->in_shape[1].d[2] > INT32_MAX)
         return 0;
+    if (l->op == CN_OP_MATMUL && l->p->a_win_h) return 0; /* the matrix is always materialised here */
     return cn_op_launches(l->op);
 }
 
