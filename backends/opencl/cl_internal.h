@@ -92,6 +92,7 @@ typedef enum cn_cl_family {
     X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
     X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
     X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w)               \
+    X(DEPTHWISE, dwconv_rows) X(DEPTHWISE, dwconv_grad_x_rows) X(DEPTHWISE, dwconv_grad_w_rows) \
     X(ACTIVATION, act_fwd) X(ACTIVATION, act_bwd)                                              \
     X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \

@@ -3,32 +3,52 @@
  * im2col + GEMM: each output needs kh*kw multiply-adds over one channel, so a patch matrix
  * would be kh*kw times the image for a GEMM of inner size 1.
  *
+ * DWCONV may carry ops.h's fused bias (in[2], [C]) and an epilogue.
  * DWCONV_GRAD_X is a gather (each pixel sums its windows in (ki, kj) order, like COL2IM);
  * DWCONV_GRAD_W gives each (ki, kj) one thread that sums over (n, oh, ow) in order, so no
  * result depends on the thread count. */
 #include "omp_ops.h"
 
+/* Channels are summed in blocks of DW_CB in a local accumulator (one pass over each tap's
+ * channels, vectorised) and the fused bias (ops.h) and epilogue applied to the block before its
+ * one store. Each sum is 0 + the taps in (ki, kj) order, then + bias: the unfused DWCONV
+ * followed by ADD, bit for bit. The taps inside the image are found once per row and pixel. */
+#define DW_CB 64
 cn_status cn_omp_op_DWCONV(const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[0], l->p, &g);
-    const float *x = l->in[0], *wt = l->in[1];
+    const float *x = l->in[0], *wt = l->in[1], *bias = cn_op_fused_bias(l->op, l->n_in) ? l->in[2] : NULL;
     float *y = l->out;
     const int64_t C = g.c;
+    const int epi = l->p->epilogue;
 #pragma omp parallel for schedule(static) if (g.n * g.oh * g.ow * C * g.kh * g.kw >= CN_OMP_PAR_MIN)
     for (int64_t r = 0; r < g.n * g.oh; r++) {
         const int64_t n = r / g.oh, oh = r % g.oh;
+        int64_t ki0 = 0, ki1 = g.kh; /* taps [ki0, ki1) fall inside the image's rows */
+        while (ki0 < ki1 && oh * g.sh - g.ph + ki0 * g.dh < 0) ki0++;
+        while (ki1 > ki0 && oh * g.sh - g.ph + (ki1 - 1) * g.dh >= g.h) ki1--;
         for (int64_t ow = 0; ow < g.ow; ow++) {
+            int64_t kj0 = 0, kj1 = g.kw;
+            while (kj0 < kj1 && ow * g.sw - g.pw + kj0 * g.dw < 0) kj0++;
+            while (kj1 > kj0 && ow * g.sw - g.pw + (kj1 - 1) * g.dw >= g.w) kj1--;
             float *dst = y + (r * g.ow + ow) * C;
-            for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
-            for (int64_t ki = 0; ki < g.kh; ki++) {
-                const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
-                if (ih < 0 || ih >= g.h) continue;
-                for (int64_t kj = 0; kj < g.kw; kj++) {
-                    const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
-                    if (iw < 0 || iw >= g.w) continue;
-                    const float *src = x + ((n * g.h + ih) * g.w + iw) * C, *k = wt + (ki * g.kw + kj) * C;
-                    for (int64_t c = 0; c < C; c++) dst[c] += src[c] * k[c];
+            for (int64_t c0 = 0; c0 < C; c0 += DW_CB) {
+                const int64_t cb = CN_OMP_MIN(DW_CB, C - c0);
+                float acc[DW_CB];
+                for (int64_t c = 0; c < cb; c++) acc[c] = 0.0f;
+                for (int64_t ki = ki0; ki < ki1; ki++) {
+                    const int64_t ih = oh * g.sh - g.ph + ki * g.dh;
+                    for (int64_t kj = kj0; kj < kj1; kj++) {
+                        const int64_t iw = ow * g.sw - g.pw + kj * g.dw;
+                        const float *src = x + ((n * g.h + ih) * g.w + iw) * C + c0;
+                        const float *k = wt + (ki * g.kw + kj) * C + c0;
+                        for (int64_t c = 0; c < cb; c++) acc[c] += src[c] * k[c];
+                    }
                 }
+                if (bias)
+                    for (int64_t c = 0; c < cb; c++) acc[c] += bias[c0 + c];
+                cn_omp_apply_epilogue(acc, cb, epi);
+                for (int64_t c = 0; c < cb; c++) dst[c0 + c] = acc[c];
             }
         }
     }
