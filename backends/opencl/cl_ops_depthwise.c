@@ -10,12 +10,14 @@
         CN_ARG_INT((g).ow), CN_ARG_INT((g).kh), CN_ARG_INT((g).kw), CN_ARG_INT((g).sh), CN_ARG_INT((g).sw),         \
         CN_ARG_INT((g).ph), CN_ARG_INT((g).pw), CN_ARG_INT((g).dh), CN_ARG_INT((g).dw)
 
-/* A 2-D launch of a *_rows kernel over (channel blocks, rows). */
+/* A *_rows kernel: one work-item per (row, block of GVW channels), blocks fastest, in small
+ * groups (each item walks a whole row), enough of them for every compute unit. */
 static cn_status rows(cn_cl_ctx *c, cn_cl_kernel_id k, const cn_window *g, int64_t n_rows, int nargs,
                       const cn_cl_arg *args) {
-    size_t gws[3] = {(size_t)((g->c + c->gemm_vw - 1) / c->gemm_vw), (size_t)n_rows, 1}, lws[3];
-    cn_cl_grid_lws(c, k, gws, lws);
-    return cn_cl_launch(c, k, 2, gws, lws, nargs, args);
+    size_t n = (size_t)(n_rows * ((g->c + c->gemm_vw - 1) / c->gemm_vw));
+    size_t cu = c->compute_units ? c->compute_units : 1, lws = 16, max = cn_cl_kernel_max_wg(c, k);
+    while (lws > 1 && ((n + lws - 1) / lws < 8 * cu || lws > max)) lws /= 2;
+    return cn_cl_launch(c, k, 1, &n, &lws, nargs, args);
 }
 #define ROWS(c, k, g, n_rows, ...)                                                                                  \
     rows((c), (k), (g), (n_rows), (int)(sizeof((cn_cl_arg[]){__VA_ARGS__}) / sizeof(cn_cl_arg)),                     \
