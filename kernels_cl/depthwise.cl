@@ -15,6 +15,28 @@
  * one vector multiply-add, and the window bounds are worked out per row and pixel, not per
  * element. The sums run in the same order. */
 
+__kernel void dwconv(__global const STORE_T *x, __global const STORE_T *w, __global STORE_T *y, int N, int H, int W, int C,
+                     int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW, int DH, int DW,
+                     __global const STORE_T *bias, int has_bias, int epi) {
+    int i = get_global_id(0);
+    if (i >= N * OH * OW * C) return;
+    int c = i % C, t = i / C;
+    int ow = t % OW;
+    t /= OW;
+    int oh = t % OH, n = t / OH;
+    float acc = 0.0f;
+    for (int ki = 0; ki < KH; ki++) {
+        int ih = oh * SH - PH + ki * DH;
+        if (ih < 0 || ih >= H) continue;
+        for (int kj = 0; kj < KW; kj++) {
+            int iw = ow * SW - PW + kj * DW;
+            if (iw < 0 || iw >= W) continue;
+            acc += LOAD(x, ((n * H + ih) * W + iw) * C + c) * LOAD(w, (ki * KW + kj) * C + c);
+        }
+    }
+    STORE(y, i, cn_epi(has_bias ? acc + LOAD(bias, c) : acc, epi));
+}
+
 /* A work-item's GVW channels as one floatV at element base (any alignment); the last block of
  * a C that GVW does not divide takes a scalar branch of the same sums, whole per work-item,
  * so no load tests the channel count. */
