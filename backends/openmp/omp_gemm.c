@@ -343,8 +343,9 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
  * half of the imported MobileNet-v2's GEMM time). Up to ROWS_MAX_M rows of op(A) are copied
  * k-major in groups of ROWS_M (cheap: m*k floats) and each ROWS_M x ROWS_N block of C is
  * summed over p in order straight from B's rows, then gets the bias and the epilogue. Threads take
- * column blocks, so the result does not depend on their number. With B stored [N,K]
- * (trans_b) each output is a dot product of two contiguous rows instead. */
+ * column blocks, so the result does not depend on their number, and the order of the sums
+ * does not depend on how A and B are stored (trans_a, trans_b): a product and its exported
+ * and re-imported form, which may store the weights transposed, agree bit for bit. */
 #define ROWS_M 4
 #define ROWS_N 64
 #define ROWS_MAX_M 8
@@ -363,7 +364,10 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
         for (int j = 0; j < ROWS_N; j++) acc[i][j] = 0.0f;
     for (int64_t p = 0; p < g->k; p++) {
         const float *restrict bk = g->b + p * g->ldb + j0;
-        if (nr < ROWS_N) {
+        if (g->tb) { /* B stored [N,K]: gather the block's row p (B's rows stay in L1 over 16 p) */
+            for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? g->b[(j0 + j) * g->ldb + p] : 0.0f;
+            bk = tail;
+        } else if (nr < ROWS_N) {
             for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? bk[j] : 0.0f;
             bk = tail;
         }
@@ -385,28 +389,6 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
 
 static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
-    if (g->tb) { /* C[i,j] = <row i of op(A), row j of B> */
-        float *arow = NULL;
-        if (g->ta && !(arow = malloc((size_t)(m * k + 1) * sizeof(float))))
-            return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
-        for (int64_t i = 0; i < m && g->ta; i++)
-            for (int64_t p = 0; p < k; p++) arow[i * k + p] = g->a[p * g->lda + i];
-        const float *ar = g->ta ? arow : g->a;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-        for (int64_t j = 0; j < n; j++) {
-            const float *restrict bj = g->b + j * g->ldb;
-            for (int64_t i = 0; i < m; i++) {
-                const float *restrict ai = ar + i * k;
-                float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-                for (int64_t p = 0; p < k; p++) s += ai[p] * bj[p];
-                g->c[i * n + j] = s;
-            }
-        }
-        for (int64_t i = 0; i < m; i++) finish_rows(g->c + i * n, n, 1, n, g->bias, g->epilogue);
-        free(arow);
-        return CN_OK;
-    }
     const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
     float *ap = malloc((size_t)(groups * k + 1) * ROWS_M * sizeof(float));
     if (!ap) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));

@@ -10,13 +10,7 @@
  * epilogue is CLIP's expression), within 1e-6 of the largest value on OpenCL devices (a
  * kernel's compiler may contract differently). Before these changes the instance kept 3
  * IM2COLs and the plan launched 2 CLIPs and the depthwise bias's ADD.
- *
- * Batch norm after a depthwise convolution is folded into its filter and bias in an
- * inference instance (program_fold.c): with every parameter set to values in [0.2, 1.2)
- * (running means away from 0, variances and gammas away from 1), the folded instance has no
- * BATCHNORM and its logits are the unfolded instance's within 1e-5 (1 + max |logit|): the fold
- * rounds each scaled weight and bias once (a few ulp), a wrong fold is off by O(1). Before,
- * the folded instance kept both batch norms. */
+ */
 #include <clnet.h>
 #include <math.h>
 #include <stdio.h>
@@ -112,87 +106,6 @@ done:
     tc_end();
 }
 
-static const char BN_MODEL[] = "input 6 6 8\n"
-                               "conv2d 8 3 pad=same groups=8\n"
-                               "batch_norm\n"
-                               "relu6\n"
-                               "conv2d 8 3 stride=2 pad=1 groups=8\n"
-                               "batch_norm\n"
-                               "global_avgpool\n"
-                               "dense 3\n";
-
-static void test_depthwise_bn(const char *sel) {
-    char label[96];
-    snprintf(label, sizeof label, "batch norm folded into a depthwise convolution on %s", sel);
-    tc_begin(label);
-    cn_device *dev = NULL;
-    cn_model *m = NULL;
-    cn_program *p = NULL;
-    cn_session *s = NULL;
-    cn_prog_inst inst[2];
-    memset(inst, 0, sizeof inst);
-    cn_tensor **bind = NULL;
-    static float x[2 * 6 * 6 * 8], y[2][2 * 3];
-    unsigned seed = 5;
-    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = (float)((seed = seed * 1103515245u + 12345u) >> 9) * 0x1p-22f - 1.0f;
-    CHECK_OK(cn_device_open(sel, &dev));
-    CHECK_OK(cn_model_parse(BN_MODEL, "fold_dw_bn.net", &m));
-    if (tc_bad) goto done;
-    CHECK_OK(cn_model_program(m, 42, CN_LOSS_XENT, &p));
-    if (tc_bad) goto done;
-    CHECK_OK(cn_session_create_inference(p, dev, &s));
-    for (int i = 0; i < p->n_params && !tc_bad; i++) {
-        cn_tensor *t = NULL;
-        CHECK_OK(cn_session_param(s, p->params[i].name, &t));
-        if (tc_bad) break;
-        int64_t n = cn_shape_numel(&t->shape);
-        float *v = malloc((size_t)n * sizeof *v);
-        for (int64_t k = 0; k < n; k++) v[k] = 0.2f + (float)((seed = seed * 1103515245u + 12345u) >> 8) * 0x1p-24f;
-        CHECK_OK(cn_tensor_write(t, v, (size_t)n * sizeof *v));
-        free(v);
-    }
-    if (tc_bad) goto done;
-    for (int fold = 0; fold < 2 && !tc_bad; fold++) {
-        CHECK_OK(cn_program_instantiate_ex(p, 2, 0, fold, CN_F32, &inst[fold]));
-        if (tc_bad) break;
-        const cn_graph *g = &inst[fold].g;
-        CHECK(count_op(g, CN_OP_BATCHNORM) == (fold ? 0 : 2), "%s instance: %d BATCHNORM nodes",
-              fold ? "folded" : "unfolded", count_op(g, CN_OP_BATCHNORM));
-        bind = calloc((size_t)g->n, sizeof *bind);
-        for (int i = 0; i < p->n_params && !tc_bad; i++)
-            CHECK_OK(cn_session_param(s, p->params[i].name, &bind[inst[fold].map[p->params[i].node]]));
-        const int out = inst[fold].map[p->outputs[cn_program_find_output(p, "logits")].node];
-        const int in = inst[fold].map[p->inputs[cn_program_find_input(p, "images")].node];
-        cn_plan *plan = NULL;
-        if (!tc_bad) CHECK_OK(cn_plan_create(g, dev, &out, 1, bind, 1, &plan));
-        if (plan) {
-            int biased = 0; /* depthwise launches with the folded bias fused (3 inputs) */
-            for (int i = 0; i < plan->n_launch; i++) biased += plan->launches[i].op == CN_OP_DWCONV && plan->launches[i].n_in == 3;
-            CHECK(biased == 2, "%d of 2 depthwise launches carry their bias", biased);
-            CHECK_OK(cn_plan_feed(plan, in, x, sizeof x, 1));
-            if (!tc_bad) CHECK_OK(cn_plan_run(plan, 1));
-            if (!tc_bad) CHECK_OK(cn_plan_read(plan, out, y[fold], sizeof y[fold]));
-        }
-        cn_plan_free(plan);
-        free(bind);
-        bind = NULL;
-    }
-    if (tc_bad) goto done;
-    double mx = 0, worst = 0;
-    for (int i = 0; i < 6; i++) mx = fmax(mx, fabs(y[0][i])), worst = fmax(worst, fabs((double)y[1][i] - y[0][i]));
-    CHECK(worst <= 1e-5 * (1 + mx), "folded and unfolded logits differ by %.3g (max %.3g)", worst, mx);
-    if (!tc_bad) printf("ok   %s: worst |folded - unfolded| %.2e, max |logit| %.2f\n", sel, worst, mx);
-done:
-    free(bind);
-    cn_prog_inst_destroy(&inst[0]);
-    cn_prog_inst_destroy(&inst[1]);
-    cn_session_free(s);
-    cn_program_free(p);
-    cn_model_free(m);
-    cn_device_release(dev);
-    tc_end();
-}
-
 int main(void) {
     int n = 0;
     cn_device_count(&n);
@@ -200,7 +113,6 @@ int main(void) {
         cn_device_info info;
         if (cn_device_info_get(i, &info) != CN_OK) continue;
         test_device(info.selector);
-        test_depthwise_bn(info.selector);
     }
     return tc_finish();
 }
