@@ -56,7 +56,8 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
         }
         cn_node *mm = &p->nodes[a];
         const cn_shape *bs = &p->nodes[b].shape;
-        const int product = (mm->op == CN_OP_MATMUL && mm->shape.ndim == 2) || (mm->op == CN_OP_DWCONV && view == mm);
+        const int product =
+            (mm->op == CN_OP_MATMUL && mm->shape.ndim == 2) || (mm->op == CN_OP_DWCONV && view == mm);
         if (!product || mm->n_in != 2 || mm->p.epilogue != CN_EPI_NONE || consumers[a] != 1 || is_out[a] ||
             bs->ndim != 1 || bs->d[0] != mm->shape.d[mm->shape.ndim - 1] || p->root[a] != a ||
             view->shape.d[view->shape.ndim - 1] != bs->d[0])
@@ -74,7 +75,8 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
     }
 }
 
-/* Fold RELU/SIGMOID/TANH (any activation with an epilogue, cn_node_as_epilogue) into the ADD or MATMUL that feeds it when nothing else reads the
+/* Fold an activation that has an epilogue (cn_node_as_epilogue: RELU, SIGMOID, TANH, ...,
+ * CLIP(0, 6)) into the ADD, MATMUL or DWCONV that feeds it when nothing else reads the
  * pre-activation value: one pass over memory instead of two. */
 static void fuse_activations(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     for (int i = 0; i < p->n; i++) {

@@ -391,13 +391,17 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
     float *ap = malloc((size_t)(groups * k + 1) * ROWS_M * sizeof(float));
-    if (!ap) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
+    if (!ap)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
     for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
         for (int64_t p = 0; p < k; p++)
             for (int64_t i = i0; i < i0 + ROWS_M; i++)
                 ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (int64_t t = 0; t < blocks * groups; t++) rows_block(g, ap + t % groups * ROWS_M * k, t % groups * ROWS_M, t / groups * ROWS_N);
+    for (int64_t t = 0; t < blocks * groups; t++) {
+        const int64_t grp = t % groups;
+        rows_block(g, ap + grp * ROWS_M * k, grp * ROWS_M, t / groups * ROWS_N);
+    }
     free(ap);
     return CN_OK;
 }
@@ -410,22 +414,14 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     gemm_args g = {trans_a != 0, trans_b != 0, m, n, k, trans_a ? m : k, trans_b ? k : n,
                    NULL, NULL, NULL, bias, epilogue};
 
-    if (use_rows(m, k)) {
-        const int nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS ? max_nt : 1;
+    const int rows = use_rows(m, k);
+    if (rows || use_ksplit(m, n, k)) {
+        const int rows_nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS ? max_nt : 1;
         for (int64_t bi = 0; bi < batch; bi++) {
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
-            CN_TRY(gemm_rows(&g, nt));
-        }
-        return CN_OK;
-    }
-    if (use_ksplit(m, n, k)) {
-        for (int64_t bi = 0; bi < batch; bi++) {
-            g.a = a + bi * m * k;
-            g.b = b + bi * k * n;
-            g.c = c + bi * m * n;
-            CN_TRY(gemm_ksplit(&g, max_nt));
+            CN_TRY(rows ? gemm_rows(&g, rows_nt) : gemm_ksplit(&g, max_nt));
         }
         return CN_OK;
     }
