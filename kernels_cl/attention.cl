@@ -188,120 +188,257 @@ __kernel void attn_bwd_dkv(__global const STORE_T *dout, __global const STORE_T 
     for (int d = c; d < D; d += B) STORE(res, ((long)bh * S + jr) * D + d, f * Acc[r * D + d]);
 }
 
-/* ---- CPU-type devices: one work-item per row, no local memory, no barriers ----
+/* ---- CPU-type devices: one work-item per block of GVW rows, no local memory, no barriers ----
  *
  * A CPU runs the tiled kernels above as loops over the work-items between barriers, which
- * costs more than the arithmetic at the head widths of small transformers. These kernels
- * give each work-item one query row (forward, dq) or one key row (dk, dv), held in private
- * float4 arrays of ATTN_ROWS_MAXD floats (the host's CN_CL_ATTN_ROWS_MAXD, passed at build
- * time; the host sends wider heads, or widths not a multiple of 4, to the tiled kernels), and
- * walk the other operand's rows four at a time: four dot products, one float4 exp, the same
- * online softmax (rescaled once per four keys) and the same O(T) global memory. Rows past
- * the end or masked get score -INFINITY (probability 0). Grid: (rows, BH). */
+ * costs more than the arithmetic at the head widths of small transformers; one row per
+ * work-item (float4 dot products, a horizontal sum and a scalar softmax per score) reached
+ * about 10 GFLOP/s. Here a work-item owns GVW rows of q (forward, dq) or of k (dk, dv), the
+ * device's native float vector (GVW = 16 with AVX-512), stored transposed in private memory:
+ * xt[d] is a floatV holding element d of the GVW rows. Every product is then a chain of
+ * vector FMAs with one operand broadcast from global memory, and nothing is ever reduced
+ * across lanes:
+ *   scores against a row r of the other operand: s = sum_d r[d] * xt[d] (a floatV of GVW
+ *   scores, one per owned row), four rows of r at a time so each xt[d] load feeds 4 FMAs;
+ *   accumulation of a weighted row: acct[d] += r[d] * w for a floatV of weights w.
+ * The softmax of the forward works on these score vectors lane-wise (running maximum, sum
+ * and rescale per lane, once per chunk of ATTN_KC keys), so the online-softmax structure and
+ * the saved log-sum-exp stay those of the tiled kernels. Masked scores are -INFINITY before
+ * the exp (probability 0 in the backward). A causal query block stops at its last query's
+ * key; a causal key block starts at its first key's query. Lanes past the end hold zero rows:
+ * they compute finite or infinite garbage in their own lanes only and are never stored.
+ * The score scale is folded into the transposed q (or k) block once. Private memory: three
+ * blocks of ATTN_ROWS_MAXD x GVW floats (the host sends wider heads to the tiled kernels).
+ * Grid: (ceil(rows / GVW), BH), work-groups of one work-item. */
 #ifndef ATTN_ROWS_MAXD
 #define ATTN_ROWS_MAXD 64
 #endif
-#define ATTN_R4 (ATTN_ROWS_MAXD / 4)
+#define ATTN_KC 64 /* keys per chunk of the forward's online softmax */
 
-float attn_dot4(const float4 *a, __global const STORE_T *b, int D4) {
-    float4 s = (float4)(0.0f);
-    for (int d = 0; d < D4; d++) s += a[d] * LOADU4(b, d);
-    return (s.x + s.y) + (s.z + s.w);
+__constant float attn_lane_ids[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+
+/* Rows [r0, r0 + GVW) of the [rows, D] matrix m, times f, into xt transposed (zeros past the
+ * end): xt[d GVW + l] = f m[r0 + l][d]. When D is a multiple of 4, in 4 x 4 blocks (four row
+ * vectors in, four column vectors out): element by element, the compiler turns the loop into
+ * gathers or scatters, which cost more than the rest of a short head's work. */
+void attn_load_t(float *xt, __global const STORE_T *m, int r0, int rows, int D, float f) {
+    if (D % 4 == 0) {
+        for (int l = 0; l < GVW; l += 4) {
+            __global const STORE_T *row = m + (long)(r0 + l) * D;
+            int n = rows - (r0 + l); /* rows of the four that exist */
+            for (int d = 0; d < D; d += 4) {
+                float4 z = (float4)(0.0f), a0 = n > 0 ? f * LOADU4(row + d, 0) : z, a1 = n > 1 ? f * LOADU4(row + D + d, 0) : z,
+                       a2 = n > 2 ? f * LOADU4(row + 2 * D + d, 0) : z, a3 = n > 3 ? f * LOADU4(row + 3 * D + d, 0) : z;
+                vstore4((float4)(a0.x, a1.x, a2.x, a3.x), 0, xt + d * GVW + l);
+                vstore4((float4)(a0.y, a1.y, a2.y, a3.y), 0, xt + (d + 1) * GVW + l);
+                vstore4((float4)(a0.z, a1.z, a2.z, a3.z), 0, xt + (d + 2) * GVW + l);
+                vstore4((float4)(a0.w, a1.w, a2.w, a3.w), 0, xt + (d + 3) * GVW + l);
+            }
+        }
+        return;
+    }
+    for (int l = 0; l < GVW; l++) {
+        __global const STORE_T *row = m + (long)(r0 + l) * D;
+        int in = r0 + l < rows;
+        for (int d = 0; d < D; d++) xt[d * GVW + l] = in ? f * LOAD(row, d) : 0.0f;
+    }
 }
 
-/* Scores of row a against rows r0..r0+3 of m (those at or past `end` get -INFINITY). */
-float4 attn_dots4(const float4 *a, __global const STORE_T *m, int r0, int end, int D4, float scale) {
-    float4 s;
-    s.x = r0 < end ? scale * attn_dot4(a, m + (long)r0 * 4 * D4, D4) : -INFINITY;
-    s.y = r0 + 1 < end ? scale * attn_dot4(a, m + (long)(r0 + 1) * 4 * D4, D4) : -INFINITY;
-    s.z = r0 + 2 < end ? scale * attn_dot4(a, m + (long)(r0 + 2) * 4 * D4, D4) : -INFINITY;
-    s.w = r0 + 3 < end ? scale * attn_dot4(a, m + (long)(r0 + 3) * 4 * D4, D4) : -INFINITY;
+/* The inverse, times f, for the lanes before `rows`: m[r0 + l][d] = f xt[d] lane l. */
+void attn_store_t(__global STORE_T *m, const floatV *xt, int r0, int rows, int D, float f) {
+    float t[ATTN_ROWS_MAXD * GVW];
+    for (int d = 0; d < D; d++) vstoreV(f * xt[d], d, t);
+    if (D % 4 == 0) {
+        for (int l = 0; l < GVW && r0 + l < rows; l += 4) {
+            __global STORE_T *row = m + (long)(r0 + l) * D;
+            int n = rows - (r0 + l);
+            for (int d = 0; d < D; d += 4) {
+                float4 b0 = vload4(0, t + d * GVW + l), b1 = vload4(0, t + (d + 1) * GVW + l),
+                       b2 = vload4(0, t + (d + 2) * GVW + l), b3 = vload4(0, t + (d + 3) * GVW + l);
+                STOREU4(row + d, 0, ((float4)(b0.x, b1.x, b2.x, b3.x)));
+                if (n > 1) STOREU4(row + D + d, 0, ((float4)(b0.y, b1.y, b2.y, b3.y)));
+                if (n > 2) STOREU4(row + 2 * D + d, 0, ((float4)(b0.z, b1.z, b2.z, b3.z)));
+                if (n > 3) STOREU4(row + 3 * D + d, 0, ((float4)(b0.w, b1.w, b2.w, b3.w)));
+            }
+        }
+        return;
+    }
+    for (int l = 0; l < GVW && r0 + l < rows; l++)
+        for (int d = 0; d < D; d++) STORE(m, (long)(r0 + l) * D + d, t[d * GVW + l]);
+}
+
+/* GVW entries of a per-row vector (lse or delta) from r0 on, 0 past the end. */
+floatV attn_load_lanes(__global const float *x, int r0, int rows) {
+    float t[GVW];
+    for (int l = 0; l < GVW; l++) t[l] = r0 + l < rows ? x[r0 + l] : 0.0f;
+    return vloadV(0, t);
+}
+floatV attn_load_lanes_st(__global const STORE_T *x, int r0, int rows) {
+    float t[GVW];
+    for (int l = 0; l < GVW; l++) t[l] = r0 + l < rows ? LOAD(x, r0 + l) : 0.0f;
+    return vloadV(0, t);
+}
+
+/* Scores of rows m[0], m[D], m[2D], m[3D] against xt: s[0..3]. */
+void attn_dot_t4(const float *xt, __global const STORE_T *m, int D, floatV *s) {
+    floatV s0 = (floatV)(0.0f), s1 = s0, s2 = s0, s3 = s0;
+    for (int d = 0; d < D; d++) {
+        floatV x = vloadV(d, xt);
+        s0 += LOAD(m, d) * x;
+        s1 += LOAD(m, D + d) * x;
+        s2 += LOAD(m, 2 * D + d) * x;
+        s3 += LOAD(m, 3 * D + d) * x;
+    }
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+floatV attn_dot_t(const float *xt, __global const STORE_T *m, int D) {
+    floatV s = (floatV)(0.0f);
+    for (int d = 0; d < D; d++) s += LOAD(m, d) * vloadV(d, xt);
     return s;
 }
 
-/* acc += w.x m[r0] + w.y m[r0+1] + ... over the rows before end (the others have weight 0). */
-void attn_axpy4(float4 *acc, float4 w, __global const STORE_T *m, int r0, int end, int D4) {
-    int n = min(4, end - r0);
-    float wk[4] = {w.x, w.y, w.z, w.w};
-    for (int k = 0; k < n; k++) {
-        __global const STORE_T *row = m + (long)(r0 + k) * 4 * D4;
-        for (int d = 0; d < D4; d++) acc[d] += wk[k] * LOADU4(row, d);
+/* acct[d] += sum_n m[n D + d] w[n] over rows n < 4 (attn_axpy_t: one row). */
+void attn_axpy_t4(floatV *acct, __global const STORE_T *m, int D, const floatV *w) {
+    floatV w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    for (int d = 0; d < D; d++) {
+        floatV a = acct[d];
+        a += LOAD(m, d) * w0;
+        a += LOAD(m, D + d) * w1;
+        a += LOAD(m, 2 * D + d) * w2;
+        a += LOAD(m, 3 * D + d) * w3;
+        acct[d] = a;
     }
+}
+void attn_axpy_t(floatV *acct, __global const STORE_T *m, int D, floatV w) {
+    for (int d = 0; d < D; d++) acct[d] += LOAD(m, d) * w;
+}
+
+void attn_zero_t(floatV *xt, int D) {
+    for (int d = 0; d < D; d++) xt[d] = (floatV)(0.0f);
 }
 
 __kernel void attn_fwd_rows(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
                             __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int lse_only) {
-    int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
-    if (i >= T) return;
-    float4 qi[ATTN_R4], o[ATTN_R4];
-    __global const STORE_T *qr = q + ((long)bh * T + i) * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
-    for (int d = 0; d < D4; d++) qi[d] = LOADU4(qr, d), o[d] = (float4)(0.0f);
-    float m = -INFINITY, l = 0.0f;
-    int kend = causal ? min(S, i + 1) : S;
-    for (int j = 0; j < kend; j += 4) {
-        float4 s = attn_dots4(qi, kb, j, kend, D4, scale);
-        float mn = fmax(m, fmax(fmax(s.x, s.y), fmax(s.z, s.w))); /* finite: key j is always in */
-        float a = exp(m - mn);
-        float4 p = exp(s - mn);
-        l = l * a + ((p.x + p.y) + (p.z + p.w));
-        m = mn;
-        if (!lse_only) {
-            for (int d = 0; d < D4; d++) o[d] *= a;
-            attn_axpy4(o, p, vb, j, kend, D4);
+    int q0 = get_global_id(0) * GVW, bh = get_global_id(1);
+    if (q0 >= T) return;
+    float qt[ATTN_ROWS_MAXD * GVW];
+    floatV ot[ATTN_ROWS_MAXD];
+    floatV sc[ATTN_KC];
+    __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    attn_load_t(qt, q + (long)bh * T * D, q0, T, D, scale);
+    if (!lse_only) attn_zero_t(ot, D);
+    floatV qi = (float)q0 + vloadV(0, attn_lane_ids), m = (floatV)(-INFINITY), l = (floatV)(0.0f);
+    int kend = causal ? min(S, q0 + GVW) : S;
+    for (int c0 = 0; c0 < kend; c0 += ATTN_KC) {
+        int n = min(ATTN_KC, kend - c0), j = 0;
+        __global const STORE_T *kr = kb + (long)c0 * D;
+        for (; j + 4 <= n; j += 4) attn_dot_t4(qt, kr + (long)j * D, D, sc + j);
+        for (; j < n; j++) sc[j] = attn_dot_t(qt, kr + (long)j * D, D);
+        floatV mn = m;
+        for (j = 0; j < n; j++) {
+            if (causal) sc[j] = select(sc[j], (floatV)(-INFINITY), isless(qi, (floatV)((float)(c0 + j))));
+            mn = fmax(mn, sc[j]);
         }
+        /* mn is finite in every lane from the first chunk on: key 0 is never masked */
+        floatV a = exp(m - mn), sum = (floatV)(0.0f);
+        for (j = 0; j < n; j++) {
+            sc[j] = exp(sc[j] - mn);
+            sum += sc[j];
+        }
+        l = l * a + sum;
+        m = mn;
+        if (lse_only) continue;
+        for (int d = 0; d < D; d++) ot[d] *= a;
+        __global const STORE_T *vr = vb + (long)c0 * D;
+        for (j = 0; j + 4 <= n; j += 4) attn_axpy_t4(ot, vr + (long)j * D, D, sc + j);
+        for (; j < n; j++) attn_axpy_t(ot, vr + (long)j * D, D, sc[j]);
     }
     if (lse_only) {
-        lse[(long)bh * T + i] = m + log(l);
+        float t[GVW];
+        vstoreV(m + log(l), 0, t);
+        for (int e = 0; e < GVW && q0 + e < T; e++) lse[(long)bh * T + q0 + e] = t[e];
         return;
     }
-    float inv = 1.0f / l;
-    __global STORE_T *orow = out + ((long)bh * T + i) * D;
-    for (int d = 0; d < D4; d++) STOREU4(orow, d, o[d] * inv);
+    floatV inv = 1.0f / l;
+    for (int d = 0; d < D; d++) ot[d] *= inv;
+    attn_store_t(out + (long)bh * T * D, ot, q0, T, D, 1.0f);
 }
 
+/* dq = scale * sum_j dS_ij k_j with dS = P * (dO v^T - delta), P = exp(scale q k^T - lse);
+ * lanes are queries. */
 __kernel void attn_bwd_dq_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
                                __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
                                __global STORE_T *dq, int T, int S, int D, float scale, int causal) {
-    int i = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
-    if (i >= T) return;
-    float4 qi[ATTN_R4], doi[ATTN_R4], acc[ATTN_R4];
-    long row = (long)bh * T + i;
-    for (int d = 0; d < D4; d++) qi[d] = LOADU4(q + row * D, d), doi[d] = LOADU4(dout + row * D, d), acc[d] = 0.0f;
-    float li = lse[row], di = LOAD(delta, row);
+    int q0 = get_global_id(0) * GVW, bh = get_global_id(1);
+    if (q0 >= T) return;
+    float qt[ATTN_ROWS_MAXD * GVW], dt[ATTN_ROWS_MAXD * GVW];
+    floatV acc[ATTN_ROWS_MAXD];
+    attn_load_t(qt, q + (long)bh * T * D, q0, T, D, scale);
+    attn_load_t(dt, dout + (long)bh * T * D, q0, T, D, 1.0f);
+    attn_zero_t(acc, D);
+    floatV li = attn_load_lanes(lse + (long)bh * T, q0, T), di = attn_load_lanes_st(delta + (long)bh * T, q0, T);
+    floatV qi = (float)q0 + vloadV(0, attn_lane_ids);
     __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
-    int kend = causal ? min(S, i + 1) : S;
-    for (int j = 0; j < kend; j += 4) {
-        float4 p = exp(attn_dots4(qi, kb, j, kend, D4, scale) - li);
-        float4 ds = p * (attn_dots4(doi, vb, j, kend, D4, 1.0f) - di);
-        attn_axpy4(acc, ds, kb, j, kend, D4);
+    int kend = causal ? min(S, q0 + GVW) : S, j = 0;
+    floatV s[4], dp[4];
+    for (; j < kend; j += 4) {
+        int n = min(4, kend - j);
+        if (n == 4) {
+            attn_dot_t4(qt, kb + (long)j * D, D, s);
+            attn_dot_t4(dt, vb + (long)j * D, D, dp);
+        } else {
+            for (int e = 0; e < n; e++) {
+                s[e] = attn_dot_t(qt, kb + (long)(j + e) * D, D);
+                dp[e] = attn_dot_t(dt, vb + (long)(j + e) * D, D);
+            }
+        }
+        for (int e = 0; e < n; e++) {
+            floatV p = exp(s[e] - li);
+            if (causal) p = select(p, (floatV)(0.0f), isless(qi, (floatV)((float)(j + e))));
+            s[e] = p * (dp[e] - di);
+        }
+        if (n == 4) attn_axpy_t4(acc, kb + (long)j * D, D, s);
+        else
+            for (int e = 0; e < n; e++) attn_axpy_t(acc, kb + (long)(j + e) * D, D, s[e]);
     }
-    for (int d = 0; d < D4; d++) STOREU4(dq + row * D, d, scale * acc[d]);
+    attn_store_t(dq + (long)bh * T * D, acc, q0, T, D, scale);
 }
 
-/* which 1: dk_j = scale * sum_i dS_ij q_i; which 2: dv_j = sum_i P_ij dO_i. */
+/* which 1: dk_j = scale * sum_i dS_ij q_i; which 2: dv_j = sum_i P_ij dO_i; lanes are keys. */
 __kernel void attn_bwd_dkv_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
                                 __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
                                 __global STORE_T *res, int T, int S, int D, float scale, int causal, int which) {
-    int j = get_global_id(0), bh = get_global_id(1), D4 = D / 4;
-    if (j >= S) return;
-    float4 kj[ATTN_R4], vj[ATTN_R4], acc[ATTN_R4];
-    long row = (long)bh * S + j;
-    for (int d = 0; d < D4; d++) kj[d] = LOADU4(k + row * D, d), vj[d] = LOADU4(v + row * D, d), acc[d] = 0.0f;
+    int k0 = get_global_id(0) * GVW, bh = get_global_id(1);
+    if (k0 >= S) return;
+    float kt[ATTN_ROWS_MAXD * GVW], vt[ATTN_ROWS_MAXD * GVW];
+    floatV acc[ATTN_ROWS_MAXD];
+    attn_load_t(kt, k + (long)bh * S * D, k0, S, D, scale);
+    if (which == 1) attn_load_t(vt, v + (long)bh * S * D, k0, S, D, 1.0f);
+    attn_zero_t(acc, D);
+    floatV kj = (float)k0 + vloadV(0, attn_lane_ids);
     __global const STORE_T *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
     __global const float *lb = lse + (long)bh * T;
     __global const STORE_T *db = delta + (long)bh * T;
-    for (int i = causal ? j : 0; i < T; i += 4) {
+    floatV s[4], dp[4];
+    for (int i = causal ? k0 : 0; i < T; i += 4) {
         int n = min(4, T - i);
-        float4 li = (float4)(lb[i], n > 1 ? lb[i + 1] : 0.0f, n > 2 ? lb[i + 2] : 0.0f, n > 3 ? lb[i + 3] : 0.0f);
-        float4 p = exp(attn_dots4(kj, qb, i, T, D4, scale) - li); /* rows past T: exp(-inf) = 0 */
-        if (which == 2) {
-            attn_axpy4(acc, p, ob, i, T, D4);
-        } else {
-            float4 di = (float4)(LOAD(db, i), n > 1 ? LOAD(db, i + 1) : 0.0f, n > 2 ? LOAD(db, i + 2) : 0.0f,
-                                 n > 3 ? LOAD(db, i + 3) : 0.0f);
-            attn_axpy4(acc, p * (attn_dots4(vj, ob, i, T, D4, 1.0f) - di), qb, i, T, D4);
+        if (n == 4) attn_dot_t4(kt, qb + (long)i * D, D, s);
+        else
+            for (int e = 0; e < n; e++) s[e] = attn_dot_t(kt, qb + (long)(i + e) * D, D);
+        if (which == 1) {
+            if (n == 4) attn_dot_t4(vt, ob + (long)i * D, D, dp);
+            else
+                for (int e = 0; e < n; e++) dp[e] = attn_dot_t(vt, ob + (long)(i + e) * D, D);
         }
+        for (int e = 0; e < n; e++) {
+            floatV p = exp(s[e] - lb[i + e]);
+            if (causal) p = select(p, (floatV)(0.0f), isless((floatV)((float)(i + e)), kj));
+            s[e] = which == 2 ? p : p * (dp[e] - LOAD(db, i + e));
+        }
+        __global const STORE_T *y = which == 2 ? ob : qb;
+        if (n == 4) attn_axpy_t4(acc, y + (long)i * D, D, s);
+        else
+            for (int e = 0; e < n; e++) attn_axpy_t(acc, y + (long)(i + e) * D, D, s[e]);
     }
-    float f = which == 1 ? scale : 1.0f;
-    for (int d = 0; d < D4; d++) STOREU4(res + row * D, d, f * acc[d]);
+    attn_store_t(res + (long)bh * S * D, acc, k0, S, D, which == 1 ? scale : 1.0f);
 }

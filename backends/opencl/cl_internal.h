@@ -130,7 +130,7 @@ typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST
  * attention's tiles on every device. */
 #define CN_CL_PORTABLE_WG 256
 #define CN_CL_PORTABLE_LOCAL ((uint64_t)32 << 10)
-/* Head widths up to this run the one-row-per-work-item attention kernels on CPU-type devices
+/* Head widths up to this run the block-of-rows attention kernels on CPU-type devices
  * (private arrays of this many floats; attention.cl gets it as -DATTN_ROWS_MAXD). */
 #define CN_CL_ATTN_ROWS_MAXD 64
 

@@ -6,8 +6,9 @@
  * min(device local memory, 32 KiB) (the portable cap). The backward kernels hold five B x D
  * tiles, the forward four; both a B x B score tile and 3 B row statistics.
  *
- * CPU-type devices run the *_rows kernels instead (one work-item per row, no barriers) for
- * heads up to CN_CL_ATTN_ROWS_MAXD wide whose width is a multiple of 4 (float4 rows). */
+ * CPU-type devices run the *_rows kernels instead (one work-item per block of gemm_vw rows,
+ * held transposed so every product is a vector FMA; no barriers) for heads up to
+ * CN_CL_ATTN_ROWS_MAXD wide. */
 #include "cl_internal.h"
 
 static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < CN_CL_PORTABLE_LOCAL ? c->local_mem : CN_CL_PORTABLE_LOCAL; }
@@ -43,13 +44,14 @@ static adims dims_of(const cn_launch *l, int qi) {
 
 #define LOCAL_TILE(B, D) CN_ARG_LOCAL((size_t)((B) * (D)) * sizeof(float))
 
-static int rows_kernels(const cn_cl_ctx *c, adims g) { return c->is_cpu && g.D % 4 == 0 && g.D <= CN_CL_ATTN_ROWS_MAXD; }
+static int rows_kernels(const cn_cl_ctx *c, adims g) { return c->is_cpu && g.D <= CN_CL_ATTN_ROWS_MAXD; }
 
-/* Groups along the rows only: the kernels check the row against its count, not bh. */
-static void rows_grid(cn_cl_ctx *c, cn_cl_kernel_id k, int64_t rows, int64_t BH, size_t gws[3], size_t lws[3]) {
-    gws[0] = (size_t)rows, gws[1] = (size_t)BH, gws[2] = 1;
-    size_t one[3] = {gws[0], 1, 1};
-    cn_cl_grid_lws(c, k, one, lws);
+/* A work-item per block of gemm_vw rows (the kernels' GVW) and bh, a work-group per
+ * work-item: the kernel is already vector code, and a CPU driver would only wrap a larger
+ * group in a loop (or try to vectorise across its work-items). */
+static void rows_grid(const cn_cl_ctx *c, int64_t rows, int64_t BH, size_t gws[3], size_t lws[3]) {
+    gws[0] = (size_t)((rows + c->gemm_vw - 1) / c->gemm_vw), gws[1] = (size_t)BH, gws[2] = 1;
+    lws[0] = lws[1] = lws[2] = 1;
 }
 
 /* The output goes in as both out (STORE_T, ATTENTION) and lse (float, ATTENTION_LSE, whose
@@ -59,7 +61,7 @@ static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
     void *v = lse_only ? l->in[1] : l->in[2]; /* ATTENTION_LSE has no v: k in its place (never read) */
     if (rows_kernels(c, g)) {
         size_t gws[3], lws[3];
-        rows_grid(c, CN_K_attn_fwd_rows, g.T, g.BH, gws, lws);
+        rows_grid(c, g.T, g.BH, gws, lws);
         return CN_CL_LAUNCH(c, CN_K_attn_fwd_rows, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                             CN_ARG_MEM(v), CN_ARG_MEM(l->out), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
                             CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0),
@@ -84,7 +86,7 @@ cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     if (rows_kernels(c, g)) {
         cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq_rows : CN_K_attn_bwd_dkv_rows;
         size_t gws[3], lws[3];
-        rows_grid(c, k, which == 0 ? g.T : g.S, g.BH, gws, lws);
+        rows_grid(c, which == 0 ? g.T : g.S, g.BH, gws, lws);
         cn_cl_arg a[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
                          CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(l->out), CN_ARG_INT(g.T),
                          CN_ARG_INT(g.S), CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0),

@@ -1,7 +1,8 @@
 /* ONNX out, convolutions (onnx_export.h): a convolution is written as one Conv or
  * ConvTranspose, recognised from the primitives clnet lowers it to (program_layers.c): im2col
  * times a reshaped kernel; depthwise convolution's own op; a grouped convolution's regrouping
- * around a batched product; a transposed convolution's product and col2im. Their kernels are
+ * around a batched product; a transposed convolution's product and col2im (grouped: with the
+ * same regrouping). Their kernels are
  * written in ONNX's layouts under the parameters' names, so that importing the file gives the
  * same parameters back. */
 #include <stdlib.h>
@@ -39,6 +40,7 @@ int cn_ex_conv_kernel(ex *e, int i) {
     if (m < 0 || g->nodes[m].op != CN_OP_MATMUL || g->nodes[m].in[1] != r || g->nodes[m].p.trans_a || g->nodes[m].p.trans_b)
         return 0;
     int c2 = ex_only_use(e, m); /* transposed: [Cin,KH,KW,Cout] -> ConvTranspose's [Cin,Cout,KH,KW] */
+    if (c2 >= 0 && g->nodes[c2].op == CN_OP_RESHAPE && g->nodes[m].shape.ndim == 3) c2 = ex_only_use(e, c2); /* grouped */
     if (c2 >= 0 && g->nodes[c2].op == CN_OP_COL2IM && g->nodes[g->nodes[m].in[0]].op == CN_OP_RESHAPE) return 4;
     return g->nodes[g->nodes[m].in[0]].op == CN_OP_IM2COL;
 }
@@ -82,6 +84,30 @@ static cn_status grouped_conv(ex *e, int i, int mm) {
     return y ? CN_OK : e->st;
 }
 
+/* A grouped transposed convolution (program_layers.c): x -> reshape, transpose, reshape,
+ * reshape [G,rows,Cin/G] (the groups as images) -> matmul [G,Cin/G,KK] (mm) -> reshape
+ * [rows,KK] -> col2im (node i) -> reshapes, transpose, reshape (back to channels). 1 when the
+ * chain is there, with x's node in *x and the last reshape in *out; the nodes between col2im
+ * and that reshape are named "" (not written). */
+static int grouped_tconv(ex *e, int i, int mm, int *x, int *out) {
+    const cn_graph *g = &e->p->g;
+    static const cn_op chain[4] = {CN_OP_RESHAPE, CN_OP_RESHAPE, CN_OP_TRANSPOSE, CN_OP_RESHAPE};
+    int k = g->nodes[mm].in[0];
+    for (int s = 0; s < 4; s++, k = g->nodes[k].in[0])
+        if (g->nodes[k].op != chain[s]) return 0;
+    if (g->nodes[mm].shape.ndim != 3 || g->nodes[k].shape.ndim != 4) return 0;
+    int r = ex_only_use(e, i), skip[8], n_skip = 0;
+    for (; r >= 0 && g->nodes[r].op == CN_OP_RESHAPE && n_skip < 7; r = ex_only_use(e, r)) skip[n_skip++] = r;
+    const cn_node *t = r >= 0 ? &g->nodes[r] : NULL;
+    int out_r = t ? ex_only_use(e, r) : -1;
+    if (!n_skip || !t || t->op != CN_OP_TRANSPOSE || t->shape.ndim != 5 || t->p.perm[0] != 1 || t->p.perm[3] != 0 ||
+        out_r < 0 || g->nodes[out_r].op != CN_OP_RESHAPE)
+        return 0;
+    skip[n_skip++] = r;
+    for (int s = 0; s < n_skip; s++) e->name[skip[s]] = ex_str(e, "");
+    *x = k, *out = out_r;
+    return 1;
+}
 
 cn_status cn_ex_write_kernel(ex *e, int i, int kind, const float *w) {
     const cn_node *n = &e->p->g.nodes[i];
@@ -149,24 +175,29 @@ char *cn_ex_conv(ex *e, int i) {
     }
     case CN_OP_COL2IM: {
         const cn_node *m = &p->g.nodes[n->in[0]];
+        int mi = n->in[0], grouped = m->op == CN_OP_RESHAPE;
+        if (grouped) mi = m->in[0], m = &p->g.nodes[mi];
         const cn_node *xr = m->op == CN_OP_MATMUL ? &p->g.nodes[m->in[0]] : NULL;
         const cn_node *wr = m->op == CN_OP_MATMUL ? &p->g.nodes[m->in[1]] : NULL;
+        int xi = xr ? m->in[0] : -1, out = i;
+        if (grouped && !grouped_tconv(e, i, mi, &xi, &out)) xr = NULL;
         if (!xr || xr->op != CN_OP_RESHAPE || wr->op != CN_OP_RESHAPE || !e->oihw[wr->in[0]] ||
-            p->g.nodes[xr->in[0]].shape.ndim != 4)
-            return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: a col2im that is not a transposed convolution's (grouped "
-                             "transposed convolutions are not exported)", i), (char *)NULL;
-        const cn_shape *xs = &p->g.nodes[xr->in[0]].shape;
+            (!grouped && p->g.nodes[xi = xr->in[0]].shape.ndim != 4))
+            return cn_errorf(CN_ERR_UNSUPPORTED, "node %d: a col2im that is not a transposed convolution's", i), (char *)NULL;
+        const cn_shape *xs = &p->g.nodes[xi].shape;
         int64_t v[5][4];
         attr_spec a[7];
-        conv_attrs(&n->p, 0, v, a);
+        conv_attrs(&n->p, grouped ? m->shape.d[0] : 0, v, a);
+        int k = grouped ? 5 : 4;
         int64_t full_h = (xs->d[1] - 1) * n->p.sh - v[2][0] - v[2][2] + v[3][0] * (n->p.kh - 1) + 1;
         int64_t full_w = (xs->d[2] - 1) * n->p.sw - v[2][1] - v[2][3] + v[3][1] * (n->p.kw - 1) + 1;
         v[4][0] = sh->d[1] - full_h, v[4][1] = sh->d[2] - full_w;
-        a[4] = AS("output_padding", 2, v[4]);
-        a[5] = AEND;
+        a[k] = AS("output_padding", 2, v[4]);
+        a[k + 1] = AEND;
         const char *extra[1] = {e->name[wr->in[0]]};
-        y = ex_channels_second(e, e->name[xr->in[0]], 4, "ConvTranspose", 2, extra, a);
-        e->pruned = 1; /* the reshape of x was written already and nothing reads it */
+        y = ex_channels_second(e, e->name[xi], 4, "ConvTranspose", 2, extra, a);
+        e->pruned = 1; /* the reshape of x (grouped: the regrouping) was written already and nothing reads it */
+        if (out != i) e->name[out] = y, y = ex_str(e, "");
         break;
     }
     default: { /* DWCONV */

@@ -97,7 +97,7 @@ cn_value cn_onnx_materialize(ox_ctx *c, ox_val *v) {
     else if (v->pat == PAT_SQ) r = cn_op_mul(P, c->vals[v->pg].v, c->vals[v->pg].v);
     else {
         cn_errorf(CN_ERR_UNSUPPORTED, "'%s' (%s) is used outside the GELU and layer-norm patterns; clnet computes "
-                  "Erf and Sqrt of program values only there", v->name,
+                  "Erf of program values, and these parts of a layer norm, only there", v->name,
                   v->pat <= PAT_H1PERF ? "part of x * 0.5 * (1 + erf(x / sqrt(2)))" : "part of a layer norm");
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
@@ -196,7 +196,9 @@ static cn_status h_sqrt(ox_ctx *c, const Onnx__NodeProto *n) {
     if (!x) return cn_last_status();
     if (x->is_const) return cn_onnx_fold(c, n);
     if (x->pat == PAT_VARE) return set_part(c, n, x, CN_INVALID_VALUE, PAT_STD, x->px, -1, x->pf);
-    return ox_unsupported("Sqrt of a program value outside the layer-norm pattern");
+    if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    return ox_set_like(c, n, 0, cn_onnx_sqrt(P, x->v), x);
 }
 
 static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -205,10 +207,10 @@ static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {
     cn_status lst = cn_onnx_legacy_broadcast(c, n, x, e);
     if (lst != CN_OK) return lst;
     if (x->is_const && e->is_const) return cn_onnx_fold(c, n);
-    if (!scalar_is(e, 2.0, 0.0)) return ox_unsupported("Pow of a program value other than squaring");
-    if (x->pat == PAT_CENT) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
+    if (!e->is_const) return ox_unsupported("an exponent that is not a constant");
+    if (x->pat == PAT_CENT && scalar_is(e, 2.0, 0.0)) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
     if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
-    return ox_set_like(c, n, 0, cn_op_mul(P, x->v, x->v), x);
+    return cn_onnx_pow_const(c, n, x, e);
 }
 
 /* A constant operand of a binary node: the other one is returned in *other. */

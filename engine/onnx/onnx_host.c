@@ -73,6 +73,7 @@ cn_status cn_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, ox
     const uint8_t *raw = t->has_raw_data ? t->raw_data.data : NULL;
     switch (t->data_type) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT:
+        if (!n) break; /* an empty tensor may have no data pointer at all */
         if (raw) memcpy(out->f, raw, (size_t)n * 4); /* little-endian, as ONNX stores it */
         else memcpy(out->f, t->float_data, (size_t)n * 4);
         break;

@@ -62,6 +62,19 @@ float ox_attr_f(const Onnx__NodeProto *n, const char *name, float dflt) {
     return a && a->has_f ? a->f : dflt;
 }
 
+int ox_str_is(const Onnx__AttributeProto *a, const char *s) {
+    return a && a->has_s && a->s.len == strlen(s) && !memcmp(a->s.data, s, a->s.len);
+}
+
+const ox_tensor *ox_const_in(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_status *st) {
+    *st = CN_OK;
+    if (k >= (int)n->n_input || !*n->input[k]) return NULL;
+    ox_val *v = ox_in(c, n, k);
+    if (!v) return *st = cn_last_status(), NULL;
+    if (!v->is_const) return *st = ox_unsupported("input %d ('%s') must be a constant", k, v->name), NULL;
+    return &v->c;
+}
+
 /* ---- values ---- */
 
 ox_val *ox_in(ox_ctx *c, const Onnx__NodeProto *n, int k) {
@@ -213,6 +226,7 @@ typedef struct op_table {
 static const op_table tables[] = {{cn_onnx_ops, &cn_onnx_n_ops},
                                   {cn_onnx_image_ops, &cn_onnx_n_image_ops},
                                   {cn_onnx_join_ops, &cn_onnx_n_join_ops},
+                                  {cn_onnx_resize_ops, &cn_onnx_n_resize_ops},
                                   {cn_onnx_shape_ops, &cn_onnx_n_shape_ops},
                                   {cn_onnx_fuse_ops, &cn_onnx_n_fuse_ops}};
 #define N_TABLES ((int)(sizeof tables / sizeof tables[0]))

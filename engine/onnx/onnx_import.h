@@ -109,12 +109,25 @@ extern const ox_op cn_onnx_image_ops[]; /* onnx_ops_image.c */
 extern const int cn_onnx_n_image_ops;
 extern const ox_op cn_onnx_join_ops[]; /* onnx_ops_join.c */
 extern const int cn_onnx_n_join_ops;
+extern const ox_op cn_onnx_resize_ops[]; /* onnx_ops_resize.c */
+extern const int cn_onnx_n_resize_ops;
 /* Concat of inputs of which at least one is a program value (the node's axis attribute). */
 cn_status cn_onnx_concat_dyn(ox_ctx *c, const Onnx__NodeProto *n, int64_t axis);
 /* v with a leading dim of 1, and without it (onnx_ops_join.c): for clnet's slice, pad and
- * concat on the first axis of a value that has no batch. */
-cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v);
-cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v);
+ * concat on the first axis of a value that has no batch there; batch: the physical dim that
+ * holds v's free batch (kept free), or -1. */
+cn_value cn_onnx_lead_add(ox_ctx *c, cn_value v, int batch);
+cn_value cn_onnx_lead_drop(ox_ctx *c, cn_value v, int batch);
+/* Expand of a program value to nd dims od (numpy broadcasting; the batch does not grow). */
+cn_status cn_onnx_expand_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, int nd, const int64_t *od);
+/* The same as a logical program value (its batch, if any, at x's batch dim + nd - x's rank). */
+cn_value cn_onnx_expand_value(ox_ctx *c, ox_val *x, int nd, const int64_t *od);
+/* Elements idx[0..K) (each in range) of logical axis a of x's program value v (in x's
+ * layout), concatenated in that order: runs of consecutive indices are one slice each (at
+ * most 1024 runs). */
+cn_value cn_onnx_take(ox_ctx *c, const ox_val *x, cn_value v, int64_t a, const int64_t *idx, int64_t K);
+/* Gather from program value x at constant indices idx (the node's axis): a slice per index. */
+cn_status cn_onnx_gather_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *idx);
 /* Slice of a program value: per logical dim, the first element, the step and the count. */
 cn_status cn_onnx_slice_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const int64_t *begin, const int64_t *step,
                             const int64_t *len);
@@ -137,6 +150,10 @@ extern const int cn_onnx_n_fuse_ops;
 cn_value cn_onnx_expand_last(ox_ctx *c, cn_value b, int64_t cols);
 cn_value cn_onnx_reshape_like(ox_ctx *c, cn_value v, const ox_val *x);
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
+/* 1 when a is a string attribute equal to s. */
+int ox_str_is(const Onnx__AttributeProto *a, const char *s);
+/* Input k as a constant (NULL when absent, *st CN_OK); a program value is refused, *st set. */
+const ox_tensor *ox_const_in(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_status *st);
 int64_t ox_attr_i(const Onnx__NodeProto *n, const char *name, int64_t dflt);
 float ox_attr_f(const Onnx__NodeProto *n, const char *name, float dflt);
 /* The value of an output, fresh (not yet defined); NULL for an absent optional output or a
@@ -167,6 +184,12 @@ cn_status ox_unsupported(const char *fmt, ...) CN_PRINTF(1, 2);
 /* Computes a node on the host when its inputs are constants (elementwise ops with numpy
  * broadcasting, Cast, Identity, Gather, ...); unsupported for other op types. */
 cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n);
+/* Square root and its inverse of a program value, as exp(+-log(x) / 2) (onnx_ops.c: clnet
+ * has no square-root op; the error bound is stated there). */
+cn_value cn_onnx_sqrt(cn_program *p, cn_value x);
+cn_value cn_onnx_rsqrt(cn_program *p, cn_value x);
+/* Pow with a constant exponent (onnx_ops.c; the rules and error bounds are stated there). */
+cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e);
 /* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
 cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
 /* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */

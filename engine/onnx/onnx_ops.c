@@ -22,6 +22,18 @@ static cn_status h_tanh(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n
 static cn_status h_exp(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_exp); }
 static cn_status h_log(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_log); }
 static cn_value neg(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 0.0f); }
+/* |x| = relu(x) + relu(-x): one term is 0, so the sum is exact. */
+static cn_value abs_of(cn_program *p, cn_value x) { return cn_op_add(p, cn_op_relu(p, x), cn_op_relu(p, neg(p, x))); }
+static cn_status h_abs(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, abs_of); }
+/* 1 / x as one IEEE division: the numerator is x clipped to [1, 1] (1 for every x, infinities
+ * included), so it has x's shape and batch. */
+static cn_value recip(cn_program *p, cn_value x) { return cn_op_div(p, cn_op_clip(p, x, 1.0f, 1.0f), x); }
+static cn_status h_reciprocal(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, recip); }
+/* clnet has no square root: x^(+-1/2) = exp(+-log(x) / 2), within about 5e-6 relative of the
+ * correctly rounded value over float's normal range (log's error of an ulp of |log x| <= 89,
+ * halved, then exp's); 0 gives 0 (inf for the inverse), a negative x NaN, as sqrt does. */
+cn_value cn_onnx_sqrt(cn_program *p, cn_value x) { return cn_op_exp(p, cn_op_scale(p, cn_op_log(p, x), 0.5f, 0.0f)); }
+cn_value cn_onnx_rsqrt(cn_program *p, cn_value x) { return cn_op_exp(p, cn_op_scale(p, cn_op_log(p, x), -0.5f, 0.0f)); }
 static cn_status h_neg(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, neg); }
 static cn_value ident(cn_program *p, cn_value x) { (void)p; return x; }
 static cn_status h_identity(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -76,6 +88,40 @@ static cn_status h_clip(ox_ctx *c, const Onnx__NodeProto *n) {
     if (lo > hi) return ox_unsupported("min %g above max %g", (double)lo, (double)hi);
     return act_param(c, n, CN_OP_CLIP, lo, hi);
 }
+
+/* Max and Min (kind 1 and 0) of one program value and constant scalars: a clip at the
+ * constants' max (min), exact; of one input: that input. clnet has no elementwise max of two
+ * program values (a + relu(b - a) rounds). */
+static cn_status minmax(ox_ctx *c, const Onnx__NodeProto *n, int is_max) {
+    ox_val *x = NULL;
+    int all_const = 1;
+    float bound = is_max ? -INFINITY : INFINITY;
+    for (int k = 0; k < (int)n->n_input; k++) {
+        ox_val *v = ox_in(c, n, k);
+        if (!v) return cn_last_status();
+        all_const &= v->is_const;
+    }
+    if (all_const) return cn_onnx_fold(c, n);
+    for (int k = 0; k < (int)n->n_input; k++) {
+        ox_val *v = ox_in(c, n, k);
+        if (!v->is_const) {
+            if (x) return ox_unsupported("two program values (clnet has no elementwise max or min op)");
+            x = v;
+        } else if (v->c.numel != 1) {
+            return ox_unsupported("a constant '%s' of %lld values beside a program value (only scalars, as a clip)",
+                                  v->name, (long long)v->c.numel);
+        } else {
+            float b = (float)ox_get(&v->c, 0);
+            bound = is_max ? fmaxf(bound, b) : fminf(bound, b);
+        }
+    }
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    if (n->n_input == 1) return ox_set_like(c, n, 0, x->v, x);
+    cn_value r = is_max ? cn_op_clip(P, x->v, bound, INFINITY) : cn_op_clip(P, x->v, -INFINITY, bound);
+    return ox_set_like(c, n, 0, r, x);
+}
+static cn_status h_max(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 1); }
+static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
 
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
@@ -276,12 +322,15 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
         int trailing = yn - first <= nd;
         for (int i = first; i < yn && trailing; i++) trailing = y->d[i] == x->d[nd - yn + i];
         if (!trailing) {
-            /* [..., 1] against [..., C] with the leading dims equal: expand the last axis. */
+            /* [..., 1] against [..., C] with the leading dims equal: expand the last axis;
+             * other shapes: expand y to x's (the batch where x has it) */
             int ok = yn == nd && nd >= 1 && y->d[nd - 1] == 1 && x->d[nd - 1] > 1;
             for (int i = 0; i < nd - 1 && ok; i++) ok = y->d[i] == x->d[i];
-            if (!ok) return ox_unsupported("broadcasting between program values of shapes other than a trailing part "
-                                           "or a last axis of 1");
-            yv = cn_onnx_reshape_like(c, cn_onnx_expand_last(c, yv, x->d[nd - 1]), x);
+            if (ok) yv = cn_onnx_reshape_like(c, cn_onnx_expand_last(c, yv, x->d[nd - 1]), x);
+            else if (y->bdim >= 0 && y->bdim + nd - yn != x->bdim)
+                return ox_unsupported("broadcasting program values whose batch dims differ");
+            else
+                yv = cn_onnx_expand_value(c, y, nd, x->d);
         }
     }
     if (swap && kind == B_DIV) return ox_unsupported("division of a smaller program value by a larger one");
@@ -289,6 +338,48 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     if (swap && kind == B_SUB) r = cn_op_scale(P, r, -1.0f, 0.0f);
     return ox_set_dyn(c, n, 0, r, nhwc, x->bdim, x->ndim);
 }
+/* x^e for a constant e of at most x's shape: for one integer k, products (binary powering,
+ * then 1/x^|k| for k < 0: a few ulps from pow); for 1/2 and -1/2 cn_onnx_sqrt/rsqrt; where
+ * no e is an integer, exp(e log x), which is pow's own answer there (NaN for a negative x,
+ * 0 or inf for 0) within about 5e-6 relative while |e log x| stays below 88. Integer
+ * exponents that vary per element are refused: exp(e log x) is NaN for a negative x. */
+cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e) {
+    if (x->is_int) return ox_unsupported("integer arithmetic on program values ('%s')", x->name);
+    if (x->is_const) return ox_unsupported("a constant base '%s' with a program value exponent", x->name);
+    if (!e->c.numel || e->ndim > x->ndim) return ox_unsupported("an exponent of a higher rank than the base");
+    for (int j = 0; j < e->ndim; j++) {
+        int64_t ed = e->d[j], xd = x->d[j + x->ndim - e->ndim];
+        if (ed != 1 && ed != xd) return ox_unsupported("an exponent that broadcasts the base to a larger shape");
+    }
+    double e0 = ox_get(&e->c, 0);
+    int uniform = 1, any_int = 0;
+    for (int64_t i = 0; i < e->c.numel; i++) {
+        double v = ox_get(&e->c, i);
+        uniform &= v == e0;
+        any_int |= v == floor(v);
+    }
+    cn_value r = CN_INVALID_VALUE;
+    if (uniform && e0 == floor(e0) && fabs(e0) <= 64) {
+        cn_value pw = x->v;
+        int64_t m = (int64_t)fabs(e0);
+        if (!m) r = cn_op_clip(P, x->v, 1.0f, 1.0f);
+        for (; m; m >>= 1) {
+            if (m & 1) r = r == CN_INVALID_VALUE ? pw : cn_op_mul(P, r, pw);
+            if (m > 1) pw = cn_op_mul(P, pw, pw);
+        }
+        if (e0 < 0) r = recip(P, r);
+    } else if (uniform && fabs(e0) == 0.5) {
+        r = e0 > 0 ? cn_onnx_sqrt(P, x->v) : cn_onnx_rsqrt(P, x->v);
+    } else if (!any_int) {
+        cn_value lg = cn_op_log(P, x->v);
+        r = cn_op_exp(P, uniform ? cn_op_scale(P, lg, (float)e0, 0.0f) : cn_op_mul(P, lg, const_onto(c, e, x)));
+    } else {
+        return ox_unsupported("integer exponents that differ per element (clnet computes x^k by products for one "
+                              "integer k, and exp(e log x) where no exponent is an integer)");
+    }
+    return ox_set_like(c, n, 0, r, x);
+}
+
 static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_ADD); }
 static cn_status h_sub(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_SUB); }
 static cn_status h_mul(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_MUL); }
@@ -391,9 +482,8 @@ static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     if (axis < 0) axis += x->ndim;
     if (axis < 0 || axis >= x->ndim) return cn_errorf(CN_ERR_SHAPE, "axis %lld of a %d-D value", (long long)ox_attr_i(n, "axis", -1), x->ndim);
     if (x->bdim >= axis) return ox_unsupported("normalising over the batch dim");
-    for (size_t k = 1; k < n->n_output; k++)
-        if (*n->output[k]) return ox_unsupported("the Mean and InvStdDev outputs");
     if (x->is_const) return ox_unsupported("a constant input");
+    if (ox_attr_i(n, "stash_type", 1) != 1) return ox_unsupported("stash_type %lld (clnet computes in float32)", (long long)ox_attr_i(n, "stash_type", 1));
     int64_t C = 1;
     for (int k = (int)axis; k < x->ndim; k++) C *= x->d[k];
     ox_val *gb[2] = {g, b};
@@ -424,9 +514,25 @@ static cn_status h_layer_norm(ox_ctx *c, const Onnx__NodeProto *n) {
         d[axis] = C;
         xv = cn_op_reshape(P, xv, (int)axis + 1, d);
     }
-    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], ox_attr_f(n, "epsilon", 1e-5f));
+    float eps = ox_attr_f(n, "epsilon", 1e-5f);
+    cn_value y = cn_op_layer_norm(P, xv, v[0], v[1], eps);
     if (flat) y = cn_onnx_reshape_like(c, y, x);
-    return ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
+    cn_status st = ox_set_dyn(c, n, 0, y, 0, x->bdim, x->ndim);
+    if (st != CN_OK || n->n_output < 2 || (!*n->output[1] && (n->n_output < 3 || !*n->output[2]))) return st;
+    /* Mean and InvStdDev = 1 / sqrt(mean((x - mean)^2) + eps), shaped like x with the
+     * normalised axes kept as 1: computed beside the fused op (which keeps them to itself) */
+    int64_t rows = 1;
+    for (int k = 0; k < axis; k++) rows *= x->d[k];
+    cn_value x2 = cn_op_reshape(P, ox_logical(c, x), 2, (const int64_t[]){x->bdim >= 0 ? -1 : rows, C});
+    cn_value mean = cn_op_mean(P, x2, 1, 1);
+    cn_value cent = cn_op_sub(P, x2, cn_onnx_expand_last(c, mean, C));
+    cn_value var = cn_op_scale(P, cn_op_mean(P, cn_op_mul(P, cent, cent), 1, 1), 1.0f, eps);
+    ox_val shape = *x;
+    for (int k = (int)axis; k < x->ndim; k++) shape.d[k] = 1;
+    cn_value r[2] = {mean, cn_onnx_rsqrt(P, var)};
+    for (int k = 1; k < 3 && st == CN_OK; k++)
+        st = ox_set_dyn(c, n, k, cn_onnx_reshape_like(c, r[k - 1], &shape), 0, x->bdim, x->ndim);
+    return st;
 }
 
 /* ---- gather: embedding tables ---- */
@@ -440,7 +546,8 @@ static cn_status h_gather(ox_ctx *c, const Onnx__NodeProto *n) {
         int nd = idx->ndim + 1;
         return ox_set_dyn(c, n, 0, y, 0, idx->bdim, nd);
     }
-    return ox_unsupported("Gather from a program value (only embedding lookups: a 2-D table and integer ids)");
+    if (!data->is_const && idx->is_const) return cn_onnx_gather_dyn(c, n, data, idx);
+    return ox_unsupported("Gather at computed indices other than embedding lookups (a constant 2-D table)");
 }
 
 const ox_op cn_onnx_ops[] = {
@@ -454,6 +561,10 @@ const ox_op cn_onnx_ops[] = {
     {"Exp", 1, h_exp},
     {"Log", 1, h_log},
     {"Neg", 1, h_neg},
+    {"Abs", 6, h_abs},
+    {"Max", 6, h_max},
+    {"Min", 6, h_min},
+    {"Reciprocal", 6, h_reciprocal},
     {"Identity", 1, h_identity},
     {"Dropout", 1, h_dropout},
     {"Gelu", 20, h_gelu},

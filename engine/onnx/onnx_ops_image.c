@@ -1,7 +1,9 @@
-/* ONNX image ops (issue 16's layers): Conv (groups, dilations, per-side pads, auto_pad),
- * ConvTranspose, MaxPool / AveragePool (pads, ceil_mode, count_include_pad), global pools,
- * BatchNormalization, Resize / Upsample and Pad. Images live NHWC in the program (ox_nhwc);
- * weights are converted once, at import, to the layouts clnet's convolutions take. */
+/* ONNX image ops (issue 16's layers): Conv and ConvTranspose (groups, dilations, per-side
+ * pads, auto_pad; 3-D composed from 2-D), MaxPool / AveragePool (pads, ceil_mode,
+ * count_include_pad; 3-D and dilated max pools composed from 2-D ones), global pools,
+ * BatchNormalization and Pad (Resize / Upsample: onnx_ops_resize.c). Images live NHWC in
+ * the program (ox_nhwc); weights are converted once, at import, to the layouts clnet's
+ * convolutions take. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,9 +11,6 @@
 
 #include "onnx_import.h"
 
-static int str_is(const Onnx__AttributeProto *a, const char *s) {
-    return a && a->has_s && a->s.len == strlen(s) && !memcmp(a->s.data, s, a->s.len);
-}
 
 /* The geometry of a window op on a 2-D image: kernel, strides, dilations and pads in ONNX's
  * order (top, left, bottom, right), auto_pad resolved against the input's size. */
@@ -51,18 +50,18 @@ static cn_status window_attrs(const Onnx__NodeProto *n, const ox_val *x, int one
                              (long long)w->k[1], (long long)w->s[0], (long long)w->s[1], (long long)w->d[0],
                              (long long)w->d[1]);
     a = ox_attr(n, "auto_pad");
-    if (a && a->has_s && a->s.len && !str_is(a, "NOTSET")) {
-        if (str_is(a, "VALID")) {
+    if (a && a->has_s && a->s.len && !ox_str_is(a, "NOTSET")) {
+        if (ox_str_is(a, "VALID")) {
             memset(w->pad, 0, sizeof w->pad);
-        } else if (str_is(a, "SAME_UPPER") || str_is(a, "SAME_LOWER")) {
+        } else if (ox_str_is(a, "SAME_UPPER") || ox_str_is(a, "SAME_LOWER")) {
             /* output = ceil(input / stride); the odd pixel goes after (UPPER) or before (LOWER) */
             for (int i = 0; i < 2; i++) {
                 int64_t in = x->d[2 + i], out = (in + w->s[i] - 1) / w->s[i];
                 int64_t total = (out - 1) * w->s[i] + (w->k[i] - 1) * w->d[i] + 1 - in;
                 if (total < 0) total = 0;
                 int64_t small = total / 2, big = total - small;
-                w->pad[i] = str_is(a, "SAME_UPPER") ? small : big;
-                w->pad[2 + i] = str_is(a, "SAME_UPPER") ? big : small;
+                w->pad[i] = ox_str_is(a, "SAME_UPPER") ? small : big;
+                w->pad[2 + i] = ox_str_is(a, "SAME_UPPER") ? big : small;
             }
         } else {
             return ox_unsupported("auto_pad '%.*s' (NOTSET, VALID, SAME_UPPER, SAME_LOWER)", (int)a->s.len, (const char *)a->s.data);
@@ -131,14 +130,216 @@ static cn_status image_out(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x,
     return ox_set_dyn(c, n, 0, cn_op_transpose(P, y, (const int[]){0, 2, 1}), 0, x->bdim, 3);
 }
 
+/* ---- 3-D windows, composed from 2-D ones (clnet has no 3-D kernels) ---- */
+
+/* Kernel, strides, dilations and pads (the three begins, then the three ends) of a 3-D window
+ * op; kdef: the kernel when the attribute is absent (a convolution's weights). */
+typedef struct win3 {
+    int64_t k[3], s[3], d[3], pad[6];
+} win3;
+
+static cn_status window3_attrs(const Onnx__NodeProto *n, const int64_t *kdef, win3 *w) {
+    static const char *names[4] = {"kernel_shape", "strides", "dilations", "pads"};
+    int64_t *dst[4] = {w->k, w->s, w->d, w->pad};
+    for (int i = 0; i < 3; i++) w->k[i] = kdef ? kdef[i] : 1, w->s[i] = w->d[i] = 1;
+    memset(w->pad, 0, sizeof w->pad);
+    for (int a = 0; a < 4; a++) {
+        const Onnx__AttributeProto *at = ox_attr(n, names[a]);
+        if (!at) continue;
+        if (at->n_ints != (a == 3 ? 6u : 3u)) return ox_unsupported("%s of %zu entries for a 3-D window", names[a], at->n_ints);
+        memcpy(dst[a], at->ints, at->n_ints * sizeof(int64_t));
+    }
+    const Onnx__AttributeProto *ap = ox_attr(n, "auto_pad");
+    if (ap && ap->has_s && ap->s.len && !ox_str_is(ap, "NOTSET")) {
+        if (!ox_str_is(ap, "VALID"))
+            return ox_unsupported("auto_pad '%.*s' on a 3-D window (NOTSET, VALID)", (int)ap->s.len, (const char *)ap->s.data);
+        memset(w->pad, 0, sizeof w->pad);
+    }
+    for (int i = 0; i < 3; i++)
+        if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->k[i] > 65536 || w->s[i] > 65536 || w->d[i] > 65536)
+            return cn_errorf(CN_ERR_SHAPE, "3-D window: kernel %lld, stride %lld, dilation %lld", (long long)w->k[i],
+                             (long long)w->s[i], (long long)w->d[i]);
+    for (int i = 0; i < 6; i++)
+        if (w->pad[i] < 0 || w->pad[i] > 65536) return cn_errorf(CN_ERR_SHAPE, "pad %lld", (long long)w->pad[i]);
+    return CN_OK;
+}
+
+/* The dims of a program value (for the sizes a window op gave). */
+static void dims_of(ox_ctx *c, cn_value v, int64_t *d) {
+    int nd;
+    cn_dtype dt;
+    if (v == CN_INVALID_VALUE || cn_value_shape(P, v, &nd, d, &dt) != CN_OK) memset(d, 0, sizeof(int64_t) * 4);
+}
+
+/* A 5-D image x [N,C,D,H,W] whose data v holds as [N, r, ...] viewed as the 4-D image
+ * [N*r, c2, H, W] for the 2-D convolutions (a free batch stays free). */
+static ox_val image_4d(ox_ctx *c, const ox_val *x, cn_value v, int64_t r, int64_t c2) {
+    ox_val x4 = *x;
+    x4.ndim = 4, x4.v = cn_op_reshape(P, v, 4, (const int64_t[]){x->bdim == 0 ? -1 : x->d[0] * r, c2, x->d[3], x->d[4]});
+    x4.d[0] = x->d[0] * r, x4.d[1] = c2, x4.d[2] = x->d[3], x4.d[3] = x->d[4];
+    x4.alt = CN_INVALID_VALUE, x4.pat = 0;
+    return x4;
+}
+
+/* A constant 3-D kernel [A,B,KD,KH,KW] as the 2-D one [A,B*KD,KH,KW] (the same data), in the
+ * layout key/perm of weights(): one parameter under the initializer's name. */
+static cn_value kernel_2d(ox_ctx *c, ox_val *w, const char *key, const int perm[4]) {
+    ox_val w4 = *w;
+    int64_t wd[4] = {w->d[0], w->d[1] * w->d[2], w->d[3], w->d[4]};
+    w4.ndim = w4.c.ndim = 4;
+    memcpy(w4.d, wd, sizeof wd), memcpy(w4.c.d, wd, sizeof wd);
+    cn_value wv = weights(c, &w4, key, perm);
+    w->v = w4.v, memcpy(w->vkey, w4.vkey, sizeof w4.vkey);
+    return wv;
+}
+
+/* A 3-D convolution as one 2-D convolution: the depth taps of each output depth stacked into
+ * the channels ([N,C,D,H,W] padded in depth, taken at od*stride + kd*dilation, viewed as
+ * [N*OD, C*KD, H, W]); ONNX's [M, C/g, KD, KH, KW] kernel is then, as stored, the 2-D kernel
+ * [M, C/g*KD, KH, KW] (channel c*KD + kd on both sides), a parameter under its own name. */
+static cn_status conv3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *w, ox_val *b) {
+    if (!w->is_const || w->c.dt != OX_F32) return ox_unsupported("3-D weights that are not a constant float tensor");
+    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4];
+    int64_t M = w->d[0], KD = w->d[2];
+    if (g < 1 || C % g || w->d[1] * g != C || M % g)
+        return cn_errorf(CN_ERR_SHAPE, "%lld channels, weights for %lld x group %lld", (long long)C, (long long)w->d[1], (long long)g);
+    win3 wn;
+    cn_status st = window3_attrs(n, &w->d[2], &wn);
+    if (st != CN_OK) return st;
+    for (int i = 0; i < 3; i++)
+        if (wn.k[i] != w->d[2 + i]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape disagrees with the weights");
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    int64_t Dp = D + wn.pad[0] + wn.pad[3], span = (KD - 1) * wn.d[0] + 1;
+    if (Dp < span) return cn_errorf(CN_ERR_SHAPE, "a depth of %lld for a kernel spanning %lld", (long long)Dp, (long long)span);
+    int64_t OD = (Dp - span) / wn.s[0] + 1, K = OD * KD;
+    cn_value v = ox_logical(c, x);
+    if (wn.pad[0] || wn.pad[3]) v = cn_op_pad(P, v, 2, (int)wn.pad[0], (int)wn.pad[3], CN_PAD_CONSTANT, 0.0f);
+    if (!ox_fold_ok(K, "depth taps")) return cn_last_status();
+    int64_t *ix = malloc((size_t)K * sizeof *ix);
+    if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Conv");
+    for (int64_t od = 0; od < OD; od++)
+        for (int64_t kd = 0; kd < KD; kd++) ix[od * KD + kd] = od * wn.s[0] + kd * wn.d[0];
+    ox_val xp = *x;
+    xp.d[2] = Dp, xp.nhwc = 0;
+    v = cn_onnx_take(c, &xp, v, 2, ix, K);
+    free(ix);
+    v = cn_op_reshape(P, v, 6, (const int64_t[]){N, C, OD, KD, H, W});
+    v = cn_op_transpose(P, v, (const int[]){0, 2, 1, 3, 4, 5});
+    ox_val x4 = image_4d(c, x, v, OD, C * KD);
+    cn_value wv = kernel_2d(c, w, "hwio", (const int[]){2, 3, 1, 0});
+    cn_value bv = CN_INVALID_VALUE;
+    if (b) {
+        if (b->ndim != 1 || b->d[0] != M || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [%lld]", (long long)M);
+        bv = ox_logical(c, b);
+    }
+    win w2 = {{wn.k[1], wn.k[2]}, {wn.s[1], wn.s[2]}, {wn.d[1], wn.d[2]}, {wn.pad[1], wn.pad[2], wn.pad[4], wn.pad[5]}};
+    cn_conv2d_opts o = conv_opts(&w2, g);
+    cn_value y = cn_op_conv2d_ex(P, ox_nhwc(c, &x4), wv, bv, &o); /* [N*OD, OH, OW, M] */
+    int64_t yd[4];
+    dims_of(c, y, yd);
+    y = cn_op_reshape(P, y, 5, (const int64_t[]){N, OD, yd[1], yd[2], M});
+    y = cn_op_transpose(P, y, (const int[]){0, 4, 1, 2, 3});
+    return ox_set_dyn(c, n, 0, y, 0, x->bdim, 5);
+}
+
+/* A 3-D transposed convolution as one 2-D one over every input depth slice ([N*D, Cin, H, W]),
+ * whose output channels are ONNX's kernel taps as stored ([Cin, Cout/g, KD, KH, KW] viewed as
+ * [Cin, Cout/g*KD, KH, KW]: channel co*KD + kd); then per tap kd the depth slices are spread
+ * out by the stride (zeros padded between them), shifted by kd*dilation and summed, and the
+ * pads cropped (output padding added) as in 2-D. The bias is added once, at the end. */
+static cn_status conv_transpose3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *w, ox_val *b) {
+    if (!w->is_const || w->c.dt != OX_F32) return ox_unsupported("3-D weights that are not a constant float tensor");
+    if (ox_attr(n, "output_shape") || (ox_attr(n, "auto_pad") && !ox_str_is(ox_attr(n, "auto_pad"), "NOTSET")))
+        return ox_unsupported("output_shape or auto_pad on a 3-D transposed convolution");
+    int64_t g = ox_attr_i(n, "group", 1), N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2];
+    int64_t KD = w->d[2], CO = w->d[1] * g, opad[3] = {0, 0, 0};
+    if (g < 1 || w->d[0] != C || C % g) return cn_errorf(CN_ERR_SHAPE, "%lld channels, weights for %lld (group %lld)", (long long)C, (long long)w->d[0], (long long)g);
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    win3 wn;
+    cn_status st = window3_attrs(n, &w->d[2], &wn);
+    if (st != CN_OK) return st;
+    const Onnx__AttributeProto *op = ox_attr(n, "output_padding");
+    if (op && op->n_ints != 3) return ox_unsupported("output_padding of %zu entries for a 3-D window", op->n_ints);
+    for (int i = 0; op && i < 3; i++) opad[i] = op->ints[i];
+    for (int i = 0; i < 3; i++)
+        if (wn.k[i] != w->d[2 + i] || opad[i] < 0 || opad[i] >= wn.s[i]) return cn_errorf(CN_ERR_SHAPE, "kernel_shape or output_padding");
+    int64_t full = (D - 1) * wn.s[0] + (KD - 1) * wn.d[0] + 1, OD = full + opad[0] - wn.pad[0] - wn.pad[3];
+    if (OD < 1) return cn_errorf(CN_ERR_SHAPE, "an output depth of %lld", (long long)OD);
+    ox_val x4 = image_4d(c, x, cn_op_transpose(P, ox_logical(c, x), (const int[]){0, 2, 1, 3, 4}), D, C);
+    cn_value wv = kernel_2d(c, w, "ihwo", (const int[]){0, 2, 3, 1});
+    win w2 = {{wn.k[1], wn.k[2]}, {wn.s[1], wn.s[2]}, {wn.d[1], wn.d[2]}, {wn.pad[1], wn.pad[2], wn.pad[4], wn.pad[5]}};
+    cn_conv2d_opts o = conv_opts(&w2, g);
+    o.out_pad_h = (int)opad[1], o.out_pad_w = (int)opad[2];
+    cn_value y = cn_op_conv2d_transpose(P, ox_nhwc(c, &x4), wv, CN_INVALID_VALUE, &o); /* [N*D, OH, OW, CO*KD] */
+    int64_t yd[4];
+    dims_of(c, y, yd);
+    int64_t R = yd[1] * yd[2] * CO;
+    y = cn_op_reshape(P, y, 4, (const int64_t[]){N, D, R, KD});
+    cn_value z = CN_INVALID_VALUE;
+    for (int64_t kd = 0; kd < KD; kd++) {
+        cn_value t = cn_op_reshape(P, cn_op_slice(P, y, 3, (int)kd, 1), 4, (const int64_t[]){N, D, 1, R});
+        if (wn.s[0] > 1) t = cn_op_pad(P, t, 2, 0, (int)(wn.s[0] - 1), CN_PAD_CONSTANT, 0.0f);
+        t = cn_op_reshape(P, t, 3, (const int64_t[]){N, D * wn.s[0], R});
+        int64_t len = (D - 1) * wn.s[0] + 1, before = kd * wn.d[0], after = full - len - before;
+        t = cn_op_pad(P, t, 1, (int)before, (int)(after - (D * wn.s[0] - len)), CN_PAD_CONSTANT, 0.0f);
+        z = kd ? cn_op_add(P, z, t) : t;
+    }
+    z = cn_op_pad(P, z, 1, (int)-wn.pad[0], (int)(opad[0] - wn.pad[3]), CN_PAD_CONSTANT, 0.0f);
+    z = cn_op_reshape(P, z, 5, (const int64_t[]){N, OD, yd[1], yd[2], CO});
+    if (b) {
+        if (b->ndim != 1 || b->d[0] != CO || b->bdim >= 0) return cn_errorf(CN_ERR_SHAPE, "a bias that is not [%lld]", (long long)CO);
+        z = cn_op_add(P, z, ox_logical(c, b));
+    }
+    return ox_set_dyn(c, n, 0, cn_op_transpose(P, z, (const int[]){0, 4, 1, 2, 3}), 0, x->bdim, 5);
+}
+
+/* One 2-D pool of an NHWC value: kernel, strides, begin and end pads per axis. */
+static cn_value pool2d(ox_ctx *c, cn_value x, cn_op op, const int64_t *k, const int64_t *s, const int64_t *pb,
+                       const int64_t *pe, int ceil, int exclude) {
+    cn_op_params wp;
+    memset(&wp, 0, sizeof wp);
+    wp.kh = (int)k[0], wp.kw = (int)k[1], wp.sh = (int)s[0], wp.sw = (int)s[1];
+    wp.ph = (int)pb[0], wp.pw = (int)pb[1], wp.ph_extra = (int)(pe[0] - pb[0]), wp.pw_extra = (int)(pe[1] - pb[1]);
+    wp.ceil_mode = ceil, wp.exclude_pad = exclude;
+    return cn_prog_op(P, op, 1, &x, &wp);
+}
+
+/* A 3-D pool as two 2-D ones: over (H, W) with the depth among the channels, then over (D, 1)
+ * with H*W as the width. A box is the product of its three ranges, so its max is the max over
+ * depth of the maxima over (H, W), and its mean the mean of means: the count a window divides
+ * by (padding included or not, ceil mode's clipped windows too) is the product of the counts
+ * per axis, which the two passes apply one after the other. */
+static cn_status pool3d(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, cn_op op) {
+    win3 wn;
+    cn_status st = window3_attrs(n, NULL, &wn);
+    if (st != CN_OK) return st;
+    if (wn.d[0] != 1 || wn.d[1] != 1 || wn.d[2] != 1) return ox_unsupported("dilated pooling");
+    for (int i = 0; i < 6; i++)
+        if (wn.pad[i] >= wn.k[i % 3]) return ox_unsupported("a pad of %lld for a window of %lld", (long long)wn.pad[i], (long long)wn.k[i % 3]);
+    if (x->bdim > 0) return ox_unsupported("a 3-D image whose batch is not its first dim");
+    int ceil = ox_attr_i(n, "ceil_mode", 0) != 0, exclude = op == CN_OP_AVGPOOL && ox_attr_i(n, "count_include_pad", 0) == 0;
+    int64_t N = x->bdim == 0 ? -1 : x->d[0], C = x->d[1], D = x->d[2], H = x->d[3], W = x->d[4], hw[4], dd[4];
+    cn_value v = cn_op_reshape(P, ox_logical(c, x), 4, (const int64_t[]){N, C * D, H, W});
+    v = pool2d(c, cn_op_transpose(P, v, (const int[]){0, 2, 3, 1}), op, wn.k + 1, wn.s + 1, wn.pad + 1, wn.pad + 4, ceil, exclude);
+    dims_of(c, v, hw); /* [N, OH, OW, C*D] */
+    v = cn_op_reshape(P, cn_op_transpose(P, v, (const int[]){0, 3, 1, 2}), 4, (const int64_t[]){N, C, D, hw[1] * hw[2]});
+    v = pool2d(c, cn_op_transpose(P, v, (const int[]){0, 2, 3, 1}), op, (const int64_t[]){wn.k[0], 1},
+               (const int64_t[]){wn.s[0], 1}, (const int64_t[]){wn.pad[0], 0}, (const int64_t[]){wn.pad[3], 0}, ceil, exclude);
+    dims_of(c, v, dd); /* [N, OD, OH*OW, C] */
+    v = cn_op_transpose(P, v, (const int[]){0, 3, 1, 2});
+    v = cn_op_reshape(P, v, 5, (const int64_t[]){N, C, dd[1], hw[1], hw[2]});
+    return ox_set_dyn(c, n, 0, v, 0, x->bdim, 5);
+}
+
 static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed) {
     NEED(x, 0);
     NEED(w, 1);
     ox_val *b = ox_in(c, n, 2);
     int one_d = x->ndim == 3 && w->ndim == 3;
-    if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
-        return ox_unsupported("%d-D weights (1-D and 2-D convolutions of float weights only)", w->ndim);
     if (x->is_const) return ox_unsupported("a constant image");
+    if (x->ndim == 5 && w->ndim == 5) return transposed ? conv_transpose3d(c, n, x, w, b) : conv3d(c, n, x, w, b);
+    if ((w->ndim != 4 && !one_d) || (w->is_const && w->c.dt != OX_F32) || w->is_int)
+        return ox_unsupported("%d-D weights (1-D, 2-D and 3-D convolutions of float weights only)", w->ndim);
     ox_val x4, w4, *w_file = w;
     if (one_d) x4 = as_image(c, x), w4 = as_image(c, w), x = &x4, w = &w4;
     int64_t g = ox_attr_i(n, "group", 1);
@@ -173,7 +374,7 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
         /* the pads that give this size (ONNX: the odd one at the end unless SAME_LOWER) */
         int64_t os[2] = {1, 1};
         if ((st = spatial_ints(n, "output_shape", one_d, 1, os)) != CN_OK) return st;
-        int lower = str_is(ox_attr(n, "auto_pad"), "SAME_LOWER");
+        int lower = ox_str_is(ox_attr(n, "auto_pad"), "SAME_LOWER");
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - os[i];
@@ -188,14 +389,14 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
             else o.pad_top = (int)before, o.pad_bottom = (int)after;
         }
-    } else if ((a = ox_attr(n, "auto_pad")) && (str_is(a, "SAME_UPPER") || str_is(a, "SAME_LOWER"))) {
+    } else if ((a = ox_attr(n, "auto_pad")) && (ox_str_is(a, "SAME_UPPER") || ox_str_is(a, "SAME_LOWER"))) {
         /* output = input * stride */
         for (int i = 0; i < 2; i++) {
             int64_t full = (x->d[2 + i] - 1) * wn.s[i] + (wn.k[i] - 1) * wn.d[i] + 1 + (i ? o.out_pad_w : o.out_pad_h);
             int64_t total = full - x->d[2 + i] * wn.s[i];
             if (total < 0) total = 0;
             int64_t small = total / 2, big = total - small;
-            int64_t before = str_is(a, "SAME_LOWER") ? big : small, after = total - before;
+            int64_t before = ox_str_is(a, "SAME_LOWER") ? big : small, after = total - before;
             if (i) o.pad_left = (int)before, o.pad_right = (int)after;
             else o.pad_top = (int)before, o.pad_bottom = (int)after;
         }
@@ -209,6 +410,57 @@ static cn_status conv_common(ox_ctx *c, const Onnx__NodeProto *n, int transposed
 static cn_status h_conv(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 0); }
 static cn_status h_conv_transpose(ox_ctx *c, const Onnx__NodeProto *n) { return conv_common(c, n, 1); }
 
+/* A dilated max pool as a plain one, per axis: the image padded with -inf (ONNX's pads never
+ * win a max), then, where the stride is a multiple of the dilation d, only every d-th element
+ * can be in a window (a reshape to [L/d, d] and its first column: a window of dilation 1
+ * and stride s/d), else every window's elements taken side by side (oh*s + a*d for output
+ * oh and kernel tap a: a window of KxK with a stride of K). Output sizes as ONNX's (ceil
+ * mode: the last window starts inside the image or its first padding). */
+static cn_status dilated_maxpool(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const win *wn, int ceil, int one_d) {
+    cn_value v = ox_logical(c, x);
+    ox_val lx = *x;
+    lx.nhwc = 0;
+    int64_t pk[2], ps[2], N = x->bdim == 0 ? -1 : x->d[0];
+    for (int i = 0; i < 2; i++) {
+        int64_t in = x->d[2 + i], pb = wn->pad[i], pe = wn->pad[2 + i], k = wn->k[i], st = wn->s[i], dl = wn->d[i];
+        int64_t span = (k - 1) * dl + 1, room = in + pb + pe - span, o;
+        if (room < 0) return cn_errorf(CN_ERR_SHAPE, "an input of %lld for a window spanning %lld", (long long)in, (long long)span);
+        o = (ceil ? (room + st - 1) / st : room / st) + 1;
+        if (ceil && (o - 1) * st >= in + pb) o--;
+        int phase = st % dl == 0;
+        int64_t need = (o - 1) * st + span, len = in + pb + pe;
+        if (need > len) len = need;
+        if (phase) len = (len + dl - 1) / dl * dl;
+        if (pb || len > in + pb) v = cn_op_pad(P, v, 2 + i, (int)pb, (int)(len - in - pb), CN_PAD_CONSTANT, -INFINITY);
+        lx.d[2 + i] = len;
+        if (phase) {
+            int64_t d5[5] = {N, x->d[1], lx.d[2], lx.d[3], 1}, d4[4] = {N, x->d[1], lx.d[2], lx.d[3]};
+            for (int j = 4; j > 3 + i; j--) d5[j] = d5[j - 1];
+            d5[2 + i] = len / dl, d5[3 + i] = dl;
+            v = cn_op_slice(P, cn_op_reshape(P, v, 5, d5), 3 + i, 0, 1);
+            d4[2 + i] = len / dl;
+            v = cn_op_reshape(P, v, 4, d4);
+            v = cn_op_slice(P, v, 2 + i, 0, (int)((o - 1) * (st / dl) + k));
+            lx.d[2 + i] = (o - 1) * (st / dl) + k;
+            pk[i] = k, ps[i] = st / dl;
+            continue;
+        }
+        int64_t K = o * k;
+        if (!ox_fold_ok(K, "window taps")) return cn_last_status();
+        int64_t *ix = malloc((size_t)K * sizeof *ix);
+        if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "MaxPool");
+        for (int64_t r = 0; r < o; r++)
+            for (int64_t a = 0; a < k; a++) ix[r * k + a] = r * st + a * dl;
+        v = cn_onnx_take(c, &lx, v, 2 + i, ix, K);
+        free(ix);
+        lx.d[2 + i] = K;
+        pk[i] = ps[i] = k;
+    }
+    cn_value t = cn_op_transpose(P, v, (const int[]){0, 2, 3, 1});
+    cn_value y = pool2d(c, t, CN_OP_MAXPOOL, pk, ps, (const int64_t[]){0, 0}, (const int64_t[]){0, 0}, 0, 0);
+    return image_out(c, n, x, y, one_d);
+}
+
 static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant image");
@@ -216,13 +468,17 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
     const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
     int one_d = x->ndim == 3;
-    if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D or 2-D pool needed");
+    if (ks && ks->n_ints == 3 && x->ndim == 5) return pool3d(c, n, x, op);
+    if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D, 2-D or 3-D pool needed");
     ox_val x4;
     if (one_d) x4 = as_image(c, x), x = &x4;
     win wn;
     cn_status st = window_attrs(n, x, one_d, 1, 1, &wn);
     if (st != CN_OK) return st;
-    if (wn.d[0] != 1 || wn.d[1] != 1) return ox_unsupported("dilated pooling");
+    if (wn.d[0] != 1 || wn.d[1] != 1) {
+        if (op != CN_OP_MAXPOOL) return ox_unsupported("dilated average pooling");
+        return dilated_maxpool(c, n, x, &wn, ox_attr_i(n, "ceil_mode", 0) != 0, one_d);
+    }
     /* clnet's pools clip every window to the image and its padding; a window that lies wholly
      * in the padding has no ONNX meaning worth keeping (PyTorch refuses pads above half). */
     for (int i = 0; i < 4; i++)
@@ -311,7 +567,7 @@ static cn_status channels_back(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, c
 }
 
 /* scale, B, mean or var that are not constants (graph inputs, say): inference only, as
- * arithmetic, 1/sqrt(var + eps) written exp(-log(var + eps) / 2). */
+ * arithmetic, 1/sqrt(var + eps) by cn_onnx_rsqrt. */
 static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val **t, float eps) {
     cn_value xv = channels_last(c, x);
     int64_t C = x->d[1];
@@ -320,7 +576,7 @@ static cn_status bn_arith(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val
         if (t[k]->is_const) v[k] = ox_const_value(c, t[k], "", 1, &C, t[k]->c.f);
         else v[k] = cn_op_reshape(P, ox_logical(c, t[k]), 1, &C);
     }
-    cn_value inv = cn_op_exp(P, cn_op_scale(P, cn_op_log(P, cn_op_scale(P, v[3], 1.0f, eps)), -0.5f, 0.0f));
+    cn_value inv = cn_onnx_rsqrt(P, cn_op_scale(P, v[3], 1.0f, eps));
     cn_value y = cn_op_mul(P, cn_op_sub(P, xv, v[2]), cn_op_mul(P, inv, v[0]));
     return channels_back(c, n, x, cn_op_add(P, y, v[1]));
 }
@@ -370,107 +626,6 @@ static cn_status h_batch_norm(ox_ctx *c, const Onnx__NodeProto *n) {
     return channels_back(c, n, x, y);
 }
 
-/* ---- resampling ---- */
-
-/* Integer factors of a [N,C,H,W] value (N and C by 1) from scales or sizes. */
-static cn_status factors(const ox_val *x, const ox_tensor *scales, const ox_tensor *sizes, int *fh, int *fw) {
-    double f[4];
-    if (scales && scales->numel) {
-        if (scales->numel != 4) return ox_unsupported("scales of %lld entries (only [N,C,H,W] images)", (long long)scales->numel);
-        for (int i = 0; i < 4; i++) f[i] = ox_get(scales, i);
-    } else if (sizes && sizes->numel) {
-        if (sizes->numel != 4) return ox_unsupported("sizes of %lld entries (only [N,C,H,W] images)", (long long)sizes->numel);
-        for (int i = 0; i < 4; i++) {
-            double s = ox_get(sizes, i);
-            if (i == 0 && sizes->dt == OX_I64 && sizes->i[0] == CN_ONNX_BATCH) s = (double)x->d[0];
-            f[i] = s / (double)x->d[i];
-        }
-    } else {
-        return ox_unsupported("neither scales nor sizes");
-    }
-    if (f[0] != 1.0 || f[1] != 1.0) return ox_unsupported("resizing the batch or the channels");
-    for (int i = 2; i < 4; i++)
-        if (!(f[i] >= 1.0 && f[i] <= 4096.0 && f[i] == floor(f[i])))
-            return ox_unsupported("a factor of %g (clnet upsamples by whole factors 1..4096)", f[i]);
-    *fh = (int)f[2], *fw = (int)f[3];
-    return CN_OK;
-}
-
-/* coordinate modes under which clnet's kernels are exact for whole factors: nearest is
- * floor(out / factor), which half_pixel with round_prefer_* and asymmetric with floor both
- * give; linear is PyTorch's align_corners=False, which is half_pixel. */
-static cn_status resample(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, const ox_tensor *scales, const ox_tensor *sizes,
-                          const char *coord) {
-    const Onnx__AttributeProto *m = ox_attr(n, "mode");
-    int linear = str_is(m, "linear") || str_is(m, "bilinear");
-    if (m && !linear && !str_is(m, "nearest")) return ox_unsupported("mode '%.*s' (nearest, linear)", (int)m->s.len, (const char *)m->s.data);
-    if (x->is_const || x->ndim != 4) return ox_unsupported("only 4-D program values");
-    const Onnx__AttributeProto *ca = ox_attr(n, "coordinate_transformation_mode"), *nm = ox_attr(n, "nearest_mode");
-    char cm[40], nmode[40];
-    snprintf(cm, sizeof cm, "%.*s", ca && ca->has_s ? (int)ca->s.len : (int)strlen(coord), ca && ca->has_s ? (const char *)ca->s.data : coord);
-    snprintf(nmode, sizeof nmode, "%.*s", nm && nm->has_s ? (int)nm->s.len : 18, nm && nm->has_s ? (const char *)nm->s.data : "round_prefer_floor");
-    if (c->opset < 11) snprintf(nmode, sizeof nmode, "floor");
-    if (ox_attr_i(n, "antialias", 0)) return ox_unsupported("antialias=1");
-    int half = !strcmp(cm, "half_pixel") || !strcmp(cm, "pytorch_half_pixel");
-    int ok = linear ? half
-                    : (half && strncmp(nmode, "round_prefer_", 13) == 0) ||
-                          ((!strcmp(cm, "asymmetric") || !strcmp(cm, "tf_half_pixel_for_nn")) && !strcmp(nmode, "floor") &&
-                           strcmp(cm, "tf_half_pixel_for_nn"));
-    if (!ok)
-        return ox_unsupported("mode %s with coordinate_transformation_mode '%s' and nearest_mode '%s' (clnet: nearest with "
-                              "half_pixel and round_prefer_floor/ceil or asymmetric and floor; linear with half_pixel)",
-                              linear ? "linear" : "nearest", cm, nmode);
-    int fh = 1, fw = 1;
-    cn_status st = factors(x, scales, sizes, &fh, &fw);
-    if (st != CN_OK) return st;
-    cn_value y = cn_op_upsample2d(P, ox_nhwc(c, x), fh, fw, linear ? CN_UPSAMPLE_BILINEAR : CN_UPSAMPLE_NEAREST);
-    return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
-}
-
-static const ox_tensor *const_in(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_status *st) {
-    *st = CN_OK;
-    if (k >= (int)n->n_input || !*n->input[k]) return NULL;
-    ox_val *v = ox_in(c, n, k);
-    if (!v) return *st = cn_last_status(), NULL;
-    if (!v->is_const) return *st = ox_unsupported("input %d ('%s') must be a constant", k, v->name), NULL;
-    return &v->c;
-}
-
-static cn_status h_resize(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    cn_status st;
-    if (c->opset < 11) {
-        const ox_tensor *sc = const_in(c, n, 1, &st);
-        return st != CN_OK ? st : resample(c, n, x, sc, NULL, "asymmetric");
-    }
-    if (ox_attr(n, "axes")) return ox_unsupported("the axes attribute");
-    if (ox_attr(n, "keep_aspect_ratio_policy") && !str_is(ox_attr(n, "keep_aspect_ratio_policy"), "stretch"))
-        return ox_unsupported("keep_aspect_ratio_policy other than stretch");
-    const ox_tensor *sc = const_in(c, n, 2, &st);
-    if (st != CN_OK) return st;
-    const ox_tensor *sz = const_in(c, n, 3, &st);
-    if (st != CN_OK) return st;
-    return resample(c, n, x, sc, sz, "half_pixel");
-}
-
-static cn_status h_upsample(ox_ctx *c, const Onnx__NodeProto *n) {
-    NEED(x, 0);
-    cn_status st;
-    if (c->opset >= 9) {
-        const ox_tensor *sc = const_in(c, n, 1, &st);
-        return st != CN_OK ? st : resample(c, n, x, sc, NULL, "asymmetric");
-    }
-    const Onnx__AttributeProto *a = ox_attr(n, "scales");
-    if (!a || a->n_floats != 4) return ox_unsupported("scales must have 4 entries");
-    ox_tensor t = {0};
-    int64_t four = 4;
-    if (!ox_tensor_alloc(&t, OX_F32, 1, &four)) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Upsample");
-    for (int i = 0; i < 4; i++) t.f[i] = a->floats[i];
-    st = resample(c, n, x, &t, NULL, "asymmetric");
-    ox_tensor_free(&t);
-    return st;
-}
-
 /* ---- padding ---- */
 
 static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -478,9 +633,9 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
     if (x->is_const) return ox_unsupported("a constant input");
     if (x->is_int) return ox_unsupported("an integer input (clnet pads float values)");
     const Onnx__AttributeProto *m = ox_attr(n, "mode");
-    int reflect = str_is(m, "reflect");
-    if (m && !reflect && !str_is(m, "constant"))
-        return ox_unsupported("mode '%.*s' (constant, reflect)", (int)m->s.len, (const char *)m->s.data);
+    int reflect = ox_str_is(m, "reflect"), edge = ox_str_is(m, "edge");
+    if (m && !reflect && !edge && !ox_str_is(m, "constant"))
+        return ox_unsupported("mode '%.*s' (constant, reflect, edge)", (int)m->s.len, (const char *)m->s.data);
     int64_t pads[2 * CN_MAX_DIMS];
     int np = 0, nd = x->ndim;
     float value = 0.0f;
@@ -494,15 +649,15 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         memcpy(pads, a->ints, a->n_ints * sizeof *pads);
         value = ox_attr_f(n, "value", 0.0f);
     } else {
-        const ox_tensor *pt = const_in(c, n, 1, &st);
+        const ox_tensor *pt = ox_const_in(c, n, 1, &st);
         if (st != CN_OK) return st;
         if (!pt || pt->dt != OX_I64 || pt->numel > 2 * CN_MAX_DIMS) return ox_unsupported("pads must be a constant int64 tensor");
         np = (int)pt->numel;
         memcpy(pads, pt->i, (size_t)np * sizeof *pads);
-        const ox_tensor *cv = const_in(c, n, 2, &st);
+        const ox_tensor *cv = ox_const_in(c, n, 2, &st);
         if (st != CN_OK) return st;
         if (cv && cv->numel) value = (float)ox_get(cv, 0);
-        const ox_tensor *at = const_in(c, n, 3, &st);
+        const ox_tensor *at = ox_const_in(c, n, 3, &st);
         if (st != CN_OK) return st;
         if (at) {
             if (at->numel > CN_MAX_DIMS || at->dt != OX_I64) return ox_unsupported("axes");
@@ -525,9 +680,23 @@ static cn_status h_pad(ox_ctx *c, const Onnx__NodeProto *n) {
         if (a == x->bdim) return ox_unsupported("padding the batch axis");
         if (before > 65536 || after > 65536 || before < -65536 || after < -65536) return cn_errorf(CN_ERR_SHAPE, "pads %lld, %lld", (long long)before, (long long)after);
         int pa = x->nhwc ? phys_of[a] : (int)a;
+        if (edge) { /* the first and last elements repeated: one concatenation of slices */
+            if (before < 0 || after < 0) return ox_unsupported("edge mode with negative pads");
+            int64_t len = x->d[a], K = before + len + after;
+            int64_t *ix = malloc((size_t)K * sizeof *ix);
+            if (!ix) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "Pad");
+            for (int64_t i = 0; i < K; i++) ix[i] = i < before ? 0 : i - before < len ? i - before : len - 1;
+            v = cn_onnx_take(c, x, v, a, ix, K);
+            free(ix);
+            if (v == CN_INVALID_VALUE) return cn_last_status();
+            continue;
+        }
         cn_pad_mode pm = reflect ? CN_PAD_REFLECT : CN_PAD_CONSTANT;
         if (pa) v = cn_op_pad(P, v, pa, (int)before, (int)after, pm, value);
-        else v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v), 1, (int)before, (int)after, pm, value));
+        else {
+            int b = x->bdim >= 0 ? (x->nhwc ? phys_of[x->bdim] : x->bdim) : -1;
+            v = cn_onnx_lead_drop(c, cn_op_pad(P, cn_onnx_lead_add(c, v, b), 1, (int)before, (int)after, pm, value), b);
+        }
     }
     return ox_set_like(c, n, 0, v, x);
 }
@@ -540,8 +709,6 @@ const ox_op cn_onnx_image_ops[] = {
     {"GlobalAveragePool", 1, h_global_avgpool},
     {"GlobalMaxPool", 1, h_global_maxpool},
     {"BatchNormalization", 1, h_batch_norm},
-    {"Resize", 10, h_resize},
-    {"Upsample", 7, h_upsample},
     {"Pad", 2, h_pad},
 };
 const int cn_onnx_n_image_ops = (int)(sizeof cn_onnx_image_ops / sizeof cn_onnx_image_ops[0]);

@@ -558,7 +558,7 @@ static cn_status h_expand(ox_ctx *c, const Onnx__NodeProto *n) {
     }
     if (!x->is_const) {
         if (same) return ox_set_like(c, n, 0, x->v, x);
-        return ox_unsupported("Expand of a program value (broadcasting ops take the smaller operand directly)");
+        return cn_onnx_expand_dyn(c, n, x, onn, od);
     }
     ox_tensor o;
     if (!ox_fold_alloc(&o, x->c.dt, onn, od, "Expand")) return cn_last_status();
@@ -667,13 +667,9 @@ const ox_op cn_onnx_shape_ops[] = {
     {"Equal", 7, h_const_only},
     {"Less", 7, h_const_only},
     {"Greater", 7, h_const_only},
-    {"Max", 8, h_const_only},
-    {"Min", 8, h_const_only},
     {"And", 7, h_const_only},
     {"Or", 7, h_const_only},
     {"Not", 1, h_const_only},
-    {"Abs", 6, h_const_only},
-    {"Reciprocal", 6, h_const_only},
     {"Floor", 6, h_const_only},
     {"Ceil", 6, h_const_only},
 };

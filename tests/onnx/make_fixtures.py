@@ -11,7 +11,8 @@ make it emit: shape arithmetic for x.view(x.size(0), -1), layer norm and GELU as
 decompositions (opset 14: LayerNormalization and Gelu did not exist yet), attention as
 batched MatMul and Softmax, token embeddings as Gather. Then issue 16's layers: a CNN with
 batch norm kept as nodes (and 20 SGD steps of PyTorch losses, for fine-tuning with batch
-statistics) and one with every layer PyTorch exports for them.
+statistics) and one with every layer PyTorch exports for them. Then attention with a fused q/k/v
+projection split on its last axis by Split and by Slice, and unbound after a permute (qkv).
 
 Usage: make_fixtures.py [NAME...]   (default: every fixture)"""
 import math
@@ -107,6 +108,45 @@ class GPT(nn.Module):
 
     def forward(self, ids):
         return self.head(self.ln(self.blocks(self.tok(ids) + self.pos)))
+
+
+class FusedQKV(nn.Module):
+    """Attention with one fused q/k/v projection, as GPT-2 and timm's ViT write it: the
+    [B,T,3D] product split on its last axis (the exporter's Split), or sliced with
+    qkv[..., a:b] (its Slice), then the heads' reshape and transpose; or, as timm's ViT, reshaped
+    to [B,T,3,H,hd], permuted to [3,B,H,T,hd] (the batch second) and unbound on the first axis."""
+
+    def __init__(self, d=32, heads=4, t=8, sliced=False, unbind=False):
+        super().__init__()
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.heads, self.sliced, self.unbind, self.t = heads, sliced, unbind, t
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        qkv = self.qkv(x)
+        if self.unbind:  # timm's ViT: [3,B,H,T,hd], then the first axis taken apart (Gather)
+            q, k, v = qkv.reshape(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4).unbind(0)
+            y = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ v
+            return self.o(y.transpose(1, 2).reshape(b, t, d))
+        if self.sliced:
+            q, k, v = qkv[:, :, :d], qkv[:, :, d:2 * d], qkv[:, :, 2 * d:]
+        else:
+            q, k, v = qkv.split(d, dim=2)
+        q, k, v = (z.reshape(b, t, h, d // h).transpose(1, 2) for z in (q, k, v))
+        y = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // h), dim=-1) @ v
+        return self.o(y.transpose(1, 2).reshape(b, t, d))
+
+
+class QKV(nn.Module):
+    def __init__(self, d=32):
+        super().__init__()
+        self.a, self.b, self.c = FusedQKV(d), FusedQKV(d, sliced=True), FusedQKV(d, unbind=True)
+
+    def forward(self, x):
+        x = x + self.a(x)
+        x = x + self.b(x)
+        return x + self.c(x)
 
 
 class BNCNN(nn.Module):
@@ -251,6 +291,9 @@ def main(only):
     pick("layers")
     torch.manual_seed(3)
     write("layers", Layers(), img, 13)
+    pick("qkv")
+    torch.manual_seed(4)
+    write("qkv", QKV(), torch.randn(3, 8, 32), 14)
 
 
 if __name__ == "__main__":

@@ -233,6 +233,24 @@ static void graph_api_layers(void) {
     cn_program_free(p);
 }
 
+/* A grouped transposed convolution (3 groups, stride 2, uneven padding, output padding,
+ * dilation, bias): one ConvTranspose with group 3 in the file, with its kernel in ONNX's
+ * [Cin,Cout/groups,KH,KW] under the parameter's name. */
+static void graph_api_tconv_grouped(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 4, (const int64_t[]){CN_BATCH, 5, 4, 6}, CN_F32);
+    cn_value w = cn_param(p, "tw", 4, (const int64_t[]){6, 3, 2, 2}, CN_INIT_GLOROT_UNIFORM, 0);
+    cn_value b = cn_param(p, "tb", 1, (const int64_t[]){6}, CN_INIT_UNIFORM, 0.5f);
+    cn_conv2d_opts o = cn_conv2d_default();
+    o.groups = 3, o.stride_h = o.stride_w = 2, o.pad_top = 1, o.pad_right = 1, o.dilation_w = 2, o.out_pad_h = 1;
+    OK(cn_output(p, "y", cn_op_tanh(p, cn_op_conv2d_transpose(p, x, w, b, &o))));
+    float in[2 * 5 * 4 * 6];
+    fill(in, 2 * 5 * 4 * 6, 13);
+    round_trip("graph_api_tconv_grouped", p, NULL, "x", in, 2, 4, (const int64_t[]){2, 5, 4, 6}, 0, "y", 0);
+    cn_program_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     g_root = argv[1];
@@ -247,6 +265,7 @@ int main(int argc, char **argv) {
     model_file("tests/fixtures/models/inception_small.net", "inception_small", 0, 0);
     graph_api();
     graph_api_layers();
+    graph_api_tconv_grouped();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);

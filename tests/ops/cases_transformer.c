@@ -219,6 +219,10 @@ static const att atts[] = {
     {1, 1, 1, 1, 0, 1},    {1, 1, 1, 1, 1, 1},    {2, 5, 5, 8, 1, 1},     {3, 16, 16, 16, 0, 1},
     {2, 17, 17, 16, 1, 1}, {2, 40, 40, 64, 1, 1}, {1, 33, 20, 32, 0, 1},  {2, 7, 30, 12, 1, 1},
     {1, 19, 19, 128, 1, 1}, {1, 9, 13, 300, 0, 1}, {2, 48, 48, 8, 1, 4}, /* scores up to ~45: M changes */
+    /* More keys than one chunk (64) of the CPU-type forward's online softmax, with scores wide
+     * enough that the running maximum moves between chunks; the causal one's last query block
+     * ends two keys into its second chunk. Small enough for Oclgrind's --max-work. */
+    {1, 20, 70, 8, 0, 4},  {1, 66, 66, 4, 1, 4},
 };
 #define N_ATT ((int)(sizeof atts / sizeof atts[0]))
 
