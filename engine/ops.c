@@ -106,7 +106,11 @@ const char *cn_op_dtypes(cn_op op) { return (unsigned)op < CN_OP_COUNT ? dtype_s
 cn_storage cn_op_storage(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_storage)storages[op] : CN_STORE_OWN; }
 int cn_op_takes_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? takes_epi[op] : 0; }
 cn_epilogue cn_op_as_epilogue(cn_op op) { return (unsigned)op < CN_OP_COUNT ? (cn_epilogue)as_epi[op] : CN_EPI_NONE; }
-int cn_op_fused_bias(cn_op op, int n_in) { return op == CN_OP_MATMUL && n_in == 3; }
+cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
+    if (op == CN_OP_CLIP) return p->alpha == 0.0f && p->beta == 6.0f ? CN_EPI_RELU6 : CN_EPI_NONE;
+    return cn_op_as_epilogue(op);
+}
+int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
 
 /* ---- shapes ---- */
 
@@ -464,14 +468,17 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     if ((unsigned)op >= CN_OP_COUNT || !launch_flags[op])
         return cn_errorf(CN_ERR_INVALID_ARG, "%s is not a launch", cn_op_name(op));
     if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue >= CN_EPI_COUNT))
-        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add and matmul take one, of cn_epilogue)",
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add, matmul and depthwise_conv take one, of cn_epilogue)",
                          names[op], (int)p->epilogue);
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {
         base = 2;
-        if (dt[2] != dt[0] || out->ndim != 2 || in[0].ndim != 2 || in[2].ndim != 1 || in[2].d[0] != out->d[1])
-            return cn_errorf(CN_ERR_SHAPE, "matmul: a fused bias %s %s needs a 2-D product, got output %s",
-                             cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]), cn_shape_str(out, s2, sizeof s2));
+        const int two_d = op != CN_OP_MATMUL || (out->ndim == 2 && in[0].ndim == 2);
+        if (dt[2] != dt[0] || !two_d || out->ndim < 1 || in[2].ndim != 1 || in[2].d[0] != out->d[out->ndim - 1])
+            return cn_errorf(CN_ERR_SHAPE, "%s: a fused bias %s %s needs %s, got output %s", names[op],
+                             cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]),
+                             op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
+                             cn_shape_str(out, s2, sizeof s2));
     }
     cn_shape want;
     cn_dtype want_dt;

@@ -255,7 +255,7 @@
     X(CONCAT, "concat", 2, 1, 1, "hh:h", CONCAT, OWN, 0, NONE)                        \
     X(UPSAMPLE, "upsample", 1, 1, 1, "h:h", UPSAMPLE, OWN, 0, NONE)                   \
     X(UPSAMPLE_GRAD, "upsample_grad", 1, 0, 1, "h:h", DOWNSAMPLE, OWN, 0, NONE)       \
-    X(DWCONV, "depthwise_conv", 2, 1, 1, "hh:h", DWCONV, OWN, 0, NONE)                \
+    X(DWCONV, "depthwise_conv", 2, 1, 1, "hh:h", DWCONV, OWN, 1, NONE)                \
     X(DWCONV_GRAD_X, "depthwise_conv_grad_x", 2, 0, 1, "hh:h", DWCONV_GRAD_X, OWN, 0, NONE) \
     X(DWCONV_GRAD_W, "depthwise_conv_grad_w", 2, 0, 1, "hh:h", DWCONV_GRAD_W, OWN, 0, NONE)   \
     X(LEAKY_RELU, "leaky_relu", 1, 1, 1, "h:h", ACT, OWN, 0, NONE)                        \
@@ -311,9 +311,14 @@ const char *cn_op_dtypes(cn_op op);
  * on every backend; the unfused graph never sets it).
  * Fused bias: the planner may also fold ADD(MATMUL(a,b), bias) into a MATMUL launch with
  * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
- * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports(). */
+ * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports().
+ * DWCONV takes the same (in[2] = bias [C], added to every pixel's channels, then the
+ * epilogue): a depthwise layer's bias and ReLU6 in its one launch. */
 /* The parameter-free activations of issue 16 are epilogues too; LEAKY_RELU, ELU and CLIP take
- * parameters that no GEMM or conv launch carries, so they stay separate launches. */
+ * parameters that no GEMM or conv launch carries, so they stay separate launches, except
+ * CLIP(0, 6), MobileNet's ReLU6, which is an epilogue of its own (CN_EPI_RELU6: min(max(x, 0),
+ * 6), the same expression as CLIP's) because every inverted-residual block applies it twice;
+ * cn_node_as_epilogue says which epilogue a node becomes. */
 typedef enum cn_epilogue {
     CN_EPI_NONE = 0,
     CN_EPI_RELU,
@@ -323,6 +328,7 @@ typedef enum cn_epilogue {
     CN_EPI_HARD_SIGMOID,
     CN_EPI_HARD_SWISH,
     CN_EPI_SOFTPLUS,
+    CN_EPI_RELU6,
     CN_EPI_COUNT
 } cn_epilogue;
 
@@ -371,6 +377,10 @@ typedef struct cn_op_params {
                                        or dilation). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
 } cn_op_params;
+
+/* The epilogue a node of op with parameters p becomes when fused (the table's column, and
+ * CN_EPI_RELU6 for CLIP(0, 6)); CN_EPI_NONE: never fused. */
+cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p);
 
 typedef struct cn_shape {
     int ndim;

@@ -40,7 +40,8 @@ static cn_status contract(const cn_launch *l) {
 }
 
 /* Fold ADD(MATMUL(a,b), bias[N]) into the matmul as a third input: the bias is added while
- * the product is still in registers instead of in a second pass over the output. The product
+ * the product is still in registers instead of in a second pass over the output (and
+ * ADD(DWCONV(x,w), bias[C]) into the depthwise convolution, with no reshape between). The product
  * may reach the ADD through one reshape that keeps its rows of N (a convolution's [N*OH*OW, F]
  * seen as [N,OH,OW,F]): element i still pairs with bias[i % N], so the sums are the same. */
 static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
@@ -55,8 +56,10 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
         }
         cn_node *mm = &p->nodes[a];
         const cn_shape *bs = &p->nodes[b].shape;
-        if (mm->op != CN_OP_MATMUL || mm->n_in != 2 || mm->shape.ndim != 2 || mm->p.epilogue != CN_EPI_NONE ||
-            consumers[a] != 1 || is_out[a] || bs->ndim != 1 || bs->d[0] != mm->shape.d[1] || p->root[a] != a ||
+        const int product =
+            (mm->op == CN_OP_MATMUL && mm->shape.ndim == 2) || (mm->op == CN_OP_DWCONV && view == mm);
+        if (!product || mm->n_in != 2 || mm->p.epilogue != CN_EPI_NONE || consumers[a] != 1 || is_out[a] ||
+            bs->ndim != 1 || bs->d[0] != mm->shape.d[mm->shape.ndim - 1] || p->root[a] != a ||
             view->shape.d[view->shape.ndim - 1] != bs->d[0])
             continue;
         cn_launch l;
@@ -72,12 +75,13 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
     }
 }
 
-/* Fold RELU/SIGMOID/TANH into the ADD or MATMUL that feeds it when nothing else reads the
+/* Fold an activation that has an epilogue (cn_node_as_epilogue: RELU, SIGMOID, TANH, ...,
+ * CLIP(0, 6)) into the ADD, MATMUL or DWCONV that feeds it when nothing else reads the
  * pre-activation value: one pass over memory instead of two. */
 static void fuse_activations(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     for (int i = 0; i < p->n; i++) {
         cn_node *n = &p->nodes[i];
-        cn_epilogue e = cn_op_as_epilogue(n->op);
+        cn_epilogue e = cn_node_as_epilogue(n->op, &n->p);
         if (!live[i] || e == CN_EPI_NONE) continue;
         /* Walk to the producer through reshapes and an ADD already folded into its matmul
          * (which hands the epilogue on); every value on the way must have no other reader. */

@@ -110,6 +110,9 @@ int cn_quant_matmul(cn_graph *g, const int *in, int scale_leaf);
  * folded weights (program_fold.c): the new node, -2 when in[0] is not ADD(MATMUL(a, w), b)
  * (seen through one reshape), -1 when building failed (cn_last_error set). */
 int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm);
+/* IM2COL of a 1x1 window with stride 1 and no padding on node x, as the view of x it equals
+ * (program_fold_conv.c): the new node, -2 for any other window, -1 when building failed. */
+int cn_fold_im2col(cn_graph *g, int x, const cn_op_params *p);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

@@ -61,6 +61,75 @@ __kernel void bn_grad_sums(__global const STORE_T *dy, __global const STORE_T *x
     if (get_local_id(0) == 0) sums[c] = sa, sums[C + c] = sb;
 }
 
+/* CPU-type devices (POCL): bn_stats and bn_grad_sums with one work-item per GVW channels,
+ * walking the rows once with vector loads of contiguous channels, where the kernels above
+ * give each channel a work-item that strides down a column (a cache line per element). Per
+ * channel the same operations in the same order as those with one work-item per group (every
+ * row in turn, compensated), so the results are theirs bit for bit; the last block of a C that
+ * GVW does not divide runs its channels one at a time. */
+floatV bn_addV(floatV s, floatV *c, floatV v) {
+    floatV t = s + v;
+    *c += select((v - t) + s, (s - t) + v, fabs(s) >= fabs(v));
+    return t;
+}
+
+__kernel void bn_stats_rows(__global const STORE_T *x, __global float *st, int R, int C) {
+    int c0 = get_global_id(0) * GVW;
+    if (c0 >= C) return;
+    if (C - c0 >= GVW) {
+        floatV s = (floatV)(0.0f), sc = (floatV)(0.0f), v = (floatV)(0.0f), vc = (floatV)(0.0f);
+        for (int r = 0; r < R; r++) s = bn_addV(s, &sc, LOADV(x + (long)r * C + c0, 0));
+        floatV mean = (s + sc) / (float)R;
+        for (int r = 0; r < R; r++) {
+            floatV d = LOADV(x + (long)r * C + c0, 0) - mean;
+            v = bn_addV(v, &vc, d * d);
+        }
+        vstoreV(mean, 0, st + c0);
+        vstoreV((v + vc) / (float)R, 0, st + C + c0);
+        return;
+    }
+    for (int c = c0; c < C; c++) {
+        float s = 0.0f, sc = 0.0f, v = 0.0f, vc = 0.0f;
+        for (int r = 0; r < R; r++) bn_add(&s, &sc, LOAD(x, (long)r * C + c));
+        float mean = (s + sc) / (float)R;
+        for (int r = 0; r < R; r++) {
+            float d = LOAD(x, (long)r * C + c) - mean;
+            bn_add(&v, &vc, d * d);
+        }
+        st[c] = mean, st[C + c] = (v + vc) / (float)R;
+    }
+}
+
+__kernel void bn_grad_sums_rows(__global const STORE_T *dy, __global const STORE_T *x, __global const float *st,
+                                __global float *sums, int R, int C, float eps) {
+    int c0 = get_global_id(0) * GVW;
+    if (c0 >= C) return;
+    if (C - c0 >= GVW) {
+        floatV mean = vloadV(0, st + c0), rstd = 1.0f / sqrt(vloadV(0, st + C + c0) + eps);
+        floatV a = (floatV)(0.0f), ac = (floatV)(0.0f), b = (floatV)(0.0f), bc = (floatV)(0.0f);
+        for (int r = 0; r < R; r++) {
+            long k = (long)r * C + c0;
+            floatV d = LOADV(dy + k, 0);
+            a = bn_addV(a, &ac, d);
+            b = bn_addV(b, &bc, d * ((LOADV(x + k, 0) - mean) * rstd));
+        }
+        vstoreV((a + ac) / (float)R, 0, sums + c0);
+        vstoreV((b + bc) / (float)R, 0, sums + C + c0);
+        return;
+    }
+    for (int c = c0; c < C; c++) {
+        float mean = st[c], rstd = 1.0f / sqrt(st[C + c] + eps);
+        float a = 0.0f, ac = 0.0f, b = 0.0f, bc = 0.0f;
+        for (int r = 0; r < R; r++) {
+            long k = (long)r * C + c;
+            float d = LOAD(dy, k);
+            bn_add(&a, &ac, d);
+            bn_add(&b, &bc, d * ((LOAD(x, k) - mean) * rstd));
+        }
+        sums[c] = (a + ac) / (float)R, sums[C + c] = (b + bc) / (float)R;
+    }
+}
+
 /* variant 1: dy * xhat; variant 0: through the batch statistics (has_sums) rstd * gamma *
  * (dy - mean(dy) - xhat mean(dy xhat)), else (running statistics) dy * gamma * rstd. */
 __kernel void bn_grad_apply(__global const STORE_T *dy, __global const STORE_T *x, __global const float *gamma,

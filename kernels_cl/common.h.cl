@@ -40,6 +40,7 @@ float cn_wg_sum(float v, __local float *tmp) {
 #define EPI_HARD_SIGMOID 5
 #define EPI_HARD_SWISH 6
 #define EPI_SOFTPLUS 7
+#define EPI_RELU6 8
 
 /* The parameter-free activations of issue 16, as PyTorch's CPU kernels compute them; macros
  * because the same expression serves float, float4, floatV and gemm.cl's floatG (fmin, fmax,
@@ -63,7 +64,9 @@ float cn_wg_sum(float v, __local float *tmp) {
         if (epi == EPI_SOFTPLUS) return CN_SOFTPLUS(v);             \
         return v;                                                   \
     }
-#define CN_EPI_MORE(v, epi, NAME) \
+/* ReLU6 (CLIP(0, 6), MobileNet's) is as cheap as ReLU, so it stays inline; CLIP's expression. */
+#define CN_EPI_MORE(v, epi, NAME)                                 \
+    if (epi == EPI_RELU6) return fmin(fmax((v), 0.0f), 6.0f);     \
     if (epi >= EPI_SILU) return NAME(v, epi);
 CN_EPI_MORE_FN(cn_epi_more, float)
 CN_EPI_MORE_FN(cn_epi_more4, float4)

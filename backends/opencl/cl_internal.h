@@ -100,10 +100,12 @@ typedef enum cn_cl_family {
     X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
     X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
     X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w)               \
+    X(DEPTHWISE, dwconv_rows) X(DEPTHWISE, dwconv_grad_x_rows) X(DEPTHWISE, dwconv_grad_w_rows) \
     X(ACTIVATION, act_fwd) X(ACTIVATION, act_bwd)                                              \
     X(CHANNEL, channel_binary) X(CHANNEL, channel_sum) X(CHANNEL, channel_max)                 \
     X(CHANNEL, channel_max_grad) X(CHANNEL, channel_bcast)                                     \
     X(BATCHNORM, bn_stats) X(BATCHNORM, bn_apply) X(BATCHNORM, bn_grad_sums)                   \
+    X(BATCHNORM, bn_stats_rows) X(BATCHNORM, bn_grad_sums_rows)                               \
     X(BATCHNORM, bn_grad_apply) X(BATCHNORM, bn_running) X(BATCHNORM, bn_fold)                 \
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \

@@ -88,6 +88,13 @@ void cn_omp_apply_epilogue(float *x, int64_t n, int epilogue) {
     case CN_EPI_SOFTPLUS:
         for (int64_t i = 0; i < n; i++) x[i] = cn_omp_softplus(x[i]);
         break;
+    case CN_EPI_RELU6: /* CLIP(0, 6)'s values (NaN -> 0 like fmaxf) with compares, which
+                        * vectorise; fminf and fmaxf are library calls */
+        for (int64_t i = 0; i < n; i++) {
+            const float v = x[i] > 0.0f ? x[i] : 0.0f;
+            x[i] = v < 6.0f ? v : 6.0f;
+        }
+        break;
     default:
         break;
     }

@@ -328,6 +328,75 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     return CN_OK;
 }
 
+/* A product of a few rows (inference at batch 1: a late layer's [4, K] pixels times its
+ * [K, N] weights) reads B once per row group: packing B, as the blocked path does, would copy
+ * all of it for a handful of multiply-adds per element (at batch 1 that copying was about
+ * half of the imported MobileNet-v2's GEMM time). Up to ROWS_MAX_M rows of op(A) are copied
+ * k-major in groups of ROWS_M (cheap: m*k floats) and each ROWS_M x ROWS_N block of C is
+ * summed over p in order straight from B's rows, then gets the bias and the epilogue. Threads take
+ * column blocks, so the result does not depend on their number, and the order of the sums
+ * does not depend on how A and B are stored (trans_a, trans_b): a product and its exported
+ * and re-imported form, which may store the weights transposed, agree bit for bit. */
+#define ROWS_M 4
+#define ROWS_N 64
+#define ROWS_MAX_M 8
+#define ROWS_MAX_K 8192
+
+static int use_rows(int64_t m, int64_t k) { return m <= ROWS_MAX_M && k <= ROWS_MAX_K; }
+
+/* Rows [i0, i0 + ROWS_M) of C (those below m), columns [j0, j0 + ROWS_N); ap holds the
+ * rows' group k-major. */
+static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t j0) {
+    const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
+    float acc[ROWS_M][ROWS_N], tail[ROWS_N];
+#pragma GCC unroll 8
+    for (int i = 0; i < ROWS_M; i++)
+#pragma omp simd
+        for (int j = 0; j < ROWS_N; j++) acc[i][j] = 0.0f;
+    for (int64_t p = 0; p < g->k; p++) {
+        const float *restrict bk = g->b + p * g->ldb + j0;
+        if (g->tb) { /* B stored [N,K]: gather the block's row p (B's rows stay in L1 over 16 p) */
+            for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? g->b[(j0 + j) * g->ldb + p] : 0.0f;
+            bk = tail;
+        } else if (nr < ROWS_N) {
+            for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? bk[j] : 0.0f;
+            bk = tail;
+        }
+        const float *restrict ak = ap + p * ROWS_M;
+#pragma GCC unroll 8
+        for (int i = 0; i < ROWS_M; i++) {
+            const float ai = ak[i];
+#pragma omp simd
+            for (int j = 0; j < ROWS_N; j++) acc[i][j] = CN_OMP_FMA(ai, bk[j], acc[i][j]);
+        }
+    }
+    const int64_t mr = CN_OMP_MIN(ROWS_M, g->m - i0);
+    for (int64_t i = 0; i < mr; i++) {
+        float *crow = g->c + (i0 + i) * g->n + j0;
+        for (int64_t j = 0; j < nr; j++) crow[j] = acc[i][j];
+    }
+    finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL, g->epilogue);
+}
+
+static cn_status gemm_rows(const gemm_args *g, int nt) {
+    const int64_t m = g->m, n = g->n, k = g->k;
+    const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
+    float *ap = malloc((size_t)(groups * k + 1) * ROWS_M * sizeof(float));
+    if (!ap)
+        return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
+    for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t i = i0; i < i0 + ROWS_M; i++)
+                ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int64_t t = 0; t < blocks * groups; t++) {
+        const int64_t grp = t % groups;
+        rows_block(g, ap + grp * ROWS_M * k, grp * ROWS_M, t / groups * ROWS_N);
+    }
+    free(ap);
+    return CN_OK;
+}
+
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
@@ -336,12 +405,14 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     gemm_args g = {trans_a != 0, trans_b != 0, m, n, k, trans_a ? m : k, trans_b ? k : n,
                    NULL, NULL, NULL, bias, epilogue};
 
-    if (use_ksplit(m, n, k)) {
+    const int rows = use_rows(m, k);
+    if (rows || use_ksplit(m, n, k)) {
+        const int rows_nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS ? max_nt : 1;
         for (int64_t bi = 0; bi < batch; bi++) {
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
-            CN_TRY(gemm_ksplit(&g, max_nt));
+            CN_TRY(rows ? gemm_rows(&g, rows_nt) : gemm_ksplit(&g, max_nt));
         }
         return CN_OK;
     }

@@ -71,7 +71,7 @@ const char *h_sh(cn_shape s) {
 }
 
 static const char *epi_name(int e) {
-    static const char *n[] = {"none", "relu", "sigmoid", "tanh", "silu", "hard_sigmoid", "hard_swish", "softplus"};
+    static const char *n[] = {"none", "relu", "sigmoid", "tanh", "silu", "hard_sigmoid", "hard_swish", "softplus", "relu6"};
     return (unsigned)e < sizeof n / sizeof n[0] ? n[e] : "?";
 }
 
@@ -204,6 +204,13 @@ static void cases_ADD(h_caselist *L) {
         bin(L, CN_OP_ADD, h_shape(2, 17, 33), h_shape(1, 33), e);
         bin(L, CN_OP_ADD, h_shape(2, 64, 10), h_shape(2, 64, 10), e); /* float4 kernels */
         bin(L, CN_OP_ADD, h_shape(1, 20001), h_shape(1, 20001), e);
+    }
+    /* ReLU6 (CLIP(0, 6) as an epilogue): sums in [-8, 8) cross both kinks, on the bias-row and
+     * float4 paths; appended, so the cases above keep their seeds */
+    for (int k = 0; k < 2; k++) {
+        bin(L, CN_OP_ADD, k ? h_shape(2, 64, 12) : h_shape(2, 17, 33), k ? h_shape(2, 64, 12) : h_shape(1, 33),
+            CN_EPI_RELU6);
+        for (int i = 0; i < 2; i++) L->v[L->n - 1].in[i].lo = -4, L->v[L->n - 1].in[i].hi = 4;
     }
 }
 static void cases_SUB(h_caselist *L) { bin_common(L, CN_OP_SUB); }
@@ -732,8 +739,8 @@ int h_build_cases(h_caselist *L) {
             ok = 0;
         }
         for (int k = before; k < L->n; k++)
-            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !(op == CN_OP_MATMUL && L->v[k].n_in == 3)) ||
-                L->v[k].op != (cn_op)op) { /* MATMUL may carry ops.h's fused bias */
+            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in)) ||
+                L->v[k].op != (cn_op)op) { /* MATMUL and DWCONV may carry ops.h's fused bias */
                 fprintf(stderr, "FAIL: case %s[%s] has %d inputs, the op table says %d\n",
                         cn_op_name((cn_op)op), L->v[k].desc, L->v[k].n_in, cn_op_arity((cn_op)op));
                 ok = 0;

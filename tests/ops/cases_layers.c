@@ -10,6 +10,9 @@
 #include "cases.h"
 
 #include <stdio.h>
+#include <string.h>
+
+#include <stdio.h>
 
 /* ---- PAD / PAD_GRAD ---- */
 static const struct {
@@ -142,6 +145,22 @@ void cases_DWCONV(h_caselist *L) {
         h_in(c, h_shape(3, g->kh, g->kw, g->c), GEN_UNIFORM, -1, 1);
         c->out_shape = dw_out(g);
         h_tol_reduce(c, g->kh * g->kw);
+    }
+    /* ops.h's fused bias [C] and an epilogue (MobileNet's depthwise layer: bias, then ReLU6),
+     * with channel counts that leave a partial vector block (33, 3) and none (16); appended, so
+     * the cases above keep their seeds */
+    static const int with_bias[] = {5, 2, 1};
+    for (size_t k = 0; k < sizeof with_bias / sizeof with_bias[0]; k++) {
+        const dwg *g = &dws[with_bias[k]];
+        h_case *c = dw_case(L, CN_OP_DWCONV, g);
+        size_t len = strlen(c->desc);
+        snprintf(c->desc + len, sizeof c->desc - len, " +bias epi=%d", k ? CN_EPI_RELU : CN_EPI_RELU6);
+        c->p.epilogue = k ? CN_EPI_RELU : CN_EPI_RELU6;
+        h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -3, 3); /* sums past 6 */
+        h_in(c, h_shape(3, g->kh, g->kw, g->c), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, g->c), GEN_UNIFORM, -1, 1);
+        c->out_shape = dw_out(g);
+        h_tol_reduce(c, g->kh * g->kw + 1);
     }
 }
 

@@ -19,6 +19,7 @@ double nv_epilogue(int epi, double x) {
     case CN_EPI_HARD_SIGMOID: return fmin(fmax(x + 3, 0), 6) / 6;
     case CN_EPI_HARD_SWISH: return x * fmin(fmax(x + 3, 0), 6) / 6;
     case CN_EPI_SOFTPLUS: return x > 20 ? x : log1p(exp(x));
+    case CN_EPI_RELU6: return fmin(fmax(x, 0), 6);
     default: return x;
     }
 }

@@ -6,6 +6,23 @@
 
 #include "ref_common.h"
 
+/* ADD [17,33] + [33] with epilogue epi, inputs in [-r, r). */
+static void add_epilogue(int epi, float r) {
+    h_case c = rc_case(CN_OP_ADD, "[17,33] + [33] epilogue %d", epi);
+    c.p.epilogue = epi;
+    h_in(&c, h_shape(2, 17, 33), GEN_UNIFORM, -r, r);
+    h_in(&c, h_shape(1, 33), GEN_UNIFORM, -r, r);
+    c.out_shape = c.in[0].shape;
+    h_data d;
+    if (!run(&c, NULL, &d)) return;
+    double *want = dalloc(17 * 33);
+    for (int i = 0; i < 17 * 33; i++)
+        want[i] = nv_epilogue(epi, (double)((float *)d.in[0])[i] + ((float *)d.in[1])[i % 33]);
+    cmp(name_of(&c), d.chk[0], want, 17 * 33, 1e-6, 1e-5, 0, NULL);
+    free(want);
+    h_data_free(&d);
+}
+
 void check_elementwise(void) {
     static const struct { cn_op op; float lo, hi; } un[] = {
         {CN_OP_SCALE, -2, 2}, {CN_OP_RELU, -2, 2}, {CN_OP_SIGMOID, -20, 20},
@@ -48,22 +65,8 @@ void check_elementwise(void) {
             free(want);
             h_data_free(&d);
         }
-    /* ADD epilogues */
-    for (int epi = CN_EPI_RELU; epi < CN_EPI_COUNT; epi++) {
-        h_case c = rc_case(CN_OP_ADD, "[17,33] + [33] epilogue %d", epi);
-        c.p.epilogue = epi;
-        h_in(&c, h_shape(2, 17, 33), GEN_UNIFORM, -2, 2);
-        h_in(&c, h_shape(1, 33), GEN_UNIFORM, -2, 2);
-        c.out_shape = c.in[0].shape;
-        h_data d;
-        if (!run(&c, NULL, &d)) continue;
-        double *want = dalloc(17 * 33);
-        for (int i = 0; i < 17 * 33; i++)
-            want[i] = nv_epilogue(epi, (double)((float *)d.in[0])[i] + ((float *)d.in[1])[i % 33]);
-        cmp(name_of(&c), d.chk[0], want, 17 * 33, 1e-6, 1e-5, 0, NULL);
-        free(want);
-        h_data_free(&d);
-    }
+    /* ADD epilogues (ReLU6 is checked last, check_relu6, so these cases keep their seeds) */
+    for (int epi = CN_EPI_RELU; epi <= CN_EPI_SOFTPLUS; epi++) add_epilogue(epi, 2);
     /* activation gradients: RELU_GRAD(dy, x), SIGMOID_GRAD(dy, y), TANH_GRAD(dy, y) */
     static const struct { cn_op op; float lo, hi; } gr[] = {
         {CN_OP_RELU_GRAD, -1, 1}, {CN_OP_SIGMOID_GRAD, 0.01f, 0.99f}, {CN_OP_TANH_GRAD, -0.99f, 0.99f}};
@@ -114,7 +117,7 @@ void check_gemm(void) {
         for (int t = 0; t < 4; t++) gemm_one(0, sz[s][0], sz[s][1], sz[s][2], t & 1, t >> 1, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) gemm_one(3, 5, 7, 6, t & 1, t >> 1, CN_EPI_NONE);
     gemm_one(2, 17, 33, 9, 1, 1, CN_EPI_NONE);
-    for (int epi = CN_EPI_RELU; epi < CN_EPI_COUNT; epi++) gemm_one(0, 13, 9, 11, epi == 2, epi == 3, epi);
+    for (int epi = CN_EPI_RELU; epi <= CN_EPI_SOFTPLUS; epi++) gemm_one(0, 13, 9, 11, epi == 2, epi == 3, epi);
     gemm_one(2, 9, 31, 15, 0, 0, CN_EPI_RELU);
     gemm_one(0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: sigmoid(0) everywhere */
 }
@@ -248,4 +251,13 @@ void check_pool(void) {
         h_data_free(&dg);
         free(want);
     }
+}
+
+/* ReLU6 (CLIP(0, 6) as an epilogue), after every other check so their cases keep their seeds:
+ * ADD inputs in [-8, 8) put sums on both sides of both kinks; the GEMM's K = 40 products of
+ * [-1, 1) reach past 6 too. */
+void check_relu6(void) {
+    add_epilogue(CN_EPI_RELU6, 8);
+    gemm_one(0, 13, 40, 11, 0, 0, CN_EPI_RELU6);
+    gemm_one(0, 13, 40, 11, 1, 1, CN_EPI_RELU6);
 }

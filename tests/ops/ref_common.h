@@ -36,6 +36,7 @@ void check_harness(void);
 /* ref_checks_a.c */
 void check_elementwise(void);
 void check_gemm(void);
+void check_relu6(void);
 void check_im2col(void);
 void check_pool(void);
 /* ref_checks_b.c */

@@ -157,6 +157,7 @@ const ref_check ref_checks[] = {
     {check_dropout, {CN_OP_DROPOUT, CN_OP_DROPOUT_GRAD}},
     {check_adam, {CN_OP_ADAM}},
     {check_sgd, {CN_OP_SGD}},
+    {check_relu6, {CN_OP_ADD, CN_OP_MATMUL}},
     {NULL, {0}},
 };
 
