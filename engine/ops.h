@@ -95,8 +95,9 @@
  *   ATTENTION_LSE(q, k) -> [BH,T]: the per-row log-sum-exp of the (masked, scaled) scores,
  *   f32 whatever q's storage type (the backward exponentiates differences with it).
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
- *   0, q's shape), dk (1) or dv (2). One op, one output: the backward rule emits LSE once and
- *   one GRAD node per input that needs it; no T x T buffer exists anywhere.
+ *   0, q's shape), dk (1) or dv (2), or (3) all three from one recomputation of P, packed
+ *   as [BH T + 2 BH S, D]: dq's BH T rows, then dk's BH S, then dv's (the backward rule crops
+ *   them apart, docs/DESIGN.md). No T x T buffer exists anywhere.
  * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [BH,C,D], rows [BH,T,D],
  *   pos i32 [1]) updates cache in place: cache[b, pos + t] = rows[b, t] for the t with
  *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched.

@@ -93,9 +93,10 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
                 FAIL("attention_grad: dO %s, lse %s, delta %s for q %s", cn_shape_str(&in[0], b1, sizeof b1),
                      cn_shape_str(&in[4], b2, sizeof b2), cn_shape_str(&in[5], b3, sizeof b3),
                      cn_shape_str(q, b4, sizeof b4));
-            if (p->variant < 0 || p->variant > 2)
-                FAIL("attention_grad: variant %d is not 0 (dq), 1 (dk) or 2 (dv)", p->variant);
+            if (p->variant < 0 || p->variant > 3)
+                FAIL("attention_grad: variant %d is not 0 (dq), 1 (dk), 2 (dv) or 3 (dq|dk|dv)", p->variant);
             *out = p->variant == 0 ? *q : *k;
+            if (p->variant == 3) *out = cn_shape_of(2, q->d[0] * (q->d[1] + 2 * k->d[1]), q->d[2]);
         }
         return CN_OK;
     }

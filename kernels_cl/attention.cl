@@ -96,16 +96,18 @@ __kernel void attn_fwd(__global const STORE_T *q, __global const STORE_T *k, __g
     for (int d = c; d < D; d += B) STORE(out, ((long)bh * T + i) * D + d, Os[r * D + d] * inv);
 }
 
-/* dq = scale * sum_j dS_ij k_j with dS = P * (dO v^T - delta), P = exp(scale q k^T - lse).
- * Grid: (ceil(T/B) groups, BH). */
+/* dq = scale * sum_j dS_ij k_j with dS = P * (dO v^T - delta), P = exp(scale q k^T - lse),
+ * written from element off of dq on (ATTENTION_GRAD's packed variant 3 runs this kernel and
+ * attn_bwd_dkv into the parts of one output). Grid: (ceil(T/B) groups, BH). */
 __kernel void attn_bwd_dq(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
                           __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
-                          __global STORE_T *dq, int T, int S, int D, float scale, int causal, int B,
+                          __global STORE_T *dq, ulong off, int T, int S, int D, float scale, int causal, int B,
                           __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
                           __local float *Acc, __local float *Ps, __local float *st) {
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int q0 = get_group_id(0) * B, bh = get_group_id(1);
     __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    dq += off;
     attn_load(Qs, q + (long)bh * T * D, q0, T, D, B);
     attn_load(dOs, dout + (long)bh * T * D, q0, T, D, B);
     for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
@@ -144,12 +146,13 @@ __kernel void attn_bwd_dq(__global const STORE_T *dout, __global const STORE_T *
  * then, as (key lid / B, column lid % B), accumulates its key row. Grid: (ceil(S/B), BH). */
 __kernel void attn_bwd_dkv(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
                            __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
-                           __global STORE_T *res, int T, int S, int D, float scale, int causal, int B, int which,
+                           __global STORE_T *res, ulong off, int T, int S, int D, float scale, int causal, int B, int which,
                            __local float *Qs, __local float *dOs, __local float *Ks, __local float *Vs,
                            __local float *Acc, __local float *Ps, __local float *st) {
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int k0 = get_group_id(0) * B, bh = get_group_id(1);
     __global const STORE_T *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    res += off;
     attn_load(Ks, k + (long)bh * S * D, k0, S, D, B);
     if (which == 1) attn_load(Vs, v + (long)bh * S * D, k0, S, D, B);
     for (int e = lid; e < B * D; e += get_local_size(0)) Acc[e] = 0.0f;
@@ -211,7 +214,7 @@ __kernel void attn_bwd_dkv(__global const STORE_T *dout, __global const STORE_T 
  * blocks of ATTN_ROWS_MAXD x GVW floats (the host sends wider heads to the tiled kernels).
  * Grid: (ceil(rows / GVW), BH), work-groups of one work-item. */
 #ifndef ATTN_ROWS_MAXD
-#define ATTN_ROWS_MAXD 64
+#define ATTN_ROWS_MAXD 128
 #endif
 #define ATTN_KC 64 /* keys per chunk of the forward's online softmax */
 
@@ -441,4 +444,95 @@ __kernel void attn_bwd_dkv_rows(__global const STORE_T *dout, __global const STO
             for (int e = 0; e < n; e++) attn_axpy_t(acc, y + (long)(i + e) * D, D, s[e]);
     }
     attn_store_t(res + (long)bh * S * D, acc, k0, S, D, which == 1 ? scale : 1.0f);
+}
+
+/* ATTENTION_GRAD's variant 3: dq, dk and dv of batch x head bh from one P and dS per (query,
+ * block of GVW keys), FlashAttention-2's order: per key block (lanes are keys) and query i,
+ *   s = k q_i, dp = v dO_i, P = exp(s - lse_i), dS = P (dp - delta_i),
+ *   dv += P dO_i, dk += dS q_i (transposed accumulators, as attn_bwd_dkv_rows),
+ *   dq_i += sum over the block's keys l of dS_l k_l (vectors along the head, in acc: float,
+ *   [BH,T,D] scratch).
+ * Five vector-FMA products where dq, dk and dv took eight. One work-item per batch x head
+ * walks its key blocks in order, so dq's sums run in a fixed order with one writer (no
+ * atomics); the parallelism is BH, which a training step has plenty of. res is packed by
+ * rows: dq [BH,T,D], then dk [BH,S,D], then dv. Grid: (BH), work-groups of one. */
+__kernel void attn_bwd_all_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
+                                __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
+                                __global STORE_T *res, __global float *acc, int BH, int T, int S, int D, float scale,
+                                int causal) {
+    int bh = get_global_id(0);
+    if (bh >= BH) return;
+    float kt[ATTN_ROWS_MAXD * GVW], vt[ATTN_ROWS_MAXD * GVW];
+    floatV adk[ATTN_ROWS_MAXD], adv[ATTN_ROWS_MAXD];
+    __global const STORE_T *qb = q + (long)bh * T * D, *ob = dout + (long)bh * T * D;
+    __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
+    __global const float *lb = lse + (long)bh * T;
+    __global const STORE_T *db = delta + (long)bh * T;
+    __global STORE_T *dk = res + ((long)BH * T + (long)bh * S) * D, *dv = dk + (long)BH * S * D;
+    __global float *qa = acc + (long)bh * T * D;
+    for (long e = 0; e < (long)T * D; e++) qa[e] = 0.0f;
+    floatV s[4], dp[4], pr[4];
+    float ds[4][GVW];
+    for (int k0 = 0; k0 < S; k0 += GVW) {
+        int nk = min(GVW, S - k0);
+        attn_load_t(kt, kb, k0, S, D, scale);
+        attn_load_t(vt, vb, k0, S, D, 1.0f);
+        attn_zero_t(adk, D);
+        attn_zero_t(adv, D);
+        floatV kj = (float)k0 + vloadV(0, attn_lane_ids);
+        __global const STORE_T *kr = kb + (long)k0 * D;
+        for (int i = causal ? k0 : 0; i < T; i += 4) {
+            int n = min(4, T - i);
+            if (n == 4) {
+                attn_dot_t4(kt, qb + (long)i * D, D, s);
+                attn_dot_t4(vt, ob + (long)i * D, D, dp);
+            } else {
+                for (int e = 0; e < n; e++) {
+                    s[e] = attn_dot_t(kt, qb + (long)(i + e) * D, D);
+                    dp[e] = attn_dot_t(vt, ob + (long)(i + e) * D, D);
+                }
+            }
+            for (int e = 0; e < n; e++) {
+                floatV p = exp(s[e] - lb[i + e]);
+                if (causal) p = select(p, (floatV)(0.0f), isless((floatV)((float)(i + e)), kj));
+                pr[e] = p;
+                s[e] = p * (dp[e] - LOAD(db, i + e));
+                vstoreV(s[e], 0, ds[e]);
+            }
+            if (n == 4) {
+                attn_axpy_t4(adv, ob + (long)i * D, D, pr);
+                attn_axpy_t4(adk, qb + (long)i * D, D, s);
+            } else {
+                for (int e = 0; e < n; e++) {
+                    attn_axpy_t(adv, ob + (long)(i + e) * D, D, pr[e]);
+                    attn_axpy_t(adk, qb + (long)(i + e) * D, D, s[e]);
+                }
+            }
+            /* dq_i += sum_l dS_l k_l, along the head in floatV (then float4, then scalar)
+             * pieces; every element sums over the keys in order */
+            for (int e = 0; e < n; e++) {
+                __global float *o = qa + (long)(i + e) * D;
+                int d = 0;
+                for (; d + GVW <= D; d += GVW) {
+                    floatV a = vloadV(0, o + d);
+                    for (int l = 0; l < nk; l++) a += ds[e][l] * LOADV(kr + (long)l * D + d, 0);
+                    vstoreV(a, 0, o + d);
+                }
+                for (; d + 4 <= D; d += 4) {
+                    float4 a = vload4(0, o + d);
+                    for (int l = 0; l < nk; l++) a += ds[e][l] * LOADU4(kr + (long)l * D + d, 0);
+                    vstore4(a, 0, o + d);
+                }
+                for (; d < D; d++) {
+                    float a = o[d];
+                    for (int l = 0; l < nk; l++) a += ds[e][l] * LOAD(kr, (long)l * D + d);
+                    o[d] = a;
+                }
+            }
+        }
+        attn_store_t(dk, adk, k0, S, D, scale);
+        attn_store_t(dv, adv, k0, S, D, 1.0f);
+    }
+    __global STORE_T *dq = res + (long)bh * T * D;
+    for (long e = 0; e < (long)T * D; e++) STORE(dq, e, scale * qa[e]);
 }

@@ -96,7 +96,7 @@ typedef enum cn_cl_family {
     X(GATHER, embedding_fwd) X(GATHER, embedding_bwd) X(GATHER, embedding_bwd_rowsv)           \
     X(ATTENTION, causal_mask) X(ATTENTION, attn_fwd) X(ATTENTION, attn_bwd_dq)                 \
     X(ATTENTION, attn_bwd_dkv) X(ATTENTION, attn_fwd_rows) X(ATTENTION, attn_bwd_dq_rows)      \
-    X(ATTENTION, attn_bwd_dkv_rows)                                                           \
+    X(ATTENTION, attn_bwd_dkv_rows) X(ATTENTION, attn_bwd_all_rows)                           \
     X(RESIZE, pad_axis) X(RESIZE, pad_reflect_grad) X(RESIZE, concat_axis)                     \
     X(RESIZE, upsample2d) X(RESIZE, upsample2d_grad)                                           \
     X(DEPTHWISE, dwconv) X(DEPTHWISE, dwconv_grad_x) X(DEPTHWISE, dwconv_grad_w)               \
@@ -142,7 +142,7 @@ typedef enum cn_cl_gemm_mode { CN_GEMM_AUTO = 0, CN_GEMM_NATIVE, CN_GEMM_CLBLAST
 #define CN_CL_PORTABLE_LOCAL ((uint64_t)32 << 10)
 /* Head widths up to this run the block-of-rows attention kernels on CPU-type devices
  * (private arrays of this many floats; attention.cl gets it as -DATTN_ROWS_MAXD). */
-#define CN_CL_ATTN_ROWS_MAXD 64
+#define CN_CL_ATTN_ROWS_MAXD 128
 
 typedef struct cn_cl_ctx {
     cl_platform_id platform;

@@ -8,7 +8,8 @@
  *
  * CPU-type devices run the *_rows kernels instead (one work-item per block of gemm_vw rows,
  * held transposed so every product is a vector FMA; no barriers) for heads up to
- * CN_CL_ATTN_ROWS_MAXD wide. */
+ * CN_CL_ATTN_ROWS_MAXD wide. ATTENTION_GRAD's packed variant 3 (dq|dk|dv) is one launch of
+ * attn_bwd_all_rows there (one P per key block), and the three tiled kernels elsewhere. */
 #include "cl_internal.h"
 
 static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < CN_CL_PORTABLE_LOCAL ? c->local_mem : CN_CL_PORTABLE_LOCAL; }
@@ -80,9 +81,47 @@ static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
 cn_status cn_cl_op_ATTENTION(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 0); }
 cn_status cn_cl_op_ATTENTION_LSE(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 1); }
 
+/* One GPU-shaped backward kernel: which 0 (dq), 1 (dk), 2 (dv) into out from element off. */
+static cn_status grad_tiles(cn_cl_ctx *c, const cn_launch *l, adims g, int which, uint64_t off) {
+    cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq : CN_K_attn_bwd_dkv;
+    int64_t B = tile(c, k, g.D, 5), rows = which == 0 ? g.T : g.S;
+    size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((rows + B - 1) / B * B * B), (size_t)g.BH};
+    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
+                        CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(l->out), CN_ARG_ULONG(off),
+                        CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale),
+                        CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(B), CN_ARG_INT(which), LOCAL_TILE(B, g.D),
+                        LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D),
+                        CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)), CN_ARG_LOCAL((size_t)(2 * B) * sizeof(float))};
+    int n = (int)(sizeof head / sizeof head[0]);
+    if (which == 0) { /* attn_bwd_dq has no `which` argument: drop it */
+        for (int i = 14; i + 1 < n; i++) head[i] = head[i + 1];
+        n--;
+    }
+    return cn_cl_launch(c, k, 2, gws, lws, n, head);
+}
+
+/* Variant 3 on a CPU-type device: attn_bwd_all_rows, dq summed in a float scratch. */
+static cn_status grad_all_rows(cn_cl_ctx *c, const cn_launch *l, adims g) {
+    cl_mem acc;
+    CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g.BH * g.T * g.D) * sizeof(float), &acc));
+    size_t gws[3] = {(size_t)g.BH, 1, 1}, lws[3] = {1, 1, 1};
+    return CN_CL_LAUNCH(c, CN_K_attn_bwd_all_rows, 1, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                        CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]),
+                        CN_ARG_MEM(l->out), CN_ARG_MEM(acc), CN_ARG_INT(g.BH), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
+                        CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0));
+}
+
 cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     adims g = dims_of(l, 1);
     int which = l->p->variant;
+    if (which == 3) {
+        if (rows_kernels(c, g)) return grad_all_rows(c, l, g);
+        /* GPU-shaped tiles: the three kernels into the packed output's parts */
+        const uint64_t nq = (uint64_t)(g.BH * g.T * g.D), nk = (uint64_t)(g.BH * g.S * g.D);
+        CN_TRY(grad_tiles(c, l, g, 0, 0));
+        CN_TRY(grad_tiles(c, l, g, 1, nq));
+        return grad_tiles(c, l, g, 2, nq + nk);
+    }
     if (rows_kernels(c, g)) {
         cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq_rows : CN_K_attn_bwd_dkv_rows;
         size_t gws[3], lws[3];
@@ -93,19 +132,5 @@ cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
                          CN_ARG_INT(which)};
         return cn_cl_launch(c, k, 2, gws, lws, which == 0 ? 12 : 13, a);
     }
-    cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq : CN_K_attn_bwd_dkv;
-    int64_t B = tile(c, k, g.D, 5), rows = which == 0 ? g.T : g.S;
-    size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((rows + B - 1) / B * B * B), (size_t)g.BH};
-    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
-                        CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
-                        CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(B),
-                        CN_ARG_INT(which), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D),
-                        LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)),
-                        CN_ARG_LOCAL((size_t)(2 * B) * sizeof(float))};
-    int n = (int)(sizeof head / sizeof head[0]);
-    if (which == 0) { /* attn_bwd_dq has no `which` argument: drop it */
-        for (int i = 13; i + 1 < n; i++) head[i] = head[i + 1];
-        n--;
-    }
-    return cn_cl_launch(c, k, 2, gws, lws, n, head);
+    return grad_tiles(c, l, g, which, 0);
 }

@@ -6,7 +6,8 @@
  *   dS = P * (dO v^T - delta),  dq = scale * dS k,  dk = scale * dS^T q,  dv = P^T dO.
  * Each op is one pass of small dense products per batch x head and tile of rows
  * (omp_attention_tiles.c says how); dq loops over query rows, dk and dv over key rows, so
- * each output row has one writer. */
+ * each output row has one writer. Variant 3 computes all three from one P per key tile,
+ * dq summed over the key tiles in order by the one thread that owns the batch x head. */
 #include <string.h>
 
 #include "omp_attention.h"
@@ -76,7 +77,7 @@ cn_status cn_omp_op_ATTENTION_LSE(const cn_launch *l) {
 
 /* ATTENTION_GRAD(dO, q, k, v, lse, delta). */
 cn_status cn_omp_op_ATTENTION_GRAD(const cn_launch *l) {
-    static const cn_att_what what[3] = {CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV};
+    static const cn_att_what what[4] = {CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV, CN_ATT_ALL};
     cn_att_job j = job_of(l, 1, what[l->p->variant]);
     j.v = l->in[3], j.dout = l->in[0], j.lse = l->in[4], j.delta = l->in[5];
     return run(l, &j);

@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 /* What one call computes (engine/ops.h): ATTENTION's output, ATTENTION_LSE's row statistics,
- * or one of ATTENTION_GRAD's three outputs. */
-typedef enum cn_att_what { CN_ATT_OUT, CN_ATT_LSE, CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV } cn_att_what;
+ * one of ATTENTION_GRAD's three outputs, or all three (ALL: dq|dk|dv packed by rows). */
+typedef enum cn_att_what { CN_ATT_OUT, CN_ATT_LSE, CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV, CN_ATT_ALL } cn_att_what;
 
 typedef struct cn_att_job {
     cn_att_what what;
@@ -18,7 +18,7 @@ typedef struct cn_att_job {
     int64_t offset;               /* causal: query i is at position offset + i (ATTEND_CACHE) */
     const float *q, *k, *v;       /* v: CN_ATT_OUT, DQ, DK */
     const float *dout, *lse, *delta; /* the gradients' dO [bh,t,d], lse and delta [bh,t] */
-    float *out;                   /* [bh,t,d] (OUT, DQ), [bh,s,d] (DK, DV) or [bh,t] (LSE) */
+    float *out; /* [bh,t,d] (OUT, DQ), [bh,s,d] (DK, DV), [bh,t] (LSE) or [bh (t + 2s), d] (ALL) */
 } cn_att_job;
 
 /* Runs a job on the calling thread's OpenMP team; 0, or -1 when scratch could not be

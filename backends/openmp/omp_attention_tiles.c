@@ -14,6 +14,8 @@
  *   DQ:  rows queries, cols keys;    w = dS (s = q k^T, dP = dO v^T),  Z = k,  f = scale
  *   DK:  rows keys,    cols queries; w = dS^T (s = k q^T, dP = v dO^T), Z = q,  f = scale
  *   DV:  rows keys,    cols queries; w = P^T,                          Z = dO, f = 1
+ *   ALL: DK's tile, keeping P^T beside dS^T: dv and dk as above, and dq += dS k for the
+ *        tile's queries (all_tile_w): five products per tile where DQ, DK, DV took eight
  * So each launch is one pass over its rows, memory stays linear in the sequence length (a
  * tile's MR rows of scores), and the causal mask skips whole column tiles: a tile of query
  * rows stops at the keys its last row sees, a tile of key rows starts at the first query its
@@ -120,15 +122,15 @@ static void geo_init(const cn_att_job *j, geo *g) {
     memset(g, 0, sizeof *g);
     g->j = j;
     g->d = j->d;
-    g->keys_are_rows = j->what == CN_ATT_DK || j->what == CN_ATT_DV;
-    g->two = j->what == CN_ATT_DQ || j->what == CN_ATT_DK;
+    g->keys_are_rows = j->what == CN_ATT_DK || j->what == CN_ATT_DV || j->what == CN_ATT_ALL;
+    g->two = j->what == CN_ATT_DQ || j->what == CN_ATT_DK || j->what == CN_ATT_ALL;
     g->nrow = g->keys_are_rows ? j->s : j->t;
     g->ncol = g->keys_are_rows ? j->t : j->s;
     switch (j->what) {
     case CN_ATT_OUT: g->x1 = j->q, g->y1 = j->k, g->z = j->v; break;
     case CN_ATT_LSE: g->x1 = j->q, g->y1 = j->k; break;
     case CN_ATT_DQ: g->x1 = j->q, g->x2 = j->dout, g->y1 = j->k, g->y2 = j->v, g->z = j->k; break;
-    case CN_ATT_DK: g->x1 = j->k, g->x2 = j->v, g->y1 = j->q, g->y2 = j->dout, g->z = j->q; break;
+    case CN_ATT_DK: case CN_ATT_ALL: g->x1 = j->k, g->x2 = j->v, g->y1 = j->q, g->y2 = j->dout, g->z = j->q; break;
     case CN_ATT_DV: g->x1 = j->k, g->y1 = j->q, g->z = j->dout; break;
     }
 }
@@ -369,29 +371,117 @@ static void row_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scra
     else row_tile_w(VW, g, b, r0, mr, w);
 }
 
+/* ALL's row pass: P^T into p (dv's weights) and dS^T into ds (dk's and dq's), key_col's
+ * arithmetic on both. */
+CN_ATT_INLINE void all_col(int vw, float *restrict p, float *restrict ds, float scale, int hi, float ls, float dl) {
+#pragma omp simd
+    for (int r = 0; r < vw; r++) {
+        const float e = exp_vec(CN_OMP_FMA(scale, p[r], -ls)), w = e * (ds[r] - dl);
+        p[r] = r <= hi ? e : 0.0f;
+        ds[r] = r <= hi ? w : 0.0f;
+    }
+}
+
+/* dq[c][:] += sum over the tile's mr keys r of ds[c][r] k[r][:], for the n queries of ds
+ * (unscaled: the caller scales dq once). In chunks of the head dimension held in registers;
+ * each element sums over the keys in order. */
+static void dq_add(int vw, int64_t n, const float *restrict ds, const float *restrict k, int64_t mr, int64_t d,
+                   float *restrict dq) {
+    enum { CH = 4 * VW };
+    for (int64_t c = 0; c < n; c++) {
+        float *restrict o = dq + c * d;
+        const float *restrict wc = ds + c * vw;
+        for (int64_t e0 = 0; e0 < d; e0 += CH) {
+            const int w = (int)CN_OMP_MIN((int64_t)CH, d - e0);
+            float acc[CH];
+            for (int e = 0; e < w; e++) acc[e] = o[e0 + e];
+            for (int64_t r = 0; r < mr; r++) {
+                const float wr = wc[r];
+                const float *restrict kr = k + r * d + e0;
+#pragma omp simd
+                for (int e = 0; e < w; e++) acc[e] = CN_OMP_FMA(wr, kr[e], acc[e]);
+            }
+            for (int e = 0; e < w; e++) o[e0 + e] = acc[e];
+        }
+    }
+}
+
+/* One tile of ALL: keys [r0, r0 + mr) of batch x head b, against the queries that see them.
+ * out is the packed result: dq [bh,t,d], then dk and dv [bh,s,d]. */
+CN_ATT_INLINE void all_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
+    const cn_att_job *j = g->j;
+    const int64_t d = g->d, t = j->t, s = j->s;
+    float *dq = j->out + b * t * d, *dk = j->out + (j->bh * t + b * s + r0) * d;
+    float *dv = dk + j->bh * s * d;
+    const int64_t c0 = first_query(j, r0), c1 = t;
+    if (c0 >= c1) {
+        memset(dk, 0, (size_t)(mr * d) * sizeof(float));
+        memset(dv, 0, (size_t)(mr * d) * sizeof(float));
+        return;
+    }
+    const float *kb = j->k + (b * s + r0) * d;
+    pack_rows(vw, j->k + b * s * d, r0, mr, d, w->xt1);
+    scores(vw, d, w->xt1, j->q + b * t * d, c0, c1, w->sc1);
+    pack_rows(vw, j->v + b * s * d, r0, mr, d, w->xt2);
+    scores(vw, d, w->xt2, j->dout + b * t * d, c0, c1, w->sc2);
+    const int64_t from = r0 - j->offset, some = some_see_until(j, vw, from, c0, c1);
+    const float *ls = j->lse + b * t, *dl = j->delta + b * t;
+    for (int64_t c = c0; c < c1; c++) {
+        const int64_t o = (c - c0) * vw;
+        all_col(vw, w->sc1 + o, w->sc2 + o, j->scale, c < some ? (int)(c - from) : vw, ls[c], dl[c]);
+    }
+    float f1[VW], fs[VW];
+    for (int r = 0; r < VW; r++) f1[r] = 1.0f, fs[r] = j->scale;
+    product(vw, c1 - c0, w->sc1, j->dout + (b * t + c0) * d, d, f1, mr, dv);
+    product(vw, c1 - c0, w->sc2, j->q + (b * t + c0) * d, d, fs, mr, dk);
+    dq_add(vw, c1 - c0, w->sc2, kb, mr, d, dq + c0 * d);
+}
+
+static void all_tile(const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
+    if (mr <= VW / 4) all_tile_w(VW / 4, g, b, r0, mr, w);
+    else if (mr <= VW / 2) all_tile_w(VW / 2, g, b, r0, mr, w);
+    else all_tile_w(VW, g, b, r0, mr, w);
+}
+
+/* ALL for batch x head b, on one thread: dq is a sum over every key tile, so the tiles run in
+ * order and the sum's order is fixed whatever the thread count. */
+static void all_head(const geo *g, int64_t b, const scratch *w) {
+    const cn_att_job *j = g->j;
+    const int64_t n = j->t * j->d;
+    float *dq = j->out + b * n;
+    memset(dq, 0, (size_t)n * sizeof(float));
+    for (int64_t r0 = 0; r0 < j->s; r0 += VW) all_tile(g, b, r0, CN_OMP_MIN(VW, j->s - r0), w);
+    for (int64_t e = 0; e < n; e++) dq[e] *= j->scale;
+}
+
 int CN_OMP_ATTENTION_NAME(const cn_att_job *j) {
     geo g;
     geo_init(j, &g);
-    const int64_t d = g.d, nblk = (g.nrow + RB - 1) / RB, items = j->bh * nblk;
+    const int all = j->what == CN_ATT_ALL; /* a work item is a batch x head */
+    const int64_t d = g.d, nblk = all ? 1 : (g.nrow + RB - 1) / RB, items = j->bh * nblk;
     const size_t xt_n = (size_t)(d * VW), sc_n = (size_t)(g.ncol * VW);
     const size_t per_thread = 2 * (xt_n + sc_n) + 1;
     int oom = 0;
 #pragma omp parallel if (items > 1 && j->bh * g.nrow * g.ncol * CN_OMP_MAX(d, 1) >= CN_OMP_PAR_MIN)
     {
-        float *all = malloc(per_thread * sizeof(float));
-        if (!all) {
+        float *buf = malloc(per_thread * sizeof(float));
+        if (!buf) {
 #pragma omp atomic write
             oom = 1;
         }
         scratch w = {0};
-        if (all) w.xt1 = all, w.xt2 = w.xt1 + xt_n, w.sc1 = w.xt2 + xt_n, w.sc2 = w.sc1 + sc_n;
+        if (buf) w.xt1 = buf, w.xt2 = w.xt1 + xt_n, w.sc1 = w.xt2 + xt_n, w.sc2 = w.sc1 + sc_n;
 #pragma omp for schedule(static)
         for (int64_t it = 0; it < items; it++) {
-            if (!all) continue;
+            if (!buf) continue;
+            if (all) {
+                all_head(&g, it, &w);
+                continue;
+            }
             const int64_t b = it / nblk, rb = it % nblk * RB, re = CN_OMP_MIN(g.nrow, rb + RB);
             for (int64_t r0 = rb; r0 < re; r0 += VW) row_tile(&g, b, r0, CN_OMP_MIN(VW, re - r0), &w);
         }
-        free(all);
+        free(buf);
     }
     return oom ? -1 : 0;
 }

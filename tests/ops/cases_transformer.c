@@ -264,9 +264,9 @@ void cases_ATTENTION_LSE(h_caselist *L) {
  * here (test_attention checks the whole chain). lse in [1, 3) keeps exp(s - lse) <= ~1 for
  * the unit-range cases; the wide-range case uses lse in [40, 50). */
 void cases_ATTENTION_GRAD(h_caselist *L) {
-    static const char *names[] = {" -> dq", " -> dk", " -> dv"};
+    static const char *names[] = {" -> dq", " -> dk", " -> dv", " -> dq|dk|dv"};
     for (int k = 0; k < N_ATT; k++)
-        for (int v = 0; v < 3; v++) {
+        for (int v = 0; v < 4; v++) {
             const att *a = &atts[k];
             h_case *c = att_case(L, CN_OP_ATTENTION_GRAD, a, names[v]);
             c->p.variant = v;
@@ -278,6 +278,8 @@ void cases_ATTENTION_GRAD(h_caselist *L) {
             h_in(c, h_shape(2, a->bh, a->t), GEN_UNIFORM, lo, lo + (a->range > 1 ? 10.0f : 2.0f));
             h_in(c, h_shape(2, a->bh, a->t), GEN_UNIFORM, -0.5f, 0.5f);
             c->out_shape = v == 0 ? c->in[1].shape : c->in[2].shape;
-            h_tol_reduce(c, (double)(v == 0 ? a->s : a->t) * a->d);
+            /* variant 3 packs dq's, dk's and dv's rows; its tolerance is the wider sums' */
+            if (v == 3) c->out_shape = h_shape(2, a->bh * (a->t + 2 * a->s), a->d);
+            h_tol_reduce(c, (double)(v == 0 ? a->s : v < 3 ? a->t : (a->s > a->t ? a->s : a->t)) * a->d);
         }
 }
