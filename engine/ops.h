@@ -345,6 +345,9 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
+/* ATTENTION with a fourth input lse (f32 [BH,T]): the launch also writes ATTENTION_LSE's value
+ * of the same q, k and parameters into it (the planner's fold, planner.c). */
+int cn_op_attention_writes_lse(cn_op op, int n_in);
 
 typedef struct cn_op_params {
     int32_t trans_a, trans_b;       /* MATMUL */

@@ -11,6 +11,8 @@ typedef struct cn_plan {
     int n;
     cn_node *nodes;   /* copy of the graph's nodes (fusion edits epilogues here) */
     int *root;        /* node whose buffer holds this node's value (views, fused, in-place) */
+    int *writer;      /* -1, or the earlier node whose launch writes this node's buffer (an
+                       * ATTENTION_LSE the forward's ATTENTION writes, planner.c) */
     void **buf;       /* per node (valid for roots) */
     cn_tensor **bound; /* per node: PARAM/STATE tensors (retained) */
     cn_launch *launches;

@@ -159,6 +159,35 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
     }
 }
 
+/* Let ATTENTION write the log-sum-exp rows an ATTENTION_LSE of the same q, k and parameters
+ * recomputes (the backward rule's, autodiff.c): the forward already holds each row's maximum
+ * and sum, so a pass over q k^T goes. The LSE node keeps its own buffer, which the forward's
+ * launch takes as a fourth input and writes (cn_op_attention_writes_lse); writer[] makes
+ * assign_buffers give that buffer out where the forward runs, and the LSE node gets no launch. */
+static void fuse_attention_lse(cn_plan *p, const char *live, cn_tensor *const *bindings) {
+    for (int i = 0; i < p->n; i++) {
+        const cn_node *ls = &p->nodes[i];
+        if (!live[i] || ls->op != CN_OP_ATTENTION_LSE || p->root[i] != i || (bindings && bindings[i])) continue;
+        for (int a = 0; a < i; a++) {
+            cn_node *at = &p->nodes[a];
+            if (!live[a] || at->op != CN_OP_ATTENTION || at->n_in != 3 || p->root[a] != a || at->in[0] != ls->in[0] ||
+                at->in[1] != ls->in[1] || at->p.scale != ls->p.scale || at->p.causal != ls->p.causal)
+                continue;
+            cn_launch l;
+            at->n_in = 4;
+            at->in[3] = i;
+            fill_launch(p, a, &l);
+            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+                at->n_in = 3;
+                continue;
+            }
+            p->writer[i] = a;
+            p->fused++;
+            break;
+        }
+    }
+}
+
 typedef struct pool_buf {
     void *buf;
     size_t bytes;
@@ -178,6 +207,25 @@ static cn_status alloc_owned(cn_plan *p, size_t bytes, void **out, uint64_t *dry
     p->owned_bytes[p->n_owned] = bytes;
     p->owned[p->n_owned++] = *out;
     return CN_OK;
+}
+
+/* Best fit among free buffers no more than twice the need, else a new one. */
+static cn_status pool_take(cn_plan *p, pool_buf *pool, int *n_pool, size_t bytes, void **buf, uint64_t *dry_bytes) {
+    cn_status st = CN_OK;
+    int best = -1;
+    for (int k = 0; k < *n_pool; k++)
+        if (pool[k].free && pool[k].bytes >= bytes && pool[k].bytes <= 2 * bytes + 256 &&
+            (best < 0 || pool[k].bytes < pool[best].bytes))
+            best = k;
+    if (best < 0) {
+        best = (*n_pool)++;
+        pool[best].bytes = bytes;
+        st = alloc_owned(p, bytes, &pool[best].buf, dry_bytes);
+        p->pool_bytes += bytes;
+    }
+    pool[best].free = 0;
+    *buf = pool[best].buf;
+    return st;
 }
 
 static cn_status bind_leaf(cn_plan *p, int i, cn_tensor *t) {
@@ -237,7 +285,7 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
         const cn_node *nd = &p->nodes[i];
         if (!live[i]) continue;
         size_t bytes = node_bytes(nd);
-        if (p->root[i] != i) goto release; /* views, fused activations, in-place updates */
+        if (p->root[i] != i || p->writer[i] >= 0) goto release; /* views, fused ops, in-place updates */
         if (nd->op == CN_OP_LEAF) {
             if ((nd->leaf == CN_LEAF_PARAM || nd->leaf == CN_LEAF_STATE) && bindings && bindings[i])
                 st = bind_leaf(p, i, bindings[i]);
@@ -255,20 +303,12 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
             goto release;
         }
         p->intermediate_bytes += bytes;
-        /* Best fit among free buffers no more than twice the need, else a new one. */
-        int best = -1;
-        for (int k = 0; k < n_pool; k++)
-            if (pool[k].free && pool[k].bytes >= bytes && pool[k].bytes <= 2 * bytes + 256 &&
-                (best < 0 || pool[k].bytes < pool[best].bytes))
-                best = k;
-        if (best < 0) {
-            best = n_pool++;
-            pool[best].bytes = bytes;
-            st = alloc_owned(p, bytes, &pool[best].buf, dry_bytes);
-            p->pool_bytes += bytes;
-        }
-        pool[best].free = 0;
-        p->buf[i] = pool[best].buf;
+        st = pool_take(p, pool, &n_pool, bytes, &p->buf[i], dry_bytes);
+        for (int w = i + 1; w < n && st == CN_OK && cn_op_attention_writes_lse(nd->op, nd->n_in); w++)
+            if (p->writer[w] == i) { /* written by this launch: its buffer is taken now */
+                p->intermediate_bytes += node_bytes(&p->nodes[w]);
+                st = pool_take(p, pool, &n_pool, node_bytes(&p->nodes[w]), &p->buf[w], dry_bytes);
+            }
     release:
         /* Release what dies here: inputs whose last reader is this node, or this node if
          * nothing reads it. */
@@ -325,6 +365,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         p->dev = dev;
         p->nodes = malloc((size_t)n * sizeof *p->nodes + 1);
         p->root = malloc((size_t)n * sizeof *p->root + 1);
+        p->writer = malloc((size_t)n * sizeof *p->writer + 1);
         p->buf = calloc((size_t)n + 1, sizeof *p->buf);
         p->bound = calloc((size_t)n + 1, sizeof *p->bound);
         p->owned = calloc((size_t)n + 1, sizeof *p->owned);
@@ -332,7 +373,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         p->launches = calloc((size_t)n + 1, sizeof *p->launches);
         p->launch_node = calloc((size_t)n + 1, sizeof *p->launch_node);
     }
-    if (!p || !live || !is_out || !consumers || !p->nodes || !p->root || !p->buf || !p->bound || !p->owned ||
+    if (!p || !live || !is_out || !consumers || !p->nodes || !p->root || !p->writer || !p->buf || !p->bound || !p->owned ||
         !p->owned_bytes || !p->launches || !p->launch_node) {
         free(live), free(is_out), free(consumers);
         if (p) p->dev = NULL, cn_plan_free(p);
@@ -356,11 +397,13 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
             for (int k = 0; k < p->nodes[i].n_in; k++) consumers[p->nodes[i].in[k]]++;
         const cn_node *nd = &p->nodes[i];
         p->root[i] = (is_view(nd) || is_inplace(nd)) ? p->root[nd->in[0]] : i;
+        p->writer[i] = -1;
     }
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);
+        fuse_attention_lse(p, live, bindings);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];
@@ -375,7 +418,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     for (int i = 0; i < n && st == CN_OK; i++) {
         const cn_node *nd = &p->nodes[i];
         int fused_away = p->root[i] != i && !is_inplace(nd) && !is_view(nd);
-        if (!live[i] || !cn_op_launches(nd->op) || fused_away) continue;
+        if (!live[i] || !cn_op_launches(nd->op) || fused_away || p->writer[i] >= 0) continue;
         cn_launch *l = &p->launches[p->n_launch];
         fill_launch(p, i, l);
         st = contract(l);
@@ -406,8 +449,9 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
 
 int cn_plan_launch_of(const cn_plan *p, int node) {
     if (!p || node < 0 || node >= p->n) return -1;
+    const int w = p->writer[node] >= 0 ? p->writer[node] : p->root[node];
     for (int k = p->n_launch - 1; k >= 0; k--)
-        if (p->launch_node[k] == p->root[node]) return k;
+        if (p->launch_node[k] == w) return k;
     return -1;
 }
 
@@ -422,7 +466,7 @@ void cn_plan_free(cn_plan *p) {
         for (int i = 0; i < p->n; i++) cn_tensor_release(p->bound ? p->bound[i] : NULL);
         cn_device_release(p->dev);
     }
-    free(p->nodes), free(p->root), free(p->buf), free(p->bound), free(p->owned), free(p->owned_bytes), free(p->launches);
+    free(p->nodes), free(p->root), free(p->writer), free(p->buf), free(p->bound), free(p->owned), free(p->owned_bytes), free(p->launches);
     free(p->launch_node);
     free(p);
 }

@@ -40,13 +40,14 @@ float attn_dot(__local const float *a, __local const float *b, int D) {
     return s;
 }
 
-/* ATTENTION (lse_only = 0: out [BH,T,D]) and ATTENTION_LSE (1: lse [BH,T]), online softmax:
- * per row a running maximum M, sum L and output accumulator O; each key block rescales them
- * by exp(M_old - M_new). Grid: (ceil(T/B) groups, BH). */
+/* ATTENTION (mode 0: out [BH,T,D]; 2: out and lse) and ATTENTION_LSE (1: lse [BH,T]), online
+ * softmax: per row a running maximum M, sum L and output accumulator O; each key block
+ * rescales them by exp(M_old - M_new). Grid: (ceil(T/B) groups, BH). */
 __kernel void attn_fwd(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
-                       __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int lse_only, int B,
+                       __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int mode, int B,
                        __local float *Qs, __local float *Ks, __local float *Vs, __local float *Os,
                        __local float *Ps, __local float *st) {
+    const int lse_only = mode == 1;
     int lid = get_local_id(0), r = lid / B, c = lid % B;
     int q0 = get_group_id(0) * B, bh = get_group_id(1);
     __global const STORE_T *qb = q + (long)bh * T * D, *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
@@ -88,10 +89,8 @@ __kernel void attn_fwd(__global const STORE_T *q, __global const STORE_T *k, __g
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     if (i >= T) return;
-    if (lse_only) {
-        if (c == 0) lse[(long)bh * T + i] = M[r] + log(L[r]);
-        return;
-    }
+    if (mode && c == 0) lse[(long)bh * T + i] = M[r] + log(L[r]);
+    if (lse_only) return;
     float inv = 1.0f / L[r];
     for (int d = c; d < D; d += B) STORE(out, ((long)bh * T + i) * D + d, Os[r * D + d] * inv);
 }
@@ -320,8 +319,10 @@ void attn_zero_t(floatV *xt, int D) {
     for (int d = 0; d < D; d++) xt[d] = (floatV)(0.0f);
 }
 
+/* mode as attn_fwd's: 0 out, 1 lse, 2 both. */
 __kernel void attn_fwd_rows(__global const STORE_T *q, __global const STORE_T *k, __global const STORE_T *v,
-                            __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int lse_only) {
+                            __global STORE_T *out, __global float *lse, int T, int S, int D, float scale, int causal, int mode) {
+    const int lse_only = mode == 1;
     int q0 = get_global_id(0) * GVW, bh = get_global_id(1);
     if (q0 >= T) return;
     float qt[ATTN_ROWS_MAXD * GVW];
@@ -356,11 +357,11 @@ __kernel void attn_fwd_rows(__global const STORE_T *q, __global const STORE_T *k
         for (j = 0; j + 4 <= n; j += 4) attn_axpy_t4(ot, vr + (long)j * D, D, sc + j);
         for (; j < n; j++) attn_axpy_t(ot, vr + (long)j * D, D, sc[j]);
     }
-    if (lse_only) {
+    if (mode) {
         float t[GVW];
         vstoreV(m + log(l), 0, t);
         for (int e = 0; e < GVW && q0 + e < T; e++) lse[(long)bh * T + q0 + e] = t[e];
-        return;
+        if (lse_only) return;
     }
     floatV inv = 1.0f / l;
     for (int d = 0; d < D; d++) ot[d] *= inv;

@@ -56,24 +56,27 @@ static void rows_grid(const cn_cl_ctx *c, int64_t rows, int64_t BH, size_t gws[3
 }
 
 /* The output goes in as both out (STORE_T, ATTENTION) and lse (float, ATTENTION_LSE, whose
- * output is f32 in every storage type); the kernel writes the one lse_only names. */
+ * output is f32 in every storage type); the kernel writes the one lse_only names. An
+ * ATTENTION that writes the log-sum-exp too (a fourth input, the planner's fold) is mode 2. */
 static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
     adims g = dims_of(l, 0);
     void *v = lse_only ? l->in[1] : l->in[2]; /* ATTENTION_LSE has no v: k in its place (never read) */
+    const int both = cn_op_attention_writes_lse(l->op, l->n_in), mode = both ? 2 : lse_only;
+    void *lse = both ? l->in[3] : l->out;
     if (rows_kernels(c, g)) {
         size_t gws[3], lws[3];
         rows_grid(c, g.T, g.BH, gws, lws);
         return CN_CL_LAUNCH(c, CN_K_attn_fwd_rows, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
-                            CN_ARG_MEM(v), CN_ARG_MEM(l->out), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
+                            CN_ARG_MEM(v), CN_ARG_MEM(l->out), CN_ARG_MEM(lse), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
                             CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0),
-                            CN_ARG_INT(lse_only));
+                            CN_ARG_INT(mode));
     }
     int64_t B = tile(c, CN_K_attn_fwd, g.D, 4);
     size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((g.T + B - 1) / B * B * B), (size_t)g.BH};
     return CN_CL_LAUNCH(c, CN_K_attn_fwd, 2, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(v),
-                        CN_ARG_MEM(l->out), CN_ARG_MEM(l->out), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D),
+                        CN_ARG_MEM(l->out), CN_ARG_MEM(lse), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D),
                         CN_ARG_FLOAT(l->p->scale),
-                        CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(lse_only), CN_ARG_INT(B), LOCAL_TILE(B, g.D),
+                        CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(mode), CN_ARG_INT(B), LOCAL_TILE(B, g.D),
                         LOCAL_TILE(B, g.D), LOCAL_TILE(B, lse_only ? 1 : g.D), LOCAL_TILE(B, lse_only ? 1 : g.D),
                         CN_ARG_LOCAL((size_t)(B * B) * sizeof(float)), CN_ARG_LOCAL((size_t)(3 * B) * sizeof(float)));
 }

@@ -67,6 +67,7 @@ cn_status cn_omp_attend(const cn_launch *l, const float *k, const float *v, int6
 cn_status cn_omp_op_ATTENTION(const cn_launch *l) {
     cn_att_job j = job_of(l, 0, CN_ATT_OUT);
     j.v = l->in[2];
+    if (cn_op_attention_writes_lse(l->op, l->n_in)) j.lse_out = l->in[3];
     return run(l, &j);
 }
 

@@ -18,6 +18,7 @@ typedef struct cn_att_job {
     int64_t offset;               /* causal: query i is at position offset + i (ATTEND_CACHE) */
     const float *q, *k, *v;       /* v: CN_ATT_OUT, DQ, DK */
     const float *dout, *lse, *delta; /* the gradients' dO [bh,t,d], lse and delta [bh,t] */
+    float *lse_out;               /* OUT: NULL, or where the rows' log-sum-exp goes too ([bh,t]) */
     float *out; /* [bh,t,d] (OUT, DQ), [bh,s,d] (DK, DV), [bh,t] (LSE) or [bh (t + 2s), d] (ALL) */
 } cn_att_job;
 

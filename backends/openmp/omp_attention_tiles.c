@@ -323,11 +323,11 @@ CN_ATT_INLINE void row_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64
     /* columns [c0, c1): the union of what the tile's rows see */
     const int64_t c0 = g->keys_are_rows ? first_query(j, r0) : 0;
     const int64_t c1 = g->keys_are_rows ? g->ncol : keys_for(j, r0 + mr - 1);
+    float *lse = j->what == CN_ATT_LSE ? j->out : j->what == CN_ATT_OUT ? j->lse_out : NULL;
     if (c0 >= c1) {
-        if (j->what == CN_ATT_LSE)
-            for (int64_t r = 0; r < mr; r++) j->out[rowoff + r0 + r] = -INFINITY;
-        else
-            memset(j->out + (rowoff + r0) * d, 0, (size_t)(mr * d) * sizeof(float));
+        if (lse)
+            for (int64_t r = 0; r < mr; r++) lse[rowoff + r0 + r] = -INFINITY;
+        if (j->what != CN_ATT_LSE) memset(j->out + (rowoff + r0) * d, 0, (size_t)(mr * d) * sizeof(float));
         return;
     }
     pack_rows(vw, g->x1 + rowoff * d, r0, mr, d, w->xt1);
@@ -345,7 +345,7 @@ CN_ATT_INLINE void row_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64
          * goes on into the output) */
         for (int64_t r = 0; r < mr; r++) {
             const int none = sum[r] == 0.0;
-            if (j->what == CN_ATT_LSE) j->out[rowoff + r0 + r] = none ? -INFINITY : (float)((double)m[r] + log(sum[r]));
+            if (lse) lse[rowoff + r0 + r] = none ? -INFINITY : (float)((double)m[r] + log(sum[r]));
             f[r] = none ? 0.0f : (float)(1.0 / sum[r]);
         }
         if (j->what == CN_ATT_LSE) return;

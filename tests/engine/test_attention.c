@@ -3,7 +3,10 @@
  *   fused:   ATTENTION(q, k, v)                     (backward: ATTENTION_LSE + ATTENTION_GRAD)
  *   unfused: MATMUL(SOFTMAX(CAUSAL_MASK(SCALE(MATMUL(q, k^T)))), v)
  * and the output and the gradients of L = sum(O * R) w.r.t. q, k and v are compared. The fused
- * graph is also run twice and must give bit-identical results (no atomics, fixed orders).
+ * graph is also run twice and must give bit-identical results (no atomics, fixed orders), and
+ * planned with the planner's folds on, where the forward writes the log-sum-exp that the
+ * backward reads (no ATTENTION_LSE launch left): bit-identical again (the same row maxima and
+ * sums, written by another launch).
  *
  * Tolerance, per buffer: |fused - unfused| <= 4 * eps_f32 * sqrt(S * D) * max|unfused| for the
  * output, 4x that for gradients. Both sides are f32 with different summation orders (tiles
@@ -38,7 +41,7 @@ typedef struct built {
 } built;
 
 /* One graph: PARAM leaves q, k, v (ids 0, 1, 2), the attention, the loss and its gradients. */
-static int build(built *b, const acase *a, int fused, const float *r, cn_device *dev, cn_tensor *t[3]) {
+static int build(built *b, const acase *a, int fused, const float *r, cn_device *dev, cn_tensor *t[3], int fold) {
     cn_graph_init(&b->g);
     cn_graph *g = &b->g;
     cn_shape sq = cn_shape_of(3, (int64_t)a->bh, (int64_t)a->t, (int64_t)a->d);
@@ -73,7 +76,7 @@ static int build(built *b, const acase *a, int fused, const float *r, cn_device 
     cn_tensor **bind = calloc((size_t)g->n, sizeof *bind);
     for (int i = 0; i < 3; i++) bind[i] = t[i];
     int outs[5] = {b->loss, b->out, b->grads[0], b->grads[1], b->grads[2]};
-    st = cn_plan_create(g, dev, outs, 5, bind, 0, &b->plan);
+    st = cn_plan_create(g, dev, outs, 5, bind, fold, &b->plan);
     free(bind);
     return st == CN_OK;
 }
@@ -105,21 +108,32 @@ static void check_case(const acase *a, cn_device *dev) {
         CHECK_OK(cn_tensor_from_host(dev, 3, shape, CN_F32, host[i], &t[i]));
     }
     for (int64_t e = 0; e < nq; e++) r[e] = cn_rng_uniform(12, 0, (uint64_t)e) - 0.5f;
-    built f = {0}, u = {0};
-    float *vf[4], *vu[4], *again[4];
+    built f = {0}, u = {0}, ff = {0};
+    float *vf[4], *vu[4], *again[4], *folded[4];
     for (int i = 0; i < 4; i++) {
         vf[i] = malloc((size_t)n[i] * sizeof(float));
         vu[i] = malloc((size_t)n[i] * sizeof(float));
         again[i] = malloc((size_t)n[i] * sizeof(float));
+        folded[i] = malloc((size_t)n[i] * sizeof(float));
     }
     if (tc_bad) goto done;
-    CHECK(build(&f, a, 1, r, dev, t), "fused graph: %s", cn_last_error());
-    CHECK(build(&u, a, 0, r, dev, t), "unfused graph: %s", cn_last_error());
+    CHECK(build(&f, a, 1, r, dev, t, 0), "fused graph: %s", cn_last_error());
+    CHECK(build(&u, a, 0, r, dev, t, 0), "unfused graph: %s", cn_last_error());
+    CHECK(build(&ff, a, 1, r, dev, t, 1), "fused graph, folds on: %s", cn_last_error());
     if (tc_bad) goto done;
     CHECK(run_read(&f, vf, n), "fused run: %s", cn_last_error());
     CHECK(run_read(&u, vu, n), "unfused run: %s", cn_last_error());
     CHECK(run_read(&f, again, n), "fused rerun: %s", cn_last_error());
+    CHECK(run_read(&ff, folded, n), "fused run, folds on: %s", cn_last_error());
     if (tc_bad) goto done;
+    int lse_launches = 0, lse_writers = 0;
+    for (int i = 0; i < ff.plan->n_launch; i++) {
+        const cn_launch *l = &ff.plan->launches[i];
+        lse_launches += l->op == CN_OP_ATTENTION_LSE;
+        lse_writers += l->op == CN_OP_ATTENTION && l->n_in == 4;
+    }
+    CHECK(lse_launches == 0 && lse_writers == 1, "folds on: %d ATTENTION_LSE launches, %d forwards writing it",
+          lse_launches, lse_writers);
     static const char *names[4] = {"out", "dq", "dk", "dv"};
     double worst[4] = {0};
     for (int i = 0; i < 4; i++) {
@@ -135,6 +149,7 @@ static void check_case(const acase *a, cn_device *dev) {
         CHECK(bad == 0, "%s: %lld of %lld beyond %.3g, first [%lld] fused %.9g unfused %.9g", names[i], (long long)bad,
               (long long)n[i], bound, (long long)first, first >= 0 ? vf[i][first] : 0.0, first >= 0 ? vu[i][first] : 0.0);
         CHECK(memcmp(vf[i], again[i], (size_t)n[i] * sizeof(float)) == 0, "%s differs between two runs", names[i]);
+        CHECK(memcmp(vf[i], folded[i], (size_t)n[i] * sizeof(float)) == 0, "%s differs with the folds on", names[i]);
     }
     if (!tc_bad)
         printf("ok   %-44s max |fused-unfused| out %.1e dq %.1e dk %.1e dv %.1e\n", label, worst[0], worst[1], worst[2],
@@ -142,9 +157,11 @@ static void check_case(const acase *a, cn_device *dev) {
 done:
     cn_plan_free(f.plan);
     cn_plan_free(u.plan);
+    cn_plan_free(ff.plan);
     cn_graph_destroy(&f.g);
     cn_graph_destroy(&u.g);
-    for (int i = 0; i < 4; i++) free(vf[i]), free(vu[i]), free(again[i]);
+    cn_graph_destroy(&ff.g);
+    for (int i = 0; i < 4; i++) free(vf[i]), free(vu[i]), free(again[i]), free(folded[i]);
     for (int i = 0; i < 3; i++) cn_tensor_release(t[i]), free(host[i]);
     free(r);
     tc_end();
@@ -154,10 +171,11 @@ done:
  * and leaves the other rows finite: a backend must not turn it into zeros or -inf (a row sum
  * that is not > 0 is not a row that sees no key: with lse -inf the backward would
  * exponentiate +inf into finite garbage) or spread it to rows that do not read it. */
-static void check_nan(cn_device *dev) {
+static void check_nan(cn_device *dev, int fold) {
     enum { BH = 2, T = 21, D = 8, ROW = 5 };
-    char label[96];
-    snprintf(label, sizeof label, "NaN in query row %d stays in that row on %s", ROW, cn_device_selector(dev));
+    char label[128];
+    snprintf(label, sizeof label, "NaN in query row %d stays in that row on %s%s", ROW, cn_device_selector(dev),
+             fold ? " (the forward writing the lse)" : "");
     tc_begin(label);
     static float host[3][BH * T * D], out[BH * T * D], lse[BH * T];
     for (int i = 0; i < 3; i++)
@@ -179,7 +197,7 @@ static void check_nan(cn_device *dev) {
     cn_tensor **bind = calloc((size_t)g.n, sizeof *bind); /* one slot per node; the leaves are 0, 1, 2 */
     CHECK(bind != NULL, "out of memory");
     for (int i = 0; i < 3 && bind; i++) bind[in[i]] = t[i];
-    if (!tc_bad) CHECK_OK(cn_plan_create(&g, dev, outs, 2, bind, 0, &plan));
+    if (!tc_bad) CHECK_OK(cn_plan_create(&g, dev, outs, 2, bind, fold, &plan));
     free(bind);
     if (!tc_bad) CHECK_OK(cn_plan_run(plan, 1));
     if (!tc_bad) CHECK_OK(cn_plan_read(plan, outs[0], out, sizeof out));
@@ -210,7 +228,8 @@ int main(int argc, char **argv) {
             continue;
         }
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], dev);
-        check_nan(dev);
+        check_nan(dev, 0);
+        check_nan(dev, 1);
         cn_device_release(dev);
     }
     return tc_finish();
