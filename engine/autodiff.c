@@ -197,35 +197,20 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
         }
         break;
     case CN_OP_ATTENTION: {
-        /* One LSE pass (the forward's row statistics, recomputed: a node has one output) and
-         * delta = rowsum(dO * O). Two or three gradients come from one GRAD launch that
-         * recomputes P once (variant 3: dq|dk|dv packed by rows), cropped apart; a single one
-         * from its own variant. */
+        /* One LSE node and delta = rowsum(dO * O), then one GRAD node per input that needs a
+         * gradient. The planner runs the LSE in the forward's launch and the three GRADs as
+         * one launch (cn_launch.also), so P is recomputed once. */
         int qkv[3] = {n.in[0], n.in[1], n.in[2]};
         int need[3] = {need_a, need_b, g->nodes[qkv[2]].requires_grad};
-        int count = need[0] + need[1] + need[2];
-        if (!count) break;
+        if (!need[0] && !need[1] && !need[2]) break;
         int lse = with_params(g, CN_OP_ATTENTION_LSE, 2, qkv, &p, NULL);
         int delta = cn_g_unary(g, CN_OP_SUM_LAST, cn_g_binary(g, CN_OP_MUL, dy, id));
-        int in[6] = {dy, qkv[0], qkv[1], qkv[2], lse, delta};
-        cn_op_params q = p;
-        q.variant = 3;
-        int all = count > 1 ? with_params(g, CN_OP_ATTENTION_GRAD, 6, in, &q, NULL) : -1;
-        int64_t row0 = 0, rows_all = count > 1 && all >= 0 ? g->nodes[all].shape.d[0] : 0;
         for (int k = 0; k < 3 && r >= 0; k++) {
-            cn_shape sk = g->nodes[qkv[k]].shape;
-            int64_t rows = sk.d[0] * sk.d[1];
-            if (need[k] && count > 1) {
-                /* rows [row0, row0 + rows) of the packed result, as qkv[k]'s shape */
-                cn_op_params c = {0};
-                c.axis = 0, c.before = -(int32_t)row0, c.after = -(int32_t)(rows_all - row0 - rows);
-                int part = all < 0 ? -1 : with_params(g, CN_OP_PAD, 1, &all, &c, NULL);
-                r = accumulate(g, grad, qkv[k], part < 0 ? -1 : cn_g_reshape(g, part, &sk));
-            } else if (need[k]) {
-                q.variant = k;
-                r = accumulate(g, grad, qkv[k], with_params(g, CN_OP_ATTENTION_GRAD, 6, in, &q, NULL));
-            }
-            row0 += rows;
+            if (!need[k]) continue;
+            cn_op_params q = p;
+            q.variant = k;
+            int in[6] = {dy, qkv[0], qkv[1], qkv[2], lse, delta};
+            r = accumulate(g, grad, qkv[k], with_params(g, CN_OP_ATTENTION_GRAD, 6, in, &q, NULL));
         }
         break;
     }

@@ -28,6 +28,10 @@ typedef struct cn_launch {
     void *out;
     uint64_t step; /* optimizer step t (1-based) and dropout counter */
     void *flags;    /* NULL, or the session's run flags (CN_FLAG_WORDS int32, see below) */
+    /* NULL, or the buffers of further nodes this launch writes, folded into it by the planner
+     * (planner.c; a backend's supports() sees them set and may refuse): ATTENTION also[0], its
+     * ATTENTION_LSE (f32 [BH,T]); ATTENTION_GRAD variant 0 (dq) also[0] dk, also[1] dv. */
+    void *also[2];
 } cn_launch;
 
 /* The storage type of a launch's float tensors (ops.h's 'h' letters; engine/storage.h): f16

@@ -111,7 +111,6 @@ cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
     return cn_op_as_epilogue(op);
 }
 int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
-int cn_op_attention_writes_lse(cn_op op, int n_in) { return op == CN_OP_ATTENTION && n_in == 4; }
 
 /* ---- shapes ---- */
 
@@ -480,12 +479,6 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
                              cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]),
                              op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
                              cn_shape_str(out, s2, sizeof s2));
-    }
-    if (cn_op_attention_writes_lse(op, n_in)) {
-        base = 3;
-        if (dt[3] != CN_F32 || in[3].ndim != 2 || in[0].ndim != 3 || in[3].d[0] != in[0].d[0] || in[3].d[1] != in[0].d[1])
-            return cn_errorf(CN_ERR_SHAPE, "%s: the log-sum-exp it writes, %s %s, must be f32 [BH,T] for q %s", names[op],
-                             cn_shape_str(&in[3], s1, sizeof s1), cn_dtype_name(dt[3]), cn_shape_str(&in[0], s2, sizeof s2));
     }
     cn_shape want;
     cn_dtype want_dt;

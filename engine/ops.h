@@ -93,11 +93,14 @@
  *   (+ causal mask when p.causal: key j > query i excluded)) v per leading index (batch x
  *   heads flattened, row-major, [B,H,T,D] reshaped). Builders pass scale = 1/sqrt(D).
  *   ATTENTION_LSE(q, k) -> [BH,T]: the per-row log-sum-exp of the (masked, scaled) scores,
- *   f32 whatever q's storage type (the backward exponentiates differences with it).
+ *   f32 whatever q's storage type (the backward exponentiates differences with it). The
+ *   planner may let an ATTENTION of the same q, k write it (cn_launch.also, planner.c).
  *   ATTENTION_GRAD(dO, q, k, v, lse, delta) with delta = SUM_LAST(dO * O) -> dq (p.variant
  *   0, q's shape), dk (1) or dv (2), or (3) all three from one recomputation of P, packed
- *   as [BH T + 2 BH S, D]: dq's BH T rows, then dk's BH S, then dv's (the backward rule crops
- *   them apart, docs/DESIGN.md). No T x T buffer exists anywhere.
+ *   as [BH T + 2 BH S, D]: dq's BH T rows, then dk's BH S, then dv's. The backward rule emits
+ *   one node per gradient; the planner runs the three as one launch (dq's, writing dk and dv
+ *   through cn_launch.also: variant 3's arithmetic into three buffers, docs/DESIGN.md).
+ *   No T x T buffer exists anywhere.
  * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [BH,C,D], rows [BH,T,D],
  *   pos i32 [1]) updates cache in place: cache[b, pos + t] = rows[b, t] for the t with
  *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched.
@@ -345,9 +348,6 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
-/* ATTENTION with a fourth input lse (f32 [BH,T]): the launch also writes ATTENTION_LSE's value
- * of the same q, k and parameters into it (the planner's fold, planner.c). */
-int cn_op_attention_writes_lse(cn_op op, int n_in);
 
 typedef struct cn_op_params {
     int32_t trans_a, trans_b;       /* MATMUL */

@@ -16,6 +16,9 @@ static size_t node_bytes(const cn_node *n) {
 static int is_view(const cn_node *n) { return cn_op_storage(n->op) == CN_STORE_VIEW; }
 static int is_inplace(const cn_node *n) { return cn_op_storage(n->op) == CN_STORE_INPLACE; }
 
+/* Which also[] slot of its writer's launch a folded node's buffer goes in (cn_launch.also). */
+static int also_slot(const cn_node *n) { return n->op == CN_OP_ATTENTION_GRAD ? n->p.variant - 1 : 0; }
+
 static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
     const cn_node *n = &p->nodes[i];
     memset(l, 0, sizeof *l);
@@ -31,6 +34,9 @@ static void fill_launch(const cn_plan *p, int i, cn_launch *l) {
     l->out_shape = n->shape;
     l->out_dtype = n->dtype;
     l->out = p->buf[p->root[i]];
+    if (n->op == CN_OP_ATTENTION || n->op == CN_OP_ATTENTION_GRAD)
+        for (int w = i + 1; w < p->n; w++)
+            if (p->writer[w] == i) l->also[also_slot(&p->nodes[w])] = p->buf[w];
 }
 
 /* The op contract of a launch (ops.h), checked here once so that no backend checks it on
@@ -159,32 +165,41 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
     }
 }
 
-/* Let ATTENTION write the log-sum-exp rows an ATTENTION_LSE of the same q, k and parameters
- * recomputes (the backward rule's, autodiff.c): the forward already holds each row's maximum
- * and sum, so a pass over q k^T goes. The LSE node keeps its own buffer, which the forward's
- * launch takes as a fourth input and writes (cn_op_attention_writes_lse); writer[] makes
- * assign_buffers give that buffer out where the forward runs, and the LSE node gets no launch. */
-static void fuse_attention_lse(cn_plan *p, const char *live, cn_tensor *const *bindings) {
+/* Is node j the same attention (q, k at inputs o, o + 1; scale and mask) as node i? */
+static int same_attention(const cn_node *i, const cn_node *j, int o) {
+    return i->in[o] == j->in[o] && i->in[o + 1] == j->in[o + 1] && i->p.scale == j->p.scale && i->p.causal == j->p.causal;
+}
+
+/* Fold nodes whose values another launch computes anyway into that launch (cn_launch.also):
+ *   - an ATTENTION_LSE (the backward rule's, autodiff.c) into the ATTENTION of the same q, k
+ *     and parameters: the forward holds each row's maximum and sum, so a pass over q k^T goes;
+ *   - the three ATTENTION_GRADs of one attention (same six inputs and parameters) into the
+ *     dq node's launch: one recomputation of P per tile for dq, dk and dv.
+ * A folded node keeps its own buffer but gets no launch; writer[] records who writes it, and
+ * assign_buffers gives its buffer out where the writer runs (so it lives from the write on
+ * and cannot alias the writer's inputs). Asked of the backend like every fold: supports()
+ * sees also[] set (to a placeholder: buffers are not assigned yet). */
+static void fold_attention(cn_plan *p, const char *live) {
     for (int i = 0; i < p->n; i++) {
-        const cn_node *ls = &p->nodes[i];
-        if (!live[i] || ls->op != CN_OP_ATTENTION_LSE || p->root[i] != i || (bindings && bindings[i])) continue;
-        for (int a = 0; a < i; a++) {
-            cn_node *at = &p->nodes[a];
-            if (!live[a] || at->op != CN_OP_ATTENTION || at->n_in != 3 || p->root[a] != a || at->in[0] != ls->in[0] ||
-                at->in[1] != ls->in[1] || at->p.scale != ls->p.scale || at->p.causal != ls->p.causal)
-                continue;
-            cn_launch l;
-            at->n_in = 4;
-            at->in[3] = i;
-            fill_launch(p, a, &l);
-            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
-                at->n_in = 3;
-                continue;
-            }
-            p->writer[i] = a;
-            p->fused++;
-            break;
+        const cn_node *w = &p->nodes[i];
+        int grad = w->op == CN_OP_ATTENTION_GRAD && w->p.variant == 0;
+        if (!live[i] || p->root[i] != i || (w->op != CN_OP_ATTENTION && !grad)) continue;
+        int found[2] = {-1, -1};
+        for (int j = i + 1; j < p->n; j++) {
+            const cn_node *f = &p->nodes[j];
+            if (!live[j] || p->root[j] != j || p->writer[j] >= 0) continue;
+            if (!grad && f->op == CN_OP_ATTENTION_LSE && same_attention(w, f, 0)) found[0] = found[0] < 0 ? j : found[0];
+            if (grad && f->op == CN_OP_ATTENTION_GRAD && (f->p.variant == 1 || f->p.variant == 2) &&
+                same_attention(w, f, 1) && !memcmp(f->in, w->in, 6 * sizeof f->in[0]))
+                found[f->p.variant - 1] = found[f->p.variant - 1] < 0 ? j : found[f->p.variant - 1];
         }
+        if (found[0] < 0 || (grad && found[1] < 0)) continue;
+        cn_launch l;
+        fill_launch(p, i, &l);
+        for (int k = 0; k < 1 + grad; k++) l.also[k] = (void *)&l; /* placeholders */
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) continue;
+        for (int k = 0; k < 1 + grad; k++) p->writer[found[k]] = i;
+        p->fused++;
     }
 }
 
@@ -260,6 +275,21 @@ static cn_status bind_output(cn_plan *p, int i, cn_tensor *t, cn_tensor **out_bi
     return CN_OK;
 }
 
+/* An op node's buffer: its bound tensor (a gradient written straight into a persistent
+ * tensor), else the pool's. */
+static cn_status give_buffer(cn_plan *p, int i, cn_tensor *const *out_bind, pool_buf *pool, int *n_pool,
+                             uint64_t *dry_bytes) {
+    if (out_bind[i]) {
+        cn_tensor_retain(out_bind[i]);
+        p->bound[i] = out_bind[i];
+        p->buf[i] = out_bind[i]->buf;
+        return CN_OK;
+    }
+    const size_t bytes = node_bytes(&p->nodes[i]);
+    p->intermediate_bytes += bytes;
+    return pool_take(p, pool, n_pool, bytes, &p->buf[i], dry_bytes);
+}
+
 static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out, cn_tensor *const *bindings,
                                cn_tensor *const *out_bind, uint64_t *dry_bytes) {
     int n = p->n;
@@ -296,19 +326,10 @@ static cn_status assign_buffers(cn_plan *p, const char *live, const char *is_out
             }
             continue;
         }
-        if (out_bind[i]) { /* written straight into a persistent tensor (a gradient) */
-            cn_tensor_retain(out_bind[i]);
-            p->bound[i] = out_bind[i];
-            p->buf[i] = out_bind[i]->buf;
-            goto release;
-        }
-        p->intermediate_bytes += bytes;
-        st = pool_take(p, pool, &n_pool, bytes, &p->buf[i], dry_bytes);
-        for (int w = i + 1; w < n && st == CN_OK && cn_op_attention_writes_lse(nd->op, nd->n_in); w++)
-            if (p->writer[w] == i) { /* written by this launch: its buffer is taken now */
-                p->intermediate_bytes += node_bytes(&p->nodes[w]);
-                st = pool_take(p, pool, &n_pool, node_bytes(&p->nodes[w]), &p->buf[w], dry_bytes);
-            }
+        /* this node's buffer, then those of the nodes its launch also writes (fold_attention) */
+        st = give_buffer(p, i, out_bind, pool, &n_pool, dry_bytes);
+        for (int w = i + 1; w < n && st == CN_OK && (nd->op == CN_OP_ATTENTION || nd->op == CN_OP_ATTENTION_GRAD); w++)
+            if (p->writer[w] == i) st = give_buffer(p, w, out_bind, pool, &n_pool, dry_bytes);
     release:
         /* Release what dies here: inputs whose last reader is this node, or this node if
          * nothing reads it. */
@@ -403,7 +424,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);
-        fuse_attention_lse(p, live, bindings);
+        fold_attention(p, live);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];

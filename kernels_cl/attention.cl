@@ -447,7 +447,7 @@ __kernel void attn_bwd_dkv_rows(__global const STORE_T *dout, __global const STO
     attn_store_t(res + (long)bh * S * D, acc, k0, S, D, which == 1 ? scale : 1.0f);
 }
 
-/* ATTENTION_GRAD's variant 3: dq, dk and dv of batch x head bh from one P and dS per (query,
+/* ATTENTION_GRAD's variant 3 (and the planner's fold of the three variants): dq, dk and dv of batch x head bh from one P and dS per (query,
  * block of GVW keys), FlashAttention-2's order: per key block (lanes are keys) and query i,
  *   s = k q_i, dp = v dO_i, P = exp(s - lse_i), dS = P (dp - delta_i),
  *   dv += P dO_i, dk += dS q_i (transposed accumulators, as attn_bwd_dkv_rows),
@@ -455,12 +455,13 @@ __kernel void attn_bwd_dkv_rows(__global const STORE_T *dout, __global const STO
  *   [BH,T,D] scratch).
  * Five vector-FMA products where dq, dk and dv took eight. One work-item per batch x head
  * walks its key blocks in order, so dq's sums run in a fixed order with one writer (no
- * atomics); the parallelism is BH, which a training step has plenty of. res is packed by
- * rows: dq [BH,T,D], then dk [BH,S,D], then dv. Grid: (BH), work-groups of one. */
+ * atomics); the parallelism is BH, which a training step has plenty of. dq [BH,T,D], dk and
+ * dv [BH,S,D] start at elements oq, ok, ov of their buffers (variant 3 packs them into one).
+ * Grid: (BH), work-groups of one. */
 __kernel void attn_bwd_all_rows(__global const STORE_T *dout, __global const STORE_T *q, __global const STORE_T *k,
                                 __global const STORE_T *v, __global const float *lse, __global const STORE_T *delta,
-                                __global STORE_T *res, __global float *acc, int BH, int T, int S, int D, float scale,
-                                int causal) {
+                                __global STORE_T *dqo, __global STORE_T *dko, __global STORE_T *dvo, ulong oq, ulong ok,
+                                ulong ov, __global float *acc, int BH, int T, int S, int D, float scale, int causal) {
     int bh = get_global_id(0);
     if (bh >= BH) return;
     float kt[ATTN_ROWS_MAXD * GVW], vt[ATTN_ROWS_MAXD * GVW];
@@ -469,7 +470,7 @@ __kernel void attn_bwd_all_rows(__global const STORE_T *dout, __global const STO
     __global const STORE_T *kb = k + (long)bh * S * D, *vb = v + (long)bh * S * D;
     __global const float *lb = lse + (long)bh * T;
     __global const STORE_T *db = delta + (long)bh * T;
-    __global STORE_T *dk = res + ((long)BH * T + (long)bh * S) * D, *dv = dk + (long)BH * S * D;
+    __global STORE_T *dk = dko + ok + (long)bh * S * D, *dv = dvo + ov + (long)bh * S * D;
     __global float *qa = acc + (long)bh * T * D;
     for (long e = 0; e < (long)T * D; e++) qa[e] = 0.0f;
     floatV s[4], dp[4], pr[4];
@@ -534,6 +535,6 @@ __kernel void attn_bwd_all_rows(__global const STORE_T *dout, __global const STO
         attn_store_t(dk, adk, k0, S, D, scale);
         attn_store_t(dv, adv, k0, S, D, 1.0f);
     }
-    __global STORE_T *dq = res + (long)bh * T * D;
+    __global STORE_T *dq = dqo + oq + (long)bh * T * D;
     for (long e = 0; e < (long)T * D; e++) STORE(dq, e, scale * qa[e]);
 }

@@ -57,12 +57,12 @@ static void rows_grid(const cn_cl_ctx *c, int64_t rows, int64_t BH, size_t gws[3
 
 /* The output goes in as both out (STORE_T, ATTENTION) and lse (float, ATTENTION_LSE, whose
  * output is f32 in every storage type); the kernel writes the one lse_only names. An
- * ATTENTION that writes the log-sum-exp too (a fourth input, the planner's fold) is mode 2. */
+ * ATTENTION that writes the log-sum-exp too (also[0], the planner's fold) is mode 2. */
 static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
     adims g = dims_of(l, 0);
     void *v = lse_only ? l->in[1] : l->in[2]; /* ATTENTION_LSE has no v: k in its place (never read) */
-    const int both = cn_op_attention_writes_lse(l->op, l->n_in), mode = both ? 2 : lse_only;
-    void *lse = both ? l->in[3] : l->out;
+    const int both = !lse_only && l->also[0], mode = both ? 2 : lse_only;
+    void *lse = both ? l->also[0] : l->out;
     if (rows_kernels(c, g)) {
         size_t gws[3], lws[3];
         rows_grid(c, g.T, g.BH, gws, lws);
@@ -84,13 +84,19 @@ static cn_status forward(cn_cl_ctx *c, const cn_launch *l, int lse_only) {
 cn_status cn_cl_op_ATTENTION(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 0); }
 cn_status cn_cl_op_ATTENTION_LSE(cn_cl_ctx *c, const cn_launch *l) { return forward(c, l, 1); }
 
-/* One GPU-shaped backward kernel: which 0 (dq), 1 (dk), 2 (dv) into out from element off. */
-static cn_status grad_tiles(cn_cl_ctx *c, const cn_launch *l, adims g, int which, uint64_t off) {
+/* Where each gradient goes: a buffer and the element its [BH, rows, D] block starts at. */
+typedef struct gdest {
+    void *buf[3];
+    uint64_t off[3];
+} gdest;
+
+/* One GPU-shaped backward kernel: which 0 (dq), 1 (dk), 2 (dv) into its destination. */
+static cn_status grad_tiles(cn_cl_ctx *c, const cn_launch *l, adims g, int which, const gdest *to) {
     cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq : CN_K_attn_bwd_dkv;
     int64_t B = tile(c, k, g.D, 5), rows = which == 0 ? g.T : g.S;
     size_t lws[2] = {(size_t)(B * B), 1}, gws[2] = {(size_t)((rows + B - 1) / B * B * B), (size_t)g.BH};
     cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
-                        CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(l->out), CN_ARG_ULONG(off),
+                        CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]), CN_ARG_MEM(to->buf[which]), CN_ARG_ULONG(to->off[which]),
                         CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale),
                         CN_ARG_INT(l->p->causal != 0), CN_ARG_INT(B), CN_ARG_INT(which), LOCAL_TILE(B, g.D),
                         LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D), LOCAL_TILE(B, g.D),
@@ -103,27 +109,32 @@ static cn_status grad_tiles(cn_cl_ctx *c, const cn_launch *l, adims g, int which
     return cn_cl_launch(c, k, 2, gws, lws, n, head);
 }
 
-/* Variant 3 on a CPU-type device: attn_bwd_all_rows, dq summed in a float scratch. */
-static cn_status grad_all_rows(cn_cl_ctx *c, const cn_launch *l, adims g) {
+/* All three on a CPU-type device: attn_bwd_all_rows, dq summed in a float scratch. */
+static cn_status grad_all_rows(cn_cl_ctx *c, const cn_launch *l, adims g, const gdest *to) {
     cl_mem acc;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g.BH * g.T * g.D) * sizeof(float), &acc));
     size_t gws[3] = {(size_t)g.BH, 1, 1}, lws[3] = {1, 1, 1};
     return CN_CL_LAUNCH(c, CN_K_attn_bwd_all_rows, 1, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]), CN_ARG_MEM(l->in[4]), CN_ARG_MEM(l->in[5]),
-                        CN_ARG_MEM(l->out), CN_ARG_MEM(acc), CN_ARG_INT(g.BH), CN_ARG_INT(g.T), CN_ARG_INT(g.S),
-                        CN_ARG_INT(g.D), CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0));
+                        CN_ARG_MEM(to->buf[0]), CN_ARG_MEM(to->buf[1]), CN_ARG_MEM(to->buf[2]),
+                        CN_ARG_ULONG(to->off[0]), CN_ARG_ULONG(to->off[1]), CN_ARG_ULONG(to->off[2]), CN_ARG_MEM(acc),
+                        CN_ARG_INT(g.BH), CN_ARG_INT(g.T), CN_ARG_INT(g.S), CN_ARG_INT(g.D),
+                        CN_ARG_FLOAT(l->p->scale), CN_ARG_INT(l->p->causal != 0));
 }
 
+/* Variant 0, 1 or 2: one gradient into out; variant 3: all three packed into out; variant 0
+ * with also[] set (the planner's fold): dq into out, dk and dv into also[0], also[1]. */
 cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     adims g = dims_of(l, 1);
     int which = l->p->variant;
-    if (which == 3) {
-        if (rows_kernels(c, g)) return grad_all_rows(c, l, g);
-        /* GPU-shaped tiles: the three kernels into the packed output's parts */
+    if (which == 3 || l->also[0]) {
         const uint64_t nq = (uint64_t)(g.BH * g.T * g.D), nk = (uint64_t)(g.BH * g.S * g.D);
-        CN_TRY(grad_tiles(c, l, g, 0, 0));
-        CN_TRY(grad_tiles(c, l, g, 1, nq));
-        return grad_tiles(c, l, g, 2, nq + nk);
+        gdest to = {{l->out, l->out, l->out}, {0, nq, nq + nk}};
+        if (which != 3) to = (gdest){{l->out, l->also[0], l->also[1]}, {0, 0, 0}};
+        if (rows_kernels(c, g)) return grad_all_rows(c, l, g, &to);
+        /* GPU-shaped tiles: the three kernels, one recomputation of P each */
+        for (int w = 0; w < 3; w++) CN_TRY(grad_tiles(c, l, g, w, &to));
+        return CN_OK;
     }
     if (rows_kernels(c, g)) {
         cn_cl_kernel_id k = which == 0 ? CN_K_attn_bwd_dq_rows : CN_K_attn_bwd_dkv_rows;
@@ -135,5 +146,6 @@ cn_status cn_cl_op_ATTENTION_GRAD(cn_cl_ctx *c, const cn_launch *l) {
                          CN_ARG_INT(which)};
         return cn_cl_launch(c, k, 2, gws, lws, which == 0 ? 12 : 13, a);
     }
-    return grad_tiles(c, l, g, which, 0);
+    const gdest one = {{l->out, l->out, l->out}, {0, 0, 0}};
+    return grad_tiles(c, l, g, which, &one);
 }

@@ -67,7 +67,7 @@ cn_status cn_omp_attend(const cn_launch *l, const float *k, const float *v, int6
 cn_status cn_omp_op_ATTENTION(const cn_launch *l) {
     cn_att_job j = job_of(l, 0, CN_ATT_OUT);
     j.v = l->in[2];
-    if (cn_op_attention_writes_lse(l->op, l->n_in)) j.lse_out = l->in[3];
+    j.lse_out = l->also[0]; /* the planner's fold: the ATTENTION_LSE of the same q, k */
     return run(l, &j);
 }
 
@@ -76,10 +76,14 @@ cn_status cn_omp_op_ATTENTION_LSE(const cn_launch *l) {
     return run(l, &j);
 }
 
-/* ATTENTION_GRAD(dO, q, k, v, lse, delta). */
+/* ATTENTION_GRAD(dO, q, k, v, lse, delta): one output, all three packed (variant 3), or dq
+ * with dk and dv in also[] (the planner's fold). */
 cn_status cn_omp_op_ATTENTION_GRAD(const cn_launch *l) {
     static const cn_att_what what[4] = {CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV, CN_ATT_ALL};
-    cn_att_job j = job_of(l, 1, what[l->p->variant]);
+    const int all = l->p->variant == 3 || l->also[0];
+    cn_att_job j = job_of(l, 1, all ? CN_ATT_ALL : what[l->p->variant]);
     j.v = l->in[3], j.dout = l->in[0], j.lse = l->in[4], j.delta = l->in[5];
+    j.dk_out = l->also[0] ? l->also[0] : j.out + j.bh * j.t * j.d;
+    j.dv_out = l->also[1] ? l->also[1] : j.dk_out + j.bh * j.s * j.d;
     return run(l, &j);
 }

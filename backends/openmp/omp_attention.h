@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* What one call computes (engine/ops.h): ATTENTION's output, ATTENTION_LSE's row statistics,
- * one of ATTENTION_GRAD's three outputs, or all three (ALL: dq|dk|dv packed by rows). */
+ * one of ATTENTION_GRAD's three outputs, or all three (ALL). */
 typedef enum cn_att_what { CN_ATT_OUT, CN_ATT_LSE, CN_ATT_DQ, CN_ATT_DK, CN_ATT_DV, CN_ATT_ALL } cn_att_what;
 
 typedef struct cn_att_job {
@@ -19,7 +19,8 @@ typedef struct cn_att_job {
     const float *q, *k, *v;       /* v: CN_ATT_OUT, DQ, DK */
     const float *dout, *lse, *delta; /* the gradients' dO [bh,t,d], lse and delta [bh,t] */
     float *lse_out;               /* OUT: NULL, or where the rows' log-sum-exp goes too ([bh,t]) */
-    float *out; /* [bh,t,d] (OUT, DQ), [bh,s,d] (DK, DV), [bh,t] (LSE) or [bh (t + 2s), d] (ALL) */
+    float *dk_out, *dv_out;       /* ALL: dk and dv [bh,s,d] (dq goes to out) */
+    float *out; /* [bh,t,d] (OUT, DQ, ALL), [bh,s,d] (DK, DV) or [bh,t] (LSE) */
 } cn_att_job;
 
 /* Runs a job on the calling thread's OpenMP team; 0, or -1 when scratch could not be

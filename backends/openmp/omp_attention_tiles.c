@@ -406,13 +406,12 @@ static void dq_add(int vw, int64_t n, const float *restrict ds, const float *res
     }
 }
 
-/* One tile of ALL: keys [r0, r0 + mr) of batch x head b, against the queries that see them.
- * out is the packed result: dq [bh,t,d], then dk and dv [bh,s,d]. */
+/* One tile of ALL: keys [r0, r0 + mr) of batch x head b, against the queries that see them;
+ * dq [bh,t,d] in out, dk and dv [bh,s,d] in dk_out, dv_out. */
 CN_ATT_INLINE void all_tile_w(int vw, const geo *g, int64_t b, int64_t r0, int64_t mr, const scratch *w) {
     const cn_att_job *j = g->j;
     const int64_t d = g->d, t = j->t, s = j->s;
-    float *dq = j->out + b * t * d, *dk = j->out + (j->bh * t + b * s + r0) * d;
-    float *dv = dk + j->bh * s * d;
+    float *dq = j->out + b * t * d, *dk = j->dk_out + (b * s + r0) * d, *dv = j->dv_out + (b * s + r0) * d;
     const int64_t c0 = first_query(j, r0), c1 = t;
     if (c0 >= c1) {
         memset(dk, 0, (size_t)(mr * d) * sizeof(float));

@@ -5,8 +5,9 @@
  * and the output and the gradients of L = sum(O * R) w.r.t. q, k and v are compared. The fused
  * graph is also run twice and must give bit-identical results (no atomics, fixed orders), and
  * planned with the planner's folds on, where the forward writes the log-sum-exp that the
- * backward reads (no ATTENTION_LSE launch left): bit-identical again (the same row maxima and
- * sums, written by another launch).
+ * backward reads (no ATTENTION_LSE launch left) and one launch writes dq, dk and dv from one
+ * P per tile: within the same bounds of the unfused results (on OpenCL CPU-type devices the
+ * folded backward scales k where dq's own kernel scales q, so dq rounds differently).
  *
  * Tolerance, per buffer: |fused - unfused| <= 4 * eps_f32 * sqrt(S * D) * max|unfused| for the
  * output, 4x that for gradients. Both sides are f32 with different summation orders (tiles
@@ -126,30 +127,36 @@ static void check_case(const acase *a, cn_device *dev) {
     CHECK(run_read(&f, again, n), "fused rerun: %s", cn_last_error());
     CHECK(run_read(&ff, folded, n), "fused run, folds on: %s", cn_last_error());
     if (tc_bad) goto done;
-    int lse_launches = 0, lse_writers = 0;
+    int lse_launches = 0, lse_writers = 0, grad_launches = 0, grad_writers = 0;
     for (int i = 0; i < ff.plan->n_launch; i++) {
         const cn_launch *l = &ff.plan->launches[i];
         lse_launches += l->op == CN_OP_ATTENTION_LSE;
-        lse_writers += l->op == CN_OP_ATTENTION && l->n_in == 4;
+        lse_writers += l->op == CN_OP_ATTENTION && l->also[0];
+        grad_launches += l->op == CN_OP_ATTENTION_GRAD;
+        grad_writers += l->op == CN_OP_ATTENTION_GRAD && l->also[0] && l->also[1];
     }
     CHECK(lse_launches == 0 && lse_writers == 1, "folds on: %d ATTENTION_LSE launches, %d forwards writing it",
           lse_launches, lse_writers);
+    CHECK(grad_launches == 1 && grad_writers == 1, "folds on: %d ATTENTION_GRAD launches, %d writing dk and dv too",
+          grad_launches, grad_writers);
     static const char *names[4] = {"out", "dq", "dk", "dv"};
     double worst[4] = {0};
     for (int i = 0; i < 4; i++) {
         double mx = 0;
         for (int64_t e = 0; e < n[i]; e++) mx = fmax(mx, fabs(vu[i][e]));
         double bound = (i ? 16.0 : 4.0) * 1.1920929e-7 * sqrt((double)a->s * a->d) * mx + 1e-7;
-        int64_t bad = 0, first = -1;
+        int64_t bad = 0, first = -1, bad_folded = 0;
         for (int64_t e = 0; e < n[i]; e++) {
             double err = fabs((double)vf[i][e] - vu[i][e]);
             if (!(err <= bound)) bad++, first = first < 0 ? e : first;
             if (err > worst[i]) worst[i] = err;
+            bad_folded += !(fabs((double)folded[i][e] - vu[i][e]) <= bound);
         }
+        CHECK(bad_folded == 0, "%s with the folds on: %lld of %lld beyond %.3g", names[i], (long long)bad_folded,
+              (long long)n[i], bound);
         CHECK(bad == 0, "%s: %lld of %lld beyond %.3g, first [%lld] fused %.9g unfused %.9g", names[i], (long long)bad,
               (long long)n[i], bound, (long long)first, first >= 0 ? vf[i][first] : 0.0, first >= 0 ? vu[i][first] : 0.0);
         CHECK(memcmp(vf[i], again[i], (size_t)n[i] * sizeof(float)) == 0, "%s differs between two runs", names[i]);
-        CHECK(memcmp(vf[i], folded[i], (size_t)n[i] * sizeof(float)) == 0, "%s differs with the folds on", names[i]);
     }
     if (!tc_bad)
         printf("ok   %-44s max |fused-unfused| out %.1e dq %.1e dk %.1e dv %.1e\n", label, worst[0], worst[1], worst[2],
