@@ -12,7 +12,8 @@
 #include "clnet.h"
 #include "ops.h"
 
-#define CN_BACKEND_API_VERSION 3
+/* 4: cn_launch.also (a backend of an older version is never given a folded launch) */
+#define CN_BACKEND_API_VERSION 4
 
 /* One planned node, ready to run. Buffers are the backend's own handles (cl_mem for
  * OpenCL, host pointers for OpenMP); in-place ops (ADAM, SGD) get out == in[0]. */

@@ -180,7 +180,7 @@ static int same_attention(const cn_node *i, const cn_node *j, int o) {
  * and cannot alias the writer's inputs). Asked of the backend like every fold: supports()
  * sees also[] set (to a placeholder: buffers are not assigned yet). */
 static void fold_attention(cn_plan *p, const char *live) {
-    for (int i = 0; i < p->n; i++) {
+    for (int i = 0; i < p->n && p->dev->be->api_version >= 4; i++) {
         const cn_node *w = &p->nodes[i];
         int grad = w->op == CN_OP_ATTENTION_GRAD && w->p.variant == 0;
         if (!live[i] || p->root[i] != i || (w->op != CN_OP_ATTENTION && !grad)) continue;
