@@ -8,8 +8,9 @@
  *
  * CPU-type devices run the *_rows kernels instead (one work-item per block of gemm_vw rows,
  * held transposed so every product is a vector FMA; no barriers) for heads up to
- * CN_CL_ATTN_ROWS_MAXD wide. ATTENTION_GRAD's packed variant 3 (dq|dk|dv) is one launch of
- * attn_bwd_all_rows there (one P per key block), and the three tiled kernels elsewhere. */
+ * CN_CL_ATTN_ROWS_MAXD wide. The three gradients at once (the planner's fold, dk and dv in
+ * cn_launch.also, or ATTENTION_GRAD's packed variant 3) are one launch of attn_bwd_all_rows
+ * there (one P per key block), and the three tiled kernels elsewhere. */
 #include "cl_internal.h"
 
 static uint64_t local_budget(const cn_cl_ctx *c) { return c->local_mem < CN_CL_PORTABLE_LOCAL ? c->local_mem : CN_CL_PORTABLE_LOCAL; }
