@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "generate.h"
 
 #define CONTEXT 16
 #define VOCAB 64
@@ -262,8 +263,43 @@ static void refusals(cn_device *dev) {
     teardown(&f);
 }
 
+/* The step's fused weights are derived from the session's once per write of them, not at
+ * every prefill (the window slides every 8 tokens here), and a write is seen from the next
+ * prefill on: the logits then equal a fresh generator's. */
+static void weight_writes(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_generator *g = make(&f, 0, CN_KV_F32, 0);
+    if (g) {
+        int32_t ids[4] = {1, 2, 3, 4};
+        float a[VOCAB], b[VOCAB];
+        CHECK(cn_generator__prep_runs(g) == 1, "creation derives the fused weights once (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        for (int k = 0; k < 3 * CONTEXT; k++) OK(cn_generator_feed(g, &ids[k % 4], 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 1, "prefills and slides without a weight write: still once (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        CHECK(randomize(f.s, f.p), "new weights");
+        cn_generator_reset(g);
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_generator_feed(g, ids, 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 2, "the prefill after the write derives them again (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        cn_generator *fresh = make(&f, 0, CN_KV_F32, 0);
+        if (fresh) {
+            OK(cn_generator_feed(fresh, ids, 4, b, sizeof b));
+            OK(cn_generator_feed(fresh, ids, 1, b, sizeof b));
+            CHECK(memcmp(a, b, sizeof a) == 0, "after the write, a step gives a fresh generator's logits");
+        }
+        cn_generator_free(fresh);
+    }
+    cn_generator_free(g);
+    teardown(&f);
+}
+
 static void tests(cn_device *dev) {
     exact(dev);
+    weight_writes(dev);
     cache_types(dev);
     refusals(dev);
 }
