@@ -70,7 +70,7 @@ struct cn_generator {
     int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
-    int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
+    int32_t fed[3];    /* a step's token and position (its cache row), and the prefill's first row (0): uploads
                           that do not block read them until the run's logits are read */
     float *rows;       /* context x vocab logits */
 };
@@ -336,7 +336,8 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     const cn_shape rows = cn_shape_of(1, gg->T);
     gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
     gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
-    gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
+    /* a step's token is at its cache row: one input, one upload */
+    gg->start = gg->T == 1 ? gg->positions : cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
     int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
     cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
     /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
@@ -610,8 +611,7 @@ static cn_status run_step(cn_generator *g, float *dst) {
     cn_plan *p = g->step.plan;
     g->fed[0] = g->win[g->n_win - 1], g->fed[1] = (int32_t)(g->n_win - 1);
     CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
-    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0));
-    CN_TRY(cn_plan_feed(p, g->step.start, &g->fed[1], sizeof g->fed[1], 0));
+    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0)); /* also its cache row */
     CN_TRY(cn_plan_run(p, 1));
     return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
 }
