@@ -295,9 +295,48 @@ static void weight_writes(cn_device *dev) {
     teardown(&f);
 }
 
+/* A generator over an inference session sharing a training session's tensors: a training
+ * step writes every parameter on the device, which counts as a write, so the next prefill
+ * derives the fused weights again and the steps after it use the trained weights. */
+static void shared_training(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_session *t = NULL, *s = NULL;
+    cn_generator *g = NULL;
+    cn_generator_config c;
+    cn_generator_config_default(&c);
+    if (cn_session_create_training(f.p, dev, NULL, &t) == CN_OK && randomize(t, f.p) &&
+        cn_session_create_shared(t, &s) == CN_OK && cn_generator_create(s, f.m, &c, &g) == CN_OK) {
+        int32_t ids[CONTEXT], labels[CONTEXT];
+        for (int i = 0; i < CONTEXT; i++) ids[i] = (int32_t)((i * 5 + 1) % VOCAB), labels[i] = (int32_t)((i * 3) % VOCAB);
+        float a[VOCAB];
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_session_feed(t, "tokens", ids, 1));
+        OK(cn_session_feed(t, "labels", labels, 1));
+        OK(cn_session_run(t));
+        cn_generator_reset(g);
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_generator_feed(g, ids, 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 2, "a training step of the owner is a write (%lld derivations)",
+              (long long)cn_generator__prep_runs(g));
+        float b[VOCAB];
+        cn_generator *fresh = NULL;
+        int same = cn_generator_create(s, f.m, &c, &fresh) == CN_OK && cn_generator_feed(fresh, ids, 4, b, sizeof b) == CN_OK &&
+                   cn_generator_feed(fresh, ids, 1, b, sizeof b) == CN_OK && memcmp(a, b, sizeof b) == 0;
+        CHECK(same, "after a training step, a step gives a fresh generator's logits");
+        cn_generator_free(fresh);
+    } else
+        CHECK(0, "a generator over a session shared with a training session: %s", cn_last_error());
+    cn_generator_free(g);
+    cn_session_free(s);
+    cn_session_free(t);
+    teardown(&f);
+}
+
 static void tests(cn_device *dev) {
     exact(dev);
     weight_writes(dev);
+    shared_training(dev);
     cache_types(dev);
     refusals(dev);
 }
