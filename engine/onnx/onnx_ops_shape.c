@@ -670,7 +670,5 @@ const ox_op cn_onnx_shape_ops[] = {
     {"And", 7, h_const_only},
     {"Or", 7, h_const_only},
     {"Not", 1, h_const_only},
-    {"Floor", 6, h_const_only},
-    {"Ceil", 6, h_const_only},
 };
 const int cn_onnx_n_shape_ops = (int)(sizeof cn_onnx_shape_ops / sizeof cn_onnx_shape_ops[0]);
