@@ -325,6 +325,8 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         *out = cn_shape_of(2, a->d[0], b->d[1]);
         return CN_OK;
     case CN_RULE_BROADCAST:
+        if (op == CN_OP_COMPARE && (p->variant < 0 || p->variant > 4))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0 <, 1 >, 2 ==, 3 <=, 4 >=)", name, p->variant);
         if (!cn_shape_broadcasts(b, a))
             SHAPE_FAIL("%s: %s does not broadcast onto %s (it must equal a trailing part, leading 1s aside)", name,
                        cn_shape_str(b, s1, sizeof s1), cn_shape_str(a, s2, sizeof s2));

@@ -181,6 +181,10 @@
  *   and b >= 0), PyTorch's pow_backward_self/_exponent.
  * - FLOOR, CEIL (exact; their gradient is 0), ERF (its gradient 2/sqrt(pi) exp(-x^2) is
  *   composed by autodiff from MUL, SCALE and EXP).
+ * - COMPARE(a, b): a mask, 1 where the comparison holds and 0 elsewhere (NaN compares false,
+ *   but unequal), in the inputs' storage type: p.variant 0 a < b, 1 a > b, 2 a == b, 3 a <= b,
+ *   4 a >= b. clnet's booleans are such masks (docs/DESIGN.md); not differentiable (no
+ *   gradient flows through a comparison, as through PyTorch's bool tensors).
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -309,7 +313,8 @@
     X(POW_GRAD, "pow_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)                  \
     X(FLOOR, "floor", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
     X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
-    X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)
+    X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
+    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -41,6 +41,16 @@ __kernel void math_binary_grad(__global const STORE_T *dy, __global const STORE_
     STORE(out, i, is_pow ? cn_pow_grad(variant, d, x, y) : cn_minmax_grad(variant, d, x, y));
 }
 
+/* COMPARE: 1 where a (<, >, ==, <=, >= by variant 0..4) b holds, else 0 (NaN: false). */
+__kernel void math_compare(__global const STORE_T *a, __global const STORE_T *b, __global STORE_T *out, int n, int nb,
+                           int variant) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    float x = LOAD(a, i), y = LOAD(b, i % nb);
+    int r = variant == 0 ? x < y : variant == 1 ? x > y : variant == 2 ? x == y : variant == 3 ? x <= y : x >= y;
+    STORE(out, i, r ? 1.0f : 0.0f);
+}
+
 /* kind 0 = FLOOR, 1 = CEIL, 2 = ERF. */
 __kernel void math_unary(__global const STORE_T *x, __global STORE_T *out, int n, int kind) {
     int i = get_global_id(0);

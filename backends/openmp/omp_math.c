@@ -38,6 +38,22 @@ static cn_status binary(const cn_launch *l, int kind) {
     return CN_OK;
 }
 
+/* COMPARE's variant: <, >, ==, <=, >= (NaN: false). */
+static float compare(int variant, float a, float b) {
+    const int r = variant == 0 ? a < b : variant == 1 ? a > b : variant == 2 ? a == b : variant == 3 ? a <= b : a >= b;
+    return r ? 1.0f : 0.0f;
+}
+
+static cn_status run_compare(const cn_launch *l) {
+    const float *a = l->in[0], *b = l->in[1];
+    float *o = l->out;
+    const int64_t n = cn_shape_numel(&l->out_shape), nb = cn_shape_numel(&l->in_shape[1]);
+    const int v = l->p->variant;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) o[i] = compare(v, a[i], b[i % nb]);
+    return CN_OK;
+}
+
 static cn_status binary_grad(const cn_launch *l, int is_pow) {
     const float *dy = l->in[0], *a = l->in[1], *b = l->in[2];
     float *o = l->out;
@@ -66,3 +82,4 @@ cn_status cn_omp_op_POW_GRAD(const cn_launch *l) { return binary_grad(l, 1); }
 cn_status cn_omp_op_FLOOR(const cn_launch *l) { return unary(l, floorf); }
 cn_status cn_omp_op_CEIL(const cn_launch *l) { return unary(l, ceilf); }
 cn_status cn_omp_op_ERF(const cn_launch *l) { return unary(l, erff); }
+cn_status cn_omp_op_COMPARE(const cn_launch *l) { return run_compare(l); }

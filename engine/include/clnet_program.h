@@ -104,6 +104,12 @@ cn_value cn_op_pow(cn_program *p, cn_value a, cn_value b);
 cn_value cn_op_floor(cn_program *p, cn_value x);
 cn_value cn_op_ceil(cn_program *p, cn_value x);
 cn_value cn_op_erf(cn_program *p, cn_value x);
+/* Comparisons, b broadcast onto a: 1 where a < b (cn_op_less), a > b, a == b holds, else 0
+ * (a NaN compares false), in a's float type. clnet's booleans are such masks; no gradient
+ * flows through them. */
+cn_value cn_op_less(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_greater(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_equal(cn_program *p, cn_value a, cn_value b);
 /* x converted to float storage type dt (CN_F32, CN_F16 or CN_BF16): widening is exact,
  * narrowing rounds to nearest even (overflow to f16 gives infinity). The ops that follow
  * compute in float32 and store in x's new type; gradients flow back through the cast to

@@ -194,9 +194,9 @@ cn_value cn_onnx_rsqrt(cn_program *p, cn_value x);
 cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e);
 /* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
 cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
-/* Add, Sub, Mul, Div, Max, Min, Pow (kind OX_ADD .. OX_POW) of program values and constants,
- * with broadcasting. */
-enum { OX_ADD, OX_SUB, OX_MUL, OX_DIV, OX_MAX, OX_MIN, OX_POW };
+/* Add, Sub, Mul, Div, Max, Min, Pow and the comparisons (kind OX_ADD .. OX_GE; a comparison
+ * gives a float mask, clnet's boolean) of program values and constants, with broadcasting. */
+enum { OX_ADD, OX_SUB, OX_MUL, OX_DIV, OX_MAX, OX_MIN, OX_POW, OX_LT, OX_GT, OX_EQ, OX_LE, OX_GE };
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);

@@ -116,6 +116,17 @@ static cn_status minmax(ox_ctx *c, const Onnx__NodeProto *n, int is_max) {
     return ox_set_dyn(c, n, 0, acc.v, acc.nhwc, acc.bdim, acc.ndim);
 }
 static cn_status h_max(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 1); }
+/* Comparisons give clnet's boolean, a float mask of 0 and 1 (docs/DESIGN.md); And, Or and
+ * Not of such masks are their minimum, maximum and 1 - x, exactly. */
+static cn_status h_less(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_LT); }
+static cn_status h_greater(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_GT); }
+static cn_status h_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_EQ); }
+static cn_status h_less_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_LE); }
+static cn_status h_greater_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_GE); }
+static cn_status h_and(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_MIN); }
+static cn_status h_or(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_MAX); }
+static cn_value not_of(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 1.0f); }
+static cn_status h_not(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, not_of); }
 static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
 
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -251,6 +262,12 @@ static cn_value bin_op(cn_program *p, int k, cn_value a, cn_value b) {
     case OX_MAX: return cn_op_maximum(p, a, b);
     case OX_MIN: return cn_op_minimum(p, a, b);
     case OX_POW: return cn_op_pow(p, a, b);
+    case OX_LT: case OX_GT: case OX_EQ: case OX_LE: case OX_GE: {
+        cn_value in[2] = {a, b};
+        cn_op_params prm = {0};
+        prm.variant = k - OX_LT; /* COMPARE's variants are in this order (ops.h) */
+        return cn_prog_op(p, CN_OP_COMPARE, 2, in, &prm);
+    }
     default: return cn_op_div(p, a, b);
     }
 }
@@ -296,6 +313,8 @@ static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *
     if (x->is_const || x->ndim != nd || memcmp(x->d, od, sizeof(int64_t) * (size_t)nd))
         return ox_unsupported("broadcasting '%s' %s onto a larger shape", x->name, x->is_const ? "(a constant)" : "");
     if (swap && kind == OX_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
+    if (swap && kind >= OX_LT) /* b (op) a: the mirrored comparison */
+        kind = kind == OX_LT ? OX_GT : kind == OX_GT ? OX_LT : kind == OX_LE ? OX_GE : kind == OX_GE ? OX_LE : kind;
     if (swap && kind == OX_POW) return ox_unsupported("a base '%s' smaller than its exponent '%s'", y->name, x->name);
     cn_value xv, yv, r;
     int nhwc = 0;
@@ -554,6 +573,14 @@ const ox_op cn_onnx_ops[] = {
     {"Abs", 6, h_abs},
     {"Max", 6, h_max},
     {"Floor", 6, h_floor},
+    {"Less", 7, h_less},
+    {"Greater", 7, h_greater},
+    {"Equal", 7, h_equal},
+    {"LessOrEqual", 12, h_less_equal},
+    {"GreaterOrEqual", 12, h_greater_equal},
+    {"And", 7, h_and},
+    {"Or", 7, h_or},
+    {"Not", 1, h_not},
     {"Ceil", 6, h_ceil},
     {"Min", 6, h_min},
     {"Reciprocal", 6, h_reciprocal},

@@ -238,6 +238,13 @@ static int build(ctx *c, const char *name) {
     if (!strcmp(name, "floor")) return cn_g_unary(c->g, CN_OP_FLOOR, in(c, "x"));
     if (!strcmp(name, "ceil")) return cn_g_unary(c->g, CN_OP_CEIL, in(c, "x"));
     if (!strcmp(name, "erf")) return cn_g_unary(c->g, CN_OP_ERF, in(c, "x"));
+    if (!strcmp(name, "less") || !strcmp(name, "greater") || !strcmp(name, "equal")) {
+        const rec *a = find(c->f, "const:a"), *b = find(c->f, "const:b");
+        if (!a || !b) return -1;
+        p.variant = name[0] == 'l' ? 0 : name[0] == 'g' ? 1 : 2;
+        int ab[2] = {cn_g_const(c->g, "a", &a->shape, a->data), cn_g_const(c->g, "b", &b->shape, b->data)};
+        return cn_g_binary(c->g, CN_OP_MUL, cn_g_op(c->g, CN_OP_COMPARE, 2, ab, &p, NULL), in(c, "x"));
+    }
     cn_errorf(CN_ERR_INVALID_ARG, "no builder for fixture '%s'", name);
     return -1;
 }
@@ -585,7 +592,7 @@ static const char *const fixtures[] = {
     "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
     "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
     /* issue 18 §3 */
-    "maximum", "minimum", "pow", "pow_int", "floor", "ceil", "erf",
+    "maximum", "minimum", "pow", "pow_int", "floor", "ceil", "erf", "less", "greater", "equal",
 };
 
 int main(int argc, char **argv) {

@@ -253,7 +253,8 @@ static void graph_api_tconv_grouped(void) {
 
 /* Issue 18's math ops: Max and Min of program values (a parameter row broadcast), Pow by a
  * parameter exponent and by a constant integer one (a negative base keeps its sign), Floor,
- * Ceil and Erf; each is one node in the file and the same op again after import. */
+ * Ceil, Erf and comparisons (a Cast of ONNX's bool to the float mask); each is the same op
+ * again after import. */
 static void graph_api_math(void) {
     cn_program *p = NULL;
     OK(cn_program_create(&p));
@@ -267,6 +268,8 @@ static void graph_api_math(void) {
     y = cn_op_add(p, y, cn_op_pow(p, x, k));
     y = cn_op_add(p, y, cn_op_floor(p, cn_op_scale(p, x, 3.0f, 0.0f)));
     y = cn_op_add(p, y, cn_op_mul(p, cn_op_ceil(p, x), cn_op_erf(p, x)));
+    y = cn_op_add(p, y, cn_op_mul(p, cn_op_less(p, x, m), cn_op_greater(p, x, cn_op_scale(p, m, 0.5f, 0.0f))));
+    y = cn_op_add(p, y, cn_op_equal(p, cn_op_floor(p, x), cn_op_ceil(p, x)));
     OK(cn_output(p, "y", y));
     float in[3 * 6];
     fill(in, 18, 17);

@@ -9,7 +9,8 @@
  * OpenCL full profile allows pow 16 ulp and log 3 ulp (1 ulp = 2^-23 relative at most), the
  * reference is glibc's powf/logf (< 1 ulp); rtol 1e-5 (~84 ulp) holds the worst of pow then
  * two products with margin, atol 1e-6 for results that cancel towards 0 (log near 1). ERF:
- * erf 16 ulp, the same rtol 1e-5 and atol 1e-6 (erf of tiny x is ~x). */
+ * erf 16 ulp, the same rtol 1e-5 and atol 1e-6 (erf of tiny x is ~x). COMPARE's 0 and 1 are
+ * exact. */
 #include "cases.h"
 
 static const struct { int nd; int64_t a[4]; int bnd; int64_t b[3]; } shapes[] = {
@@ -90,6 +91,17 @@ static void unary(h_caselist *L, cn_op op, int exact, float lo, float hi) {
             if (exact) h_tol_exact(c);
         }
 }
+/* every variant on uniform values and on integers (equality and the ties of <= and >=) */
+void cases_COMPARE(h_caselist *L) {
+    for (int v = 0; v < 5; v++)
+        for (int k = 0; k < N_SHAPES; k++)
+            for (int ints = 0; ints < 2; ints++) {
+                h_case *c = pair(L, CN_OP_COMPARE, k, ints, -3, 3, -3, 3);
+                c->p.variant = v;
+                h_tol_exact(c);
+            }
+}
+
 void cases_FLOOR(h_caselist *L) { unary(L, CN_OP_FLOOR, 1, -5, 5); }
 void cases_CEIL(h_caselist *L) { unary(L, CN_OP_CEIL, 1, -5, 5); }
 void cases_ERF(h_caselist *L) { unary(L, CN_OP_ERF, 0, -4, 4); }

@@ -3,7 +3,7 @@
 torch.maximum and torch.minimum (broadcast, with exact ties: each input gets half the
 gradient there), torch.pow (positive bases with real exponents; negative bases with integer
 exponents, whose exponent is a constant so that no NaN gradient log(a < 0) is compared),
-torch.floor, torch.ceil and torch.erf.
+torch.floor, torch.ceil, torch.erf, and the comparisons lt, gt and eq as float masks.
 
 Run with Debian's PyTorch (tools/golden/make_fixtures.py describes the format and precision):
     /usr/bin/python3 tools/golden/make_math_fixtures.py
@@ -38,6 +38,12 @@ def main():
     mf.write("floor", {"x": uniform((4, 9), -4, 4)}, {}, lambda x: torch.floor(x))
     mf.write("ceil", {"x": uniform((4, 9), -4, 4)}, {}, lambda x: torch.ceil(x))
     mf.write("erf", {"x": uniform((4, 9), -3, 3)}, {}, lambda x: torch.erf(x))
+    # comparisons give a float mask (clnet's boolean) and no gradient: each fixture is the mask
+    # of constants a, b (quarters: ties for ==) times an input x, whose gradient is mask * R
+    for name, op in (("less", torch.lt), ("greater", torch.gt), ("equal", torch.eq)):
+        a, b = quarters((3, 4, 5), -1, 1), quarters((5,), -1, 1)
+        mf.write(name, {"x": uniform((3, 4, 5))}, {}, lambda x, a=a, b=b, op=op: op(a, b).to(x.dtype) * x,
+                 extra=[("const:a", a), ("const:b", b)])
 
 
 if __name__ == "__main__":
