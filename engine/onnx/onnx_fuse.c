@@ -99,7 +99,7 @@ cn_value cn_onnx_materialize(ox_ctx *c, ox_val *v) {
         return v->v = cn_op_erf(P, c->vals[v->pg].v);
     else {
         cn_errorf(CN_ERR_UNSUPPORTED, "'%s' (%s) is used outside the GELU and layer-norm patterns; clnet computes "
-                  "Erf of program values, and these parts of a layer norm, only there", v->name,
+                  "these parts of GELU (1 + erf, and its products) and of a layer norm only there", v->name,
                   v->pat <= PAT_H1PERF ? "part of x * 0.5 * (1 + erf(x / sqrt(2)))" : "part of a layer norm");
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
