@@ -116,6 +116,8 @@ static cn_status minmax(ox_ctx *c, const Onnx__NodeProto *n, int is_max) {
     return ox_set_dyn(c, n, 0, acc.v, acc.nhwc, acc.bdim, acc.ndim);
 }
 static cn_status h_max(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 1); }
+static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
+
 /* Comparisons give clnet's boolean, a float mask of 0 and 1 (docs/DESIGN.md); And, Or and
  * Not of such masks are their minimum, maximum and 1 - x, exactly. */
 static cn_status h_less(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_LT); }
@@ -127,7 +129,6 @@ static cn_status h_and(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_bin
 static cn_status h_or(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_MAX); }
 static cn_value not_of(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 1.0f); }
 static cn_status h_not(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, not_of); }
-static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
 
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
@@ -252,7 +253,6 @@ cn_value cn_onnx_reshape_like(ox_ctx *c, cn_value v, const ox_val *x) {
     for (int i = 0; i < x->ndim; i++) d[i] = i == x->bdim ? -1 : x->d[i];
     return cn_op_reshape(P, v, x->ndim ? x->ndim : 1, x->ndim ? d : (const int64_t[]){1});
 }
-
 
 static cn_value bin_op(cn_program *p, int k, cn_value a, cn_value b) {
     switch (k) {
