@@ -75,6 +75,10 @@ static int resize_taps(const rs_axis *ax, int64_t o, int64_t *first, double *w) 
     } else {
         s = source_coord(ax->cm, (double)o, ax->scale, ax->in, ax->m);
     }
+    /* a file's absurd scale or roi: every tap further than 4 outside clamps to the same edge
+     * pixel, so the value is that pixel's; keep the index arithmetic in range */
+    if (!(s >= -4)) s = -4;
+    if (!(s <= (double)ax->in + 4)) s = (double)ax->in + 4;
     double f = floor(s), r = s - f;
     int64_t i0 = (int64_t)f;
     if (ax->taps == 1) { /* rm: round_prefer_floor, round_prefer_ceil, floor, ceil */
