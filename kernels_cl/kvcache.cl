@@ -230,12 +230,20 @@ __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *p
         for (int j = 0; j <= pos; j++) {
             floatV dot = (floatV)(0.0f);
             for (int u = 0; u < dv; u++) dot += LOADV(qb, (long)pos * dv + u) * LOADV(kb, (long)j * dv + u);
-            float t = 0.0f;
-            for (int e = 0; e < GVW; e++) t += dot[e];
-            s[j] = scale * t;
+            s[j] = scale * cn_hsumV(dot);
             m = fmax(m, s[j]);
         }
-        for (int j = 0; j <= pos; j++) l += s[j] = exp(s[j] - m);
+        /* the exponentials a vector at a time (a scalar exp per key cost more than its dot
+         * product), their sum in GVW lanes combined pairwise */
+        int j = 0;
+        floatV lv = (floatV)(0.0f);
+        for (; j + GVW <= pos + 1; j += GVW) {
+            floatV e = exp(vloadV(0, s + j) - m);
+            vstoreV(e, 0, s + j);
+            lv += e;
+        }
+        l = cn_hsumV(lv);
+        for (; j <= pos; j++) l += s[j] = exp(s[j] - m);
         for (int u = 0; u < dv; u++) {
             floatV o = (floatV)(0.0f);
             for (int j = 0; j <= pos; j++) o += s[j] * LOADV(vb, (long)j * dv + u);
