@@ -76,16 +76,35 @@ size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n,
     return wg;
 }
 
-/* Split-K when the output gives too few work-items to fill the device and K is long: slices
- * whose A and B panels fit a CPU core's L2 (~512 KiB), at least 8 per compute unit. */
+/* Split-K, for either of two reasons:
+ * - the output gives too few work-items to fill the device and K is long: slices whose A and
+ *   B panels fit a CPU core's L2 (~512 KiB), at least 8 per compute unit;
+ * - K is long and an operand read along k has rows of 1 KiB or more (B, or a transposed A):
+ *   each work-item walks a K x NR panel of B (and K rows of A); past the L2 it is fetched
+ *   again for every work-item, and with such a stride each k is a new page that the
+ *   hardware prefetchers do not follow, so the walk waits on memory (a long-K weight
+ *   gradient ran at half the rate of the same product with K short). Slices of 256 KiB of
+ *   B panel stay in L2 from one work-item to the next (where the first rule also splits, the
+ *   longer of the two slices: the first rule's were shorter and cost more in partials). */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant) {
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
-    int64_t tiles = (g->M + v->mr - 1) / v->mr * ((g->N + v->nv * c->gemm_vw - 1) / (v->nv * c->gemm_vw)) * g->batch;
+    int64_t nr = (int64_t)v->nv * c->gemm_vw;
+    int64_t tiles = (g->M + v->mr - 1) / v->mr * ((g->N + nr - 1) / nr) * g->batch;
     int64_t cu = c->compute_units ? c->compute_units : 1;
-    if (g->K < 1024 || g->K < 8 * (g->M > g->N ? g->M : g->N) || tiles >= 64 * cu) return 0;
-    int64_t kc = (int64_t)131072 / (g->M + g->N);
+    if (tiles <= 0) return 0; /* an empty product */
     int64_t want = (8 * cu + tiles - 1) / tiles; /* slices for 8 work-items per compute unit */
-    if (g->K / want < kc) kc = g->K / want;
+    int64_t kc = 0;
+    if (g->K >= 1024 && g->K >= 8 * (g->M > g->N ? g->M : g->N) && tiles < 64 * cu) {
+        kc = (int64_t)131072 / (g->M + g->N);
+        if (g->K / want < kc) kc = g->K / want;
+    }
+    int64_t stride = (g->ta && g->M > g->N ? g->M : g->N) * (int64_t)sizeof(float);
+    if (stride >= 1024 && g->K * nr * (int64_t)sizeof(float) > ((int64_t)1 << 20)) {
+        int64_t kl2 = ((int64_t)256 << 10) / (nr * (int64_t)sizeof(float));
+        if (g->K / want < kl2) kl2 = g->K / want;
+        if (kl2 > kc) kc = kl2; /* the longer slices: fewer partials to write and sum */
+    }
+    if (kc == 0) return 0;
     kc = kc < 64 ? 64 : kc / 64 * 64;
     return kc >= g->K ? 0 : kc;
 }
