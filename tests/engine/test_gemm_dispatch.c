@@ -1,5 +1,8 @@
-/* The split-K rule of the OpenCL GEMM on CPU-type devices (cl_blas.c, cn_cl_gemm_default_kc),
- * on a device described by hand (no OpenCL needed): gemm_vw 16, 1 and 2 compute units.
+/* The untuned choices of the OpenCL GEMM on CPU-type devices (cl_blas.c), on a device
+ * described by hand (no OpenCL needed): gemm_vw 16, 1 and 2 compute units.
+ * Variant (cn_cl_gemm_default_variant), for N a multiple of 64: 4 x 4 where K <= 64 or where
+ * 4-row blocks compute fewer rows twice at small M, else 6 x 4.
+ * Split-K (cn_cl_gemm_default_kc):
  *  - A long-K product whose operand read along k has rows of 1 KiB or more (the char-GPT's
  *    weight gradients, AᵀB with K = 8192, a transposed A of 512 columns or a B of 512) is
  *    split, with slices whose B panel (kc x NR floats) is at most 256 KiB, even where the
@@ -17,11 +20,12 @@
 
 static int64_t kc_of(cn_cl_ctx *c, int64_t M, int64_t N, int64_t K, int ta, int tb) {
     gemm_dims g = {1, M, N, K, ta, tb};
-    return cn_cl_gemm_default_kc(c, &g, cn_cl_gemm_default_variant(c, M, N));
+    return cn_cl_gemm_default_kc(c, &g, cn_cl_gemm_default_variant(c, &g));
 }
 
-static int64_t nr_of(cn_cl_ctx *c, int64_t M, int64_t N) {
-    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[cn_cl_gemm_default_variant(c, M, N)];
+static int64_t nr_of(cn_cl_ctx *c, int64_t M, int64_t N, int64_t K) {
+    gemm_dims g = {1, M, N, K, 0, 0};
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[cn_cl_gemm_default_variant(c, &g)];
     return (int64_t)v->nv * c->gemm_vw;
 }
 
@@ -46,8 +50,8 @@ int main(void) {
             int64_t kc = kc_of(&c, s[0], s[1], s[2], (int)s[3], (int)s[4]);
             CHECK(kc > 0 && kc < s[2] && kc % 64 == 0, "%lldx%lldx%lld ta %d: kc %lld", (long long)s[0],
                   (long long)s[1], (long long)s[2], (int)s[3], (long long)kc);
-            CHECK(kc * nr_of(&c, s[0], s[1]) * 4 <= (256 << 10), "%lldx%lldx%lld: a slice's B panel of %lld bytes",
-                  (long long)s[0], (long long)s[1], (long long)s[2], (long long)(kc * nr_of(&c, s[0], s[1]) * 4));
+            CHECK(kc * nr_of(&c, s[0], s[1], s[2]) * 4 <= (256 << 10), "%lldx%lldx%lld: a slice's B panel of %lld bytes",
+                  (long long)s[0], (long long)s[1], (long long)s[2], (long long)(kc * nr_of(&c, s[0], s[1], s[2]) * 4));
         }
         tc_end();
 
@@ -61,6 +65,20 @@ int main(void) {
         CHECK(kc_of(&c, 0, 0, 8192, 0, 0) == 0, "an empty product");
         tc_end();
     }
+
+    tc_begin("variant: 4 x 4 for K <= 64 and for M = 16, 6 x 4 from K = 128 on");
+    static const int64_t var[][4] = {
+        /* M, N, K, rows per block */
+        {3136, 64, 16, 4}, {3136, 128, 64, 4}, {16, 64, 3136, 4}, {40, 64, 3136, 4},
+        {64, 64, 3136, 6}, {8192, 128, 128, 6}, {8192, 128, 512, 6}, {3136, 64, 128, 6}, {18, 64, 3136, 6},
+    };
+    for (size_t i = 0; i < sizeof var / sizeof var[0]; i++) {
+        gemm_dims g = {1, var[i][0], var[i][1], var[i][2], 0, 0};
+        const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[cn_cl_gemm_default_variant(&c, &g)];
+        CHECK(v->mr == var[i][3] && v->nv == 4, "%lldx%lldx%lld: %dx%d", (long long)var[i][0], (long long)var[i][1],
+              (long long)var[i][2], v->mr, v->nv);
+    }
+    tc_end();
 
     tc_begin("the first rule alone (too few work-items, K >= 8 x max(M, N)): its slices");
     c.compute_units = 2;
