@@ -337,7 +337,7 @@ typedef struct cn_cl_gemm_variant {
 #define CN_CL_GEMM_VARIANTS 8
 extern const cn_cl_gemm_variant cn_cl_gemm_variants[CN_CL_GEMM_VARIANTS];
 cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g);
-int cn_cl_gemm_default_variant(const cn_cl_ctx *c, int64_t M, int64_t N);
+int cn_cl_gemm_default_variant(const cn_cl_ctx *c, const gemm_dims *g);
 size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch);
 /* K-slice length for split-K (0 = no split): long K next to a small output. */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant);

@@ -146,6 +146,8 @@ static void cases_MATMUL(h_caselist *L) {
     mm(L, 0, 1, 1000, 1, 1, 1, CN_EPI_NONE); /* a dot product */
     mm(L, 0, 3, 1024, 5, 0, 0, CN_EPI_NONE); /* split-K, rows fewer than a register block */
     mm(L, 2, 6, 1024, 4, 0, 1, CN_EPI_NONE); /* split-K, batched, B transposed through scratch */
+    /* split-K for B rows of 1 KiB or more (cl_blas.c), a shifted last row block */
+    mm(L, 0, 7, 4104, 576, 0, 0, CN_EPI_NONE);
     mm(L, 0, 128, 256, 96, 0, 0, CN_EPI_NONE);
     mm(L, 0, 200, 3, 1, 0, 1, CN_EPI_NONE);
     mm(L, 0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: zeros, then the epilogue */
