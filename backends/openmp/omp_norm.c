@@ -1,5 +1,6 @@
 /* Layer normalisation over the last axis: LAYERNORM(x, gamma, beta) and LAYERNORM_GRAD(dy, x,
- * gamma) (engine/ops.h). Rows are independent and split across threads.
+ * gamma[, res]) (engine/ops.h, res: the fused residual). Rows are independent and split across
+ * threads.
  *
  * Mean and variance are two passes in double (the one-pass E[x^2] - E[x]^2 cancels badly for
  * rows with a large mean); the backward recomputes them rather than reading saved statistics,
@@ -62,7 +63,7 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
         }                                                                                             \
     }                                                                                                 \
     ATTR static void ln_grad_row##SUF(const float *dyr, const float *xr, const float *gamma, float *dxr, \
-                                      int64_t c, float eps, int variant) {                            \
+                                      const float *rr, int64_t c, float eps, int variant) {           \
         double mean, rstd;                                                                            \
         row_stats(xr, c, eps, &mean, &rstd);                                                          \
         if (variant == 1) {                                                                           \
@@ -77,6 +78,8 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
             const double xhat = ((double)xr[j] - mean) * rstd;                                        \
             dxr[j] = (float)(rstd * ((double)dyr[j] * (double)gamma[j] - mg - xhat * mgx));           \
         }                                                                                             \
+        if (rr)                                                                                       \
+            for (int64_t j = 0; j < c; j++) dxr[j] += rr[j];                                          \
     }
 LN_ROW_FNS(_base, )
 #if CN_VM_MULTIARCH
@@ -105,11 +108,15 @@ cn_status cn_omp_op_LAYERNORM_GRAD(const cn_launch *l) {
     const float *dy = l->in[0], *x = l->in[1], *gamma = l->in[2];
     float *dx = l->out;
     const float eps = l->p->eps;
-    void (*row)(const float *, const float *, const float *, float *, int64_t, float, int) = ln_grad_row_base;
+    /* ops.h's fused residual: dx, rounded to float, plus res, as the unfused ADD adds them */
+    const float *res = cn_op_fused_residual(l->op, l->n_in) ? l->in[3] : NULL;
+    void (*row)(const float *, const float *, const float *, float *, const float *, int64_t, float, int) =
+        ln_grad_row_base;
 #if CN_VM_MULTIARCH
     if (cn_vm_avx2()) row = ln_grad_row_avx2;
 #endif
 #pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) row(dy + r * c, x + r * c, gamma, dx + r * c, c, eps, variant);
+    for (int64_t r = 0; r < rows; r++)
+        row(dy + r * c, x + r * c, gamma, dx + r * c, res ? res + r * c : NULL, c, eps, variant);
     return CN_OK;
 }

@@ -739,8 +739,9 @@ int h_build_cases(h_caselist *L) {
             ok = 0;
         }
         for (int k = before; k < L->n; k++)
-            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in)) ||
-                L->v[k].op != (cn_op)op) { /* MATMUL and DWCONV may carry ops.h's fused bias */
+            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in) &&
+                 !cn_op_fused_residual((cn_op)op, L->v[k].n_in)) ||
+                L->v[k].op != (cn_op)op) { /* ops.h's fused bias (MATMUL, DWCONV) or residual (LAYERNORM_GRAD) */
                 fprintf(stderr, "FAIL: case %s[%s] has %d inputs, the op table says %d\n",
                         cn_op_name((cn_op)op), L->v[k].desc, L->v[k].n_in, cn_op_arity((cn_op)op));
                 ok = 0;

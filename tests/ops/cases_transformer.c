@@ -55,6 +55,19 @@ void cases_LAYERNORM_GRAD(h_caselist *L) {
             c->out_shape = x;
             h_tol_reduce(c, C);
         }
+    /* ops.h's fused residual (variant 0 only): dx + r, r of dx's shape and type */
+    for (int k = 0; k < N_LN; k++) {
+        cn_shape x = ln_x(k);
+        int C = (int)x.d[x.ndim - 1];
+        h_case *c = h_case_new(L, CN_OP_LAYERNORM_GRAD, "x %s variant 0 (dx) + fused residual", h_sh(x));
+        c->p.eps = C == 1 ? 1.0f : 1e-5f;
+        h_in(c, x, GEN_UNIFORM, -1, 1);
+        h_in(c, x, GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, C), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, x, GEN_UNIFORM, -1, 1);
+        c->out_shape = x;
+        h_tol_reduce(c, C);
+    }
 }
 
 /* ---- embedding: pure data movement and a fixed-order sum, so exact (ops.h) ---- */

@@ -1,0 +1,109 @@
+/* The planner's residual fold (planner.c, fuse_residual; issue 20): a pre-norm block's
+ * backward adds the layer norm's dx to the gradient that skipped the block,
+ * ADD(LAYERNORM_GRAD variant 0, r), and the planner folds that ADD into the gradient launch
+ * (ops.h's fused residual). For several row widths (vector and scalar tails, one column, a
+ * ViT's 64 over 3136 rows) and both operand orders, on every device given:
+ *  - the fused plan has no ADD launch and gives the same float32 bits as the same graph
+ *    planned without fusion (dx is rounded to float before the add, as the ADD reads it);
+ *  - the ADD stays when the residual is computed after the gradient (it would be read before
+ *    it is written), when dx has a second reader, and for variant 1 (dy * xhat).
+ *
+ *   test_row_fold DEV...
+ */
+#include <clnet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "internal.h"
+#include "plan.h"
+
+typedef enum { FOLDS, R_AFTER, TWO_READERS, VARIANT1 } fold_kind;
+
+typedef struct row_case {
+    int rows, c, swap; /* swap: ADD(r, dx) rather than ADD(dx, r) */
+    fold_kind kind;
+} row_case;
+
+static int count_op(const cn_plan *p, cn_op op) {
+    int k = 0;
+    for (int i = 0; i < p->n_launch; i++) k += p->launches[i].op == op;
+    return k;
+}
+
+static void run_case(cn_device *dev, const char *sel, const row_case *rc) {
+    const int64_t n = (int64_t)rc->rows * rc->c;
+    float *dy = malloc((size_t)n * sizeof *dy), *x = malloc((size_t)n * sizeof *x), *r = malloc((size_t)n * sizeof *r);
+    float *gam = malloc((size_t)rc->c * sizeof *gam);
+    float *out[2] = {malloc((size_t)n * sizeof(float)), malloc((size_t)n * sizeof(float))};
+    if (!dy || !x || !r || !gam || !out[0] || !out[1]) {
+        CHECK(0, "out of host memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        dy[i] = (float)((i * 29) % 19) / 13.0f - 0.7f;
+        x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f + 0.01f * (float)(i / rc->c);
+        r[i] = (float)((i * 13) % 17) / 9.0f - 0.9f;
+    }
+    for (int j = 0; j < rc->c; j++) gam[j] = 0.75f + 0.0625f * (float)(j % 9);
+    cn_graph g;
+    cn_graph_init(&g);
+    const cn_shape sh = {2, {rc->rows, rc->c}};
+    int dyi = cn_g_const(&g, "dy", &sh, dy), xi = cn_g_const(&g, "x", &sh, x);
+    int gi = cn_g_const(&g, "gamma", &(cn_shape){1, {rc->c}}, gam), ri = cn_g_const(&g, "r", &sh, r);
+    if (rc->kind != R_AFTER) ri = cn_g_scale(&g, ri, 0.5f, 0.25f); /* an op before the gradient */
+    cn_op_params lp = {0};
+    lp.eps = 1e-5f;
+    lp.variant = rc->kind == VARIANT1;
+    int lg = cn_g_op(&g, CN_OP_LAYERNORM_GRAD, 3, (int[]){dyi, xi, gi}, &lp, NULL);
+    if (rc->kind == R_AFTER) ri = cn_g_scale(&g, ri, 0.5f, 0.25f); /* after it */
+    int sum = rc->swap ? cn_g_binary(&g, CN_OP_ADD, ri, lg) : cn_g_binary(&g, CN_OP_ADD, lg, ri);
+    int outs[2] = {sum, lg};
+    const int n_out = rc->kind == TWO_READERS ? 2 : 1;
+    const int expect_fold = rc->kind == FOLDS;
+    for (int fuse = 0; fuse < 2; fuse++) {
+        cn_plan *p = NULL;
+        CHECK(cn_plan_create(&g, dev, outs, n_out, NULL, fuse, &p) == CN_OK, "%s: plan", sel);
+        if (!p) continue;
+        int folded = count_op(p, CN_OP_ADD) == 0;
+        CHECK(folded == (fuse && expect_fold), "%s: %dx%d swap %d kind %d, fuse %d: ADD %s", sel, rc->rows, rc->c,
+              rc->swap, (int)rc->kind, fuse, folded ? "folded" : "kept");
+        CHECK(cn_plan_run(p, 1) == CN_OK, "%s: run", sel);
+        CHECK(cn_plan_read(p, sum, out[fuse], (size_t)n * sizeof(float)) == CN_OK, "%s: read", sel);
+        cn_plan_free(p);
+    }
+    CHECK(!memcmp(out[0], out[1], (size_t)n * sizeof(float)),
+          "%s: %dx%d swap %d kind %d: the fused residual gives different bits from LAYERNORM_GRAD then ADD", sel,
+          rc->rows, rc->c, rc->swap, (int)rc->kind);
+    cn_graph_destroy(&g);
+done:
+    free(dy), free(x), free(r), free(gam), free(out[0]), free(out[1]);
+}
+
+int main(int argc, char **argv) {
+    static const row_case cases[] = {
+        {3136, 64, 0, FOLDS}, /* a ViT block's rows */
+        {5, 67, 1, FOLDS},    /* vectors and a scalar tail, r first */
+        {9, 3, 0, FOLDS},     /* scalar columns only */
+        {4, 1, 1, FOLDS},     /* one column: dx is 0, the sum is r */
+        {6, 40, 0, R_AFTER},
+        {6, 40, 1, TWO_READERS},
+        {6, 40, 0, VARIANT1},
+    };
+    const char *emulated = getenv("CLNET_EMULATE_GPU");
+    int gpu = emulated && !strcmp(emulated, "1");
+    for (int d = 1; d < argc; d++) {
+        cn_device *dev = NULL;
+        if (cn_device_open(argv[d], &dev) != CN_OK) {
+            CHECK(0, "open %s", argv[d]);
+            continue;
+        }
+        int before = failures;
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, argv[d], &cases[i]);
+        printf("%s %s%s\n", failures == before ? "ok  " : "FAIL", argv[d], gpu ? " (GPU emulated)" : "");
+        cn_device_release(dev);
+    }
+    printf("%d failures\n", failures);
+    return failures ? 1 : 0;
+}
