@@ -71,7 +71,8 @@
  *   (x - mean) * rstd * gamma + beta with the biased variance and rstd = 1/sqrt(var + eps)
  *   (p.eps; PyTorch's layer_norm). LAYERNORM_GRAD(dy, x, gamma) -> x's shape recomputes mean
  *   and rstd: p.variant 0 gives dx, 1 gives dy * xhat (xhat = (x - mean) * rstd), whose
- *   SUM_ROWS over the leading axes is dgamma; dbeta is SUM_ROWS(dy). Fused residual: the
+ *   SUM_ROWS over the leading axes is dgamma, and 2 gives that dgamma [C] itself (one pass,
+ *   no [rows, C] product in memory; what autodiff emits); dbeta is SUM_ROWS(dy). Fused residual: the
  *   planner may fold ADD(LAYERNORM_GRAD variant 0, r) into the gradient launch with n_in ==
  *   4, in[3] = r of dx's shape and type: out = dx + r, dx rounded to float32 first, so the
  *   float32 result is the unfused ADD's bit for bit (cn_op_fused_residual).

@@ -145,3 +145,46 @@ __kernel void layer_norm_grad_rowsv(__global const STORE_T *dy, __global const S
         }
     }
 }
+
+/* ---- variant 2 (dgamma [C] = the row sum of dy * xhat), in float partial rows that
+ * reduce.cl's sum_rows_final adds in slice order. CPU-type devices: one work-item per slice
+ * of rows, each row's statistics computed once and its products added into the slice's
+ * partial row (C floats, in cache). */
+__kernel void layer_norm_dgamma_rowsv(__global const STORE_T *dy, __global const STORE_T *x, __global float *part,
+                                      int rows, int C, float eps, int chunk) {
+    int s = get_global_id(0), r0 = s * chunk;
+    if (r0 >= rows) return;
+    int r1 = min(rows, r0 + chunk), nv = C / GVW;
+    __global float *acc = part + (long)s * C;
+    for (int v = 0; v < nv; v++) vstoreV((floatV)(0.0f), v, acc);
+    for (int j = nv * GVW; j < C; j++) acc[j] = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        __global const STORE_T *xr = x + (long)r * C, *dyr = dy + (long)r * C;
+        float2 st = ln_row_stats_v(xr, C, eps);
+        for (int v = 0; v < nv; v++)
+            vstoreV(vloadV(v, acc) + LOADV(dyr, v) * ((LOADV(xr, v) - st.x) * st.y), v, acc);
+        for (int j = nv * GVW; j < C; j++) acc[j] += LOAD(dyr, j) * ((LOAD(xr, j) - st.x) * st.y);
+    }
+}
+
+/* GPUs: each row's mean and rstd once (a work-group per row), then a work-item per column and
+ * slice of rows reads them, as sum_rows_partial does. */
+__kernel void layer_norm_stats_rows(__global const STORE_T *x, __global float2 *stats, int C, float eps,
+                                    __local float *tmp) {
+    int row = get_group_id(0);
+    float2 st = ln_row_stats(x + (long)row * C, C, eps, tmp);
+    if (get_local_id(0) == 0) stats[row] = st;
+}
+
+__kernel void layer_norm_dgamma_partial(__global const STORE_T *dy, __global const STORE_T *x,
+                                        __global const float2 *stats, int R, int C, int chunk, __global float *part) {
+    int c = get_global_id(0), s = get_global_id(1);
+    if (c >= C) return;
+    int r0 = s * chunk, r1 = min(R, r0 + chunk);
+    float acc = 0.0f;
+    for (int r = r0; r < r1; r++) {
+        float2 st = stats[r];
+        acc += LOAD(dy, (long)r * C + c) * ((LOAD(x, (long)r * C + c) - st.x) * st.y);
+    }
+    part[s * C + c] = acc;
+}

@@ -89,7 +89,8 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
     X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4)                                     \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
-    X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv)                                   \
+    X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv) X(NORM, layer_norm_dgamma_rowsv)   \
+    X(NORM, layer_norm_stats_rows) X(NORM, layer_norm_dgamma_partial)                          \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
     X(LASTAXIS, reduce_last_rowsv)                                                             \
     X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \

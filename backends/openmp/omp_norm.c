@@ -11,6 +11,8 @@
  * it vectorises as they are. The row functions are compiled for baseline x86-64 and for
  * AVX2+FMA (omp_vmath.h: CN_VM_MULTIARCH; the same bits either way).
  */
+#include <stdlib.h>
+
 #include "omp_ops.h"
 #include "omp_vmath.h"
 
@@ -81,10 +83,50 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
         if (rr)                                                                                       \
             for (int64_t j = 0; j < c; j++) dxr[j] += rr[j];                                          \
     }
+/* Variant 2 (dgamma): rows [r0, r1) of dy * xhat, each product the float variant 1 stores,
+ * added in order into the doubles acc[0..c). */
+#define LN_DGAMMA_FNS(SUF, ATTR)                                                                       \
+    ATTR static void ln_dgamma_rows##SUF(const float *dy, const float *x, int64_t r0, int64_t r1, int64_t c, \
+                                         float eps, double *acc) {                                     \
+        for (int64_t j = 0; j < c; j++) acc[j] = 0.0;                                                 \
+        for (int64_t r = r0; r < r1; r++) {                                                           \
+            const float *xr = x + r * c, *dyr = dy + r * c;                                           \
+            double mean, rstd;                                                                        \
+            row_stats(xr, c, eps, &mean, &rstd);                                                      \
+            for (int64_t j = 0; j < c; j++)                                                           \
+                acc[j] += (double)(dyr[j] * (float)(((double)xr[j] - mean) * rstd));                  \
+        }                                                                                             \
+    }
 LN_ROW_FNS(_base, )
+LN_DGAMMA_FNS(_base, )
 #if CN_VM_MULTIARCH
 LN_ROW_FNS(_avx2, CN_VM_AVX2)
+LN_DGAMMA_FNS(_avx2, CN_VM_AVX2)
 #endif
+
+/* dgamma = SUM_ROWS(dy * xhat) in one pass, with SUM_ROWS's blocks and order
+ * (cn_omp_sum_rows_blocks), so the bits are those of variant 1 then SUM_ROWS. */
+static cn_status ln_dgamma(const cn_launch *l, int64_t rows, int64_t c) {
+    const int64_t blocks = cn_omp_sum_rows_blocks(rows, c);
+    double *part = malloc((size_t)(blocks * c) * sizeof *part);
+    if (!part) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "cannot allocate partial sums");
+    const float *dy = l->in[0], *x = l->in[1];
+    float *out = l->out;
+    const float eps = l->p->eps;
+    void (*blk)(const float *, const float *, int64_t, int64_t, int64_t, float, double *) = ln_dgamma_rows_base;
+#if CN_VM_MULTIARCH
+    if (cn_vm_avx2()) blk = ln_dgamma_rows_avx2;
+#endif
+#pragma omp parallel for schedule(static) if (rows * c >= CN_OMP_PAR_MIN)
+    for (int64_t b = 0; b < blocks; b++) blk(dy, x, rows * b / blocks, rows * (b + 1) / blocks, c, eps, part + b * c);
+    for (int64_t j = 0; j < c; j++) {
+        double s = blocks == 1 ? part[j] : 0.0; /* as SUM_ROWS: one block is written as it is */
+        for (int64_t b = 0; b < blocks && blocks > 1; b++) s += part[b * c + j];
+        out[j] = (float)s;
+    }
+    free(part);
+    return CN_OK;
+}
 
 cn_status cn_omp_op_LAYERNORM(const cn_launch *l) {
     int64_t rows, c;
@@ -105,6 +147,7 @@ cn_status cn_omp_op_LAYERNORM_GRAD(const cn_launch *l) {
     int64_t rows, c;
     rows_of(l, 1, &rows, &c);
     const int variant = l->p->variant;
+    if (variant == 2) return ln_dgamma(l, rows, c);
     const float *dy = l->in[0], *x = l->in[1], *gamma = l->in[2];
     float *dx = l->out;
     const float eps = l->p->eps;

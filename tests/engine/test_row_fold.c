@@ -7,10 +7,12 @@
  *    planned without fusion (dx is rounded to float before the add, as the ADD reads it);
  *  - the ADD stays when the residual is computed after the gradient (it would be read before
  *    it is written), when dx has a second reader, and for variant 1 (dy * xhat).
+ * And variant 2 (dgamma [C] in one pass, what autodiff emits) against SUM_ROWS of variant 1.
  *
  *   test_row_fold DEV...
  */
 #include <clnet.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,59 @@ done:
     free(dy), free(x), free(r), free(gam), free(out[0]), free(out[1]);
 }
 
+/* LAYERNORM_GRAD variant 2 (dgamma in one pass) against SUM_ROWS of variant 1 (dy * xhat), the
+ * graph autodiff emitted before: the same bits on omp (the same products and SUM_ROWS's blocks);
+ * elsewhere within twice recursive summation's bound over the rows, rows * 2^-24 * sum |p|. */
+static void run_dgamma(cn_device *dev, const char *sel, int rows, int c, int exact) {
+    const int64_t n = (int64_t)rows * c;
+    float *dy = malloc((size_t)n * sizeof *dy), *x = malloc((size_t)n * sizeof *x), *prod = malloc((size_t)n * sizeof *prod);
+    float *gam = malloc((size_t)c * sizeof *gam), *fused = malloc((size_t)c * sizeof *fused);
+    float *ref = malloc((size_t)c * sizeof *ref);
+    if (!dy || !x || !prod || !gam || !fused || !ref) {
+        CHECK(0, "out of host memory");
+        goto done;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        dy[i] = (float)((i * 29) % 19) / 13.0f - 0.7f;
+        x[i] = (float)((i * 37) % 23) / 11.0f - 1.0f + 0.01f * (float)(i / c);
+    }
+    for (int j = 0; j < c; j++) gam[j] = 0.75f + 0.0625f * (float)(j % 9);
+    cn_graph g;
+    cn_graph_init(&g);
+    const cn_shape sh = {2, {rows, c}};
+    int in[3] = {cn_g_const(&g, "dy", &sh, dy), cn_g_const(&g, "x", &sh, x), cn_g_const(&g, "gamma", &(cn_shape){1, {c}}, gam)};
+    cn_op_params lp = {0};
+    lp.eps = 1e-5f;
+    lp.variant = 2;
+    int v2 = cn_g_op(&g, CN_OP_LAYERNORM_GRAD, 3, in, &lp, NULL);
+    lp.variant = 1;
+    int v1 = cn_g_op(&g, CN_OP_LAYERNORM_GRAD, 3, in, &lp, NULL);
+    int sum = cn_g_op(&g, CN_OP_SUM_ROWS, 1, &v1, NULL, &(cn_shape){1, {c}});
+    int outs[3] = {v2, sum, v1};
+    cn_plan *p = NULL;
+    CHECK(cn_plan_create(&g, dev, outs, 3, NULL, 0, &p) == CN_OK, "%s: dgamma plan", sel);
+    if (p) {
+        CHECK(cn_plan_run(p, 1) == CN_OK, "%s: run", sel);
+        CHECK(cn_plan_read(p, v2, fused, (size_t)c * sizeof(float)) == CN_OK, "%s: read", sel);
+        CHECK(cn_plan_read(p, sum, ref, (size_t)c * sizeof(float)) == CN_OK, "%s: read", sel);
+        CHECK(cn_plan_read(p, v1, prod, (size_t)n * sizeof(float)) == CN_OK, "%s: read", sel);
+        cn_plan_free(p);
+        if (exact)
+            CHECK(!memcmp(fused, ref, (size_t)c * sizeof(float)), "%s: %dx%d: dgamma's bits differ from SUM_ROWS(dy * xhat)",
+                  sel, rows, c);
+        for (int j = 0; j < c && !exact; j++) {
+            double mag = 0.0;
+            for (int r = 0; r < rows; r++) mag += fabs((double)prod[(int64_t)r * c + j]);
+            double tol = 2.0 * rows * 0x1p-24 * mag;
+            CHECK(fabs((double)fused[j] - (double)ref[j]) <= tol, "%s: %dx%d: dgamma[%d] %.9g, SUM_ROWS(dy * xhat) %.9g, tol %.3g",
+                  sel, rows, c, j, (double)fused[j], (double)ref[j], tol);
+        }
+    }
+    cn_graph_destroy(&g);
+done:
+    free(dy), free(x), free(prod), free(gam), free(fused), free(ref);
+}
+
 int main(int argc, char **argv) {
     static const row_case cases[] = {
         {3136, 64, 0, FOLDS}, /* a ViT block's rows */
@@ -101,6 +156,9 @@ int main(int argc, char **argv) {
         }
         int before = failures;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, argv[d], &cases[i]);
+        static const int dg[][2] = {{3136, 64}, {8192, 128}, {37, 67}, {5, 3}};
+        for (size_t i = 0; i < sizeof dg / sizeof dg[0]; i++)
+            run_dgamma(dev, argv[d], dg[i][0], dg[i][1], strcmp(argv[d], "omp") == 0);
         printf("%s %s%s\n", failures == before ? "ok  " : "FAIL", argv[d], gpu ? " (GPU emulated)" : "");
         cn_device_release(dev);
     }
