@@ -67,6 +67,7 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, tanh_grad_span)                                                             \
     X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final) X(REDUCE, reduce_sum_small)      \
     X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)           \
+    X(REDUCE, sum_rows_vec)                                                                    \
     X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                            \
     X(REDUCE, accuracy_rowsv)                                                                  \
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)   \

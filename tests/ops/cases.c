@@ -390,6 +390,8 @@ static void cases_SUM_ROWS(h_caselist *L) {
         {h_shape(2, 576, 64), h_shape(1, 64)},       {h_shape(2, 5000, 17), h_shape(1, 17)},
         {h_shape(2, 3001, 80), h_shape(1, 80)},      {h_shape(2, 1000, 100), h_shape(1, 100)},
         {h_shape(3, 700, 3, 40), h_shape(2, 3, 40)},
+        /* a transformer's bias gradients: whole vectors of columns (one pass on CPU-type OpenCL) */
+        {h_shape(3, 64, 49, 128), h_shape(1, 128)},  {h_shape(2, 1024, 512), h_shape(1, 512)},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char sx[64], so[64];
