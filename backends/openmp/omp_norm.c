@@ -2,26 +2,33 @@
  * gamma[, res]) (engine/ops.h, res: the fused residual). Rows are independent and split across
  * threads.
  *
- * Mean and variance are two passes in double (the one-pass E[x^2] - E[x]^2 cancels badly for
- * rows with a large mean); the backward recomputes them rather than reading saved statistics,
- * since a node has one output, and the recomputation is one read of the row it reads anyway.
- * Every row sum is kept in LN_LANES double accumulators (element j in lane j mod LN_LANES)
- * added together at the end: gcc vectorises independent lanes, where one running sum is a
- * serial chain of dependent adds it may not reorder. The per-element passes are plain loops
- * it vectorises as they are. The row functions are compiled for baseline x86-64 and for
- * AVX2+FMA (omp_vmath.h: CN_VM_MULTIARCH; the same bits either way).
+ * Mean and variance are two passes (the one-pass E[x^2] - E[x]^2 cancels badly for rows with
+ * a large mean); the backward recomputes them rather than reading saved statistics, since a
+ * node has one output, and the recomputation is one read of the row it reads anyway.
+ *
+ * Float arithmetic, as the OpenCL kernels and PyTorch's CPU layer norm: every row sum is kept
+ * in LN_LANES float accumulators (element j in lane j mod LN_LANES), halved pairwise at the
+ * end as common.h.cl's cn_hsumV does, so each lane adds C/16 terms and the sum's rounding is
+ * that of a short sum. These sums were double until issue 20: conversions and half-width
+ * vectors in every pass made the forward about 1.7 times as costly (one thread, ViT rows of
+ * 64) for an accuracy the float32 output does not keep. gcc vectorises independent lanes, where
+ * one running sum is a serial chain of dependent adds it may not reorder. Variant 2's row
+ * sums (dgamma, over thousands of rows) stay double, with SUM_ROWS's blocks. The row
+ * functions are compiled for baseline x86-64 and for AVX2+FMA (omp_vmath.h:
+ * CN_VM_MULTIARCH; under -std=c11 gcc contracts nothing, so the same bits either way).
  */
 #include <stdlib.h>
 
 #include "omp_ops.h"
 #include "omp_vmath.h"
 
-#define LN_LANES 8
+#define LN_LANES 16
 
-/* out = the sum over j < c of f, an expression in j, in LN_LANES lanes. */
+/* out = the float sum over j < c of f, an expression in j: element j in lane j mod LN_LANES,
+ * the lanes added pairwise at the end (common.h.cl's cn_hsumV order for 16 lanes). */
 #define LN_SUM(out, c, f)                                                   \
     do {                                                                    \
-        double lane_[LN_LANES] = {0};                                       \
+        float lane_[LN_LANES] = {0};                                        \
         const int64_t full_ = (c) / LN_LANES * LN_LANES;                    \
         for (int64_t j0_ = 0; j0_ < full_; j0_ += LN_LANES)                 \
             for (int k_ = 0; k_ < LN_LANES; k_++) {                         \
@@ -29,19 +36,19 @@
                 lane_[k_] += (f);                                           \
             }                                                               \
         for (int64_t j = full_; j < (c); j++) lane_[j - full_] += (f);      \
-        double s_ = 0.0;                                                    \
-        for (int k_ = 0; k_ < LN_LANES; k_++) s_ += lane_[k_];              \
-        (out) = s_;                                                         \
+        for (int w_ = LN_LANES / 2; w_ > 0; w_ /= 2)                        \
+            for (int k_ = 0; k_ < w_; k_++) lane_[k_] += lane_[k_ + w_];    \
+        (out) = lane_[0];                                                   \
     } while (0)
 
 /* mean and 1/sqrt(var + eps) of one row, as the kernels compute them. */
-static inline void row_stats(const float *x, int64_t c, float eps, double *mean, double *rstd) {
-    double s, v;
-    LN_SUM(s, c, (double)x[j]);
-    const double m = s / (double)c;
-    LN_SUM(v, c, ((double)x[j] - m) * ((double)x[j] - m));
+static inline void row_stats(const float *x, int64_t c, float eps, float *mean, float *rstd) {
+    float s, v;
+    LN_SUM(s, c, x[j]);
+    const float m = s / (float)c;
+    LN_SUM(v, c, (x[j] - m) * (x[j] - m));
     *mean = m;
-    *rstd = 1.0 / sqrt(v / (double)c + (double)eps);
+    *rstd = 1.0f / sqrtf(v / (float)c + eps);
 }
 
 /* x (input xi) viewed as [rows, c]; the plan checked the shapes (ops.h). */
@@ -57,32 +64,30 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
 #define LN_ROW_FNS(SUF, ATTR)                                                                          \
     ATTR static void ln_row##SUF(const float *xr, const float *gamma, const float *beta, float *yr,   \
                                  int64_t c, float eps) {                                              \
-        double mean, rstd;                                                                            \
+        float mean, rstd;                                                                             \
         row_stats(xr, c, eps, &mean, &rstd);                                                          \
-        for (int64_t j = 0; j < c; j++) {                                                             \
-            const float xhat = (float)(((double)xr[j] - mean) * rstd);                                \
-            yr[j] = xhat * gamma[j] + beta[j];                                                        \
-        }                                                                                             \
+        for (int64_t j = 0; j < c; j++) yr[j] = (xr[j] - mean) * rstd * gamma[j] + beta[j];           \
     }                                                                                                 \
     ATTR static void ln_grad_row##SUF(const float *dyr, const float *xr, const float *gamma, float *dxr, \
                                       const float *rr, int64_t c, float eps, int variant) {           \
-        double mean, rstd;                                                                            \
+        float mean, rstd;                                                                             \
         row_stats(xr, c, eps, &mean, &rstd);                                                          \
         if (variant == 1) {                                                                           \
-            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * (float)(((double)xr[j] - mean) * rstd); \
+            for (int64_t j = 0; j < c; j++) dxr[j] = dyr[j] * ((xr[j] - mean) * rstd);                \
             return;                                                                                   \
         }                                                                                             \
-        double sg, sgx;                                                                               \
-        LN_SUM(sg, c, (double)dyr[j] * (double)gamma[j]);                                             \
-        LN_SUM(sgx, c, (double)dyr[j] * (double)gamma[j] * (((double)xr[j] - mean) * rstd));          \
-        const double mg = sg / (double)c, mgx = sgx / (double)c;                                      \
+        float sg, sgx;                                                                                \
+        LN_SUM(sg, c, dyr[j] * gamma[j]);                                                             \
+        LN_SUM(sgx, c, dyr[j] * gamma[j] * ((xr[j] - mean) * rstd));                                  \
+        const float mg = sg / (float)c, mgx = sgx / (float)c;                                         \
         for (int64_t j = 0; j < c; j++) {                                                             \
-            const double xhat = ((double)xr[j] - mean) * rstd;                                        \
-            dxr[j] = (float)(rstd * ((double)dyr[j] * (double)gamma[j] - mg - xhat * mgx));           \
+            const float xhat = (xr[j] - mean) * rstd;                                                 \
+            dxr[j] = rstd * (dyr[j] * gamma[j] - mg - xhat * mgx);                                    \
         }                                                                                             \
         if (rr)                                                                                       \
             for (int64_t j = 0; j < c; j++) dxr[j] += rr[j];                                          \
     }
+
 /* Variant 2 (dgamma): rows [r0, r1) of dy * xhat, each product the float variant 1 stores,
  * added in order into the doubles acc[0..c). */
 #define LN_DGAMMA_FNS(SUF, ATTR)                                                                       \
@@ -91,10 +96,9 @@ static void rows_of(const cn_launch *l, int xi, int64_t *rows, int64_t *c) {
         for (int64_t j = 0; j < c; j++) acc[j] = 0.0;                                                 \
         for (int64_t r = r0; r < r1; r++) {                                                           \
             const float *xr = x + r * c, *dyr = dy + r * c;                                           \
-            double mean, rstd;                                                                        \
+            float mean, rstd;                                                                         \
             row_stats(xr, c, eps, &mean, &rstd);                                                      \
-            for (int64_t j = 0; j < c; j++)                                                           \
-                acc[j] += (double)(dyr[j] * (float)(((double)xr[j] - mean) * rstd));                  \
+            for (int64_t j = 0; j < c; j++) acc[j] += (double)(dyr[j] * ((xr[j] - mean) * rstd));    \
         }                                                                                             \
     }
 LN_ROW_FNS(_base, )
