@@ -136,7 +136,7 @@ done:
     free(dy), free(x), free(prod), free(gam), free(fused), free(ref);
 }
 
-int main(int argc, char **argv) {
+static void all_cases(cn_device *dev) {
     static const row_case cases[] = {
         {3136, 64, 0, FOLDS}, /* a ViT block's rows */
         {5, 67, 1, FOLDS},    /* vectors and a scalar tail, r first */
@@ -146,22 +146,14 @@ int main(int argc, char **argv) {
         {6, 40, 1, TWO_READERS},
         {6, 40, 0, VARIANT1},
     };
-    const char *emulated = getenv("CLNET_EMULATE_GPU");
-    int gpu = emulated && !strcmp(emulated, "1");
-    for (int d = 1; d < argc; d++) {
-        cn_device *dev = NULL;
-        if (cn_device_open(argv[d], &dev) != CN_OK) {
-            CHECK(0, "open %s", argv[d]);
-            continue;
-        }
-        int before = failures;
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, argv[d], &cases[i]);
-        static const int dg[][2] = {{3136, 64}, {8192, 128}, {37, 67}, {5, 3}};
-        for (size_t i = 0; i < sizeof dg / sizeof dg[0]; i++)
-            run_dgamma(dev, argv[d], dg[i][0], dg[i][1], strcmp(argv[d], "omp") == 0);
-        printf("%s %s%s\n", failures == before ? "ok  " : "FAIL", argv[d], gpu ? " (GPU emulated)" : "");
-        cn_device_release(dev);
-    }
+    static const int dg[][2] = {{3136, 64}, {8192, 128}, {37, 67}, {5, 3}};
+    const char *sel = dev->info.selector;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, sel, &cases[i]);
+    for (size_t i = 0; i < sizeof dg / sizeof dg[0]; i++) run_dgamma(dev, sel, dg[i][0], dg[i][1], !strcmp(sel, "omp"));
+}
+
+int main(int argc, char **argv) {
+    for (int d = 1; d < argc; d++) check_device(argv[d], all_cases);
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
