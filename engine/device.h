@@ -28,6 +28,8 @@ struct cn_tensor {
     cn_dtype dtype;
     void *buf; /* backend buffer, owned */
     size_t bytes;
+    uint64_t version; /* counts writes (cn_tensor_write, a plan launch that writes it): what a
+                         session's folded weights were computed from (session_fold.c) */
 };
 
 void cn_device_retain(cn_device *dev);
