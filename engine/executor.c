@@ -149,6 +149,9 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     cn_backend *be = p->dev->be;
     int prof = cn_profile_enabled();
     for (int k = from; k < to; k++) {
+        /* a launch writing a bound tensor (a gradient, an in-place update) changes its version */
+        cn_tensor *written = p->bound[p->root[p->launch_node[k]]];
+        if (written) written->version++;
         p->launches[k].step = step;
         p->launches[k].flags = p->flags;
         double t0 = prof ? cn_now_seconds() : 0, c0 = prof ? cpu_seconds() : 0;

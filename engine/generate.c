@@ -468,11 +468,12 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %zu prepared weights", n_prep);
 }
 
-/* Writes of the prep plan's inputs so far (cn_tensor.writes: uploads, loads, optimizer
- * steps of a session sharing them); its outputs are never written otherwise. */
+/* Writes of the prep plan's bound tensors so far (cn_tensor.version: uploads, loads, plan
+ * launches such as an optimizer step of a session sharing them, and the prep's own writes of
+ * its outputs, which nothing else writes). */
 static uint64_t prep_inputs_written(const cn_generator *gen) {
     uint64_t n = 0;
-    for (int i = 0; i < gen->prep.n_bound; i++) n += gen->prep.tensors[i]->writes;
+    for (int i = 0; i < gen->prep.n_bound; i++) n += gen->prep.tensors[i]->version;
     return n;
 }
 
@@ -484,7 +485,8 @@ static cn_status run_prep(cn_generator *gen) {
     const uint64_t now = prep_inputs_written(gen);
     if (gen->prep_runs && now == gen->prep_writes) return CN_OK;
     CN_TRY(cn_plan_run(gen->prep.plan, 1));
-    gen->prep_writes = now, gen->prep_runs++;
+    /* read after the run: the prep's own launches count as writes of its outputs */
+    gen->prep_writes = prep_inputs_written(gen), gen->prep_runs++;
     return CN_OK;
 }
 
