@@ -28,6 +28,9 @@ struct cn_tensor {
     cn_dtype dtype;
     void *buf; /* backend buffer, owned */
     size_t bytes;
+    uint64_t writes; /* whole writes of its values (cn_tensor_write, an optimizer step): what
+                        was derived from them (a generator's fused weights) is redone when
+                        this changes */
 };
 
 void cn_device_retain(cn_device *dev);

@@ -20,6 +20,7 @@ typedef enum cn_shape_rule {
     CN_RULE_BROADCAST,    /* b broadcasts onto a; out = a's shape */
     CN_RULE_SAME,         /* out = input's shape */
     CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
+    CN_RULE_BINARY_GRAD,  /* (dy, a, b): dy and a equal, b broadcasts onto a; out = a's shape */
     CN_RULE_MASK,         /* SAME, with the dropout rate in [0,1) */
     CN_RULE_CLASSIFY,     /* logits [N,C], labels [N] -> [1] */
     CN_RULE_XENT_GRAD,    /* dy [1], logits [N,C], labels [N] -> [N,C] */
@@ -324,6 +325,8 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         *out = cn_shape_of(2, a->d[0], b->d[1]);
         return CN_OK;
     case CN_RULE_BROADCAST:
+        if (op == CN_OP_COMPARE && (p->variant < 0 || p->variant > 4))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0 <, 1 >, 2 ==, 3 <=, 4 >=)", name, p->variant);
         if (!cn_shape_broadcasts(b, a))
             SHAPE_FAIL("%s: %s does not broadcast onto %s (it must equal a trailing part, leading 1s aside)", name,
                        cn_shape_str(b, s1, sizeof s1), cn_shape_str(a, s2, sizeof s2));
@@ -340,6 +343,15 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (!cn_shape_eq(a, b))
             SHAPE_FAIL("%s: dy %s and forward tensor %s differ", name, cn_shape_str(a, s1, sizeof s1),
                        cn_shape_str(b, s2, sizeof s2));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_BINARY_GRAD:
+        if (!cn_shape_eq(a, b) || !cn_shape_broadcasts(&in[2], b))
+            SHAPE_FAIL("%s: dy %s, a %s, b %s: dy must equal a and b broadcast onto it", name,
+                       cn_shape_str(a, s1, sizeof s1), cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        if (p->variant < 0 || p->variant > (op == CN_OP_MINMAX_GRAD ? 3 : 1))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0..%d)", name, p->variant,
+                             op == CN_OP_MINMAX_GRAD ? 3 : 1);
         *out = *b;
         return CN_OK;
     case CN_RULE_CLASSIFY:

@@ -168,7 +168,24 @@
  *   BN_FOLD(gamma [C], beta [C], running [2,C]) -> [C]: p.variant 0 gives the scale
  *   gamma / sqrt(running[1] + p.eps), 1 the shift beta - running[0] * scale, so that the
  *   inference form is x * scale + shift (an inference session folds them into the weights
- *   and bias of the convolution or dense layer before it, program_fold.c).
+ *   and bias of the convolution or dense layer before it, program_fold.c). *
+ * Elementwise math of issue 18 §3 (kernels_cl/math.cl, omp_math.c; b broadcasts onto a as for
+ * ADD, element i pairing with i % numel(b)):
+ * - MAXIMUM(a, b), MINIMUM(a, b): torch.maximum/minimum: a NaN on either side gives NaN, a
+ *   tie gives a. MINMAX_GRAD(dy, a, b) -> a's shape: p.variant bit 0 = MINIMUM's (else
+ *   MAXIMUM's), bit 1 = the gradient of b (else of a), before b's reduction to its shape
+ *   (SUM_ROWS): the input that lost gets 0, a tie gives each dy / 2, anything else (NaN) dy,
+ *   as PyTorch's derivative formulas do.
+ * - POW(a, b): pow(a, b) (C's powf: a negative base with an integer exponent is exact in
+ *   sign, a non-integer one NaN). POW_GRAD(dy, a, b) -> a's shape: p.variant 0 gives
+ *   dy * b * pow(a, b - 1) (0 where b == 0), 1 gives dy * pow(a, b) * log(a) (0 where a == 0
+ *   and b >= 0), PyTorch's pow_backward_self/_exponent.
+ * - FLOOR, CEIL (exact; their gradient is 0), ERF (its gradient 2/sqrt(pi) exp(-x^2) is
+ *   composed by autodiff from MUL, SCALE and EXP).
+ * - COMPARE(a, b): a mask, 1 where the comparison holds and 0 elsewhere (NaN compares false,
+ *   but unequal), in the inputs' storage type: p.variant 0 a < b, 1 a > b, 2 a == b, 3 a <= b,
+ *   4 a >= b. clnet's booleans are such masks (docs/DESIGN.md); not differentiable (no
+ *   gradient flows through a comparison, as through PyTorch's bool tensors).
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -289,7 +306,16 @@
     X(NORM_DENSE_KV, "norm_dense_kv", 6, 0, 1, "hhhhhi:h", DENSE_ROWS, INPLACE, 0, NONE)  \
     X(ATTEND_PROJ, "attend_proj", 5, 0, 1, "hihhh:h", ATTEND_QKV, OWN, 0, NONE)           \
     X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
-    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)
+    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)                \
+    X(MAXIMUM, "maximum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MINIMUM, "minimum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MINMAX_GRAD, "minmax_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)            \
+    X(POW, "pow", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                               \
+    X(POW_GRAD, "pow_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)                  \
+    X(FLOOR, "floor", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
+    X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
+    X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
+    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

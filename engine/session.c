@@ -547,6 +547,7 @@ cn_status cn_session_apply_gradients(cn_session *s) {
     if (st == CN_OK && (s->check_numerics || !s->scale_by_group)) st = cn_session__check_numerics_enqueue(s);
     if (st != CN_OK) return cn_session__fail_run(s, st);
     CN_TRY(cn_session__fail_run(s, cn_plan_run(s->apply, s->step + 1)));
+    for (int i = 0; i < s->prog->n_params; i++) s->param[i]->writes++; /* seen by shared sessions' generators */
     if (cn_session__scaling(s) && !s->scale_by_group) {
         int skipped;
         CN_TRY(cn_session__scaler_settle(s, &skipped));

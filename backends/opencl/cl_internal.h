@@ -40,7 +40,8 @@
     X(CHANNEL, "channel.cl")          \
     X(BATCHNORM, "batchnorm.cl")      \
     X(KVCACHE, "kvcache.cl") \
-    X(QUANT, "quant.cl")
+    X(QUANT, "quant.cl")              \
+    X(MATH, "math.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -110,8 +111,9 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
-    X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add)                                    \
-    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
+    X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
+    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
+    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,

@@ -233,6 +233,24 @@ static int build(ctx *c, const char *name) {
         int xs[4] = {in(c, "x"), in(c, "gamma"), in(c, "beta"), cn_g_const(c->g, "running", &run->shape, run->data)};
         return cn_g_op(c->g, CN_OP_BATCHNORM, 4, xs, &p, NULL);
     }
+    /* issue 18's math ops (tools/golden/make_math_fixtures.py) */
+    if (!strcmp(name, "maximum")) return cn_g_binary(c->g, CN_OP_MAXIMUM, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "minimum")) return cn_g_binary(c->g, CN_OP_MINIMUM, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "pow")) return cn_g_binary(c->g, CN_OP_POW, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "pow_int")) {
+        const rec *e = find(c->f, "const:b");
+        return e ? cn_g_binary(c->g, CN_OP_POW, in(c, "a"), cn_g_const(c->g, "b", &e->shape, e->data)) : -1;
+    }
+    if (!strcmp(name, "floor")) return cn_g_unary(c->g, CN_OP_FLOOR, in(c, "x"));
+    if (!strcmp(name, "ceil")) return cn_g_unary(c->g, CN_OP_CEIL, in(c, "x"));
+    if (!strcmp(name, "erf")) return cn_g_unary(c->g, CN_OP_ERF, in(c, "x"));
+    if (!strcmp(name, "less") || !strcmp(name, "greater") || !strcmp(name, "equal")) {
+        const rec *a = find(c->f, "const:a"), *b = find(c->f, "const:b");
+        if (!a || !b) return -1;
+        p.variant = name[0] == 'l' ? 0 : name[0] == 'g' ? 1 : 2;
+        int ab[2] = {cn_g_const(c->g, "a", &a->shape, a->data), cn_g_const(c->g, "b", &b->shape, b->data)};
+        return cn_g_binary(c->g, CN_OP_MUL, cn_g_op(c->g, CN_OP_COMPARE, 2, ab, &p, NULL), in(c, "x"));
+    }
     cn_errorf(CN_ERR_INVALID_ARG, "no builder for fixture '%s'", name);
     return -1;
 }
@@ -584,6 +602,8 @@ static const char *const fixtures[] = {
     "leaky_relu", "elu", "relu6", "silu", "hard_sigmoid", "hard_swish", "softplus", "channel_mul", "channel_add",
     "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
     "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
+    /* issue 18 §3 */
+    "maximum", "minimum", "pow", "pow_int", "floor", "ceil", "erf", "less", "greater", "equal",
     /* issue 20 */
     "relu_maxpool", "relu_maxpool_overlap",
 };
