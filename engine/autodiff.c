@@ -145,9 +145,9 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
         }
         if (r >= 0 && need_b) {
             cn_op_params q = p;
-            q.variant = 1; /* dy * xhat */
+            q.variant = 2; /* dgamma: the row sum of dy * xhat in one pass */
             int in[3] = {dy, a, b};
-            r = accumulate(g, grad, b, unbroadcast(g, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &q, NULL), &sb));
+            r = accumulate(g, grad, b, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &q, NULL));
         }
         if (r >= 0 && g->nodes[c].requires_grad) r = accumulate(g, grad, c, unbroadcast(g, dy, &g->nodes[c].shape));
         break;

@@ -112,6 +112,7 @@ cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
     return cn_op_as_epilogue(op);
 }
 int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
+int cn_op_fused_residual(cn_op op, int n_in) { return op == CN_OP_LAYERNORM_GRAD && n_in == 4; }
 
 /* ---- shapes ---- */
 
@@ -493,6 +494,13 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
             return cn_errorf(CN_ERR_SHAPE, "%s: a fused bias %s %s needs %s, got output %s", names[op],
                              cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]),
                              op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
+                             cn_shape_str(out, s2, sizeof s2));
+    }
+    if (cn_op_fused_residual(op, n_in)) {
+        base = 3;
+        if (p->variant != 0 || dt[3] != dt[0] || !cn_shape_eq(&in[3], out))
+            return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs variant 0 and the output's shape and type %s",
+                             names[op], cn_shape_str(&in[3], s1, sizeof s1), cn_dtype_name(dt[3]),
                              cn_shape_str(out, s2, sizeof s2));
     }
     cn_shape want;

@@ -72,7 +72,11 @@
  *   (x - mean) * rstd * gamma + beta with the biased variance and rstd = 1/sqrt(var + eps)
  *   (p.eps; PyTorch's layer_norm). LAYERNORM_GRAD(dy, x, gamma) -> x's shape recomputes mean
  *   and rstd: p.variant 0 gives dx, 1 gives dy * xhat (xhat = (x - mean) * rstd), whose
- *   SUM_ROWS over the leading axes is dgamma; dbeta is SUM_ROWS(dy).
+ *   SUM_ROWS over the leading axes is dgamma, and 2 gives that dgamma [C] itself (one pass,
+ *   no [rows, C] product in memory; what autodiff emits); dbeta is SUM_ROWS(dy). Fused residual: the
+ *   planner may fold ADD(LAYERNORM_GRAD variant 0, r) into the gradient launch with n_in ==
+ *   4, in[3] = r of dx's shape and type: out = dx + r, dx rounded to float32 first, so the
+ *   float32 result is the unfused ADD's bit for bit (cn_op_fused_residual).
  * - EMBEDDING(table [V,D], ids i32 [...]) -> [..., D]: row ids[i] of the table. An id outside
  *   [0, V) gives a zero row (kernels never read outside the table; rejecting such ids is the
  *   feeder's job). EMBEDDING_GRAD(dy [..., D], ids) -> [V, D] (shape given by the node):
@@ -371,6 +375,8 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
+/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above). */
+int cn_op_fused_residual(cn_op op, int n_in);
 
 typedef struct cn_op_params {
     int32_t trans_a, trans_b;       /* MATMUL */

@@ -146,6 +146,8 @@ static void cases_MATMUL(h_caselist *L) {
     mm(L, 0, 1, 1000, 1, 1, 1, CN_EPI_NONE); /* a dot product */
     mm(L, 0, 3, 1024, 5, 0, 0, CN_EPI_NONE); /* split-K, rows fewer than a register block */
     mm(L, 2, 6, 1024, 4, 0, 1, CN_EPI_NONE); /* split-K, batched, B transposed through scratch */
+    /* split-K for B rows of 1 KiB or more (cl_blas.c), a shifted last row block */
+    mm(L, 0, 7, 4104, 576, 0, 0, CN_EPI_NONE);
     mm(L, 0, 128, 256, 96, 0, 0, CN_EPI_NONE);
     mm(L, 0, 200, 3, 1, 0, 1, CN_EPI_NONE);
     mm(L, 0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: zeros, then the epilogue */
@@ -390,6 +392,8 @@ static void cases_SUM_ROWS(h_caselist *L) {
         {h_shape(2, 576, 64), h_shape(1, 64)},       {h_shape(2, 5000, 17), h_shape(1, 17)},
         {h_shape(2, 3001, 80), h_shape(1, 80)},      {h_shape(2, 1000, 100), h_shape(1, 100)},
         {h_shape(3, 700, 3, 40), h_shape(2, 3, 40)},
+        /* a transformer's bias gradients: whole vectors of columns (one pass on CPU-type OpenCL) */
+        {h_shape(3, 64, 49, 128), h_shape(1, 128)},  {h_shape(2, 1024, 512), h_shape(1, 512)},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char sx[64], so[64];
@@ -757,8 +761,9 @@ int h_build_cases(h_caselist *L) {
             ok = 0;
         }
         for (int k = before; k < L->n; k++)
-            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in)) ||
-                L->v[k].op != (cn_op)op) { /* MATMUL and DWCONV may carry ops.h's fused bias */
+            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in) &&
+                 !cn_op_fused_residual((cn_op)op, L->v[k].n_in)) ||
+                L->v[k].op != (cn_op)op) { /* ops.h's fused bias (MATMUL, DWCONV) or residual (LAYERNORM_GRAD) */
                 fprintf(stderr, "FAIL: case %s[%s] has %d inputs, the op table says %d\n",
                         cn_op_name((cn_op)op), L->v[k].desc, L->v[k].n_in, cn_op_arity((cn_op)op));
                 ok = 0;
