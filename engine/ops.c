@@ -483,6 +483,9 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue >= CN_EPI_COUNT))
         return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add, matmul and depthwise_conv take one, of cn_epilogue)",
                          names[op], (int)p->epilogue);
+    if (p->relu_mask && (op != CN_OP_MAXPOOL_GRAD || p->relu_mask != 1))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: relu_mask %d (only maxpool_grad takes one, 0 or 1)", names[op],
+                         (int)p->relu_mask);
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {
         base = 2;

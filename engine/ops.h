@@ -22,7 +22,8 @@
  *   image shape as its output shape.
  * - Pools: x [N,H,W,C] -> [N,OH,OW,C], window (kh,kw), stride (sh,sw), padding (ph,pw);
  *   OH = (H + 2ph - kh)/sh + 1 (p.ceil_mode: cn_window_extent_ceil). Max pool ignores
- *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan).
+ *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan),
+ *   and with p.relu_mask zeroes dx where x <= 0 (the ReLU gradient of the x it pooled).
  *   Avg pool divides by cn_pool_divisor (kh*kw unless p.ceil_mode or p.exclude_pad).
  * - Window geometry in general (cn_window_of): padding before (ph, pw) and after (ph + ph_extra,
  *   pw + pw_extra: asymmetric padding), dilation (dh, dw; 0 reads as 1): window position
@@ -412,6 +413,10 @@ typedef struct cn_op_params {
                                        in_shape[0] is the window matrix of (kh, kw, sh, sw; no padding
                                        or dilation). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
+    int32_t relu_mask;              /* MAXPOOL_GRAD folded with the RELU_GRAD after it (planner.c,
+                                       fuse_pool_relu_grad): 1 = dx is also zeroed where x <= 0, i.e.
+                                       RELU_GRAD(MAXPOOL_GRAD(dy, x), x) for x a ReLU's output, in
+                                       one pass. Only a mask: the same bits as the two launches. */
 } cn_op_params;
 
 /* The epilogue a node of op with parameters p becomes when fused (the table's column, and

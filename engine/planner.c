@@ -236,6 +236,32 @@ static void fold_attention(cn_plan *p, const char *live) {
     }
 }
 
+/* Fold RELU_GRAD(MAXPOOL_GRAD(dy, y), y) into the MAXPOOL_GRAD (p.relu_mask): a ReLU whose
+ * output is max-pooled (conv, ReLU, pool) has its two gradients over the full image in a row,
+ * and the pool's gradient already reads y to find each window's winner, so the mask costs no
+ * extra read; one pass writes the image-sized gradient instead of two passes reading it back.
+ * The result is the same bits (a select, no arithmetic). */
+static void fuse_pool_relu_grad(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        const cn_node *rg = &p->nodes[i];
+        if (!live[i] || rg->op != CN_OP_RELU_GRAD || p->root[i] != i) continue;
+        int g = rg->in[0];
+        cn_node *mp = &p->nodes[g];
+        if (mp->op != CN_OP_MAXPOOL_GRAD || mp->in[1] != rg->in[1] || mp->p.relu_mask || consumers[g] != 1 ||
+            is_out[g] || p->root[g] != g || mp->dtype != rg->dtype || !cn_shape_eq(&mp->shape, &rg->shape))
+            continue;
+        cn_launch l;
+        mp->p.relu_mask = 1;
+        fill_launch(p, g, &l);
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+            mp->p.relu_mask = 0;
+            continue;
+        }
+        p->root[i] = g;
+        p->fused++;
+    }
+}
+
 typedef struct pool_buf {
     void *buf;
     size_t bytes;
@@ -458,6 +484,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
         fuse_activations(p, live, consumers, is_out);
         fuse_residual(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);
+        fuse_pool_relu_grad(p, live, consumers, is_out);
         fold_attention(p, live);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)

@@ -574,6 +574,24 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         c->out_shape = c->in[1].shape;
         h_tol_reduce(c, geo_overlap(g));
     }
+    /* relu_mask (ops.h; the planner's fold of the ReLU gradient, issue 20): x with negatives
+     * the mask zeroes, and in {-1,0,1} zeros too (ties, and winners the mask must drop): disjoint
+     * windows (POCL's row kernels; the seed CNN's pools: 32 channels; 4; an odd 3) and
+     * overlapping padded ones (the generic kernels). */
+    static const int masked[] = {6, 10, 1, 2, 7};
+    for (size_t m = 0; m < sizeof masked / sizeof masked[0]; m++)
+        for (int ints = 0; ints < 2; ints++) {
+            const geo *g = &pool_geos[masked[m]];
+            h_case *c = geo_case(L, CN_OP_MAXPOOL_GRAD, g);
+            size_t len = strlen(c->desc);
+            snprintf(c->desc + len, sizeof c->desc - len, " relu_mask, x in %s", ints ? "{-1,0,1}" : "[-1,1]");
+            set_geo(c, g);
+            c->p.relu_mask = 1;
+            h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
+            h_in(c, h_shape(4, g->n, g->h, g->w, g->c), ints ? GEN_INTS : GEN_UNIFORM, -1, 1);
+            c->out_shape = c->in[1].shape;
+            h_tol_reduce(c, geo_overlap(g));
+        }
     cases_pool_modes(L, CN_OP_MAXPOOL_GRAD);
 }
 
