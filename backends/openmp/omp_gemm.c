@@ -175,12 +175,13 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, const float *rest
 }
 #endif
 
-/* Copies len floats, a constant count: a copy loop of variable length becomes a memcpy
- * call, which for a 56-byte sliver row cost a fifth of an AᵀB product's time. */
+/* Copies len floats, a constant count once inlined. A copy loop becomes a call to memmove
+ * (gcc's loop-to-library-call pattern), which for a 56- or 128-byte sliver row cost a
+ * fifth to a quarter of an AᵀB product's time; a memcpy of constant size is expanded in
+ * place into vector moves. */
 static inline __attribute__((always_inline)) void copy_row(const int len, float *restrict dst,
                                                            const float *restrict src) {
-#pragma omp simd
-    for (int r = 0; r < len; r++) dst[r] = src[r];
+    memcpy(dst, src, (size_t)len * sizeof(float));
 }
 
 #if defined(__AVX512F__)
@@ -360,19 +361,65 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
         macro_tiles(MR, g, ap, bp, i0, mc, jc, js0, js1, kc, accumulate, last);
 }
 
-/* The blocked loops as run by thread tid of a team of nt: each step's work is split
- * statically, with a barrier after packing B (publish the slab) and after the tiles (keep
- * it until everyone is done). With nt == 1 there is no OpenMP construct at all, so it is
- * also safe to call from inside another team's parallel loop. */
+/* Packed B held whole (every K slab at once) up to this many floats (4 MiB). */
+#define WHOLE_B_FLOATS (1 << 20)
+
+/* Floats of packing scratch for op(B): every K slab of an NC-wide column block when that fits
+ * WHOLE_B_FLOATS (see gemm_blocked), else one slab. */
+static int whole_b(int64_t n, int64_t k) {
+    return k * round_up(CN_OMP_MIN(n, NC), NR) <= WHOLE_B_FLOATS;
+}
+static size_t b_scratch_floats(int64_t n, int64_t k) {
+    const int64_t depth = whole_b(n, k) ? (k > KC ? k : KC) : KC;
+    return (size_t)depth * (size_t)round_up(CN_OMP_MIN(n, NC), NR);
+}
+
+/* The blocked loops as run by thread tid of a team of nt, each step's work split statically.
+ * When the packed B of a column block fits WHOLE_B_FLOATS (most products of a training step:
+ * [512,128] for an [8192,512] x [512,128]), it is packed once, all slabs, behind one barrier,
+ * and each M block then runs through every K slab in turn: its C block (196 x 128 floats)
+ * stays in L2 from one slab to the next instead of returning from memory once per slab, and
+ * the team meets once per product rather than twice per slab. Otherwise (long K and wide N)
+ * the classic order: per slab, pack B (barrier: publish it), run every M block (barrier: keep
+ * it until all are done). Each element is summed slab by slab in K order either way. With
+ * nt == 1 there is no OpenMP construct at all, so it is also safe to call from inside another
+ * team's parallel loop. */
 static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_t mblocks,
                          int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
+    const int64_t slabs = ceil_div(k, KC);
+    const int whole = whole_b(n, k);
     for (int64_t jc = 0; jc < n; jc += NC) {
         const int64_t nc = CN_OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
         const int64_t nsplit = split_n ? CN_OMP_MIN(nt, slivers) : 1;
         const int64_t tiles = mblocks * nsplit;
-        const int64_t slabs = ceil_div(k, KC);
+        if (whole) {
+            /* slab q's slivers start at bbuf + pc * slivers * NR, each kc * NR floats */
+            for (int64_t t = slivers * slabs * tid / nt; t < slivers * slabs * (tid + 1) / nt; t++) {
+                const int64_t q = t / slivers, js = t % slivers;
+                const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
+                pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + pc * slivers * NR + js * kc * NR);
+            }
+            if (nt > 1) {
+#pragma omp barrier
+            }
+            for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
+                const int64_t ib = t / nsplit, part = t % nsplit;
+                const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
+                const int64_t js0 = slivers * part / nsplit, js1 = slivers * (part + 1) / nsplit;
+                for (int64_t q = 0; q < slabs; q++) {
+                    const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
+                    pack_a(g, i0, mcur, pc, kc, ap);
+                    macro_kernel(g, ap, bbuf + pc * slivers * NR, i0, mcur, jc, js0, js1, kc, q > 0,
+                                 q == slabs - 1);
+                }
+            }
+            if (nt > 1 && jc + NC < n) {
+#pragma omp barrier
+            }
+            continue;
+        }
         for (int64_t q = 0; q < slabs; q++) {
             const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
             for (int64_t js = slivers * tid / nt; js < slivers * (tid + 1) / nt; js++)
@@ -400,7 +447,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
 }
 
 /* One product with up to nt threads. abuf holds nt blocks of MC*KC floats, bbuf
- * KC*round_up(min(n,NC),NR). */
+ * b_scratch_floats(n, k). */
 static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     if (m == 0 || n == 0) return;
@@ -460,7 +507,9 @@ static int64_t ksplit_pieces(int64_t k) {
 static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     const int64_t m = g->m, n = g->n, mn = m * n;
     const int64_t pieces = ksplit_pieces(g->k);
-    const size_t per = (size_t)MC * KC + (size_t)KC * (size_t)round_up(CN_OMP_MIN(n, NC), NR);
+    /* pieces are k / pieces or one deeper; either may be the one that holds its B whole */
+    const size_t b_lo = b_scratch_floats(n, g->k / pieces), b_hi = b_scratch_floats(n, ceil_div(g->k, pieces));
+    const size_t per = (size_t)MC * KC + (b_lo > b_hi ? b_lo : b_hi);
     float *part = malloc(((size_t)pieces * (size_t)mn + (size_t)max_nt * per) * sizeof(float));
     if (!part)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
@@ -589,7 +638,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     const int bufs = by_batch ? max_nt : 1;
 
     const size_t a_floats = (size_t)inner_nt * MC * KC;
-    const size_t b_floats = (size_t)KC * (size_t)round_up(CN_OMP_MIN(n, NC), NR);
+    const size_t b_floats = b_scratch_floats(n, k);
     const size_t per = a_floats + b_floats;
     float *scratch = malloc((size_t)bufs * per * sizeof(float));
     if (!scratch)

@@ -162,7 +162,9 @@ void check_gemm(void) {
     /* omp_gemm.c's paths: 16 and 64 rows take the 8-row tile on AVX-512 and 16 x 16 register
      * transposes pack the stored-transposed operands (K = 300: two slabs of 150, each 9 blocks
      * and a 6-deep tail; N = 70: two full column slivers and an edge, the bias fused in the
-     * full tiles); K = 3136 with a small output is cut into 4 K pieces; 3136 rows, 14 apiece */
+     * full tiles); K = 3136 with a small output is cut into 4 K pieces; 3136 rows, 14 apiece;
+     * 70 x 64 shared by column slivers; N = 2100: two column blocks, the packed B held whole
+     * (K = 100) or slab by slab (K = 600) */
     for (int t = 0; t < 4; t++) {
         gemm_threads(16, 300, 70, t & 1, t >> 1);
         gemm_threads(64, 300, 64, t & 1, t >> 1);
@@ -170,6 +172,9 @@ void check_gemm(void) {
     gemm_threads(16, 3136, 64, 1, 0);
     gemm_threads(70, 3136, 40, 0, 1);
     gemm_threads(3136, 16, 64, 0, 0);
+    gemm_threads(70, 300, 64, 0, 0);
+    gemm_threads(30, 100, 2100, 0, 0);
+    gemm_threads(16, 600, 2100, 1, 0);
 }
 
 static const n_geo geos[] = {
