@@ -257,7 +257,22 @@ pack_a_full(const int mr, const gemm_args *g, int64_t i, int64_t p0, int64_t kc,
 static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
                    float *restrict ap) {
     const int mr = g->mr;
-    for (int64_t s = 0; s < mc; s += mr) {
+    int64_t s = 0;
+    if (g->ta) {
+        /* A is stored [K,M]: row p of the block is contiguous, so it is read once, in order,
+         * and dealt out to the slivers (one sliver at a time would revisit every row's
+         * cache lines once per sliver, at a stride the prefetcher follows less well). */
+        const int64_t full = mc / mr * mr;
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = g->a + (p0 + p) * g->lda + i0;
+            if (mr == MR_NARROW && MR_NARROW != MR)
+                for (int64_t f = 0; f < full; f += MR_NARROW) copy_row(MR_NARROW, ap + f * kc + p * mr, src + f);
+            else
+                for (int64_t f = 0; f < full; f += MR) copy_row(MR, ap + f * kc + p * mr, src + f);
+        }
+        s = full;
+    }
+    for (; s < mc; s += mr) {
         float *restrict dst = ap + s * kc;
         const int64_t rows = CN_OMP_MIN(mr, mc - s);
         if (rows == mr && mr == MR_NARROW && MR_NARROW != MR) {
@@ -307,6 +322,25 @@ static void pack_b_sliver(const gemm_args *g, int64_t p0, int64_t kc, int64_t j0
             for (int64_t j = 0; j < NR; j++) dst[p * NR + j] = j < cols ? src[j] : 0.0f;
         }
     }
+}
+
+/* Packs slivers [js0, js1) of the column block from jc, rows [p0, p0+kc); sliver js goes to
+ * dst + js*kc*NR. B stored [K,N] is read row by row across the slivers (as pack_a reads a
+ * stored-transposed A); stored [N,K], sliver by sliver through the transposes. */
+static void pack_b(const gemm_args *g, int64_t p0, int64_t kc, int64_t jc, int64_t js0, int64_t js1,
+                   float *restrict dst) {
+    int64_t js = js0;
+    if (!g->tb) {
+        const int64_t full = CN_OMP_MIN(js1, (g->n - jc) / NR); /* slivers with NR columns */
+        if (full > js0) {
+            for (int64_t p = 0; p < kc; p++) {
+                const float *src = g->b + (p0 + p) * g->ldb + jc;
+                for (int64_t f = js0; f < full; f++) copy_row(NR, dst + f * kc * NR + p * NR, src + f * NR);
+            }
+            js = full;
+        }
+    }
+    for (; js < js1; js++) pack_b_sliver(g, p0, kc, jc + js * NR, dst + js * kc * NR);
 }
 
 /* The end of a C tile's last K slab: rows [0, mr) x cols [0, nr) of c (row stride ldc)
@@ -396,10 +430,12 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
         const int64_t tiles = mblocks * nsplit;
         if (whole) {
             /* slab q's slivers start at bbuf + pc * slivers * NR, each kc * NR floats */
-            for (int64_t t = slivers * slabs * tid / nt; t < slivers * slabs * (tid + 1) / nt; t++) {
-                const int64_t q = t / slivers, js = t % slivers;
+            const int64_t t0 = slivers * slabs * tid / nt, t1 = slivers * slabs * (tid + 1) / nt;
+            for (int64_t q = t0 / slivers; q < slabs && q * slivers < t1; q++) {
                 const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
-                pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + pc * slivers * NR + js * kc * NR);
+                const int64_t js0 = CN_OMP_MAX(t0 - q * slivers, 0);
+                const int64_t js1 = CN_OMP_MIN(t1 - q * slivers, slivers);
+                pack_b(g, pc, kc, jc, js0, js1, bbuf + pc * slivers * NR);
             }
             if (nt > 1) {
 #pragma omp barrier
@@ -422,8 +458,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
         }
         for (int64_t q = 0; q < slabs; q++) {
             const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
-            for (int64_t js = slivers * tid / nt; js < slivers * (tid + 1) / nt; js++)
-                pack_b_sliver(g, pc, kc, jc + js * NR, bbuf + js * kc * NR);
+            pack_b(g, pc, kc, jc, slivers * tid / nt, slivers * (tid + 1) / nt, bbuf);
             if (nt > 1) {
 #pragma omp barrier
             }
