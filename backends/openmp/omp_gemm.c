@@ -105,14 +105,14 @@ static int pick_mr(int64_t m) {
  * during the K loop but stored all 28 to the stack and reloaded them to update C, which for
  * a short K (a 16-deep patch embedding) cost about as much as the FMAs. */
 static inline __attribute__((always_inline)) void
-micro_tile(const int mr, int64_t kc, const float *restrict ap, const float *restrict bp,
-           float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kc; p++) {
-        const __m512 b0 = _mm512_loadu_ps(bp + p * NR), b1 = _mm512_loadu_ps(bp + p * NR + 16);
-        const float *restrict ak = ap + p * mr;
+        const __m512 b0 = _mm512_loadu_ps(bp + p * b_p), b1 = _mm512_loadu_ps(bp + p * b_p + 16);
+        const float *restrict ak = ap + p * a_p;
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             const __m512 ai = _mm512_set1_ps(ak[i]);
@@ -139,16 +139,16 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, const float *rest
 #else
 /* The pragmas pin the shape down: without them gcc picks a spilling SLP layout for AVX2. */
 static inline __attribute__((always_inline)) void
-micro_tile(const int mr, int64_t kc, const float *restrict ap, const float *restrict bp,
-           float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
     float acc[MR][NR];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma omp simd
         for (int j = 0; j < NR; j++) acc[i][j] = 0.0f;
     for (int64_t p = 0; p < kc; p++) {
-        const float *restrict bk = bp + p * NR;
-        const float *restrict ak = ap + p * mr;
+        const float *restrict bk = bp + p * b_p;
+        const float *restrict ak = ap + p * a_p;
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++) {
             const float ai = ak[i];
@@ -359,23 +359,24 @@ static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const flo
  * from jc), writing C; on the last K slab also applies the epilogue. Inlined per tile height
  * (see macro_kernel), so each copy's loops see one constant mr. */
 static inline __attribute__((always_inline)) void
-macro_tiles(const int mr, const gemm_args *g, const float *ap, const float *bp, int64_t i0,
-            int64_t mc, int64_t jc, int64_t js0, int64_t js1, int64_t kc, int accumulate, int last) {
+macro_tiles(const int mr, const gemm_args *g, const float *ap, int64_t a_s, int64_t a_p, const float *bp,
+            int64_t b_s, int64_t b_p, int64_t i0, int64_t mc, int64_t jc, int64_t js0, int64_t js1,
+            int64_t kc, int accumulate, int last) {
     float edge[MR * NR];
     for (int64_t js = js0; js < js1; js++) {
         const int64_t j = jc + js * NR;
         const int64_t nr = CN_OMP_MIN(NR, g->n - j);
-        const float *bs = bp + js * kc * NR;
+        const float *bs = bp + js * b_s;
         for (int64_t s = 0; s < mc; s += mr) {
             const int64_t rows = CN_OMP_MIN(mr, mc - s);
             float *c = g->c + (i0 + s) * g->n + j;
             const float *bias = last && g->bias ? g->bias + j : NULL;
             if (rows == mr && nr == NR) {
-                micro_tile(mr, kc, ap + s * kc, bs, c, g->n, accumulate, bias);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias);
                 if (last && g->epilogue != CN_EPI_NONE) finish_rows(c, g->n, rows, nr, NULL, g->epilogue);
             } else {
                 /* Partial tile: compute it whole into scratch, then copy the valid part. */
-                micro_tile(mr, kc, ap + s * kc, bs, edge, NR, 0, NULL);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL);
                 for (int64_t r = 0; r < rows; r++)
                     for (int64_t q = 0; q < nr; q++)
                         c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
@@ -390,9 +391,32 @@ static void macro_kernel(const gemm_args *g, const float *ap, const float *bp, i
                          int64_t mc, int64_t jc, int64_t js0, int64_t js1, int64_t kc,
                          int accumulate, int last) {
     if (g->mr == MR_NARROW && MR_NARROW != MR)
-        macro_tiles(MR_NARROW, g, ap, bp, i0, mc, jc, js0, js1, kc, accumulate, last);
+        macro_tiles(MR_NARROW, g, ap, kc, MR_NARROW, bp, kc * NR, NR, i0, mc, jc, js0, js1, kc, accumulate, last);
     else
-        macro_tiles(MR, g, ap, bp, i0, mc, jc, js0, js1, kc, accumulate, last);
+        macro_tiles(MR, g, ap, kc, MR, bp, kc * NR, NR, i0, mc, jc, js0, js1, kc, accumulate, last);
+}
+
+/* A weight gradient's operands need no packing: op(A) = Aᵀ of an A stored [K,M] and B stored
+ * [K,N] are both k-major already, so the micro-kernel reads a sliver's row p at stride lda
+ * (ldb) in place of the packed copy. For the narrow shapes (M, N <= 256: a ViT's 64 x 64 x 3136,
+ * a char-GPT's 128 x 128 x 8192) each packed element served only M or N FMAs, so the copy (a
+ * store and a reload on top of the unavoidable read) was a large share of the product; those
+ * strides are short enough (<= 1 KiB) for the prefetchers and L1 ways. Tiles must be whole,
+ * since an edge tile would read past the last row of A or B. */
+static void macro_direct(const gemm_args *g, int64_t pc, int64_t i0, int64_t mc, int64_t jc,
+                         int64_t js0, int64_t js1, int64_t kc, int accumulate, int last) {
+    const float *ap = g->a + pc * g->lda + i0, *bp = g->b + pc * g->ldb + jc;
+    if (g->mr == MR_NARROW && MR_NARROW != MR)
+        macro_tiles(MR_NARROW, g, ap, 1, g->lda, bp, NR, g->ldb, i0, mc, jc, js0, js1, kc, accumulate, last);
+    else
+        macro_tiles(MR, g, ap, 1, g->lda, bp, NR, g->ldb, i0, mc, jc, js0, js1, kc, accumulate, last);
+}
+
+#define DIRECT_MAX_MN 256
+
+static int use_direct(const gemm_args *g) {
+    return g->ta && !g->tb && g->m % g->mr == 0 && g->n % NR == 0 && g->m <= DIRECT_MAX_MN &&
+           g->n <= DIRECT_MAX_MN;
 }
 
 /* Packed B held whole (every K slab at once) up to this many floats (4 MiB). */
@@ -428,6 +452,18 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
         const int64_t slivers = ceil_div(nc, NR);
         const int64_t nsplit = split_n ? CN_OMP_MIN(nt, slivers) : 1;
         const int64_t tiles = mblocks * nsplit;
+        if (use_direct(g)) { /* nothing to pack: no barrier either */
+            for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
+                const int64_t ib = t / nsplit, part = t % nsplit;
+                const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
+                const int64_t js0 = slivers * part / nsplit, js1 = slivers * (part + 1) / nsplit;
+                for (int64_t q = 0; q < slabs; q++) {
+                    const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
+                    macro_direct(g, pc, i0, mcur, jc, js0, js1, kc, q > 0, q == slabs - 1);
+                }
+            }
+            continue;
+        }
         if (whole) {
             /* slab q's slivers start at bbuf + pc * slivers * NR, each kc * NR floats */
             const int64_t t0 = slivers * slabs * tid / nt, t1 = slivers * slabs * (tid + 1) / nt;

@@ -164,7 +164,8 @@ void check_gemm(void) {
      * and a 6-deep tail; N = 70: two full column slivers and an edge, the bias fused in the
      * full tiles); K = 3136 with a small output is cut into 4 K pieces; 3136 rows, 14 apiece;
      * 70 x 64 shared by column slivers; N = 2100: two column blocks, the packed B held whole
-     * (K = 100) or slab by slab (K = 600) */
+     * (K = 100) or slab by slab (K = 600); 48 x 64 AᵀB read in place (no packing) with the
+     * tile of every build (48 rows: 6 slivers of 8, or 8 of 6) */
     for (int t = 0; t < 4; t++) {
         gemm_threads(16, 300, 70, t & 1, t >> 1);
         gemm_threads(64, 300, 64, t & 1, t >> 1);
@@ -175,6 +176,7 @@ void check_gemm(void) {
     gemm_threads(70, 300, 64, 0, 0);
     gemm_threads(30, 100, 2100, 0, 0);
     gemm_threads(16, 600, 2100, 1, 0);
+    gemm_threads(48, 300, 64, 1, 0);
 }
 
 static const n_geo geos[] = {
