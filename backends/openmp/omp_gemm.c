@@ -439,41 +439,31 @@ static size_t b_scratch_floats(int64_t n, int64_t k) {
  * stays in L2 from one slab to the next instead of returning from memory once per slab, and
  * the team meets once per product rather than twice per slab. Otherwise (long K and wide N)
  * the classic order: per slab, pack B (barrier: publish it), run every M block (barrier: keep
- * it until all are done). Each element is summed slab by slab in K order either way. With
+ * it until all are done). A direct product (use_direct) runs the first order without packing.
+ * Each element is summed slab by slab in K order in every case. With
  * nt == 1 there is no OpenMP construct at all, so it is also safe to call from inside another
  * team's parallel loop. */
 static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_t mblocks,
                          int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t slabs = ceil_div(k, KC);
-    const int whole = whole_b(n, k);
+    const int whole = whole_b(n, k), direct = use_direct(g);
     for (int64_t jc = 0; jc < n; jc += NC) {
         const int64_t nc = CN_OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
         const int64_t nsplit = split_n ? CN_OMP_MIN(nt, slivers) : 1;
         const int64_t tiles = mblocks * nsplit;
-        if (use_direct(g)) { /* nothing to pack: no barrier either */
-            for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
-                const int64_t ib = t / nsplit, part = t % nsplit;
-                const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
-                const int64_t js0 = slivers * part / nsplit, js1 = slivers * (part + 1) / nsplit;
-                for (int64_t q = 0; q < slabs; q++) {
-                    const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
-                    macro_direct(g, pc, i0, mcur, jc, js0, js1, kc, q > 0, q == slabs - 1);
-                }
-            }
-            continue;
-        }
-        if (whole) {
-            /* slab q's slivers start at bbuf + pc * slivers * NR, each kc * NR floats */
+        if (direct || whole) {
+            /* slab q's slivers start at bbuf + pc * slivers * NR, each kc * NR floats; a direct
+             * product has nothing to pack, so no barrier either */
             const int64_t t0 = slivers * slabs * tid / nt, t1 = slivers * slabs * (tid + 1) / nt;
-            for (int64_t q = t0 / slivers; q < slabs && q * slivers < t1; q++) {
+            for (int64_t q = t0 / slivers; !direct && q < slabs && q * slivers < t1; q++) {
                 const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
                 const int64_t js0 = CN_OMP_MAX(t0 - q * slivers, 0);
                 const int64_t js1 = CN_OMP_MIN(t1 - q * slivers, slivers);
                 pack_b(g, pc, kc, jc, js0, js1, bbuf + pc * slivers * NR);
             }
-            if (nt > 1) {
+            if (!direct && nt > 1) {
 #pragma omp barrier
             }
             for (int64_t t = tiles * tid / nt; t < tiles * (tid + 1) / nt; t++) {
@@ -482,12 +472,16 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                 const int64_t js0 = slivers * part / nsplit, js1 = slivers * (part + 1) / nsplit;
                 for (int64_t q = 0; q < slabs; q++) {
                     const int64_t pc = k * q / slabs, kc = k * (q + 1) / slabs - pc;
+                    if (direct) {
+                        macro_direct(g, pc, i0, mcur, jc, js0, js1, kc, q > 0, q == slabs - 1);
+                        continue;
+                    }
                     pack_a(g, i0, mcur, pc, kc, ap);
                     macro_kernel(g, ap, bbuf + pc * slivers * NR, i0, mcur, jc, js0, js1, kc, q > 0,
                                  q == slabs - 1);
                 }
             }
-            if (nt > 1 && jc + NC < n) {
+            if (!direct && nt > 1 && jc + NC < n) {
 #pragma omp barrier
             }
             continue;
