@@ -1,12 +1,14 @@
-/* MATMUL: a cache-blocked GEMM in plain C (the BLIS loop structure).
+/* MATMUL: a cache-blocked GEMM (the BLIS loop structure), in C with an AVX-512 micro-kernel
+ * and transposes in intrinsics.
  *
  * C = op(A) op(B) is cut into KC-deep slabs; each slab of op(B) is packed once into
  * NR-wide column slivers shared by all threads, each thread packs MC-tall blocks of op(A)
  * into MR-tall row slivers, and an MR x NR micro-kernel walks one A sliver against one B
  * sliver. Packing is where the four transpose combinations are absorbed, so the
- * micro-kernel only ever sees unit-stride panels, and zero-padding the panels to full
- * MR/NR lets it run with constant trip counts that gcc -O3 unrolls completely and keeps in
- * vector registers (with -march=native on AVX-512: 14 x 2 zmm accumulators).
+ * micro-kernel sees k-major panels (read in place, unpacked, for narrow AᵀB products whose
+ * operands are stored k-major), and zero-padding the panels to full MR/NR lets it run with
+ * constant trip counts, its accumulators in vector registers (AVX-512: 14 x 2 zmm, or 8 x 2
+ * for products of few rows).
  *
  * Sizes: a B sliver (KC x NR) is 32 KiB and stays in L1 while the A block (MC x KC,
  * about 200 KiB) streams from L2; the packed B slab (KC x NC) lives in L2/L3.
