@@ -162,18 +162,18 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++)
 #pragma omp simd
-            for (int j = 0; j < NR; j++) c[i * ldc + j] += acc[i][j];
-    } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++)
-#pragma omp simd
-            for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+            for (int j = 0; j < NR; j++) acc[i][j] += c[i * ldc + j];
     }
-    if (bias)
+    if (bias) {
 #pragma GCC unroll 16
         for (int i = 0; i < mr; i++)
 #pragma omp simd
-            for (int j = 0; j < NR; j++) c[i * ldc + j] += bias[j];
+            for (int j = 0; j < NR; j++) acc[i][j] += bias[j];
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++)
+#pragma omp simd
+        for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
 }
 #endif
 
