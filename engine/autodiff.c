@@ -145,9 +145,9 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
         }
         if (r >= 0 && need_b) {
             cn_op_params q = p;
-            q.variant = 1; /* dy * xhat */
+            q.variant = 2; /* dgamma: the row sum of dy * xhat in one pass */
             int in[3] = {dy, a, b};
-            r = accumulate(g, grad, b, unbroadcast(g, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &q, NULL), &sb));
+            r = accumulate(g, grad, b, with_params(g, CN_OP_LAYERNORM_GRAD, 3, in, &q, NULL));
         }
         if (r >= 0 && g->nodes[c].requires_grad) r = accumulate(g, grad, c, unbroadcast(g, dy, &g->nodes[c].shape));
         break;
@@ -285,6 +285,30 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
             r = accumulate(g, grad, b, unbroadcast(g, with_params(g, CN_OP_BATCHNORM_GRAD, 4, in, &q, NULL), &sb));
         }
         if (r >= 0 && g->nodes[beta].requires_grad) r = accumulate(g, grad, beta, unbroadcast(g, dy, &g->nodes[beta].shape));
+        break;
+    }
+    case CN_OP_MAXIMUM: case CN_OP_MINIMUM: case CN_OP_POW: {
+        /* one gradient op per input, of a's shape; b's is summed to b's shape */
+        int in[3] = {dy, a, b}, is_pow = n.op == CN_OP_POW, is_min = n.op == CN_OP_MINIMUM;
+        cn_op gop = is_pow ? CN_OP_POW_GRAD : CN_OP_MINMAX_GRAD;
+        cn_op_params q = {0};
+        q.variant = is_min;
+        if (need_a) r = accumulate(g, grad, a, with_params(g, gop, 3, in, &q, NULL));
+        q.variant = is_pow ? 1 : 2 | is_min;
+        if (r >= 0 && need_b) r = accumulate(g, grad, b, unbroadcast(g, with_params(g, gop, 3, in, &q, NULL), &sb));
+        break;
+    }
+    case CN_OP_FLOOR: case CN_OP_CEIL:
+        /* zero almost everywhere, as PyTorch's zeros_like: CLIP to [0, 0] is 0 for every dy,
+         * NaN and infinities included (0 * dy would not be) */
+        if (need_a) r = accumulate(g, grad, a, with_params(g, CN_OP_CLIP, 1, &dy, &(cn_op_params){0}, NULL));
+        break;
+    case CN_OP_ERF: {
+        /* d erf(x) = 2/sqrt(pi) exp(-x^2) */
+        if (need_a) {
+            int e = cn_g_unary(g, CN_OP_EXP, cn_g_scale(g, cn_g_binary(g, CN_OP_MUL, a, a), -1.0f, 0.0f));
+            r = accumulate(g, grad, a, cn_g_binary(g, CN_OP_MUL, dy, cn_g_scale(g, e, 1.12837916709551257f, 0.0f)));
+        }
         break;
     }
     default:

@@ -28,6 +28,9 @@ struct cn_tensor {
     cn_dtype dtype;
     void *buf; /* backend buffer, owned */
     size_t bytes;
+    uint64_t version; /* counts writes (cn_tensor_write, a plan launch that writes it, an optimizer
+                         step): what was derived from it (a session's folded weights, session_fold.c;
+                         a generator's fused weights, generate.c) is redone when this changes */
 };
 
 void cn_device_retain(cn_device *dev);

@@ -25,12 +25,12 @@ typedef struct prof_gemm {
     int64_t b, m, n, k;
     int ta, tb, bias, epilogue;
     uint64_t calls;
-    double seconds;
+    double seconds, cpu;
 } prof_gemm;
 static prof_gemm prof_gemms[PROF_GEMMS];
 static int prof_n_gemms;
 
-static void prof_gemm_add(const cn_launch *l, double seconds) {
+static void prof_gemm_add(const cn_launch *l, double seconds, double cpu) {
     const cn_shape *a = &l->in_shape[0], *b = &l->in_shape[1];
     int r = a->ndim;
     prof_gemm key = {.b = r == 3 ? a->d[0] : 1, .ta = l->p->trans_a != 0, .tb = l->p->trans_b != 0,
@@ -47,6 +47,7 @@ static void prof_gemm_add(const cn_launch *l, double seconds) {
     if (i == prof_n_gemms) prof_gemms[prof_n_gemms++] = key;
     prof_gemms[i].calls++;
     prof_gemms[i].seconds += seconds;
+    prof_gemms[i].cpu += cpu;
 }
 
 static double cpu_seconds(void) {
@@ -97,10 +98,10 @@ void cn_profile_report(char *buf, size_t cap) {
         double flops = 2.0 * (double)g->b * (double)g->m * (double)g->n * (double)g->k * (double)g->calls;
         o += (size_t)snprintf(buf + o, cap - o,
                               "gemm b=%lld m=%lld n=%lld k=%lld ta=%d tb=%d bias=%d epilogue=%d %8llu calls %10.6f s "
-                              "%8.2f GFLOP/s\n",
+                              "%8.2f GFLOP/s %10.6f s cpu\n",
                               (long long)g->b, (long long)g->m, (long long)g->n, (long long)g->k, g->ta, g->tb, g->bias,
                               g->epilogue, (unsigned long long)g->calls, g->seconds,
-                              g->seconds > 0 ? flops / g->seconds * 1e-9 : 0.0);
+                              g->seconds > 0 ? flops / g->seconds * 1e-9 : 0.0, g->cpu);
     }
 }
 
@@ -149,6 +150,9 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
     cn_backend *be = p->dev->be;
     int prof = cn_profile_enabled();
     for (int k = from; k < to; k++) {
+        /* a launch writing a bound tensor (a gradient, an in-place update) changes its version */
+        cn_tensor *written = p->bound[p->root[p->launch_node[k]]];
+        if (written) written->version++;
         p->launches[k].step = step;
         p->launches[k].flags = p->flags;
         double t0 = prof ? cn_now_seconds() : 0, c0 = prof ? cpu_seconds() : 0;
@@ -158,8 +162,9 @@ cn_status cn_plan_run_range(cn_plan *p, uint64_t step, int from, int to) {
             double dt = cn_now_seconds() - t0;
             prof_seconds[p->launches[k].op] += dt;
             prof_calls[p->launches[k].op]++;
-            prof_cpu[p->launches[k].op] += cpu_seconds() - c0;
-            if (p->launches[k].op == CN_OP_MATMUL) prof_gemm_add(&p->launches[k], dt);
+            double dc = cpu_seconds() - c0;
+            prof_cpu[p->launches[k].op] += dc;
+            if (p->launches[k].op == CN_OP_MATMUL) prof_gemm_add(&p->launches[k], dt, dc);
         }
         if (st != CN_OK) {
             int i = p->launch_node[k];

@@ -18,7 +18,7 @@
  *   row pos of the cache (NORM_DENSE_KV), attention over rows 0..pos with the output
  *   projection and residual (ATTEND_PROJ), the MLP with its norm and residual (MLP_ROW).
  *   Its concatenated q|k|v weights and packed gamma|beta are the generator's tensors, which
- *   the prep plan writes from the session's at every prefill. A feed of one token that keeps
+ *   the prep plan writes from the session's at the first prefill after those were written. A feed of one token that keeps
  *   the window's start is a step; anything else (the first feed, several tokens, a window
  *   that slid) is a prefill of the new window, because learned absolute positions make every
  *   cached key stale when the window's start moves. */
@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generate.h"
 #include "internal.h"
 #include "layers/model.h"
 #include "plan.h"
@@ -62,12 +63,14 @@ struct cn_generator {
     gen_graph pre, step;
     gen_graph slid;    /* the prefill of a window that just slid (context - slide + 1 tokens), when
                           shorter than the context: half the work of pre at the default slide */
-    gen_graph prep;    /* the step's fused weights from the session's (run at every prefill) */
+    gen_graph prep;    /* the step's fused weights from the session's (run when those changed) */
+    uint64_t prep_writes; /* the sum of its inputs' write counts when it last ran */
+    int64_t prep_runs;
     cn_tensor **fused; /* their tensors: per attention layer q|k|v weight [D, 3D], bias [3D] */
     int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
-    int32_t fed[3];    /* a step's token and position, and the prefill's first row (0): uploads
+    int32_t fed[3];    /* a step's token and position (its cache row), and the prefill's first row (0): uploads
                           that do not block read them until the run's logits are read */
     float *rows;       /* context x vocab logits */
 };
@@ -333,7 +336,8 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     const cn_shape rows = cn_shape_of(1, gg->T);
     gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
     gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
-    gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
+    /* a step's token is at its cache row: one input, one upload */
+    gg->start = gg->T == 1 ? gg->positions : cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
     int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
     cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
     /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
@@ -464,6 +468,30 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     return gen->prep.writes ? CN_OK : cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %zu prepared weights", n_prep);
 }
 
+/* Writes of the prep plan's bound tensors so far (cn_tensor.version: uploads, loads, plan
+ * launches such as an optimizer step of a session sharing them, and the prep's own writes of
+ * its outputs, which nothing else writes). */
+static uint64_t prep_inputs_written(const cn_generator *gen) {
+    uint64_t n = 0;
+    for (int i = 0; i < gen->prep.n_bound; i++) n += gen->prep.tensors[i]->version;
+    return n;
+}
+
+/* The step's fused weights from the session's, when these were written since the last time
+ * (a prefill comes first, so a step never reads stale ones): copying them at every prefill
+ * cost a concatenation of every weight of the blocks once per slide. */
+static cn_status run_prep(cn_generator *gen) {
+    if (!gen->prep.plan) return CN_OK;
+    const uint64_t now = prep_inputs_written(gen);
+    if (gen->prep_runs && now == gen->prep_writes) return CN_OK;
+    CN_TRY(cn_plan_run(gen->prep.plan, 1));
+    /* read after the run: the prep's own launches count as writes of its outputs */
+    gen->prep_writes = prep_inputs_written(gen), gen->prep_runs++;
+    return CN_OK;
+}
+
+int64_t cn_generator__prep_runs(const cn_generator *g) { return g ? g->prep_runs : 0; }
+
 /* The prep plan: its writes are its outputs, each into its generator tensor. */
 static cn_status plan_prep(cn_generator *gen) {
     gen_graph *gg = &gen->prep;
@@ -473,7 +501,7 @@ static cn_status plan_prep(cn_generator *gen) {
     for (int i = 0; i < gg->n_bound; i++) bind[gg->bound[i]] = gg->tensors[i];
     cn_status st = cn_plan_create(&gg->g, gen->s->dev, gg->writes, gg->n_writes, bind, 1, &gg->plan);
     free(bind);
-    if (st == CN_OK) st = cn_plan_run(gg->plan, 1);
+    if (st == CN_OK) st = run_prep(gen);
     return st == CN_OK ? CN_OK : cn_error_context(st, "planning the fused weights of cached generation");
 }
 
@@ -569,7 +597,7 @@ static cn_status run_window(cn_generator *g, float *dst) {
         const size_t T = (size_t)gg->T;
         g->fed[2] = 0;
         /* the session's weights as they are now, for the steps until the next prefill */
-        if (g->prep.plan) CN_TRY(cn_plan_run(g->prep.plan, 1));
+        CN_TRY(run_prep(g));
         CN_TRY(cn_plan_feed(p, gg->tokens, g->ids, T * sizeof *g->ids, 0));
         CN_TRY(cn_plan_feed(p, gg->positions, g->positions, T * sizeof *g->ids, 0));
         CN_TRY(cn_plan_feed(p, gg->start, &g->fed[2], sizeof g->fed[2], 0));
@@ -585,8 +613,7 @@ static cn_status run_step(cn_generator *g, float *dst) {
     cn_plan *p = g->step.plan;
     g->fed[0] = g->win[g->n_win - 1], g->fed[1] = (int32_t)(g->n_win - 1);
     CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
-    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0));
-    CN_TRY(cn_plan_feed(p, g->step.start, &g->fed[1], sizeof g->fed[1], 0));
+    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0)); /* also its cache row */
     CN_TRY(cn_plan_run(p, 1));
     return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
 }

@@ -20,6 +20,7 @@ typedef enum cn_shape_rule {
     CN_RULE_BROADCAST,    /* b broadcasts onto a; out = a's shape */
     CN_RULE_SAME,         /* out = input's shape */
     CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
+    CN_RULE_BINARY_GRAD,  /* (dy, a, b): dy and a equal, b broadcasts onto a; out = a's shape */
     CN_RULE_MASK,         /* SAME, with the dropout rate in [0,1) */
     CN_RULE_CLASSIFY,     /* logits [N,C], labels [N] -> [1] */
     CN_RULE_XENT_GRAD,    /* dy [1], logits [N,C], labels [N] -> [N,C] */
@@ -111,6 +112,7 @@ cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
     return cn_op_as_epilogue(op);
 }
 int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
+int cn_op_fused_residual(cn_op op, int n_in) { return op == CN_OP_LAYERNORM_GRAD && n_in == 4; }
 
 /* ---- shapes ---- */
 
@@ -324,6 +326,8 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         *out = cn_shape_of(2, a->d[0], b->d[1]);
         return CN_OK;
     case CN_RULE_BROADCAST:
+        if (op == CN_OP_COMPARE && (p->variant < 0 || p->variant > 4))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0 <, 1 >, 2 ==, 3 <=, 4 >=)", name, p->variant);
         if (!cn_shape_broadcasts(b, a))
             SHAPE_FAIL("%s: %s does not broadcast onto %s (it must equal a trailing part, leading 1s aside)", name,
                        cn_shape_str(b, s1, sizeof s1), cn_shape_str(a, s2, sizeof s2));
@@ -340,6 +344,15 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (!cn_shape_eq(a, b))
             SHAPE_FAIL("%s: dy %s and forward tensor %s differ", name, cn_shape_str(a, s1, sizeof s1),
                        cn_shape_str(b, s2, sizeof s2));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_BINARY_GRAD:
+        if (!cn_shape_eq(a, b) || !cn_shape_broadcasts(&in[2], b))
+            SHAPE_FAIL("%s: dy %s, a %s, b %s: dy must equal a and b broadcast onto it", name,
+                       cn_shape_str(a, s1, sizeof s1), cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        if (p->variant < 0 || p->variant > (op == CN_OP_MINMAX_GRAD ? 3 : 1))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0..%d)", name, p->variant,
+                             op == CN_OP_MINMAX_GRAD ? 3 : 1);
         *out = *b;
         return CN_OK;
     case CN_RULE_CLASSIFY:
@@ -470,6 +483,9 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
     if (p->epilogue != CN_EPI_NONE && (!cn_op_takes_epilogue(op) || p->epilogue < CN_EPI_NONE || p->epilogue >= CN_EPI_COUNT))
         return cn_errorf(CN_ERR_INVALID_ARG, "%s: epilogue %d (only add, matmul and depthwise_conv take one, of cn_epilogue)",
                          names[op], (int)p->epilogue);
+    if (p->relu_mask && (op != CN_OP_MAXPOOL_GRAD || p->relu_mask != 1))
+        return cn_errorf(CN_ERR_INVALID_ARG, "%s: relu_mask %d (only maxpool_grad takes one, 0 or 1)", names[op],
+                         (int)p->relu_mask);
     int base = n_in;
     if (cn_op_fused_bias(op, n_in)) {
         base = 2;
@@ -478,6 +494,13 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
             return cn_errorf(CN_ERR_SHAPE, "%s: a fused bias %s %s needs %s, got output %s", names[op],
                              cn_shape_str(&in[2], s1, sizeof s1), cn_dtype_name(dt[2]),
                              op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
+                             cn_shape_str(out, s2, sizeof s2));
+    }
+    if (cn_op_fused_residual(op, n_in)) {
+        base = 3;
+        if (p->variant != 0 || dt[3] != dt[0] || !cn_shape_eq(&in[3], out))
+            return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs variant 0 and the output's shape and type %s",
+                             names[op], cn_shape_str(&in[3], s1, sizeof s1), cn_dtype_name(dt[3]),
                              cn_shape_str(out, s2, sizeof s2));
     }
     cn_shape want;

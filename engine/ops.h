@@ -22,7 +22,8 @@
  *   image shape as its output shape.
  * - Pools: x [N,H,W,C] -> [N,OH,OW,C], window (kh,kw), stride (sh,sw), padding (ph,pw);
  *   OH = (H + 2ph - kh)/sh + 1 (p.ceil_mode: cn_window_extent_ceil). Max pool ignores
- *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan).
+ *   padding; MAXPOOL_GRAD routes each dy to the first maximum of its window (row-major scan),
+ *   and with p.relu_mask zeroes dx where x <= 0 (the ReLU gradient of the x it pooled).
  *   Avg pool divides by cn_pool_divisor (kh*kw unless p.ceil_mode or p.exclude_pad).
  * - Window geometry in general (cn_window_of): padding before (ph, pw) and after (ph + ph_extra,
  *   pw + pw_extra: asymmetric padding), dilation (dh, dw; 0 reads as 1): window position
@@ -71,7 +72,11 @@
  *   (x - mean) * rstd * gamma + beta with the biased variance and rstd = 1/sqrt(var + eps)
  *   (p.eps; PyTorch's layer_norm). LAYERNORM_GRAD(dy, x, gamma) -> x's shape recomputes mean
  *   and rstd: p.variant 0 gives dx, 1 gives dy * xhat (xhat = (x - mean) * rstd), whose
- *   SUM_ROWS over the leading axes is dgamma; dbeta is SUM_ROWS(dy).
+ *   SUM_ROWS over the leading axes is dgamma, and 2 gives that dgamma [C] itself (one pass,
+ *   no [rows, C] product in memory; what autodiff emits); dbeta is SUM_ROWS(dy). Fused residual: the
+ *   planner may fold ADD(LAYERNORM_GRAD variant 0, r) into the gradient launch with n_in ==
+ *   4, in[3] = r of dx's shape and type: out = dx + r, dx rounded to float32 first, so the
+ *   float32 result is the unfused ADD's bit for bit (cn_op_fused_residual).
  * - EMBEDDING(table [V,D], ids i32 [...]) -> [..., D]: row ids[i] of the table. An id outside
  *   [0, V) gives a zero row (kernels never read outside the table; rejecting such ids is the
  *   feeder's job). EMBEDDING_GRAD(dy [..., D], ids) -> [V, D] (shape given by the node):
@@ -167,7 +172,24 @@
  *   BN_FOLD(gamma [C], beta [C], running [2,C]) -> [C]: p.variant 0 gives the scale
  *   gamma / sqrt(running[1] + p.eps), 1 the shift beta - running[0] * scale, so that the
  *   inference form is x * scale + shift (an inference session folds them into the weights
- *   and bias of the convolution or dense layer before it, program_fold.c).
+ *   and bias of the convolution or dense layer before it, program_fold.c). *
+ * Elementwise math of issue 18 §3 (kernels_cl/math.cl, omp_math.c; b broadcasts onto a as for
+ * ADD, element i pairing with i % numel(b)):
+ * - MAXIMUM(a, b), MINIMUM(a, b): torch.maximum/minimum: a NaN on either side gives NaN, a
+ *   tie gives a. MINMAX_GRAD(dy, a, b) -> a's shape: p.variant bit 0 = MINIMUM's (else
+ *   MAXIMUM's), bit 1 = the gradient of b (else of a), before b's reduction to its shape
+ *   (SUM_ROWS): the input that lost gets 0, a tie gives each dy / 2, anything else (NaN) dy,
+ *   as PyTorch's derivative formulas do.
+ * - POW(a, b): pow(a, b) (C's powf: a negative base with an integer exponent is exact in
+ *   sign, a non-integer one NaN). POW_GRAD(dy, a, b) -> a's shape: p.variant 0 gives
+ *   dy * b * pow(a, b - 1) (0 where b == 0), 1 gives dy * pow(a, b) * log(a) (0 where a == 0
+ *   and b >= 0), PyTorch's pow_backward_self/_exponent.
+ * - FLOOR, CEIL (exact; their gradient is 0), ERF (its gradient 2/sqrt(pi) exp(-x^2) is
+ *   composed by autodiff from MUL, SCALE and EXP).
+ * - COMPARE(a, b): a mask, 1 where the comparison holds and 0 elsewhere (NaN compares false,
+ *   but unequal), in the inputs' storage type: p.variant 0 a < b, 1 a > b, 2 a == b, 3 a <= b,
+ *   4 a >= b. clnet's booleans are such masks (docs/DESIGN.md); not differentiable (no
+ *   gradient flows through a comparison, as through PyTorch's bool tensors).
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -288,7 +310,16 @@
     X(NORM_DENSE_KV, "norm_dense_kv", 6, 0, 1, "hhhhhi:h", DENSE_ROWS, INPLACE, 0, NONE)  \
     X(ATTEND_PROJ, "attend_proj", 5, 0, 1, "hihhh:h", ATTEND_QKV, OWN, 0, NONE)           \
     X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
-    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)
+    X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)                \
+    X(MAXIMUM, "maximum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MINIMUM, "minimum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MINMAX_GRAD, "minmax_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)            \
+    X(POW, "pow", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                               \
+    X(POW_GRAD, "pow_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)                  \
+    X(FLOOR, "floor", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
+    X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
+    X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
+    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -344,6 +375,8 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
+/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above). */
+int cn_op_fused_residual(cn_op op, int n_in);
 
 typedef struct cn_op_params {
     int32_t trans_a, trans_b;       /* MATMUL */
@@ -376,6 +409,10 @@ typedef struct cn_op_params {
                                        in_shape[0] is the window matrix of (kh, kw, sh, sw; no padding
                                        or dilation). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
+    int32_t relu_mask;              /* MAXPOOL_GRAD folded with the RELU_GRAD after it (planner.c,
+                                       fuse_pool_relu_grad): 1 = dx is also zeroed where x <= 0, i.e.
+                                       RELU_GRAD(MAXPOOL_GRAD(dy, x), x) for x a ReLU's output, in
+                                       one pass. Only a mask: the same bits as the two launches. */
 } cn_op_params;
 
 /* The epilogue a node of op with parameters p becomes when fused (the table's column, and

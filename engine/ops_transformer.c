@@ -31,9 +31,9 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         if (op == CN_OP_LAYERNORM_GRAD && (!cn_shape_eq(&in[0], &in[1]) || !is_vec(&in[2], c)))
             FAIL("layer_norm_grad: dy %s, x %s, gamma %s", cn_shape_str(&in[0], b1, sizeof b1),
                  cn_shape_str(&in[1], b2, sizeof b2), cn_shape_str(&in[2], b3, sizeof b3));
-        if (op == CN_OP_LAYERNORM_GRAD && p->variant != 0 && p->variant != 1)
-            FAIL("layer_norm_grad: variant %d is neither 0 (dx) nor 1 (dy * xhat)", p->variant);
-        *out = *x;
+        if (op == CN_OP_LAYERNORM_GRAD && (p->variant < 0 || p->variant > 2))
+            FAIL("layer_norm_grad: variant %d is not 0 (dx), 1 (dy * xhat) or 2 (dgamma)", p->variant);
+        *out = op == CN_OP_LAYERNORM_GRAD && p->variant == 2 ? in[2] : *x;
         return CN_OK;
     }
     case CN_OP_EMBEDDING:

@@ -111,6 +111,39 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
     }
 }
 
+/* Fold a residual gradient's ADD(LAYERNORM_GRAD variant 0, r) into the gradient launch
+ * (ops.h's fused residual): a pre-norm block's backward adds the norm's dx to the gradient
+ * that skipped the block, and the row kernel that writes dx can add r while dx is still in
+ * registers, one pass over memory and one launch fewer per block. r must come from a node
+ * before the gradient's, since it is read at the gradient's place in the launch order. */
+static void fuse_residual(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        cn_node *add = &p->nodes[i];
+        if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE || p->root[i] != i) continue;
+        for (int side = 0; side < 2; side++) {
+            int g = add->in[side], r = add->in[1 - side];
+            cn_node *lg = &p->nodes[g];
+            if (lg->op != CN_OP_LAYERNORM_GRAD || lg->n_in != 3 || lg->p.variant != 0 || consumers[g] != 1 ||
+                is_out[g] || p->root[g] != g || r >= g || !cn_shape_eq(&p->nodes[r].shape, &add->shape) ||
+                !cn_shape_eq(&lg->shape, &add->shape) || p->nodes[r].dtype != lg->dtype || add->dtype != lg->dtype)
+                continue;
+            cn_launch l;
+            lg->n_in = 4;
+            lg->in[3] = r;
+            fill_launch(p, g, &l);
+            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+                lg->n_in = 3;
+                continue;
+            }
+            /* the producer first, as planning expects of a fused node (and a + b == b + a) */
+            add->in[0] = g, add->in[1] = r;
+            p->root[i] = g;
+            p->fused++;
+            break;
+        }
+    }
+}
+
 /* Fold an IM2COL into the MATMULs that read it when every reader is one (an inference
  * forward reads the columns once; training also multiplies their transpose by the output's
  * gradient for the weight gradient): a device that can (its supports()) then reads the image
@@ -155,6 +188,32 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
             continue;
         }
         p->root[c] = col->in[0]; /* the columns are the image, read through the window */
+        p->fused++;
+    }
+}
+
+/* Fold RELU_GRAD(MAXPOOL_GRAD(dy, y), y) into the MAXPOOL_GRAD (p.relu_mask): a ReLU whose
+ * output is max-pooled (conv, ReLU, pool) has its two gradients over the full image in a row,
+ * and the pool's gradient already reads y to find each window's winner, so the mask costs no
+ * extra read; one pass writes the image-sized gradient instead of two passes reading it back.
+ * The result is the same bits (a select, no arithmetic). */
+static void fuse_pool_relu_grad(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    for (int i = 0; i < p->n; i++) {
+        const cn_node *rg = &p->nodes[i];
+        if (!live[i] || rg->op != CN_OP_RELU_GRAD || p->root[i] != i) continue;
+        int g = rg->in[0];
+        cn_node *mp = &p->nodes[g];
+        if (mp->op != CN_OP_MAXPOOL_GRAD || mp->in[1] != rg->in[1] || mp->p.relu_mask || consumers[g] != 1 ||
+            is_out[g] || p->root[g] != g || mp->dtype != rg->dtype || !cn_shape_eq(&mp->shape, &rg->shape))
+            continue;
+        cn_launch l;
+        mp->p.relu_mask = 1;
+        fill_launch(p, g, &l);
+        if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+            mp->p.relu_mask = 0;
+            continue;
+        }
+        p->root[i] = g;
         p->fused++;
     }
 }
@@ -360,7 +419,9 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
+        fuse_residual(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);
+        fuse_pool_relu_grad(p, live, consumers, is_out);
         /* views of a fused activation must now point at its producer's buffer */
         for (int i = 0; i < n; i++)
             if (p->root[i] != i) p->root[i] = p->root[p->nodes[i].in[0]];

@@ -578,6 +578,7 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
             /* -2: nothing to fold into, batch norm as it is */
             int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm)
                          : n->op == CN_OP_IM2COL && has >= 0                ? cn_fold_im2col(g, in[0], &prm)
+                         : n->op == CN_OP_TRANSPOSE && has >= 0             ? cn_fold_transpose(g, in[0], &prm)
                                                                             : -2;
             if (folded != -2) id = folded;
             else if (has >= 0 && n->op == CN_OP_MATMUL && cols && out->qscale[n->in[1]] >= 0) {

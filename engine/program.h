@@ -113,6 +113,9 @@ int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm);
 /* IM2COL of a 1x1 window with stride 1 and no padding on node x, as the view of x it equals
  * (program_fold_conv.c): the new node, -2 for any other window, -1 when building failed. */
 int cn_fold_im2col(cn_graph *g, int x, const cn_op_params *p);
+/* TRANSPOSE of node x by p->perm as the view of x it equals when it moves only axes of size 1
+ * (program_fold_conv.c): the new node, -2 otherwise, -1 when building failed. */
+int cn_fold_transpose(cn_graph *g, int x, const cn_op_params *p);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

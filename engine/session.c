@@ -181,6 +181,7 @@ cn_status cn_session_create_shared(cn_session *src, cn_session **out) {
 
 static void drop_plan(cn_sess_plan *sp) {
     cn_plan_free(sp->plan);
+    cn_session__drop_prep(sp);
     cn_prog_inst_destroy(&sp->inst);
     free(sp->grad_launch);
     free(sp->sel);
@@ -200,6 +201,7 @@ void cn_session_free(cn_session *s) {
     for (int i = 0; s->in && s->prog && i < s->prog->n_inputs; i++) pending |= s->in[i].pending[0] | s->in[i].pending[1];
     if (pending && s->dev) cn_device_sync(s->dev);
     free_plans(s);
+    cn_session__free_folds(s);
     cn_session__free_buckets(s);
     cn_plan_free(s->apply);
     cn_graph_destroy(&s->apply_g);
@@ -316,6 +318,7 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
         if (sp->inst.qscale && sp->inst.qscale[p->params[i].node] >= 0) bind[sp->inst.qscale[p->params[i].node]] = s->qscale[i];
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
+    if (st == CN_OK && !s->training) st = cn_session__hoist(s, sp, outs, n_out, bind);
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
     if (st == CN_OK) cn_session__flags_attach(s, sp->plan);
     if (st == CN_OK && s->training) st = cn_session__note_grads(s, sp, gnode);
@@ -439,6 +442,7 @@ static cn_status forward(cn_session *s) {
         in->pending[in->latest] = 1;
     }
     s->last = sp;
+    CN_TRY(cn_session__refold(s, sp));
     return s->gb.fn ? cn_session__run_buckets(s, sp) : cn_plan_run(sp->plan, s->step + 1);
 }
 
@@ -683,8 +687,12 @@ cn_status cn_session_optimizer(const cn_session *s, cn_optimizer_config *out) {
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent) {
     if (!s) return cn_errorf(CN_ERR_INVALID_ARG, "cn_session_memory: NULL session");
     uint64_t pl = 0, ps = 0;
-    for (int i = 0; i < s->n_plans; i++)
-        if (s->plans[i].plan->pool_bytes > pl) pl = s->plans[i].plan->pool_bytes;
+    for (int i = 0; i < s->n_plans; i++) {
+        const cn_sess_plan *sp = &s->plans[i];
+        uint64_t b = sp->plan->pool_bytes + (sp->prep ? sp->prep->pool_bytes : 0);
+        if (b > pl) pl = b;
+    }
+    pl += cn_session__fold_bytes(s); /* the folded weights are the plans' (session_fold.c) */
     for (int i = 0; i < s->prog->n_params; i++) {
         if (s->grad[i]) ps += cn_tensor_bytes(s->grad[i]);
         if (s->state1[i]) ps += cn_tensor_bytes(s->state1[i]);

@@ -15,6 +15,12 @@ typedef struct cn_sess_plan {
     cn_plan *plan;    /* inference: forward; training: forward, loss, gradients */
     int *grad_launch; /* training: per parameter, the launch after which its gradient is final (-1: none) */
     char *sel;        /* per program output: computed by this plan (plans are kept per batch and outputs) */
+    /* Inference: the weight-only values the run reads, computed ahead into the session's
+     * folded tensors (session_fold.c) when a parameter tensor it reads has changed. */
+    cn_plan *prep;
+    cn_tensor **prep_t; /* the parameter tensors prep reads (prep holds them) */
+    uint64_t *prep_ver; /* their versions when prep last ran */
+    int n_prep_t, prepped;
 } cn_sess_plan;
 
 /* Called while the gradient plan runs in pieces (session_buckets.c): bucket >= 0 once every
@@ -86,7 +92,22 @@ struct cn_session {
     uint64_t scale_skipped; /* steps skipped for a non-finite gradient (reported, not saved) */
     cn_tensor *dscale;     /* [1] f32 on the device: loss_scale, bound to the training plans' seed */
     int scale_by_group;    /* a replica group reads the flags and updates the scale (group.c) */
+    /* folded weights (session_fold.c), shared by the plans: fold_sig[k] names what fold[k] holds */
+    cn_tensor **fold;
+    uint64_t *fold_sig;
+    int n_fold, cap_fold;
 };
+
+/* Weight-only work once per weight upload (session_fold.c). hoist: for an inference plan
+ * about to be made from sp->inst with these outputs and bindings, moves the weight-only values
+ * the run reads into the session's folded tensors, computed by sp->prep; the instance graph
+ * then reads them as leaves bound in bind. refold: runs sp->prep if a tensor it reads was
+ * written since it last ran (before every run). */
+cn_status cn_session__hoist(cn_session *s, cn_sess_plan *sp, const int *outs, int n_out, cn_tensor **bind);
+cn_status cn_session__refold(cn_session *s, cn_sess_plan *sp);
+void cn_session__drop_prep(cn_sess_plan *sp);
+void cn_session__free_folds(cn_session *s);
+uint64_t cn_session__fold_bytes(const cn_session *s);
 
 /* The outputs the next run computes (session_outputs.c): the names given to
  * cn_session_run_outputs, else the session's selection, else (by default) every output whose

@@ -70,6 +70,7 @@ cn_status cn_session_fetch_tensor(cn_session *s, const char *output, cn_tensor *
     void *src = cn_plan_buffer(s->last->plan, node);
     if (!src) return cn_errorf(CN_ERR_INTERNAL, "output '%s' has no buffer", output);
     cn_backend *be = s->dev->be;
+    dst->version++; /* it may be a parameter (cn_session_param) */
     cn_status st = be->copy(be->ctx, dst->buf, 0, src, 0, dst->bytes);
     return st == CN_OK ? st : cn_error_context(st, "fetching '%s' into a tensor", output);
 }

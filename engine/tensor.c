@@ -59,6 +59,7 @@ cn_status cn_tensor_write(cn_tensor *t, const void *src, size_t bytes) {
     if (!t || !src) return cn_errorf(CN_ERR_INVALID_ARG, "cn_tensor_write: NULL argument");
     if (bytes != t->bytes)
         return cn_errorf(CN_ERR_SHAPE, "cn_tensor_write: %zu bytes given, tensor holds %zu", bytes, t->bytes);
+    t->version++;
     return t->dev->be->upload(t->dev->be->ctx, t->buf, 0, src, bytes, 1);
 }
 

@@ -95,6 +95,20 @@ __kernel void col2im(__global const STORE_T *cols, __global STORE_T *img, int N,
         int ncol4 = KH * KW * C4;                                                                 \
         __global VT *out = img + pix * C4;                                                        \
         for (int c = 0; c < C4; c++) out[c] = (VT)(0.0f);                                         \
+        if (SH == 1 && SW == 1) {                                                                 \
+            /* Stride 1 (every convolution of the seed CNN): the covering windows are the      \
+             * ranges below, the same (ki, kj) in the same order as the general loop (same     \
+             * bits), without its integer divisions and remainders, four per window. */        \
+            int ki0 = max(0, h + PH - OH + 1), ki1 = min(KH, h + PH + 1);                         \
+            int kj0 = max(0, w + PW - OW + 1), kj1 = min(KW, w + PW + 1);                         \
+            for (int ki = ki0; ki < ki1; ki++)                                                    \
+                for (int kj = kj0; kj < kj1; kj++) {                                              \
+                    __global const VT *src =                                                      \
+                        cols + ((n * OH + h + PH - ki) * OW + w + PW - kj) * ncol4 + (ki * KW + kj) * C4; \
+                    for (int c = 0; c < C4; c++) out[c] += src[c];                                \
+                }                                                                                 \
+            return;                                                                               \
+        }                                                                                         \
         for (int ki = 0; ki < KH; ki++) {                                                         \
             int hh = h + PH - ki;                                                                 \
             if (hh < 0) break;                                                                    \

@@ -56,7 +56,33 @@ __kernel void dwconv_rows(__global const STORE_T *x, __global const STORE_T *w, 
     while (ki1 > ki0 && oh * SH - PH + (ki1 - 1) * DH >= H) ki1--;
     if (cn == GVW) {
         floatV b = has_bias ? DW_V(bias, c0) : (floatV)(0.0f);
+        /* pixels [ow_lo, ow_hi) have every column tap inside the image: there, DW_TILE of them
+         * at a time share each tap's weight load and skip the bounds tests (each sum still
+         * runs over its taps in (ki, kj) order) */
+        const int ow_lo = (PW + SW - 1) / SW, last = W - 1 - (KW - 1) * DW + PW;
+        const int ow_hi = last < 0 ? 0 : min(OW, last / SW + 1);
         for (int ow = 0; ow < OW; ow++) {
+            if (ow >= ow_lo && ow + 4 <= ow_hi) {
+                floatV a0 = (floatV)(0.0f), a1 = a0, a2 = a0, a3 = a0;
+                const int step = SW * C;
+                for (int ki = ki0; ki < ki1; ki++) {
+                    int base = ((n * H + oh * SH - PH + ki * DH) * W + ow * SW - PW) * C + c0;
+                    for (int kj = 0; kj < KW; kj++, base += DW * C) {
+                        floatV k = DW_V(w, (ki * KW + kj) * C + c0);
+                        a0 += DW_V(x, base) * k;
+                        a1 += DW_V(x, base + step) * k;
+                        a2 += DW_V(x, base + 2 * step) * k;
+                        a3 += DW_V(x, base + 3 * step) * k;
+                    }
+                }
+                const int o = (r * OW + ow) * C + c0;
+                DW_VSTORE(y, o, cn_epiV(has_bias ? a0 + b : a0, epi));
+                DW_VSTORE(y, o + C, cn_epiV(has_bias ? a1 + b : a1, epi));
+                DW_VSTORE(y, o + 2 * C, cn_epiV(has_bias ? a2 + b : a2, epi));
+                DW_VSTORE(y, o + 3 * C, cn_epiV(has_bias ? a3 + b : a3, epi));
+                ow += 3;
+                continue;
+            }
             floatV acc = (floatV)(0.0f);
             for (int ki = ki0; ki < ki1; ki++) {
                 int ih = oh * SH - PH + ki * DH;

@@ -15,6 +15,34 @@
 #define DENSE_VPER 4 /* CPU-type devices: output vectors one work-item of a product accumulates */
 #endif
 
+/* The CPU-type kernels' products, a chunk of cnt <= DENSE_VPER output vectors at a time:
+ * acc[u] (u < cnt) = sum over k < KN, in increasing order, of XK(k) * WAT(k, u), then EPI(u,
+ * acc[u]) for each. A whole chunk of 4 keeps four named accumulators, which POCL holds in
+ * registers; an array of them it kept on the stack (a load and a store per vector
+ * multiply-add, measured as most of a step's time). The sums are the same either way. */
+#define CN_CHUNK(cnt, KN, XK, WAT, EPI)                                                               \
+    if (DENSE_VPER == 4 && (cnt) == 4) {                                                              \
+        floatV a0 = (floatV)(0.0f), a1 = a0, a2 = a0, a3 = a0;                                        \
+        for (int k = 0; k < (KN); k++) {                                                              \
+            float xk = XK(k);                                                                         \
+            a0 += xk * WAT(k, 0);                                                                     \
+            a1 += xk * WAT(k, 1);                                                                     \
+            a2 += xk * WAT(k, 2);                                                                     \
+            a3 += xk * WAT(k, 3);                                                                     \
+        }                                                                                             \
+        EPI(0, a0) EPI(1, a1) EPI(2, a2) EPI(3, a3)                                                   \
+    } else {                                                                                          \
+        floatV acc[DENSE_VPER];                                                                       \
+        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);                                 \
+        for (int k = 0; k < (KN); k++) {                                                              \
+            float xk = XK(k);                                                                         \
+            for (int u = 0; u < (cnt); u++) acc[u] += xk * WAT(k, u);                                 \
+        }                                                                                             \
+        for (int u = 0; u < (cnt); u++) {                                                             \
+            EPI(u, acc[u])                                                                            \
+        }                                                                                             \
+    }
+
 /* One work-item per element of rows [BH,T,D]: rows that fall outside [0, C) are dropped. The
  * bits move untouched (the cache and the rows share the storage type). */
 __kernel void kv_write(__global STORE_T *cache, __global const STORE_T *rows, __global const int *posp, int BH, int C,
@@ -25,6 +53,18 @@ __kernel void kv_write(__global STORE_T *cache, __global const STORE_T *rows, __
     int at = posp[0] + t;
     if (at < 0 || at >= C) return;
     MOVE_AT(cache, ((long)b * C + at) * D + e) = MOVE_AT(rows, g);
+}
+
+/* CPU-type devices: KV_WRITE with one work-item per head b, copying its rows in one run (a
+ * work-item per element spent more on POCL's work-groups than on the copy: a prefill's write
+ * of a 65-token window took longer than its products). */
+__kernel void kv_write_heads(__global STORE_T *cache, __global const STORE_T *rows, __global const int *posp, int BH,
+                             int C, int T, int D) {
+    int b = get_global_id(0);
+    if (b >= BH) return;
+    int pos = posp[0], from = max(0, -pos), to = min(T, C - pos);
+    for (int t = from; t < to; t++)
+        for (int e = 0; e < D; e++) MOVE_AT(cache, ((long)b * C + pos + t) * D + e) = MOVE_AT(rows, ((long)b * T + t) * D + e);
 }
 
 /* One work-item per row of rows [BH,T,D]: its largest |value| m = f 2^x (f in [0.5, 1)) gives
@@ -190,12 +230,20 @@ __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *p
         for (int j = 0; j <= pos; j++) {
             floatV dot = (floatV)(0.0f);
             for (int u = 0; u < dv; u++) dot += LOADV(qb, (long)pos * dv + u) * LOADV(kb, (long)j * dv + u);
-            float t = 0.0f;
-            for (int e = 0; e < GVW; e++) t += dot[e];
-            s[j] = scale * t;
+            s[j] = scale * cn_hsumV(dot);
             m = fmax(m, s[j]);
         }
-        for (int j = 0; j <= pos; j++) l += s[j] = exp(s[j] - m);
+        /* the exponentials a vector at a time (a scalar exp per key cost more than its dot
+         * product), their sum in GVW lanes combined pairwise */
+        int j = 0;
+        floatV lv = (floatV)(0.0f);
+        for (; j + GVW <= pos + 1; j += GVW) {
+            floatV e = exp(vloadV(0, s + j) - m);
+            vstoreV(e, 0, s + j);
+            lv += e;
+        }
+        l = cn_hsumV(lv);
+        for (; j <= pos; j++) l += s[j] = exp(s[j] - m);
         for (int u = 0; u < dv; u++) {
             floatV o = (floatV)(0.0f);
             for (int j = 0; j <= pos; j++) o += s[j] * LOADV(vb, (long)j * dv + u);
@@ -204,11 +252,13 @@ __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *p
     }
     for (int n0 = 0; n0 < N / GVW; n0 += DENSE_VPER) {
         int cnt = min(DENSE_VPER, N / GVW - n0);
-        floatV acc[DENSE_VPER];
-        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
-        for (int k = 0; k < BH * D; k++)
-            for (int u = 0; u < cnt; u++) acc[u] += a[k] * LOADV(w, (long)k * (N / GVW) + n0 + u);
-        for (int u = 0; u < cnt; u++) STOREV(y, n0 + u, acc[u] + LOADV(bias, n0 + u) + LOADV(res, n0 + u));
+#define XK(k) a[k]
+#define WAT(k, u) LOADV(w, (long)(k) * (N / GVW) + n0 + (u))
+#define EPI(u, o) STOREV(y, n0 + (u), (o) + LOADV(bias, n0 + (u)) + LOADV(res, n0 + (u)));
+        CN_CHUNK(cnt, BH * D, XK, WAT, EPI)
+#undef XK
+#undef WAT
+#undef EPI
     }
 }
 
@@ -269,6 +319,8 @@ float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
 
 /* Element k of row xr as the product reads it: normalized (ln) or as it is. */
 #define DENSE_XK(k) (ln ? (LOAD(xr, k) - st.x) * st.y * LOAD(gamma, k) + LOAD(beta, boff + (k)) : LOAD(xr, k))
+/* On a float or a whole floatV (the vector builtins: POCL's scalar erf per lane cost more than
+ * a hidden row's product). */
 #define DENSE_ACT(o)                                                                                     \
     ((act) == 1   ? 0.5f * (o) * (1.0f + erf((o) * DENSE_GELU_RSQRT2))                                  \
      : (act) == 2 ? 0.5f * (o) * (1.0f + tanh(DENSE_GELU_K0 * ((o) + DENSE_GELU_K1 * (o) * (o) * (o)))) \
@@ -307,21 +359,19 @@ __kernel void dense_rows_v(DENSE_ARGS) {
     if (dense_at(r, 0, N, D, C, posp) < 0) return;
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
-    floatV acc[DENSE_VPER];
-    for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
-    for (int k = 0; k < K; k++) {
-        float xk = DENSE_XK(k);
-        long wk = ((long)k * N) / GVW + v0;
-        for (int u = 0; u < cnt; u++) acc[u] += xk * LOADV(w, wk + u);
+#define WAT(k, u) LOADV(w, ((long)(k) * N) / GVW + v0 + (u))
+#define EPI(u, acc)                                                     \
+    {                                                                   \
+        floatV o = (acc) + LOADV(bias, v0 + (u));                       \
+        if (act) {                                                      \
+            o = DENSE_ACT(o);       \
+        }                                                               \
+        if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + (u));       \
+        STOREV(y, dense_at(r, (v0 + (u)) * GVW, N, D, C, posp) / GVW, o); \
     }
-    for (int u = 0; u < cnt; u++) {
-        floatV o = acc[u] + LOADV(bias, v0 + u);
-        if (act) {
-            for (int e = 0; e < GVW; e++) o[e] = DENSE_ACT(o[e]);
-        }
-        if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + u);
-        STOREV(y, dense_at(r, (v0 + u) * GVW, N, D, C, posp) / GVW, o);
-    }
+    CN_CHUNK(cnt, K, DENSE_XK, WAT, EPI)
+#undef WAT
+#undef EPI
 }
 
 /* MLP_ROW (ops.h): group r normalizes row r into local xn [K], computes the hidden row
@@ -360,26 +410,30 @@ __kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm
     for (int k = 0; k < K; k++) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
     for (int j0 = 0; j0 < F / GVW; j0 += DENSE_VPER) {
         int cnt = min(DENSE_VPER, F / GVW - j0);
-        floatV acc[DENSE_VPER];
-        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
-        for (int k = 0; k < K; k++)
-            for (int u = 0; u < cnt; u++) acc[u] += xn[k] * LOADV(w1, (long)k * (F / GVW) + j0 + u);
-        for (int u = 0; u < cnt; u++) {
-            floatV o = acc[u] + LOADV(b1, j0 + u);
-            if (act) {
-                for (int e = 0; e < GVW; e++) o[e] = DENSE_ACT(o[e]);
-            }
-            vstoreV(o, j0 + u, h);
-        }
+#define XK(k) xn[k]
+#define WAT(k, u) LOADV(w1, (long)(k) * (F / GVW) + j0 + (u))
+#define EPI(u, acc)                                                 \
+    {                                                               \
+        floatV o = (acc) + LOADV(b1, j0 + (u));                     \
+        if (act) {                                                  \
+            o = DENSE_ACT(o);   \
+        }                                                           \
+        vstoreV(o, j0 + (u), h);                                    \
+    }
+        CN_CHUNK(cnt, K, XK, WAT, EPI)
+#undef XK
+#undef WAT
+#undef EPI
     }
     for (int n0 = 0; n0 < K / GVW; n0 += DENSE_VPER) {
         int cnt = min(DENSE_VPER, K / GVW - n0);
-        floatV acc[DENSE_VPER];
-        for (int u = 0; u < DENSE_VPER; u++) acc[u] = (floatV)(0.0f);
-        for (int j = 0; j < F; j++)
-            for (int u = 0; u < cnt; u++) acc[u] += h[j] * LOADV(w2, (long)j * (K / GVW) + n0 + u);
-        for (int u = 0; u < cnt; u++)
-            STOREV(y, (long)r * (K / GVW) + n0 + u, acc[u] + LOADV(b2, n0 + u) + LOADV(xr, n0 + u));
+#define XK(j) h[j]
+#define WAT(j, u) LOADV(w2, (long)(j) * (K / GVW) + n0 + (u))
+#define EPI(u, o) STOREV(y, (long)r * (K / GVW) + n0 + (u), (o) + LOADV(b2, n0 + (u)) + LOADV(xr, n0 + (u)));
+        CN_CHUNK(cnt, F, XK, WAT, EPI)
+#undef XK
+#undef WAT
+#undef EPI
     }
 }
 #undef DENSE_XK

@@ -69,9 +69,10 @@ int cn_first_window(int h, int P, int K, int S) {
 }
 
 /* Pass 2: dx[n,h,w,c] = sum of dy over the windows whose winner is (h, w), in ascending
- * (oh, ow) like the reference's scatter. */
-__kernel void maxpool_grad(__global const STORE_T *dy, __global const int *idx, __global STORE_T *dx, int N, int H,
-                           int W, int C, int OH, int OW, int KH, int KW, int SH, int SW, int PH, int PW) {
+ * (oh, ow) like the reference's scatter; with relu (ops.h, relu_mask) 0 where x <= 0. */
+__kernel void maxpool_grad(__global const STORE_T *dy, __global const int *idx, __global const STORE_T *x,
+                           __global STORE_T *dx, int N, int H, int W, int C, int OH, int OW, int KH, int KW, int SH,
+                           int SW, int PH, int PW, int relu) {
     POOL_BWD_INDEX
     int me = h * W + w;
     int oh0 = cn_first_window(h, PH, KH, SH), oh1 = min(OH - 1, (h + PH) / SH);
@@ -82,6 +83,7 @@ __kernel void maxpool_grad(__global const STORE_T *dy, __global const int *idx, 
             int o = ((n * OH + oh) * OW + ow) * C + c;
             if (idx[o] == me) acc += LOAD(dy, o);
         }
+    if (relu && !(LOAD(x, i) > 0.0f)) acc = 0.0f;
     STORE(dx, i, acc);
 }
 
@@ -174,12 +176,13 @@ int cn_owned_hi(int o, int O, int S, int P, int X) { return o == O - 1 ? X : cla
     }                                                                                             \
     /* MAXPOOL_GRAD for windows that never overlap (SH >= KH, SW >= KW): each window writes \
      * dy to its winner and 0 to every other pixel it owns (cn_owned_lo/hi), so every pixel \
-     * of dx is written exactly once and no zero fill is needed. */                           \
+     * of dx is written exactly once and no zero fill is needed. relu (ops.h, relu_mask):   \
+     * the winner's dy is kept only where its x > 0, the ReLU gradient in the same pass. */  \
     __kernel void CN_POOL_CAT(maxpool_grad_rows, SUF)(__global const VT *restrict dy,             \
                                                         __global const VT *restrict x,            \
                                                         __global VT *restrict dx, int N, int H, int W, \
                                                         int C4, int OH, int OW, int KH, int KW, int SH, \
-                                                        int SW, int PH, int PW) {                 \
+                                                        int SW, int PH, int PW, int relu) {       \
         int t = get_global_id(0);                                                                 \
         if (t >= N * OH) return;                                                                  \
         int oh = t % OH, n = t / OH;                                                              \
@@ -204,6 +207,7 @@ int cn_owned_hi(int o, int O, int S, int P, int X) { return o == O - 1 ? X : cla
                         bi = select(bi, (IT)(pos), take);                                         \
                     }                                                                             \
                 VT g = dy[p * C4 + c];                                                            \
+                if (relu) g = select((VT)(0.0f), g, best > (VT)(0.0f));                           \
                 for (int h = hs; h < he; h++)                                                     \
                     for (int w = ws; w < we; w++) {                                               \
                         int pos = h * W + w;                                                      \

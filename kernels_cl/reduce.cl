@@ -156,6 +156,14 @@ CN_SR_COLS(4)
 CN_SR_COLS(2)
 CN_SR_COLS(1)
 
+/* One pass, when the columns alone give every compute unit work (cl_ops_reduce.c):
+ * work-item cb sums every row of the column vector [cb*GVW, (cb+1)*GVW) into a float output,
+ * with the same blocks and compensation as a slice above. */
+__kernel void sum_rows_vec(__global const STORE_T *x, int R, int C, __global float *out) {
+    int cb = get_global_id(0);
+    if ((cb + 1) * GVW <= C) cn_sr_cols1(x, 0, R, C, cb * GVW, out);
+}
+
 __kernel void sum_rows_blocks(__global const STORE_T *x, int R, int C, int chunk, __global float *part) {
     int s = get_global_id(0), cb = get_global_id(1);
     int r0 = s * chunk, c = cb * SR_CB, cend = min(C, c + SR_CB);

@@ -54,11 +54,21 @@ static int variant_index(int mr, int nv) {
 }
 
 /* Untuned choice: the widest column block that N fills (so the vector path covers it), the
- * most rows that fit the registers (32 vector registers assumed at width 16, 16 below). */
-int cn_cl_gemm_default_variant(const cn_cl_ctx *c, int64_t M, int64_t N) {
+ * most rows that fit the registers (32 vector registers assumed at width 16, 16 below).
+ * With four column vectors, 4 rows instead of 6 where K is at most 64 (measured faster on
+ * AVX-512 POCL for the ViT's K = 16 and 64 products, slower from K = 128 on, where 6 rows
+ * share each B load better) or where M is small and 4 rows compute fewer of them twice
+ * (M = 16: 18 rows in 6-row blocks). The variant changes no bit (gemm.cl: one fma chain
+ * per output whichever variant computes it). */
+int cn_cl_gemm_default_variant(const cn_cl_ctx *c, const gemm_dims *g) {
+    int64_t M = g->M, N = g->N;
     int vw = c->gemm_vw, big = vw >= 16;
     if (M < 4) return variant_index(1, 1);
-    if (N % (4 * vw) == 0 && M >= 6 && big) return variant_index(6, 4);
+    if (N % (4 * vw) == 0 && M >= 6 && big) {
+        int64_t waste6 = (M + 5) / 6 * 6 - M, waste4 = (M + 3) / 4 * 4 - M;
+        if (g->K <= 64 || (M < 48 && waste4 < waste6)) return variant_index(4, 4);
+        return variant_index(6, 4);
+    }
     if (N >= 2 * vw) {
         if (M >= 12 && big) return variant_index(12, 2);
         if (M >= 8 && big) return variant_index(8, 2);
@@ -76,16 +86,35 @@ size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n,
     return wg;
 }
 
-/* Split-K when the output gives too few work-items to fill the device and K is long: slices
- * whose A and B panels fit a CPU core's L2 (~512 KiB), at least 8 per compute unit. */
+/* Split-K, for either of two reasons:
+ * - the output gives too few work-items to fill the device and K is long: slices whose A and
+ *   B panels fit a CPU core's L2 (~512 KiB), at least 8 per compute unit;
+ * - K is long and an operand read along k has rows of 1 KiB or more (B, or a transposed A):
+ *   each work-item walks a K x NR panel of B (and K rows of A); past the L2 it is fetched
+ *   again for every work-item, and with such a stride each k is a new page that the
+ *   hardware prefetchers do not follow, so the walk waits on memory (a long-K weight
+ *   gradient ran at half the rate of the same product with K short). Slices of 256 KiB of
+ *   B panel stay in L2 from one work-item to the next (where the first rule also splits, the
+ *   longer of the two slices: the first rule's were shorter and cost more in partials). */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant) {
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
-    int64_t tiles = (g->M + v->mr - 1) / v->mr * ((g->N + v->nv * c->gemm_vw - 1) / (v->nv * c->gemm_vw)) * g->batch;
+    int64_t nr = (int64_t)v->nv * c->gemm_vw;
+    int64_t tiles = (g->M + v->mr - 1) / v->mr * ((g->N + nr - 1) / nr) * g->batch;
     int64_t cu = c->compute_units ? c->compute_units : 1;
-    if (g->K < 1024 || g->K < 8 * (g->M > g->N ? g->M : g->N) || tiles >= 64 * cu) return 0;
-    int64_t kc = (int64_t)131072 / (g->M + g->N);
+    if (tiles <= 0) return 0; /* an empty product */
     int64_t want = (8 * cu + tiles - 1) / tiles; /* slices for 8 work-items per compute unit */
-    if (g->K / want < kc) kc = g->K / want;
+    int64_t kc = 0;
+    if (g->K >= 1024 && g->K >= 8 * (g->M > g->N ? g->M : g->N) && tiles < 64 * cu) {
+        kc = (int64_t)131072 / (g->M + g->N);
+        if (g->K / want < kc) kc = g->K / want;
+    }
+    int64_t stride = (g->ta && g->M > g->N ? g->M : g->N) * (int64_t)sizeof(float);
+    if (stride >= 1024 && g->K * nr * (int64_t)sizeof(float) > ((int64_t)1 << 20)) {
+        int64_t kl2 = ((int64_t)256 << 10) / (nr * (int64_t)sizeof(float));
+        if (g->K / want < kl2) kl2 = g->K / want;
+        if (kl2 > kc) kc = kl2; /* the longer slices: fewer partials to write and sum */
+    }
+    if (kc == 0) return 0;
     kc = kc < 64 ? 64 : kc / 64 * 64;
     return kc >= g->K ? 0 : kc;
 }
@@ -240,7 +269,7 @@ cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, i
     if (c->gemm_mode == CN_GEMM_CLBLAST || blast_argument_error(st)) return s;
     cn_log(CN_LOG_WARN, "%s; using gemm.cl on this device from now on", cn_last_error());
     c->clblast_failed = 1;
-    return c->gemm_reg_default ? gemm_reg(c, l, g, cn_cl_gemm_default_variant(c, g->M, g->N), 0, -1)
+    return c->gemm_reg_default ? gemm_reg(c, l, g, cn_cl_gemm_default_variant(c, g), 0, -1)
                                : gemm_tiled(c, l, g);
 }
 
@@ -256,7 +285,7 @@ static void choose_path(cn_cl_ctx *c, const gemm_dims *g, int *path, int *varian
     } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g->K == 0) {
         /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
         *path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
-        *variant = cn_cl_gemm_default_variant(c, g->M, g->N);
+        *variant = cn_cl_gemm_default_variant(c, g);
     } else {
         *path = CN_GEMM_PATH_CLBLAST;
     }
@@ -274,7 +303,7 @@ cn_status cn_cl_op_MATMUL(cn_cl_ctx *c, const cn_launch *l) {
         /* 16-bit storage: clnet's own kernels, float32 accumulators (CLBlast's half GEMM
          * accumulates in half and needs cl_khr_fp16); the f32 tuning does not apply. */
         path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
-        variant = cn_cl_gemm_default_variant(c, g.M, g.N);
+        variant = cn_cl_gemm_default_variant(c, &g);
     } else {
         choose_path(c, &g, &path, &variant, &wg, &kc);
     }

@@ -40,7 +40,8 @@
     X(CHANNEL, "channel.cl")          \
     X(BATCHNORM, "batchnorm.cl")      \
     X(KVCACHE, "kvcache.cl") \
-    X(QUANT, "quant.cl")
+    X(QUANT, "quant.cl")              \
+    X(MATH, "math.cl")
 
 typedef enum cn_cl_family {
 #define CN_X_FAM(ID, file) CN_CL_FAM_##ID,
@@ -67,6 +68,7 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, tanh_grad_span)                                                             \
     X(REDUCE, reduce_sum_partial) X(REDUCE, reduce_sum_final) X(REDUCE, reduce_sum_small)      \
     X(REDUCE, sum_rows_partial) X(REDUCE, sum_rows_final) X(REDUCE, sum_rows_blocks)           \
+    X(REDUCE, sum_rows_vec)                                                                    \
     X(REDUCE, argmax_rows) X(REDUCE, accuracy_rows)                                            \
     X(REDUCE, accuracy_rowsv)                                                                  \
     X(SOFTMAX, softmax_rows) X(SOFTMAX, softmax_grad_rows) X(SOFTMAX, log_softmax_grad_rows)   \
@@ -89,7 +91,8 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
     X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4)                                     \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
-    X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv)                                   \
+    X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv) X(NORM, layer_norm_dgamma_rowsv)   \
+    X(NORM, layer_norm_stats_rows) X(NORM, layer_norm_dgamma_partial)                          \
     X(LASTAXIS, reduce_last_rows) X(LASTAXIS, max_last_grad_rows) X(LASTAXIS, bcast_last)      \
     X(LASTAXIS, reduce_last_rowsv)                                                             \
     X(ELEMENTWISE, gelu_fwd) X(ELEMENTWISE, gelu_bwd) X(ELEMENTWISE, gelu_fwd_span) X(ELEMENTWISE, gelu_bwd_span) \
@@ -110,8 +113,9 @@ typedef enum cn_cl_family {
     X(ELEMENTWISE, cast_f32) X(ELEMENTWISE, cast_f16) X(ELEMENTWISE, cast_bf16)              \
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
-    X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add)                                    \
-    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)
+    X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
+    X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
+    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -335,7 +339,7 @@ typedef struct cn_cl_gemm_variant {
 #define CN_CL_GEMM_VARIANTS 8
 extern const cn_cl_gemm_variant cn_cl_gemm_variants[CN_CL_GEMM_VARIANTS];
 cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g);
-int cn_cl_gemm_default_variant(const cn_cl_ctx *c, int64_t M, int64_t N);
+int cn_cl_gemm_default_variant(const cn_cl_ctx *c, const gemm_dims *g);
 size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch);
 /* K-slice length for split-K (0 = no split): long K next to a small output. */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant);

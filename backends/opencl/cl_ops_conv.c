@@ -102,7 +102,8 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
 cn_status cn_cl_op_MAXPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c, l, CN_K_maxpool); }
 cn_status cn_cl_op_AVGPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c, l, CN_K_avgpool); }
 
-/* MAXPOOL_GRAD(dy, x): pass 1 records each window's winner, pass 2 gathers per pixel. */
+/* MAXPOOL_GRAD(dy, x): pass 1 records each window's winner, pass 2 gathers per pixel; both
+ * forms apply the folded ReLU gradient (relu_mask) where they store. */
 cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     cn_window g;
     cn_window_of(&l->in_shape[1], l->p, &g);
@@ -112,13 +113,14 @@ cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
     if (row_kernels(c) && v > 0 && g.sh >= g.kh && g.sw >= g.kw) {
         /* Windows never overlap: one pass, each window writing the pixels it owns. */
         return ROWS(c, v == 2 ? CN_K_maxpool_grad_rowsv : CN_K_maxpool_grad_rows4, g.n * g.oh,
-                    CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv));
+                    CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), GEOM_ARGS_V(g, cv),
+                    CN_ARG_INT(l->p->relu_mask));
     }
     cl_mem idx;
     CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)nout * sizeof(cl_int), &idx));
     CN_TRY(GRID(c, CN_K_maxpool_index, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[1]), CN_ARG_MEM(idx), GEOM_ARGS(g)));
-    return GRID(c, CN_K_maxpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(idx), CN_ARG_MEM(l->out),
-                GEOM_ARGS(g));
+    return GRID(c, CN_K_maxpool_grad, g.c, g.w, g.n * g.h, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(idx), CN_ARG_MEM(l->in[1]),
+                CN_ARG_MEM(l->out), GEOM_ARGS(g), CN_ARG_INT(l->p->relu_mask));
 }
 
 cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {

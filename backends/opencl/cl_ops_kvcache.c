@@ -26,6 +26,12 @@ int cn_cl_attend_cache_fits(const cn_cl_ctx *c, int64_t D) {
 cn_status cn_cl_op_KV_WRITE(cn_cl_ctx *c, const cn_launch *l) {
     const cn_shape *cs = &l->in_shape[0], *rs = &l->in_shape[1];
     int64_t n = cn_shape_numel(rs);
+    if (c->is_cpu) { /* a work-item a head (kvcache.cl) */
+        size_t one = 1, heads = (size_t)cs->d[0];
+        return CN_CL_LAUNCH(c, CN_K_kv_write_heads, 1, &heads, &one, CN_ARG_MEM(l->out), CN_ARG_MEM(l->in[1]),
+                            CN_ARG_MEM(l->in[2]), CN_ARG_INT(cs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]),
+                            CN_ARG_INT(cs->d[2]));
+    }
     return CN_CL_LAUNCH_1D(c, CN_K_kv_write, (size_t)n, CN_ARG_MEM(l->out), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),
                            CN_ARG_INT(cs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]), CN_ARG_INT(cs->d[2]));
 }

@@ -45,8 +45,16 @@ cn_status cn_cl_op_MEAN_ALL(cn_cl_ctx *c, const cn_launch *l) {
  * SUM_ROWS_CPU_MIN_ROWS rows; one slice writes the output directly. */
 #define SUM_ROWS_CPU_MIN_ROWS 64
 static cn_status sum_rows_cpu(cn_cl_ctx *c, const cn_launch *l, int64_t R, int64_t C) {
-    int64_t cb = (C + 4 * c->gemm_vw - 1) / (4 * c->gemm_vw);
     int64_t cu = c->compute_units ? (int64_t)c->compute_units : 1;
+    /* Whole vectors of columns, at least two per compute unit, and a float output: one
+     * work-item per column vector over every row (sum_rows_vec), one launch instead of two
+     * (a transformer's bias and norm gradients: 64 to 512 columns over thousands of rows). */
+    if (C % c->gemm_vw == 0 && C / c->gemm_vw >= 2 * cu && c->store == CN_CL_STORE_F32) {
+        size_t gws = (size_t)(C / c->gemm_vw), one = 1; /* groups of one: POCL runs a group on one thread */
+        return CN_CL_LAUNCH(c, CN_K_sum_rows_vec, 1, &gws, &one, CN_ARG_MEM(l->in[0]), CN_ARG_INT(R), CN_ARG_INT(C),
+                            CN_ARG_MEM(l->out));
+    }
+    int64_t cb = (C + 4 * c->gemm_vw - 1) / (4 * c->gemm_vw);
     int64_t S = (8 * cu + cb - 1) / cb, max_s = R / SUM_ROWS_CPU_MIN_ROWS;
     if (S > max_s) S = max_s;
     if (S < 1) S = 1;

@@ -11,6 +11,8 @@
 #include "omp_ops.h"
 
 #define TILE 16
+/* Output rows per block of the run-copy case. */
+#define RUN_BLOCK 256
 
 /* Output index -> input offset for the output dims listed in dims[0..nd) (outermost
  * first), given the flat index `idx` over just those dims. */
@@ -55,13 +57,28 @@ cn_status cn_omp_op_TRANSPOSE(const cn_launch *l) {
     int outer_dims[CN_MAX_DIMS], nd = 0;
 
     if (q == last) {
-        for (int i = 0; i < last; i++) outer_dims[nd++] = i;
-        const int64_t len = so->d[last], rows = n / len;
+        /* Output rows are consecutive, so only the input offset moves: decomposed once per
+         * block of RUN_BLOCK rows, then stepped like an odometer (attention's head layout has
+         * runs of 16 floats, where a division per dim per run cost more than the copy). */
+        const int64_t len = so->d[last], rows = n / len, blocks = (rows + RUN_BLOCK - 1) / RUN_BLOCK;
 #pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            int64_t io, oo;
-            decompose(r, outer_dims, nd, so->d, src_stride, out_stride, &io, &oo);
-            memcpy(y + oo, x + io, (size_t)len * sizeof(float));
+        for (int64_t b = 0; b < blocks; b++) {
+            const int64_t r0 = b * RUN_BLOCK, r1 = CN_OMP_MIN(rows, r0 + RUN_BLOCK);
+            int64_t idx[CN_MAX_DIMS], io = 0, rem = r0;
+            for (int i = last - 1; i >= 0; i--) {
+                idx[i] = rem % so->d[i];
+                rem /= so->d[i];
+                io += idx[i] * src_stride[i];
+            }
+            for (int64_t r = r0; r < r1; r++) {
+                memcpy(y + r * len, x + io, (size_t)len * sizeof(float));
+                for (int i = last - 1; i >= 0; i--) {
+                    io += src_stride[i];
+                    if (++idx[i] < so->d[i]) break;
+                    io -= src_stride[i] * so->d[i];
+                    idx[i] = 0;
+                }
+            }
         }
         return CN_OK;
     }

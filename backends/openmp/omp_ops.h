@@ -53,6 +53,11 @@
 #define CN_OMP_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
+/* SUM_ROWS's row blocks for x viewed as [rows, cols] (omp_reduce.c): block b sums rows
+ * [rows*b/blocks, rows*(b+1)/blocks) in order, the blocks are added in order. Layer norm's
+ * dgamma (omp_norm.c) sums the same way, so it gives SUM_ROWS's bits. */
+int64_t cn_omp_sum_rows_blocks(int64_t rows, int64_t cols);
+
 /* Records "<op> on omp: <detail> (in: [..] [..], out: [..])" and returns s. */
 cn_status cn_omp_fail(cn_status s, const cn_launch *l, const char *fmt, ...) CN_PRINTF(3, 4);
 

@@ -81,6 +81,9 @@ cn_status cn_omp_op_MAXPOOL_GRAD(const cn_launch *l) {
     /* The usual pool (stride >= window) has disjoint windows: each pixel gets at most one
      * dy, so dx is written once instead of zeroed and then scattered into. */
     const int disjoint = g.sh >= g.kh && g.sw >= g.kw;
+    /* relu_mask (ops.h): a pixel only ever receives the dy of windows it wins, so keeping a
+     * window's dy only where the winner's x > 0 is the ReLU gradient of the summed dx. */
+    const int relu = l->p->relu_mask;
 #pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
     for (int64_t item = 0; item < g.n * blocks; item++) {
         const int64_t n = item / blocks, c0 = (item % blocks) * CH_BLOCK;
@@ -134,13 +137,14 @@ cn_status cn_omp_op_MAXPOOL_GRAD(const cn_launch *l) {
                             for (int64_t c = 0; c < cw; c++) {
                                 uint32_t bits;
                                 memcpy(&bits, &g_row[c], sizeof bits);
-                                bits &= -(uint32_t)(arg[c] == pix);
+                                bits &= -(uint32_t)(arg[c] == pix && (!relu || best[c] > 0.0f));
                                 memcpy(&d[c], &bits, sizeof bits);
                             }
                         }
                     }
                 } else {
-                    for (int64_t c = 0; c < cw; c++) dimg[arg[c] * C + c] += g_row[c];
+                    for (int64_t c = 0; c < cw; c++)
+                        if (!relu || best[c] > 0.0f) dimg[arg[c] * C + c] += g_row[c];
                 }
             }
         }

@@ -77,6 +77,10 @@ static void sum_block(const float *x, int64_t cols, int64_t r0, int64_t r1, int6
 /* out[c] = sum over r of x[r, c], x viewed as [rows, cols] with cols = numel(out). Wide
  * outputs split over column chunks alone; narrow ones (a conv bias gradient: 32 columns,
  * 43264 rows) also over row blocks, summed afterwards in block order. */
+int64_t cn_omp_sum_rows_blocks(int64_t rows, int64_t cols) {
+    return cols >= 4 * COL_CHUNK ? 1 : CN_OMP_MAX(1, CN_OMP_MIN(ROW_BLOCKS, rows / 16));
+}
+
 cn_status cn_omp_op_SUM_ROWS(const cn_launch *l) {
     const cn_shape *sx = &l->in_shape[0], *so = &l->out_shape;
     const int64_t cols = cn_shape_numel(so), n = cn_shape_numel(sx);
@@ -85,7 +89,7 @@ cn_status cn_omp_op_SUM_ROWS(const cn_launch *l) {
     const float *x = l->in[0];
     float *out = l->out;
     const int64_t chunks = (cols + COL_CHUNK - 1) / COL_CHUNK;
-    const int64_t blocks = cols >= 4 * COL_CHUNK ? 1 : CN_OMP_MAX(1, CN_OMP_MIN(ROW_BLOCKS, rows / 16));
+    const int64_t blocks = cn_omp_sum_rows_blocks(rows, cols);
     double *part = NULL;
     if (blocks > 1) {
         part = malloc((size_t)blocks * (size_t)cols * sizeof(double));

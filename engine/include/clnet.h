@@ -127,7 +127,8 @@ void cn_set_log_placement(int on);
  * writes the totals so far, slowest first, one line per op ("" when nothing was profiled:
  * calls, wall seconds, share of the wall total, and the process's CPU seconds, every thread's,
  * over the same spans), then one line per matmul shape ("gemm b= m= n= k= ta= tb= bias= epilogue=": its calls,
- * seconds and GFLOP/s at 2*b*m*n*k FLOPs a call; the first 128 shapes run);
+ * seconds, GFLOP/s at 2*b*m*n*k FLOPs a call, and the process's CPU seconds; the first 128
+ * shapes run);
  * cn_profile_log sends the same lines, prefixed "profile: ", to the log callback at INFO
  * whatever its min_level. */
 void cn_profile_report(char *buf, size_t cap);

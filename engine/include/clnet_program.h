@@ -92,6 +92,24 @@ cn_value cn_op_exp(cn_program *p, cn_value x);
 cn_value cn_op_log(cn_program *p, cn_value x);
 cn_value cn_op_softmax(cn_program *p, cn_value x);     /* over the last axis */
 cn_value cn_op_log_softmax(cn_program *p, cn_value x); /* over the last axis */
+/* Elementwise math (issue 18; each one op, with gradients). maximum and minimum are
+ * torch.maximum/minimum (a NaN on either side gives NaN; at a tie each input gets half the
+ * gradient), pow is C's powf (a negative base with an integer exponent keeps its sign; the
+ * gradients are PyTorch's: 0 for a where b == 0, 0 for b where a == 0 and b >= 0); b
+ * broadcasts onto a as for cn_op_add. floor and ceil are exact and have gradient 0; erf has
+ * 2/sqrt(pi) exp(-x^2). Failures as for every op (CN_INVALID_VALUE, the program's status). */
+cn_value cn_op_maximum(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_minimum(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_pow(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_floor(cn_program *p, cn_value x);
+cn_value cn_op_ceil(cn_program *p, cn_value x);
+cn_value cn_op_erf(cn_program *p, cn_value x);
+/* Comparisons, b broadcast onto a: 1 where a < b (cn_op_less), a > b, a == b holds, else 0
+ * (a NaN compares false), in a's float type. clnet's booleans are such masks; no gradient
+ * flows through them. */
+cn_value cn_op_less(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_greater(cn_program *p, cn_value a, cn_value b);
+cn_value cn_op_equal(cn_program *p, cn_value a, cn_value b);
 /* x converted to float storage type dt (CN_F32, CN_F16 or CN_BF16): widening is exact,
  * narrowing rounds to nearest even (overflow to f16 gives infinity). The ops that follow
  * compute in float32 and store in x's new type; gradients flow back through the cast to

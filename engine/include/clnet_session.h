@@ -294,7 +294,8 @@ typedef struct cn_load_options {
  * written. */
 cn_status cn_session_load_params(cn_session *s, const char *path, const cn_load_options *opt, int *n_loaded);
 /* Device bytes the session's plans hold beyond the parameters: planned intermediates after
- * reuse and, for training, gradients and optimizer state. */
+ * reuse (for inference, with the weights computed once per weight change, such as batch norm
+ * folded into a convolution's), and for training, gradients and optimizer state. */
 cn_status cn_session_memory(const cn_session *s, uint64_t *planned, uint64_t *persistent);
 
 /* FNV-1a hash of a session's parameter bytes, in order: equal sums, equal weights. */

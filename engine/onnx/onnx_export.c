@@ -333,6 +333,18 @@ static cn_status node(ex *e, int i, cn_session *s) {
     case CN_OP_SUB: y = ex_emit2(e, "Sub", x, ex_in_name(e, n, 1)); break;
     case CN_OP_MUL: y = ex_emit2(e, "Mul", x, ex_in_name(e, n, 1)); break;
     case CN_OP_DIV: y = ex_emit2(e, "Div", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_MAXIMUM: y = ex_emit2(e, "Max", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_MINIMUM: y = ex_emit2(e, "Min", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_POW: y = ex_emit2(e, "Pow", x, ex_in_name(e, n, 1)); break;
+    case CN_OP_FLOOR: y = ex_emit1(e, "Floor", x, NULL); break;
+    case CN_OP_CEIL: y = ex_emit1(e, "Ceil", x, NULL); break;
+    case CN_OP_ERF: y = ex_emit1(e, "Erf", x, NULL); break;
+    case CN_OP_COMPARE: { /* ONNX's bool, cast to the float mask clnet holds (the importer's Cast is then none) */
+        static const char *const cmp[] = {"Less", "Greater", "Equal", "LessOrEqual", "GreaterOrEqual"};
+        y = ex_emit1(e, "Cast", ex_emit2(e, cmp[n->p.variant], x, ex_in_name(e, n, 1)),
+                     (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT), AEND});
+        break;
+    }
     case CN_OP_SCALE:
         y = (char *)x;
         if (n->p.alpha != 1.0f) y = ex_emit2(e, "Mul", y, ex_scalar(e, n->p.alpha));

@@ -95,9 +95,11 @@ cn_value cn_onnx_materialize(ox_ctx *c, ox_val *v) {
     if (v->pat == PAT_NORM) r = layer_norm(c, x, -1, NULL, v->pf);
     else if (v->pat == PAT_NORMG) r = layer_norm(c, x, v->pg, NULL, v->pf);
     else if (v->pat == PAT_SQ) r = cn_op_mul(P, c->vals[v->pg].v, c->vals[v->pg].v);
+    else if (v->pat == PAT_ERF) /* erf(x / sqrt 2) used elsewhere too: it keeps its argument's layout */
+        return v->v = cn_op_erf(P, c->vals[v->pg].v);
     else {
         cn_errorf(CN_ERR_UNSUPPORTED, "'%s' (%s) is used outside the GELU and layer-norm patterns; clnet computes "
-                  "Erf of program values, and these parts of a layer norm, only there", v->name,
+                  "these parts of GELU (1 + erf, and its products) and of a layer norm only there", v->name,
                   v->pat <= PAT_H1PERF ? "part of x * 0.5 * (1 + erf(x / sqrt(2)))" : "part of a layer norm");
         return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
     }
@@ -187,8 +189,11 @@ static cn_status h_erf(ox_ctx *c, const Onnx__NodeProto *n) {
     ox_val *x = ox_in_raw(c, n, 0);
     if (!x) return cn_last_status();
     if (x->is_const) return cn_onnx_fold(c, n);
-    if (x->pat == PAT_DIV_SQRT2) return set_part(c, n, x, CN_INVALID_VALUE, PAT_ERF, x->px, -1, 0);
-    return ox_unsupported("Erf of a program value outside the GELU pattern x * 0.5 * (1 + erf(x / sqrt(2)))");
+    /* GELU's erf stays a pattern part (pg: its argument x / sqrt(2), for materializing) */
+    if (x->pat == PAT_DIV_SQRT2) return set_part(c, n, x, CN_INVALID_VALUE, PAT_ERF, x->px, idx_of(c, x), 0);
+    if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
+    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
+    return ox_set_like(c, n, 0, cn_op_erf(P, x->v), x);
 }
 
 static cn_status h_sqrt(ox_ctx *c, const Onnx__NodeProto *n) {
@@ -207,7 +212,6 @@ static cn_status h_pow(ox_ctx *c, const Onnx__NodeProto *n) {
     cn_status lst = cn_onnx_legacy_broadcast(c, n, x, e);
     if (lst != CN_OK) return lst;
     if (x->is_const && e->is_const) return cn_onnx_fold(c, n);
-    if (!e->is_const) return ox_unsupported("an exponent that is not a constant");
     if (x->pat == PAT_CENT && scalar_is(e, 2.0, 0.0)) return set_part(c, n, x, CN_INVALID_VALUE, PAT_SQ, x->px, idx_of(c, x), 0);
     if (x->pat && x->v == CN_INVALID_VALUE && cn_onnx_materialize(c, x) == CN_INVALID_VALUE) return cn_last_status();
     return cn_onnx_pow_const(c, n, x, e);

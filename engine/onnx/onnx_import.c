@@ -127,6 +127,11 @@ cn_status ox_set_dyn(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_value v, int
     if (v == CN_INVALID_VALUE) return cn_program_status(c->p) != CN_OK ? cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p)) : cn_last_status();
     ox_val *o = ox_out(c, n, k);
     if (!o) return k < (int)n->n_output && *n->output[k] ? cn_last_status() : CN_OK;
+    return ox_fill_dyn(c, o, v, nhwc, bdim, ndim);
+}
+
+cn_status ox_fill_dyn(ox_ctx *c, ox_val *o, cn_value v, int nhwc, int bdim, int ndim) {
+    if (v == CN_INVALID_VALUE) return cn_program_status(c->p) != CN_OK ? cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p)) : cn_last_status();
     int nd;
     int64_t s[CN_MAX_DIMS];
     cn_dtype dt;

@@ -164,6 +164,8 @@ ox_val *ox_find(ox_ctx *c, const char *name);
 cn_status ox_set_const(ox_ctx *c, const Onnx__NodeProto *n, int k, ox_tensor *t);
 /* Output k becomes program value v (physical layout nhwc for a 4-D logical value). */
 cn_status ox_set_dyn(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_value v, int nhwc, int bdim, int ndim);
+/* ox_set_dyn's filling of a value, for one that no node names (a step of a variadic Max). */
+cn_status ox_fill_dyn(ox_ctx *c, ox_val *o, cn_value v, int nhwc, int bdim, int ndim);
 /* A dynamic output with x's layout, batch dim and rank (elementwise ops). */
 cn_status ox_set_like(ox_ctx *c, const Onnx__NodeProto *n, int k, cn_value v, const ox_val *x);
 /* The program value of an input in logical layout (a transpose is added for an NHWC value),
@@ -192,7 +194,9 @@ cn_value cn_onnx_rsqrt(cn_program *p, cn_value x);
 cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e);
 /* HardSigmoid (onnx_ops.c; onnx_fuse.c marks it as the start of x * hard_sigmoid(x)). */
 cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
-/* Add, Sub, Mul, Div (kind 0..3) of program values and constants, with broadcasting. */
+/* Add, Sub, Mul, Div, Max, Min, Pow and the comparisons (kind OX_ADD .. OX_GE; a comparison
+ * gives a float mask, clnet's boolean) of program values and constants, with broadcasting. */
+enum { OX_ADD, OX_SUB, OX_MUL, OX_DIV, OX_MAX, OX_MIN, OX_POW, OX_LT, OX_GT, OX_EQ, OX_LE, OX_GE };
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);

@@ -25,6 +25,8 @@ static cn_value neg(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f,
 /* |x| = relu(x) + relu(-x): one term is 0, so the sum is exact. */
 static cn_value abs_of(cn_program *p, cn_value x) { return cn_op_add(p, cn_op_relu(p, x), cn_op_relu(p, neg(p, x))); }
 static cn_status h_abs(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, abs_of); }
+static cn_status h_floor(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_floor); }
+static cn_status h_ceil(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, cn_op_ceil); }
 /* 1 / x as one IEEE division: the numerator is x clipped to [1, 1] (1 for every x, infinities
  * included), so it has x's shape and batch. */
 static cn_value recip(cn_program *p, cn_value x) { return cn_op_div(p, cn_op_clip(p, x, 1.0f, 1.0f), x); }
@@ -89,39 +91,44 @@ static cn_status h_clip(ox_ctx *c, const Onnx__NodeProto *n) {
     return act_param(c, n, CN_OP_CLIP, lo, hi);
 }
 
-/* Max and Min (kind 1 and 0) of one program value and constant scalars: a clip at the
- * constants' max (min), exact; of one input: that input. clnet has no elementwise max of two
- * program values (a + relu(b - a) rounds). */
+static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *o);
+
+/* Max and Min of any number of inputs: constants among themselves fold; otherwise a chain of
+ * clnet's MAXIMUM (MINIMUM) from the first program value, each step broadcasting as
+ * cn_onnx_binary does (numpy's NaN rule: a NaN anywhere gives NaN, which a clip would lose). */
 static cn_status minmax(ox_ctx *c, const Onnx__NodeProto *n, int is_max) {
-    ox_val *x = NULL;
-    int all_const = 1;
-    float bound = is_max ? -INFINITY : INFINITY;
+    int first = -1;
     for (int k = 0; k < (int)n->n_input; k++) {
         ox_val *v = ox_in(c, n, k);
         if (!v) return cn_last_status();
-        all_const &= v->is_const;
+        if (!v->is_const && first < 0) first = k;
     }
-    if (all_const) return cn_onnx_fold(c, n);
+    if (first < 0) return cn_onnx_fold(c, n);
+    ox_val acc = *ox_in(c, n, first);
+    if (acc.is_int) return ox_unsupported("integer input '%s'", acc.name);
     for (int k = 0; k < (int)n->n_input; k++) {
-        ox_val *v = ox_in(c, n, k);
-        if (!v->is_const) {
-            if (x) return ox_unsupported("two program values (clnet has no elementwise max or min op)");
-            x = v;
-        } else if (v->c.numel != 1) {
-            return ox_unsupported("a constant '%s' of %lld values beside a program value (only scalars, as a clip)",
-                                  v->name, (long long)v->c.numel);
-        } else {
-            float b = (float)ox_get(&v->c, 0);
-            bound = is_max ? fmaxf(bound, b) : fminf(bound, b);
-        }
+        if (k == first) continue;
+        ox_val r = {.name = n->output[0]};
+        cn_status st = binary_vals(c, &acc, ox_in(c, n, k), is_max ? OX_MAX : OX_MIN, &r);
+        if (st != CN_OK) return st;
+        acc = r;
     }
-    if (x->is_int) return ox_unsupported("integer input '%s'", x->name);
-    if (n->n_input == 1) return ox_set_like(c, n, 0, x->v, x);
-    cn_value r = is_max ? cn_op_clip(P, x->v, bound, INFINITY) : cn_op_clip(P, x->v, -INFINITY, bound);
-    return ox_set_like(c, n, 0, r, x);
+    return ox_set_dyn(c, n, 0, acc.v, acc.nhwc, acc.bdim, acc.ndim);
 }
 static cn_status h_max(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 1); }
 static cn_status h_min(ox_ctx *c, const Onnx__NodeProto *n) { return minmax(c, n, 0); }
+
+/* Comparisons give clnet's boolean, a float mask of 0 and 1 (docs/DESIGN.md); And, Or and
+ * Not of such masks are their minimum, maximum and 1 - x, exactly. */
+static cn_status h_less(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_LT); }
+static cn_status h_greater(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_GT); }
+static cn_status h_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_EQ); }
+static cn_status h_less_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_LE); }
+static cn_status h_greater_equal(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_GE); }
+static cn_status h_and(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_MIN); }
+static cn_status h_or(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_binary(c, n, OX_MAX); }
+static cn_value not_of(cn_program *p, cn_value x) { return cn_op_scale(p, x, -1.0f, 1.0f); }
+static cn_status h_not(ox_ctx *c, const Onnx__NodeProto *n) { return unary(c, n, not_of); }
 
 static cn_status h_dropout(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
@@ -247,13 +254,20 @@ cn_value cn_onnx_reshape_like(ox_ctx *c, cn_value v, const ox_val *x) {
     return cn_op_reshape(P, v, x->ndim ? x->ndim : 1, x->ndim ? d : (const int64_t[]){1});
 }
 
-typedef enum { B_ADD, B_SUB, B_MUL, B_DIV } bin_kind;
-
-static cn_value bin_op(cn_program *p, bin_kind k, cn_value a, cn_value b) {
+static cn_value bin_op(cn_program *p, int k, cn_value a, cn_value b) {
     switch (k) {
-    case B_ADD: return cn_op_add(p, a, b);
-    case B_SUB: return cn_op_sub(p, a, b);
-    case B_MUL: return cn_op_mul(p, a, b);
+    case OX_ADD: return cn_op_add(p, a, b);
+    case OX_SUB: return cn_op_sub(p, a, b);
+    case OX_MUL: return cn_op_mul(p, a, b);
+    case OX_MAX: return cn_op_maximum(p, a, b);
+    case OX_MIN: return cn_op_minimum(p, a, b);
+    case OX_POW: return cn_op_pow(p, a, b);
+    case OX_LT: case OX_GT: case OX_EQ: case OX_LE: case OX_GE: {
+        cn_value in[2] = {a, b};
+        cn_op_params prm = {0};
+        prm.variant = k - OX_LT; /* COMPARE's variants are in this order (ops.h) */
+        return cn_prog_op(p, CN_OP_COMPARE, 2, in, &prm);
+    }
     default: return cn_op_div(p, a, b);
     }
 }
@@ -279,11 +293,14 @@ static int per_channel(const ox_val *x, const ox_val *y) {
     return 0;
 }
 
-cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
-    NEED(a, 0);
-    NEED(b, 1);
-    if (a->is_const && b->is_const) return cn_onnx_fold(c, n);
-    if (a->is_int || b->is_int) return ox_unsupported("integer arithmetic on program values");
+/* a (op) b into *o (a value no node names yet): the step of cn_onnx_binary and of a
+ * variadic Max or Min. At least one of a, b is a program value. */
+static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *o) {
+    /* a constant integer exponent is converted below; integer program values have no float op */
+    if (kind == OX_POW && !a->is_int && b->is_int && !b->is_const)
+        return ox_unsupported("an integer exponent '%s' that is not a constant (clnet has no integer arithmetic)", b->name);
+    if ((a->is_int && !(a->is_const && kind == OX_POW)) || (b->is_int && !(b->is_const && kind == OX_POW)))
+        return ox_unsupported("integer arithmetic on program values");
     int nd;
     int64_t od[CN_MAX_DIMS];
     if (!bcast_shape(a, b, &nd, od))
@@ -295,25 +312,38 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
     if (!a_full) x = b, y = a, swap = 1;
     if (x->is_const || x->ndim != nd || memcmp(x->d, od, sizeof(int64_t) * (size_t)nd))
         return ox_unsupported("broadcasting '%s' %s onto a larger shape", x->name, x->is_const ? "(a constant)" : "");
-    if (swap && kind == B_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
+    if (swap && kind == OX_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
+    if (swap && kind >= OX_LT) /* b (op) a: the mirrored comparison */
+        kind = kind == OX_LT ? OX_GT : kind == OX_GT ? OX_LT : kind == OX_LE ? OX_GE : kind == OX_GE ? OX_LE : kind;
+    if (swap && kind == OX_POW) return ox_unsupported("a base '%s' smaller than its exponent '%s'", y->name, x->name);
     cn_value xv, yv, r;
     int nhwc = 0;
-    if (y->is_const) {
+    if (y->is_const && kind == OX_POW && y->c.dt == OX_I64) {
+        /* an integer exponent: its float copy (exact up to 2^24), a program constant */
+        ox_val f = *y;
+        f.init = 0, f.v = f.alt = CN_INVALID_VALUE, f.vkey[0] = 0;
+        if (!ox_fold_alloc(&f.c, OX_F32, y->c.ndim, y->c.d, "an integer exponent")) return cn_last_status();
+        for (int64_t i = 0; i < f.c.numel; i++) f.c.f[i] = (float)y->c.i[i];
+        nhwc = x->nhwc;
+        xv = x->v;
+        yv = const_onto(c, &f, x);
+        ox_tensor_free(&f.c);
+    } else if (y->is_const) {
         nhwc = x->nhwc;
         xv = x->v;
         yv = const_onto(c, y, x);
     } else if (same_shape(x, y) && x->nhwc == y->nhwc) {
         nhwc = x->nhwc;
         xv = x->v, yv = y->v;
-    } else if (per_channel(x, y) && (kind == B_ADD || kind == B_MUL || (kind == B_SUB && !swap))) {
+    } else if (per_channel(x, y) && (kind == OX_ADD || kind == OX_MUL || (kind == OX_SUB && !swap))) {
         /* y [N,C,1,1] onto an image (squeeze-and-excitation), or [N,1,...,C] onto a value whose
          * channels are last: clnet's channel ops */
         int k = per_channel(x, y), image = k == 1;
         cn_value sv = cn_op_reshape(P, y->v, 2, (const int64_t[]){y->bdim == 0 ? -1 : y->d[0], y->d[k]});
-        if (kind == B_SUB) sv = cn_op_scale(P, sv, -1.0f, 0.0f);
+        if (kind == OX_SUB) sv = cn_op_scale(P, sv, -1.0f, 0.0f);
         xv = image ? ox_nhwc(c, x) : x->v;
-        r = kind == B_MUL ? cn_op_channel_mul(P, xv, sv) : cn_op_channel_add(P, xv, sv);
-        return ox_set_dyn(c, n, 0, r, image, x->bdim, nd);
+        r = kind == OX_MUL ? cn_op_channel_mul(P, xv, sv) : cn_op_channel_add(P, xv, sv);
+        return ox_fill_dyn(c, o, r, image, x->bdim, nd);
     } else {
         xv = ox_logical(c, x);
         yv = ox_logical(c, y);
@@ -333,57 +363,36 @@ cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
                 yv = cn_onnx_expand_value(c, y, nd, x->d);
         }
     }
-    if (swap && kind == B_DIV) return ox_unsupported("division of a smaller program value by a larger one");
-    r = bin_op(P, (bin_kind)kind, xv, yv);
-    if (swap && kind == B_SUB) r = cn_op_scale(P, r, -1.0f, 0.0f);
-    return ox_set_dyn(c, n, 0, r, nhwc, x->bdim, x->ndim);
+    if (swap && kind == OX_DIV) return ox_unsupported("division of a smaller program value by a larger one");
+    r = bin_op(P, kind, xv, yv);
+    if (swap && kind == OX_SUB) r = cn_op_scale(P, r, -1.0f, 0.0f);
+    return ox_fill_dyn(c, o, r, nhwc, x->bdim, x->ndim);
 }
-/* x^e for a constant e of at most x's shape: for one integer k, products (binary powering,
- * then 1/x^|k| for k < 0: a few ulps from pow); for 1/2 and -1/2 cn_onnx_sqrt/rsqrt; where
- * no e is an integer, exp(e log x), which is pow's own answer there (NaN for a negative x,
- * 0 or inf for 0) within about 5e-6 relative while |e log x| stays below 88. Integer
- * exponents that vary per element are refused: exp(e log x) is NaN for a negative x. */
+
+cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind) {
+    NEED(a, 0);
+    NEED(b, 1);
+    if (a->is_const && b->is_const) return cn_onnx_fold(c, n);
+    ox_val r = {.name = n->output[0]};
+    cn_status st = binary_vals(c, a, b, kind, &r);
+    return st != CN_OK ? st : ox_set_dyn(c, n, 0, r.v, r.nhwc, r.bdim, r.ndim);
+}
+/* x^e, e a constant (integers are converted, exactly up to 2^24) or a program value that
+ * broadcasts onto x: clnet's POW, powf's answer (a negative base keeps its sign for an
+ * integer exponent, NaN for another), within pow's 16 ulp on OpenCL devices. One op for
+ * every exponent, so that an exported POW imports as the same op (bit-identical). */
 cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_val *e) {
     if (x->is_int) return ox_unsupported("integer arithmetic on program values ('%s')", x->name);
     if (x->is_const) return ox_unsupported("a constant base '%s' with a program value exponent", x->name);
-    if (!e->c.numel || e->ndim > x->ndim) return ox_unsupported("an exponent of a higher rank than the base");
-    for (int j = 0; j < e->ndim; j++) {
-        int64_t ed = e->d[j], xd = x->d[j + x->ndim - e->ndim];
-        if (ed != 1 && ed != xd) return ox_unsupported("an exponent that broadcasts the base to a larger shape");
-    }
-    double e0 = ox_get(&e->c, 0);
-    int uniform = 1, any_int = 0;
-    for (int64_t i = 0; i < e->c.numel; i++) {
-        double v = ox_get(&e->c, i);
-        uniform &= v == e0;
-        any_int |= v == floor(v);
-    }
-    cn_value r = CN_INVALID_VALUE;
-    if (uniform && e0 == floor(e0) && fabs(e0) <= 64) {
-        cn_value pw = x->v;
-        int64_t m = (int64_t)fabs(e0);
-        if (!m) r = cn_op_clip(P, x->v, 1.0f, 1.0f);
-        for (; m; m >>= 1) {
-            if (m & 1) r = r == CN_INVALID_VALUE ? pw : cn_op_mul(P, r, pw);
-            if (m > 1) pw = cn_op_mul(P, pw, pw);
-        }
-        if (e0 < 0) r = recip(P, r);
-    } else if (uniform && fabs(e0) == 0.5) {
-        r = e0 > 0 ? cn_onnx_sqrt(P, x->v) : cn_onnx_rsqrt(P, x->v);
-    } else if (!any_int) {
-        cn_value lg = cn_op_log(P, x->v);
-        r = cn_op_exp(P, uniform ? cn_op_scale(P, lg, (float)e0, 0.0f) : cn_op_mul(P, lg, const_onto(c, e, x)));
-    } else {
-        return ox_unsupported("integer exponents that differ per element (clnet computes x^k by products for one "
-                              "integer k, and exp(e log x) where no exponent is an integer)");
-    }
-    return ox_set_like(c, n, 0, r, x);
+    ox_val r = {.name = n->output[0]};
+    cn_status st = binary_vals(c, x, e, OX_POW, &r);
+    return st != CN_OK ? st : ox_set_dyn(c, n, 0, r.v, r.nhwc, r.bdim, r.ndim);
 }
 
-static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_ADD); }
-static cn_status h_sub(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_SUB); }
-static cn_status h_mul(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_MUL); }
-static cn_status h_div(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, B_DIV); }
+static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, OX_ADD); }
+static cn_status h_sub(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, OX_SUB); }
+static cn_status h_mul(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, OX_MUL); }
+static cn_status h_div(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, OX_DIV); }
 
 /* ---- softmax ---- */
 
@@ -563,6 +572,16 @@ const ox_op cn_onnx_ops[] = {
     {"Neg", 1, h_neg},
     {"Abs", 6, h_abs},
     {"Max", 6, h_max},
+    {"Floor", 6, h_floor},
+    {"Less", 7, h_less},
+    {"Greater", 7, h_greater},
+    {"Equal", 7, h_equal},
+    {"LessOrEqual", 12, h_less_equal},
+    {"GreaterOrEqual", 12, h_greater_equal},
+    {"And", 7, h_and},
+    {"Or", 7, h_or},
+    {"Not", 1, h_not},
+    {"Ceil", 6, h_ceil},
     {"Min", 6, h_min},
     {"Reciprocal", 6, h_reciprocal},
     {"Identity", 1, h_identity},

@@ -50,6 +50,8 @@ static double d_pow(double a, double b) { return pow(a, b); }
 static double d_eq(double a, double b) { return a == b; }
 static double d_lt(double a, double b) { return a < b; }
 static double d_gt(double a, double b) { return a > b; }
+static double d_le(double a, double b) { return a <= b; }
+static double d_ge(double a, double b) { return a >= b; }
 static double d_max(double a, double b) { return a > b ? a : b; }
 static double d_min(double a, double b) { return a < b ? a : b; }
 static double d_and(double a, double b) { return a != 0 && b != 0; }
@@ -70,7 +72,8 @@ static const struct {
 } folds[] = {
     {"Add", 2, 0, NULL, d_add}, {"Sub", 2, 0, NULL, d_sub}, {"Mul", 2, 0, NULL, d_mul},
     {"Div", 2, 0, NULL, d_div}, {"Pow", 2, 0, NULL, d_pow}, {"Equal", 2, 1, NULL, d_eq},
-    {"Less", 2, 1, NULL, d_lt}, {"Greater", 2, 1, NULL, d_gt}, {"Max", 2, 0, NULL, d_max},
+    {"Less", 2, 1, NULL, d_lt}, {"Greater", 2, 1, NULL, d_gt}, {"LessOrEqual", 2, 1, NULL, d_le},
+    {"GreaterOrEqual", 2, 1, NULL, d_ge}, {"Max", 2, 0, NULL, d_max},
     {"Min", 2, 0, NULL, d_min}, {"And", 2, 1, NULL, d_and}, {"Or", 2, 1, NULL, d_or},
     {"Neg", 1, 0, d_neg, NULL}, {"Sqrt", 1, 0, sqrt, NULL}, {"Relu", 1, 0, d_relu, NULL},
     {"Exp", 1, 0, exp, NULL}, {"Log", 1, 0, log, NULL}, {"Tanh", 1, 0, tanh, NULL},
@@ -180,15 +183,6 @@ cn_status cn_onnx_fold(ox_ctx *c, const Onnx__NodeProto *n) {
         return fold_gather(c, n, x, idx);
     }
     return ox_unsupported("constant inputs (nothing to compute on the device)");
-}
-
-static cn_status fold_or(ox_ctx *c, const Onnx__NodeProto *n, const char *what) {
-    for (size_t k = 0; k < n->n_input; k++) {
-        ox_val *v = ox_in(c, n, (int)k);
-        if (*n->input[k] && !v) return cn_last_status();
-        if (v && !v->is_const) return ox_unsupported("%s", what);
-    }
-    return cn_onnx_fold(c, n);
 }
 
 /* ---- reading ints from an attribute or an input ---- */
@@ -647,8 +641,6 @@ static cn_status h_where(ox_ctx *c, const Onnx__NodeProto *n) {
     return ox_set_const(c, n, 0, &o);
 }
 
-static cn_status h_const_only(ox_ctx *c, const Onnx__NodeProto *n) { return fold_or(c, n, "a program value (clnet has no such op)"); }
-
 const ox_op cn_onnx_shape_ops[] = {
     {"Shape", 1, h_shape},
     {"Constant", 1, h_constant},
@@ -664,13 +656,5 @@ const ox_op cn_onnx_shape_ops[] = {
     {"Expand", 8, h_expand},
     {"Slice", 1, h_slice},
     {"Where", 9, h_where},
-    {"Equal", 7, h_const_only},
-    {"Less", 7, h_const_only},
-    {"Greater", 7, h_const_only},
-    {"And", 7, h_const_only},
-    {"Or", 7, h_const_only},
-    {"Not", 1, h_const_only},
-    {"Floor", 6, h_const_only},
-    {"Ceil", 6, h_const_only},
 };
 const int cn_onnx_n_shape_ops = (int)(sizeof cn_onnx_shape_ops / sizeof cn_onnx_shape_ops[0]);

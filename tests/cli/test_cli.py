@@ -614,7 +614,7 @@ def test_placement_and_profile_logs():
           "CLNET_PROFILE=1 prints the per-op table (wall and CPU seconds) on stderr", r)
     # the seed CNN's last layer, Dense(64 -> 10) with its bias fused, at the batch of 64
     check(re.search(r"profile: gemm b=1 m=64 n=10 k=64 ta=0 tb=0 bias=1 epilogue=0 +\d+ calls +[0-9.]+ s +[0-9.]+ "
-                    r"GFLOP/s", r.err) is not None, "and every matmul shape with its rate", r)
+                    r"GFLOP/s +[0-9.]+ s cpu", r.err) is not None, "and every matmul shape with its rate", r)
     r = run(base, env=quiet)
     ok(r)
     check("placement:" not in r.err and "profile:" not in r.err, "neither without being asked for", r)

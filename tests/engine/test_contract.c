@@ -205,6 +205,26 @@ static void test_dtypes_and_fused_forms(void) {
     CHECK_ERR(cn_op_check(CN_OP_MATMUL, &p, 2, in, dt, &wrong, CN_F32), CN_ERR_SHAPE, "output [4,7], the inputs give [4,6]");
     CHECK_ERR(cn_op_check(CN_OP_MATMUL, &p, 2, in, dt, &out, CN_I32), CN_ERR_DTYPE, "output dtype i32");
     CHECK_ERR(cn_op_check(CN_OP_RESHAPE, &p, 1, in, dt, &out, CN_F32), CN_ERR_INVALID_ARG, "reshape is not a launch");
+    /* layer norm's fused residual: dx + r, r of dx's shape and type, variant 0 only */
+    cn_shape ln[4] = {cn_shape_of(2, (int64_t)4, (int64_t)6), cn_shape_of(2, (int64_t)4, (int64_t)6),
+                      cn_shape_of(1, (int64_t)6), cn_shape_of(2, (int64_t)4, (int64_t)6)};
+    cn_dtype ldt[4] = {CN_F32, CN_F32, CN_F32, CN_F32};
+    p.eps = 1e-5f;
+    CHECK_OK(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 4, ln, ldt, &ln[0], CN_F32));
+    ln[3] = cn_shape_of(2, (int64_t)4, (int64_t)5);
+    CHECK_ERR(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 4, ln, ldt, &ln[0], CN_F32), CN_ERR_SHAPE, "a fused residual [4,5]");
+    ln[3] = ln[0];
+    ldt[3] = CN_F16;
+    CHECK_ERR(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 4, ln, ldt, &ln[0], CN_F32), CN_ERR_SHAPE, "a fused residual [4,6] f16");
+    ldt[3] = CN_F32;
+    p.variant = 1;
+    CHECK_ERR(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 4, ln, ldt, &ln[0], CN_F32), CN_ERR_SHAPE, "needs variant 0");
+    /* variant 2 is dgamma: [C] */
+    p.variant = 2;
+    CHECK_OK(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 3, ln, ldt, &ln[2], CN_F32));
+    CHECK_ERR(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 3, ln, ldt, &ln[0], CN_F32), CN_ERR_SHAPE, "the inputs give [6]");
+    p.variant = 3;
+    CHECK_ERR(cn_op_check(CN_OP_LAYERNORM_GRAD, &p, 3, ln, ldt, &ln[0], CN_F32), CN_ERR_SHAPE, "variant 3 is not");
     tc_end();
 }
 

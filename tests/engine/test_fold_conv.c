@@ -106,6 +106,58 @@ done:
     tc_end();
 }
 
+/* A transpose that moves only axes of size 1 is a view in the instance (program_fold_conv.c):
+ * [N,1,1,C] to [N,C,1,1], as an imported CNN does before Flatten, at batches 2 and 1; one
+ * that swaps two axes longer than 1 stays a launch. The session's values are the transposes'
+ * (checked element by element on every device). Before the fold both were TRANSPOSE nodes. */
+static void test_transpose_view(const char *sel) {
+    char label[96];
+    snprintf(label, sizeof label, "transposes of unit axes as views on %s", sel);
+    tc_begin(label);
+    enum { C5 = 5 };
+    cn_device *dev = NULL;
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    CHECK_OK(cn_device_open(sel, &dev));
+    CHECK_OK(cn_program_create(&p));
+    if (tc_bad) goto done;
+    static const int perm[4] = {0, 3, 1, 2};
+    cn_value a = cn_input(p, "a", 4, (int64_t[]){CN_BATCH, 1, 1, C5}, CN_F32);
+    cn_value b = cn_input(p, "b", 4, (int64_t[]){CN_BATCH, 2, 1, 3}, CN_F32);
+    cn_output(p, "ya", cn_op_transpose(p, a, perm));
+    cn_output(p, "yb", cn_op_transpose(p, b, perm));
+    CHECK_OK(cn_program_status(p));
+    for (int batch = 2; batch >= 1 && !tc_bad; batch--) {
+        cn_prog_inst inst = {0};
+        CHECK_OK(cn_program_instantiate(p, batch, 0, &inst));
+        if (!tc_bad)
+            CHECK(count_op(&inst.g, CN_OP_TRANSPOSE) == 1, "batch %d: %d TRANSPOSE nodes, expected 1 (b's)", batch,
+                  count_op(&inst.g, CN_OP_TRANSPOSE));
+        cn_prog_inst_destroy(&inst);
+    }
+    CHECK_OK(cn_session_create_inference(p, dev, &s));
+    if (tc_bad) goto done;
+    float av[2 * C5], bv[2 * 6], ya[2 * C5], yb[2 * 6];
+    for (int i = 0; i < 2 * C5; i++) av[i] = (float)i + 0.5f;
+    for (int i = 0; i < 12; i++) bv[i] = (float)(100 + i);
+    CHECK_OK(cn_session_feed(s, "a", av, 2));
+    CHECK_OK(cn_session_feed(s, "b", bv, 2));
+    CHECK_OK(cn_session_run(s));
+    CHECK_OK(cn_session_fetch(s, "ya", ya, sizeof ya));
+    CHECK_OK(cn_session_fetch(s, "yb", yb, sizeof yb));
+    if (tc_bad) goto done;
+    CHECK(!memcmp(ya, av, sizeof ya), "[N,1,1,C] -> [N,C,1,1] moved values");
+    for (int n = 0; n < 2; n++) /* yb [n, c, h, 0] = b [n, h, 0, c] */
+        for (int c = 0; c < 3; c++)
+            for (int h = 0; h < 2; h++)
+                CHECK(yb[(n * 3 + c) * 2 + h] == bv[(n * 2 + h) * 3 + c], "yb[%d,%d,%d]", n, c, h);
+done:
+    cn_session_free(s);
+    cn_program_free(p);
+    cn_device_release(dev);
+    tc_end();
+}
+
 int main(void) {
     int n = 0;
     cn_device_count(&n);
@@ -113,6 +165,7 @@ int main(void) {
         cn_device_info info;
         if (cn_device_info_get(i, &info) != CN_OK) continue;
         test_device(info.selector);
+        test_transpose_view(info.selector);
     }
     return tc_finish();
 }

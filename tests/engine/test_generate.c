@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "generate.h"
 
 #define CONTEXT 16
 #define VOCAB 64
@@ -134,6 +135,16 @@ static cn_generator *make(fixture *f, int no_cache, cn_kv_cache cache, int64_t s
     return g;
 }
 
+/* A fresh generator fed ids[0..n) then ids[0] gives the logits a. */
+static int fresh_agrees(fixture *f, int64_t slide, const int32_t *ids, int n, const float *a) {
+    float b[VOCAB];
+    cn_generator *fresh = make(f, 0, CN_KV_F32, slide);
+    int same = fresh && cn_generator_feed(fresh, ids, n, b, sizeof b) == CN_OK &&
+               cn_generator_feed(fresh, ids, 1, b, sizeof b) == CN_OK && memcmp(a, b, sizeof b) == 0;
+    cn_generator_free(fresh);
+    return same;
+}
+
 /* Cached against uncached. Both compute in float32; they differ in the order of sums (the
  * step's attention over the cache against the fused kernel's tiles, a one-row product
  * against a sixteen-row one), each a few ulp per sum; through two blocks and the logits'
@@ -168,19 +179,13 @@ static void exact(cn_device *dev) {
                   "window %lld and %lld, expected %lld", (long long)cn_generator_window(kv),
                   (long long)cn_generator_window(ref), (long long)(63 - start));
             /* reset: the same prompt again gives the same logits as the first time */
-            float a[VOCAB], b[VOCAB];
+            float a[VOCAB];
             int32_t ids[3] = {5, 9, 11};
             cn_generator_reset(kv);
             CHECK(cn_generator_window(kv) == 0, "reset empties the window");
             OK(cn_generator_feed(kv, ids, 3, a, sizeof a));
             OK(cn_generator_feed(kv, ids, 1, a, sizeof a));
-            cn_generator *fresh = make(&f, 0, CN_KV_F32, slides[k]);
-            if (fresh) {
-                OK(cn_generator_feed(fresh, ids, 3, b, sizeof b));
-                OK(cn_generator_feed(fresh, ids, 1, b, sizeof b));
-                CHECK(memcmp(a, b, sizeof a) == 0, "after reset, the logits of a fresh generator");
-            }
-            cn_generator_free(fresh);
+            CHECK(fresh_agrees(&f, slides[k], ids, 3, a), "after reset, the logits of a fresh generator");
         }
         cn_generator_free(ref);
         cn_generator_free(kv);
@@ -262,8 +267,76 @@ static void refusals(cn_device *dev) {
     teardown(&f);
 }
 
+/* The step's fused weights are derived from the session's once per write of them, not at
+ * every prefill (the window slides every 8 tokens here), and a write is seen from the next
+ * prefill on: the logits then equal a fresh generator's. */
+static void weight_writes(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_generator *g = make(&f, 0, CN_KV_F32, 0);
+    if (g) {
+        int32_t ids[4] = {1, 2, 3, 4};
+        float a[VOCAB];
+        CHECK(cn_generator__prep_runs(g) == 1, "creation derives the fused weights once (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        for (int k = 0; k < 3 * CONTEXT; k++) OK(cn_generator_feed(g, &ids[k % 4], 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 1, "prefills and slides without a weight write: still once (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        CHECK(randomize(f.s, f.p), "new weights");
+        cn_generator_reset(g);
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_generator_feed(g, ids, 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 2, "the prefill after the write derives them again (%lld)",
+              (long long)cn_generator__prep_runs(g));
+        CHECK(fresh_agrees(&f, 0, ids, 4, a), "after the write, a step gives a fresh generator's logits");
+    }
+    cn_generator_free(g);
+    teardown(&f);
+}
+
+/* A generator over an inference session sharing a training session's tensors: a training
+ * step writes every parameter on the device, which counts as a write, so the next prefill
+ * derives the fused weights again and the steps after it use the trained weights. */
+static void shared_training(cn_device *dev) {
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_session *t = NULL, *s = NULL;
+    cn_generator *g = NULL;
+    cn_generator_config c;
+    cn_generator_config_default(&c);
+    if (cn_session_create_training(f.p, dev, NULL, &t) == CN_OK && randomize(t, f.p) &&
+        cn_session_create_shared(t, &s) == CN_OK && cn_generator_create(s, f.m, &c, &g) == CN_OK) {
+        int32_t ids[CONTEXT], labels[CONTEXT];
+        for (int i = 0; i < CONTEXT; i++) ids[i] = (int32_t)((i * 5 + 1) % VOCAB), labels[i] = (int32_t)((i * 3) % VOCAB);
+        float a[VOCAB];
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_session_feed(t, "tokens", ids, 1));
+        OK(cn_session_feed(t, "labels", labels, 1));
+        OK(cn_session_run(t));
+        cn_generator_reset(g);
+        OK(cn_generator_feed(g, ids, 4, a, sizeof a));
+        OK(cn_generator_feed(g, ids, 1, a, sizeof a));
+        CHECK(cn_generator__prep_runs(g) == 2, "a training step of the owner is a write (%lld derivations)",
+              (long long)cn_generator__prep_runs(g));
+        float b[VOCAB];
+        cn_generator *fresh = NULL;
+        int same = cn_generator_create(s, f.m, &c, &fresh) == CN_OK && cn_generator_feed(fresh, ids, 4, b, sizeof b) == CN_OK &&
+                   cn_generator_feed(fresh, ids, 1, b, sizeof b) == CN_OK && memcmp(a, b, sizeof b) == 0;
+        CHECK(same, "after a training step, a step gives a fresh generator's logits");
+        cn_generator_free(fresh);
+    } else
+        CHECK(0, "a generator over a session shared with a training session: %s", cn_last_error());
+    cn_generator_free(g);
+    cn_session_free(s);
+    cn_session_free(t);
+    teardown(&f);
+}
+
 static void tests(cn_device *dev) {
     exact(dev);
+    weight_writes(dev);
+    shared_training(dev);
     cache_types(dev);
     refusals(dev);
 }

@@ -211,6 +211,12 @@ static int build(ctx *c, const char *name) {
     if (!strcmp(name, "channel_add")) return cn_g_binary(c->g, CN_OP_CHANNEL_ADD, in(c, "x"), in(c, "s"));
     if (!strcmp(name, "global_avgpool")) return p.alpha = 1.0f / 12, op1(c, CN_OP_CHANNEL_SUM, in(c, "x"), p);
     if (!strcmp(name, "global_maxpool")) return op1(c, CN_OP_CHANNEL_MAX, in(c, "x"), p);
+    if (!strncmp(name, "relu_maxpool", 12)) { /* issue 20 (tools/golden/make_pool_fixtures.py) */
+        p.kh = p.kw = (int32_t)param(c->f, "kernel");
+        p.sh = p.sw = (int32_t)param(c->f, "stride");
+        p.ph = p.pw = (int32_t)param(c->f, "pad");
+        return op1(c, CN_OP_MAXPOOL, cn_g_unary(c->g, CN_OP_RELU, in(c, "x")), p);
+    }
     if (!strcmp(name, "maxpool_ceil") || !strncmp(name, "avgpool_ceil_", 13)) {
         p.kh = p.kw = (int32_t)param(c->f, "kernel");
         p.sh = p.sw = (int32_t)param(c->f, "stride");
@@ -226,6 +232,24 @@ static int build(ctx *c, const char *name) {
         p.running = !strcmp(name, "batch_norm_eval");
         int xs[4] = {in(c, "x"), in(c, "gamma"), in(c, "beta"), cn_g_const(c->g, "running", &run->shape, run->data)};
         return cn_g_op(c->g, CN_OP_BATCHNORM, 4, xs, &p, NULL);
+    }
+    /* issue 18's math ops (tools/golden/make_math_fixtures.py) */
+    if (!strcmp(name, "maximum")) return cn_g_binary(c->g, CN_OP_MAXIMUM, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "minimum")) return cn_g_binary(c->g, CN_OP_MINIMUM, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "pow")) return cn_g_binary(c->g, CN_OP_POW, in(c, "a"), in(c, "b"));
+    if (!strcmp(name, "pow_int")) {
+        const rec *e = find(c->f, "const:b");
+        return e ? cn_g_binary(c->g, CN_OP_POW, in(c, "a"), cn_g_const(c->g, "b", &e->shape, e->data)) : -1;
+    }
+    if (!strcmp(name, "floor")) return cn_g_unary(c->g, CN_OP_FLOOR, in(c, "x"));
+    if (!strcmp(name, "ceil")) return cn_g_unary(c->g, CN_OP_CEIL, in(c, "x"));
+    if (!strcmp(name, "erf")) return cn_g_unary(c->g, CN_OP_ERF, in(c, "x"));
+    if (!strcmp(name, "less") || !strcmp(name, "greater") || !strcmp(name, "equal")) {
+        const rec *a = find(c->f, "const:a"), *b = find(c->f, "const:b");
+        if (!a || !b) return -1;
+        p.variant = name[0] == 'l' ? 0 : name[0] == 'g' ? 1 : 2;
+        int ab[2] = {cn_g_const(c->g, "a", &a->shape, a->data), cn_g_const(c->g, "b", &b->shape, b->data)};
+        return cn_g_binary(c->g, CN_OP_MUL, cn_g_op(c->g, CN_OP_COMPARE, 2, ab, &p, NULL), in(c, "x"));
     }
     cn_errorf(CN_ERR_INVALID_ARG, "no builder for fixture '%s'", name);
     return -1;
@@ -308,8 +332,13 @@ static void replay(const char *dir, const char *name, cn_device *dev, int fused)
     bind = calloc((size_t)g.n, sizeof *bind);
     for (int i = 0; i < f.n; i++)
         if (t[i]) bind[c.node[i]] = t[i];
-    CHECK_OK(cn_plan_create(&g, dev, outs, n_out, bind, 0, &plan));
+    /* The ReLU-then-pool fixtures replay through the planner's folds: their gradient is one
+     * MAXPOOL_GRAD with relu_mask (planner.c, fuse_pool_relu_grad), no RELU_GRAD. */
+    const int fold = !strncmp(name, "relu_maxpool", 12);
+    CHECK_OK(cn_plan_create(&g, dev, outs, n_out, bind, fold, &plan));
     if (tc_bad) goto done;
+    for (int k = 0; fold && k < plan->n_launch; k++)
+        CHECK(plan->launches[k].op != CN_OP_RELU_GRAD, "the ReLU gradient was not folded into the pool's");
     for (int i = 0; i < f.n; i++)
         if (c.node[i] >= 0 && f.r[i].dtype == 1)
             CHECK_OK(cn_plan_feed(plan, c.node[i], f.r[i].data, 4 * (size_t)cn_shape_numel(&f.r[i].shape), 1));
@@ -573,6 +602,10 @@ static const char *const fixtures[] = {
     "leaky_relu", "elu", "relu6", "silu", "hard_sigmoid", "hard_swish", "softplus", "channel_mul", "channel_add",
     "global_avgpool", "global_maxpool", "batch_norm_train", "batch_norm_eval", "batch_norm_vectors", "maxpool_ceil",
     "avgpool_ceil_include_pad", "avgpool_ceil_exclude_pad",
+    /* issue 18 §3 */
+    "maximum", "minimum", "pow", "pow_int", "floor", "ceil", "erf", "less", "greater", "equal",
+    /* issue 20 */
+    "relu_maxpool", "relu_maxpool_overlap",
 };
 
 int main(int argc, char **argv) {

@@ -13,7 +13,7 @@
 #include "graph.h"
 #include "plan.h"
 
-typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT, GEN_SPREAD } gen_kind;
+typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT, GEN_SPREAD, GEN_OFF_INTEGERS } gen_kind;
 
 typedef struct gcase {
     const char *label;
@@ -122,6 +122,16 @@ static const gcase cases[] = {
     /* f32 to f32: finite differences see no 16-bit rounding; the 16-bit backward is checked
      * exactly in tests/engine/test_storage.c */
     {"cast", CN_OP_CAST, 1, {S2(3, 4)}, {0}, -1, {.variant = CN_F32}, 0, {0}},
+    /* issue 18's math ops: max and min of values on one 0.05 grid (wins, losses and exact
+     * ties, where the central difference is the tie's dy / 2 too, never a near tie), pow of
+     * positive bases, floor and ceil away from their steps (gradient 0) */
+    {"maximum broadcast, ties", CN_OP_MAXIMUM, 2, {S2(3, 4), S1(4)}, {GEN_DISTINCT, GEN_DISTINCT}, -1, {0}, 0, {0}},
+    {"minimum broadcast, ties", CN_OP_MINIMUM, 2, {S2(3, 4), S1(4)}, {GEN_DISTINCT, GEN_DISTINCT}, -1, {0}, 0, {0}},
+    {"pow broadcast", CN_OP_POW, 2, {S2(3, 4), S1(4)}, {GEN_POSITIVE, GEN_UNIFORM}, -1, {0}, 0, {0}},
+    {"pow", CN_OP_POW, 2, {S2(3, 4), S2(3, 4)}, {GEN_POSITIVE, GEN_SPREAD}, -1, {0}, 0, {0}},
+    {"floor", CN_OP_FLOOR, 1, {S2(3, 5)}, {GEN_OFF_INTEGERS}, -1, {0}, 0, {0}},
+    {"ceil", CN_OP_CEIL, 1, {S2(3, 5)}, {GEN_OFF_INTEGERS}, -1, {0}, 0, {0}},
+    {"erf", CN_OP_ERF, 1, {S2(3, 5)}, {GEN_SPREAD}, -1, {0}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -141,6 +151,8 @@ static float gen(gen_kind k, uint64_t salt, int64_t i, int64_t n) {
         const float m = u < 0.5f ? 0.2f + 5.2f * u : 3.2f + 3.6f * (u - 0.5f);
         return (i % 2 ? -1.0f : 1.0f) * m;
     }
+    case GEN_OFF_INTEGERS: /* in [k + 0.1, k + 0.9) for k in -2..2: floor and ceil's steps more than 2h away */
+        return (float)(i % 5 - 2) + 0.1f + 0.8f * u;
     case GEN_UNIFORM: break;
     }
     return 2.0f * u - 1.0f;

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes tests/fixtures/onnx/elementwise: ops the importer composes from clnet's own (no
-kernel of their own), on a value with a free batch, built with onnx.helper at opset 17:
-Max and Min with constant scalars (a clip), Pow with constant exponents (products for an
-integer, the square root for 1/2, exp(e log x) otherwise), Abs, Reciprocal, Sqrt, Expand of a
+kernel of their own when it was written; Max, Min and Pow are clnet's ops since issue 18 §3,
+make_math.py), on a value with a free batch, built with onnx.helper at opset 17:
+Max and Min with constant scalars, Pow with constant exponents (3, -2, 1/2, 1.7), Abs, Reciprocal, Sqrt, Expand of a
 program value, Gather from one at constant indices, Slice with a step of -2, Pad in edge
 mode, a broadcast between program values that is not a trailing part, and
 LayerNormalization's Mean and InvStdDev outputs. The expected

@@ -251,6 +251,32 @@ static void graph_api_tconv_grouped(void) {
     cn_program_free(p);
 }
 
+/* Issue 18's math ops: Max and Min of program values (a parameter row broadcast), Pow by a
+ * parameter exponent and by a constant integer one (a negative base keeps its sign), Floor,
+ * Ceil, Erf and comparisons (a Cast of ONNX's bool to the float mask); each is the same op
+ * again after import. */
+static void graph_api_math(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 2, (const int64_t[]){CN_BATCH, 6}, CN_F32);
+    cn_value m = cn_param(p, "m", 1, (const int64_t[]){6}, CN_INIT_UNIFORM, 0.5f);
+    cn_value e = cn_param(p, "e", 1, (const int64_t[]){6}, CN_INIT_UNIFORM, 2.0f);
+    const float three = 3.0f;
+    cn_value k = cn_constant(p, "three", 1, (const int64_t[]){1}, &three);
+    cn_value y = cn_op_add(p, cn_op_maximum(p, x, m), cn_op_minimum(p, x, cn_op_scale(p, m, -1.0f, 0.0f)));
+    y = cn_op_add(p, y, cn_op_pow(p, cn_op_clip(p, x, 0.25f, 4.0f), e));
+    y = cn_op_add(p, y, cn_op_pow(p, x, k));
+    y = cn_op_add(p, y, cn_op_floor(p, cn_op_scale(p, x, 3.0f, 0.0f)));
+    y = cn_op_add(p, y, cn_op_mul(p, cn_op_ceil(p, x), cn_op_erf(p, x)));
+    y = cn_op_add(p, y, cn_op_mul(p, cn_op_less(p, x, m), cn_op_greater(p, x, cn_op_scale(p, m, 0.5f, 0.0f))));
+    y = cn_op_add(p, y, cn_op_equal(p, cn_op_floor(p, x), cn_op_ceil(p, x)));
+    OK(cn_output(p, "y", y));
+    float in[3 * 6];
+    fill(in, 18, 17);
+    round_trip("graph_api_math", p, NULL, "x", in, 3, 2, (const int64_t[]){3, 6}, 0, "y", 0);
+    cn_program_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     g_root = argv[1];
@@ -266,6 +292,7 @@ int main(int argc, char **argv) {
     graph_api();
     graph_api_layers();
     graph_api_tconv_grouped();
+    graph_api_math();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);

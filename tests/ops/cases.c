@@ -146,6 +146,8 @@ static void cases_MATMUL(h_caselist *L) {
     mm(L, 0, 1, 1000, 1, 1, 1, CN_EPI_NONE); /* a dot product */
     mm(L, 0, 3, 1024, 5, 0, 0, CN_EPI_NONE); /* split-K, rows fewer than a register block */
     mm(L, 2, 6, 1024, 4, 0, 1, CN_EPI_NONE); /* split-K, batched, B transposed through scratch */
+    /* split-K for B rows of 1 KiB or more (cl_blas.c), a shifted last row block */
+    mm(L, 0, 7, 4104, 576, 0, 0, CN_EPI_NONE);
     mm(L, 0, 128, 256, 96, 0, 0, CN_EPI_NONE);
     mm(L, 0, 200, 3, 1, 0, 1, CN_EPI_NONE);
     mm(L, 0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: zeros, then the epilogue */
@@ -390,6 +392,8 @@ static void cases_SUM_ROWS(h_caselist *L) {
         {h_shape(2, 576, 64), h_shape(1, 64)},       {h_shape(2, 5000, 17), h_shape(1, 17)},
         {h_shape(2, 3001, 80), h_shape(1, 80)},      {h_shape(2, 1000, 100), h_shape(1, 100)},
         {h_shape(3, 700, 3, 40), h_shape(2, 3, 40)},
+        /* a transformer's bias gradients: whole vectors of columns (one pass on CPU-type OpenCL) */
+        {h_shape(3, 64, 49, 128), h_shape(1, 128)},  {h_shape(2, 1024, 512), h_shape(1, 512)},
     };
     for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) {
         char sx[64], so[64];
@@ -570,6 +574,24 @@ static void cases_MAXPOOL_GRAD(h_caselist *L) {
         c->out_shape = c->in[1].shape;
         h_tol_reduce(c, geo_overlap(g));
     }
+    /* relu_mask (ops.h; the planner's fold of the ReLU gradient, issue 20): x with negatives
+     * the mask zeroes, and in {-1,0,1} zeros too (ties, and winners the mask must drop): disjoint
+     * windows (POCL's row kernels; the seed CNN's pools: 32 channels; 4; an odd 3) and
+     * overlapping padded ones (the generic kernels). */
+    static const int masked[] = {6, 10, 1, 2, 7};
+    for (size_t m = 0; m < sizeof masked / sizeof masked[0]; m++)
+        for (int ints = 0; ints < 2; ints++) {
+            const geo *g = &pool_geos[masked[m]];
+            h_case *c = geo_case(L, CN_OP_MAXPOOL_GRAD, g);
+            size_t len = strlen(c->desc);
+            snprintf(c->desc + len, sizeof c->desc - len, " relu_mask, x in %s", ints ? "{-1,0,1}" : "[-1,1]");
+            set_geo(c, g);
+            c->p.relu_mask = 1;
+            h_in(c, pool_out_shape(g), GEN_UNIFORM, -1, 1);
+            h_in(c, h_shape(4, g->n, g->h, g->w, g->c), ints ? GEN_INTS : GEN_UNIFORM, -1, 1);
+            c->out_shape = c->in[1].shape;
+            h_tol_reduce(c, geo_overlap(g));
+        }
     cases_pool_modes(L, CN_OP_MAXPOOL_GRAD);
 }
 
@@ -739,8 +761,9 @@ int h_build_cases(h_caselist *L) {
             ok = 0;
         }
         for (int k = before; k < L->n; k++)
-            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in)) ||
-                L->v[k].op != (cn_op)op) { /* MATMUL and DWCONV may carry ops.h's fused bias */
+            if ((L->v[k].n_in != cn_op_arity((cn_op)op) && !cn_op_fused_bias((cn_op)op, L->v[k].n_in) &&
+                 !cn_op_fused_residual((cn_op)op, L->v[k].n_in)) ||
+                L->v[k].op != (cn_op)op) { /* ops.h's fused bias (MATMUL, DWCONV) or residual (LAYERNORM_GRAD) */
                 fprintf(stderr, "FAIL: case %s[%s] has %d inputs, the op table says %d\n",
                         cn_op_name((cn_op)op), L->v[k].desc, L->v[k].n_in, cn_op_arity((cn_op)op));
                 ok = 0;

@@ -92,6 +92,16 @@ void cases_BATCHNORM(h_caselist *L);
 void cases_BATCHNORM_GRAD(h_caselist *L);
 void cases_BN_RUNNING(h_caselist *L);
 void cases_BN_FOLD(h_caselist *L);
+/* Case builders of the elementwise math ops of issue 18 (cases_math.c). */
+void cases_MAXIMUM(h_caselist *L);
+void cases_MINIMUM(h_caselist *L);
+void cases_MINMAX_GRAD(h_caselist *L);
+void cases_POW(h_caselist *L);
+void cases_POW_GRAD(h_caselist *L);
+void cases_FLOOR(h_caselist *L);
+void cases_CEIL(h_caselist *L);
+void cases_ERF(h_caselist *L);
+void cases_COMPARE(h_caselist *L);
 /* Pools with padding, ceil mode and exclude_pad (count_include_pad = False), appended to the
  * pool ops' cases. */
 void cases_pool_modes(h_caselist *L, cn_op op);

@@ -162,6 +162,29 @@ void cases_DWCONV(h_caselist *L) {
         c->out_shape = dw_out(g);
         h_tol_reduce(c, g->kh * g->kw + 1);
     }
+    /* rows wide enough for the kernels' tiles of pixels whose taps all lie inside the image
+     * (omp_depthwise.c, depthwise.cl): several tiles and a remainder, stride 1 and 2, a
+     * partial channel block (35) and whole ones (64); with and without the fused bias */
+    static const dwg wide[] = {
+        {1, 4, 19, 35, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1},
+        {2, 5, 23, 64, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1},
+        {1, 3, 17, 16, 3, 3, 1, 1, 2, 2, 0, 1, 2, 2},
+    };
+    for (size_t k = 0; k < 2 * sizeof wide / sizeof wide[0]; k++) {
+        const dwg *g = &wide[k % (sizeof wide / sizeof wide[0])];
+        const int bias = k >= sizeof wide / sizeof wide[0];
+        h_case *c = dw_case(L, CN_OP_DWCONV, g);
+        if (bias) {
+            size_t len = strlen(c->desc);
+            snprintf(c->desc + len, sizeof c->desc - len, " +bias epi=%d", CN_EPI_RELU6);
+            c->p.epilogue = CN_EPI_RELU6;
+        }
+        h_in(c, h_shape(4, g->n, g->h, g->w, g->c), GEN_UNIFORM, -3, 3);
+        h_in(c, h_shape(3, g->kh, g->kw, g->c), GEN_UNIFORM, -1, 1);
+        if (bias) h_in(c, h_shape(1, g->c), GEN_UNIFORM, -1, 1);
+        c->out_shape = dw_out(g);
+        h_tol_reduce(c, g->kh * g->kw + bias);
+    }
 }
 
 void cases_DWCONV_GRAD_X(h_caselist *L) {

@@ -55,6 +55,33 @@ void cases_LAYERNORM_GRAD(h_caselist *L) {
             c->out_shape = x;
             h_tol_reduce(c, C);
         }
+    /* variant 2, dgamma [C]: a sum over the rows of dy * xhat (the reduce term with k = rows,
+     * on top of the statistics' k = C); the rows of a ViT step and of a single slice too */
+    static const int dg[][2] = {{1, 1}, {3, 7}, {40, 33}, {3136, 64}, {700, 67}, {257, 1000}, {0, 5}};
+    for (int k = 0; k < (int)(sizeof dg / sizeof dg[0]); k++) {
+        cn_shape x = h_shape(2, dg[k][0], dg[k][1]);
+        h_case *c = h_case_new(L, CN_OP_LAYERNORM_GRAD, "x %s variant 2 (dgamma)", h_sh(x));
+        c->p.eps = 1e-5f;
+        c->p.variant = 2;
+        h_in(c, x, GEN_UNIFORM, -1, 1);
+        h_in(c, x, GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, dg[k][1]), GEN_UNIFORM, 0.5f, 1.5f);
+        c->out_shape = h_shape(1, dg[k][1]);
+        h_tol_reduce(c, dg[k][0] > dg[k][1] ? dg[k][0] : dg[k][1]);
+    }
+    /* ops.h's fused residual (variant 0 only): dx + r, r of dx's shape and type */
+    for (int k = 0; k < N_LN; k++) {
+        cn_shape x = ln_x(k);
+        int C = (int)x.d[x.ndim - 1];
+        h_case *c = h_case_new(L, CN_OP_LAYERNORM_GRAD, "x %s variant 0 (dx) + fused residual", h_sh(x));
+        c->p.eps = C == 1 ? 1.0f : 1e-5f;
+        h_in(c, x, GEN_UNIFORM, -1, 1);
+        h_in(c, x, GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, C), GEN_UNIFORM, 0.5f, 1.5f);
+        h_in(c, x, GEN_UNIFORM, -1, 1);
+        c->out_shape = x;
+        h_tol_reduce(c, C);
+    }
 }
 
 /* ---- embedding: pure data movement and a fixed-order sum, so exact (ops.h) ---- */

@@ -276,6 +276,20 @@ void check_pool(void) {
                 cmp(name_of(&mg), d.chk[0], want, nimg, 1e-6, 1e-5, overlap(g), NULL);
                 h_data_free(&d);
             }
+            /* relu_mask: the same routing, then 0 wherever x <= 0 (ops.h) */
+            h_case mr = rc_case(CN_OP_MAXPOOL_GRAD, GEO_FMT " relu_mask%s", GEO_ARGS(g), ties ? " ties" : "");
+            set_geo(&mr, g);
+            mr.p.relu_mask = 1;
+            h_in(&mr, ps, GEN_UNIFORM, -1, 1);
+            h_in(&mr, img_shape(g), gx, lo, hi);
+            mr.out_shape = img_shape(g);
+            if (run(&mr, NULL, &d)) {
+                nv_maxpool_grad(g, d.in[0], d.in[1], want);
+                for (int64_t i = 0; i < nimg; i++)
+                    if (!(((const float *)d.in[1])[i] > 0.0f)) want[i] = 0.0;
+                cmp(name_of(&mr), d.chk[0], want, nimg, 1e-6, 1e-5, overlap(g), NULL);
+                h_data_free(&d);
+            }
         }
         h_case ap = rc_case(CN_OP_AVGPOOL, GEO_FMT, GEO_ARGS(g));
         set_geo(&ap, g);

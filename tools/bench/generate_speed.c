@@ -8,7 +8,9 @@
  * --ckpt names another: speed does not depend on the weights. Each path is timed from a fresh
  * generator: one feed of a prompt of N bytes (default 16), then --tokens feeds of one token
  * (default 512, so the window slides several times), each the likeliest after the text so
- * far; the generated tokens of both paths are compared. Printed, per path: the prompt's
+ * far; the generated tokens of both paths are compared. --tokens 112 (with the default prompt)
+ * stays within the 128-byte context: steps only, no slide, where 512 includes 7 prefills of
+ * a window that slid. Printed, per path: the prompt's
  * time, then the tokens per second of the generated part (every slide's recomputation of
  * the window included), and the speed-up; beside each, the tokens per CPU second of the
  * process (every thread's user + system time: a guide on a shared machine, where wall time

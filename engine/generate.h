@@ -1,0 +1,11 @@
+/* The generator's internals that tests look at (engine/generate.c). */
+#ifndef CN_GENERATE_H
+#define CN_GENERATE_H
+
+#include <clnet.h>
+
+/* How many times the generator derived the step's fused weights from the session's: once at
+ * creation, then once per prefill that follows a write of any of them. */
+int64_t cn_generator__prep_runs(const cn_generator *g);
+
+#endif

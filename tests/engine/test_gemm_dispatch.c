@@ -1,0 +1,91 @@
+/* The untuned choices of the OpenCL GEMM on CPU-type devices (cl_blas.c), on a device
+ * described by hand (no OpenCL needed): gemm_vw 16, 1 and 2 compute units.
+ * Variant (cn_cl_gemm_default_variant), for N a multiple of 64: 4 x 4 where K <= 64 or where
+ * 4-row blocks compute fewer rows twice at small M, else 6 x 4.
+ * Split-K (cn_cl_gemm_default_kc):
+ *  - A long-K product whose operand read along k has rows of 1 KiB or more (the char-GPT's
+ *    weight gradients, AᵀB with K = 8192, a transposed A of 512 columns or a B of 512) is
+ *    split, with slices whose B panel (kc x NR floats) is at most 256 KiB, even where the
+ *    output has work-items enough (that rule alone left them whole, at half the rate of the
+ *    same product with a short K).
+ *  - The same K with rows of 512 bytes is not split (splitting it measured slower), nor is a
+ *    panel that fits the L2 (K x NR floats <= 1 MiB).
+ *  - Where the first rule (too few work-items) splits too, the longer slices win: the seed
+ *    CNN's second convolution's weight gradient (288 x 64 x 7744, colsᵀ dY) went from 320 to
+ *    1024; products this rule leaves alone keep the first rule's slices.
+ * Values and correctness of split products are tests/ops' (cases.c: the long-K cases). */
+#include "../data/tcheck.h"
+
+#include "opencl/cl_internal.h"
+
+static int64_t kc_of(cn_cl_ctx *c, int64_t M, int64_t N, int64_t K, int ta, int tb) {
+    gemm_dims g = {1, M, N, K, ta, tb};
+    return cn_cl_gemm_default_kc(c, &g, cn_cl_gemm_default_variant(c, &g));
+}
+
+static int64_t nr_of(cn_cl_ctx *c, int64_t M, int64_t N, int64_t K) {
+    gemm_dims g = {1, M, N, K, 0, 0};
+    const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[cn_cl_gemm_default_variant(c, &g)];
+    return (int64_t)v->nv * c->gemm_vw;
+}
+
+int main(void) {
+    static cn_cl_ctx c; /* large: not on the stack */
+    c.gemm_vw = 16;
+    for (cl_uint cu = 1; cu <= 2; cu++) {
+        c.compute_units = cu;
+        char name[128];
+        snprintf(name, sizeof name, "long K, rows of 1 KiB or more: split into L2-sized slices (%u CU)", cu);
+        tc_begin(name);
+        static const int64_t split[][5] = {
+            {512, 128, 8192, 1, 0}, /* gpt: x^T dY of the 128 -> 512 projections, A rows of 2 KiB */
+            {128, 512, 8192, 1, 0}, /* gpt: B rows of 2 KiB */
+            {128, 512, 8192, 0, 0}, /* the same B, A not transposed */
+            {7, 576, 4104, 0, 0},   /* tests/ops' case of this rule */
+            {128, 256, 8192, 1, 0}, /* gpt: with 2 CUs the first rule splits it too */
+            {288, 64, 7744, 1, 0},  /* seed CNN conv2 weight gradient: the same */
+        };
+        for (size_t i = 0; i < sizeof split / sizeof split[0]; i++) {
+            const int64_t *s = split[i];
+            int64_t kc = kc_of(&c, s[0], s[1], s[2], (int)s[3], (int)s[4]);
+            CHECK(kc > 0 && kc < s[2] && kc % 64 == 0, "%lldx%lldx%lld ta %d: kc %lld", (long long)s[0],
+                  (long long)s[1], (long long)s[2], (int)s[3], (long long)kc);
+            CHECK(kc * nr_of(&c, s[0], s[1], s[2]) * 4 <= (256 << 10), "%lldx%lldx%lld: a slice's B panel of %lld bytes",
+                  (long long)s[0], (long long)s[1], (long long)s[2], (long long)(kc * nr_of(&c, s[0], s[1], s[2]) * 4));
+        }
+        tc_end();
+
+        snprintf(name, sizeof name, "rows under 1 KiB, or a panel within the L2: not split (%u CU)", cu);
+        tc_begin(name);
+        CHECK(kc_of(&c, 512, 128, 8192, 0, 0) == 0, "B rows of 512 bytes");
+        CHECK(kc_of(&c, 8192, 512, 128, 0, 0) == 0, "K = 128");
+        CHECK(kc_of(&c, 3136, 128, 64, 0, 0) == 0, "K = 64");
+        CHECK(kc_of(&c, 520, 64, 4096, 1, 0) == 0, "a 1 MiB panel");
+        CHECK(kc_of(&c, 0, 576, 8192, 0, 0) == 0, "no rows");
+        CHECK(kc_of(&c, 0, 0, 8192, 0, 0) == 0, "an empty product");
+        tc_end();
+    }
+
+    tc_begin("variant: 4 x 4 for K <= 64 and for M = 16, 6 x 4 from K = 128 on");
+    static const int64_t var[][4] = {
+        /* M, N, K, rows per block */
+        {3136, 64, 16, 4}, {3136, 128, 64, 4}, {16, 64, 3136, 4}, {40, 64, 3136, 4},
+        {64, 64, 3136, 6}, {8192, 128, 128, 6}, {8192, 128, 512, 6}, {3136, 64, 128, 6}, {18, 64, 3136, 6},
+    };
+    for (size_t i = 0; i < sizeof var / sizeof var[0]; i++) {
+        gemm_dims g = {1, var[i][0], var[i][1], var[i][2], 0, 0};
+        const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[cn_cl_gemm_default_variant(&c, &g)];
+        CHECK(v->mr == var[i][3] && v->nv == 4, "%lldx%lldx%lld: %dx%d", (long long)var[i][0], (long long)var[i][1],
+              (long long)var[i][2], v->mr, v->nv);
+    }
+    tc_end();
+
+    tc_begin("the first rule alone (too few work-items, K >= 8 x max(M, N)): its slices");
+    c.compute_units = 2;
+    /* 128 x 128 x 8192 (rows of 512 bytes): 44 tiles; 131072 / (128 + 128) floats of panels */
+    CHECK(kc_of(&c, 128, 128, 8192, 1, 0) == 512, "gpt 128x128x8192: %lld", (long long)kc_of(&c, 128, 128, 8192, 1, 0));
+    /* vit 64 x 64 x 3136: 11 tiles, 2 slices wanted; 131072 / 128 = 1024 */
+    CHECK(kc_of(&c, 64, 64, 3136, 1, 0) == 1024, "vit 64x64x3136: %lld", (long long)kc_of(&c, 64, 64, 3136, 1, 0));
+    tc_end();
+    return tc_finish();
+}
