@@ -116,7 +116,12 @@ static void gemm_one(int B, int M, int K, int N, int ta, int tb, int epi) {
  * against the naive sum (K + 1 terms), and bit for bit against each other, as omp_gemm.c
  * promises (every element's sum, its K slabs and its K-split pieces are fixed by the shape). */
 static void gemm_threads(int M, int K, int N, int ta, int tb) {
-    h_case c = rc_case(CN_OP_MATMUL, "M=%d K=%d N=%d tA=%d tB=%d +bias, 1 and 2 threads", M, K, N, ta, tb);
+    /* seeded from the shape, not rc_case's running count, so these cases leave the inputs of
+     * every later check as they were */
+    h_caselist L = {0};
+    h_case c = *h_case_new(&L, CN_OP_MATMUL, "M=%d K=%d N=%d tA=%d tB=%d +bias, 1 and 2 threads", M, K, N, ta, tb);
+    h_caselist_free(&L);
+    c.seed += (uint64_t)M * 7919u + (uint64_t)K * 104729u + (uint64_t)N * 31u + (uint64_t)(2 * ta + tb);
     c.p.trans_a = ta;
     c.p.trans_b = tb;
     h_in(&c, h_shape(2, ta ? K : M, ta ? M : K), GEN_UNIFORM, -1, 1);
