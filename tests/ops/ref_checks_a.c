@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <omp.h>
 
 #include "ref_common.h"
 
@@ -111,6 +112,49 @@ static void gemm_one(int B, int M, int K, int N, int ta, int tb, int epi) {
     h_data_free(&d);
 }
 
+/* A product with a fused bias (ops.h: a third input [N]) run with 1 and with 2 threads: both
+ * against the naive sum (K + 1 terms), and bit for bit against each other, as omp_gemm.c
+ * promises (every element's sum, its K slabs and its K-split pieces are fixed by the shape). */
+static void gemm_threads(int M, int K, int N, int ta, int tb) {
+    /* seeded from the shape, not rc_case's running count, so these cases leave the inputs of
+     * every later check as they were */
+    h_caselist L = {0};
+    h_case c = *h_case_new(&L, CN_OP_MATMUL, "M=%d K=%d N=%d tA=%d tB=%d +bias, 1 and 2 threads", M, K, N, ta, tb);
+    h_caselist_free(&L);
+    c.seed += (uint64_t)M * 7919u + (uint64_t)K * 104729u + (uint64_t)N * 31u + (uint64_t)(2 * ta + tb);
+    c.p.trans_a = ta;
+    c.p.trans_b = tb;
+    h_in(&c, h_shape(2, ta ? K : M, ta ? M : K), GEN_UNIFORM, -1, 1);
+    h_in(&c, h_shape(2, tb ? N : K, tb ? K : N), GEN_UNIFORM, -1, 1);
+    h_in(&c, h_shape(1, N), GEN_UNIFORM, -1, 1);
+    c.out_shape = h_shape(2, M, N);
+    const int threads = omp_get_max_threads();
+    h_data d1, d2;
+    omp_set_num_threads(1);
+    int ok = run(&c, NULL, &d1);
+    omp_set_num_threads(2);
+    if (ok && !run(&c, d1.in, &d2)) {
+        h_data_free(&d1);
+        ok = 0;
+    }
+    omp_set_num_threads(threads);
+    if (!ok) return;
+    const int64_t n = (int64_t)M * N;
+    double *want = dalloc(n), *mag = dalloc(n);
+    nv_gemm(ta, tb, 1, M, N, K, d1.in[0], d1.in[1], want, mag);
+    for (int64_t i = 0; i < n; i++) {
+        want[i] += ((const float *)d1.in[2])[i % N];
+        mag[i] += fabs(((const float *)d1.in[2])[i % N]);
+    }
+    cmp(name_of(&c), d1.chk[0], want, n, 1e-6, 1e-5, K + 1, mag);
+    const int same = memcmp(d1.chk[0], d2.chk[0], (size_t)n * sizeof(float)) == 0;
+    report(same, name_of(&c), "%s", same ? "2 threads bit for bit as 1" : "2 threads differ from 1");
+    free(want);
+    free(mag);
+    h_data_free(&d1);
+    h_data_free(&d2);
+}
+
 void check_gemm(void) {
     static const int sz[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {65, 129, 31}, {16, 64, 8}, {1, 300, 10}};
     for (size_t s = 0; s < sizeof sz / sizeof sz[0]; s++)
@@ -120,6 +164,24 @@ void check_gemm(void) {
     for (int epi = CN_EPI_RELU; epi <= CN_EPI_SOFTPLUS; epi++) gemm_one(0, 13, 9, 11, epi == 2, epi == 3, epi);
     gemm_one(2, 9, 31, 15, 0, 0, CN_EPI_RELU);
     gemm_one(0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: sigmoid(0) everywhere */
+    /* omp_gemm.c's paths: 16 and 64 rows take the 8-row tile on AVX-512 and 16 x 16 register
+     * transposes pack the stored-transposed operands (K = 300: two slabs of 150, each 9 blocks
+     * and a 6-deep tail; N = 70: two full column slivers and an edge, the bias fused in the
+     * full tiles); K = 3136 with a small output is cut into 4 K pieces; 3136 rows, 14 apiece;
+     * 70 x 64 shared by column slivers; N = 2100: two column blocks, the packed B held whole
+     * (K = 100) or slab by slab (K = 600); 48 x 64 AᵀB read in place (no packing) with the
+     * tile of every build (48 rows: 6 slivers of 8, or 8 of 6) */
+    for (int t = 0; t < 4; t++) {
+        gemm_threads(16, 300, 70, t & 1, t >> 1);
+        gemm_threads(64, 300, 64, t & 1, t >> 1);
+    }
+    gemm_threads(16, 3136, 64, 1, 0);
+    gemm_threads(70, 3136, 40, 0, 1);
+    gemm_threads(3136, 16, 64, 0, 0);
+    gemm_threads(70, 300, 64, 0, 0);
+    gemm_threads(30, 100, 2100, 0, 0);
+    gemm_threads(16, 600, 2100, 1, 0);
+    gemm_threads(48, 300, 64, 1, 0);
 }
 
 static const n_geo geos[] = {
