@@ -9,11 +9,13 @@
  * attend through a float copy of the rows they read, whose values are exact.
  *
  * ATTEND_QKV, NORM_DENSE and DENSE_ADD (a generation step's fused launches) compose the
- * unfused ops' own code (ATTEND_CACHE's loops, LAYERNORM, GELU), so the fused results are
- * the unfused ones but for the product's float order. */
+ * unfused ops' own code (LAYERNORM, GELU) and ATTEND_CACHE's arithmetic for one query row
+ * (attend_one), so the fused results are the unfused ones but for the order of float sums. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "omp_ops.h"
+#include "omp_vmath.h"
 
 /* The position a launch reads from its i32 [1] input (host memory on this backend). */
 static int64_t position(const cn_launch *l, int i) { return *(const int32_t *)l->in[i]; }
@@ -231,8 +233,56 @@ cn_status cn_omp_op_DENSE_ADD(const cn_launch *l) {
     return CN_OK;
 }
 
-/* The attention of ATTEND_QKV into out [BH, D]: the query rows copied out ([BH,1,D]), then
- * ATTEND_CACHE's loops over the key and value blocks of the cache. */
+/* One query q [d] of a head against keys k and values v [cap, d], rows 0..pos: out [d] =
+ * sum_j w_j v_j / sum_j w_j, w_j = exp(scale q.k_j - max). ATTEND_CACHE's arithmetic (the
+ * maximum of the scaled scores, a double sum of the weights, the output scaled once) for a
+ * single row: its tiles pack and compute a quarter vector of rows and a register tile of
+ * columns, most of it unused for one query, and were a fifth of a step's time on one thread.
+ * A score sums over d in SC lanes and then a tree over them, the output keeps PC dims in
+ * registers over the keys (a store per key was most of its time): fixed orders, which differ
+ * from the tiles' only in the order of float sums. s: pos + 1 floats. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#endif
+static void attend_one(const float *q, const float *k, const float *v, int64_t d, int64_t pos, float scale, float *s,
+                       float *out) {
+    enum { SC = 16, PC = 32 }; /* lanes of a score's partial sums; output dims kept in registers */
+    const int64_t full = d / SC * SC;
+    float m = -INFINITY;
+    for (int64_t j = 0; j <= pos; j++) {
+        const float *kj = k + j * d;
+        float t[SC] = {0};
+        for (int64_t e0 = 0; e0 < full; e0 += SC)
+            for (int l = 0; l < SC; l++) t[l] += q[e0 + l] * kj[e0 + l];
+        for (int64_t e = full; e < d; e++) t[0] += q[e] * kj[e];
+        for (int w = SC / 2; w > 0; w /= 2) /* a tree over the lanes, not a chain */
+            for (int l = 0; l < w; l++) t[l] += t[l + w];
+        s[j] = scale * t[0];
+        m = s[j] > m ? s[j] : m;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j <= pos; j++) s[j] = cn_vm_exp_neg(m - s[j]);
+    double sum = 0.0;
+    for (int64_t j = 0; j <= pos; j++) sum += s[j];
+    const float f = sum > 0.0 ? (float)(1.0 / sum) : 0.0f;
+    int64_t e0 = 0;
+    for (; e0 + PC <= d; e0 += PC) {
+        float o[PC] = {0};
+        for (int64_t j = 0; j <= pos; j++) {
+            const float wj = s[j], *vj = v + j * d + e0;
+            for (int l = 0; l < PC; l++) o[l] += wj * vj[l];
+        }
+        for (int l = 0; l < PC; l++) out[e0 + l] = o[l] * f;
+    }
+    for (; e0 < d; e0++) {
+        float o = 0.0f;
+        for (int64_t j = 0; j <= pos; j++) o += s[j] * v[j * d + e0];
+        out[e0] = o * f;
+    }
+}
+
+/* The attention of ATTEND_QKV into out [BH, D]: each head's query row of the cache against
+ * its key and value blocks (attend_one). */
 static cn_status attend_qkv(const cn_launch *l, float *out) {
     const cn_shape *cs = &l->in_shape[0];
     const int64_t bh = cs->d[0] / 3, cap = cs->d[1], d = cs->d[2], pos = position(l, 1);
@@ -241,17 +291,14 @@ static cn_status attend_qkv(const cn_launch *l, float *out) {
         return CN_OK;
     }
     const float *c = l->in[0];
-    rowbuf qb;
-    float *q = rowbuf_get(&qb, bh * d);
-    if (!q) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the queries", (long long)(bh * d));
-    for (int64_t b = 0; b < bh; b++) memcpy(q + b * d, c + (b * cap + pos) * d, (size_t)d * sizeof *q);
-    cn_launch a = *l;
-    a.op = CN_OP_ATTEND_CACHE, a.n_in = 4, a.in[0] = q, a.in_shape[0] = cn_shape_of(3, bh, (int64_t)1, d);
-    a.in_shape[1] = a.in_shape[2] = cn_shape_of(3, bh, cap, d);
-    a.out = out, a.out_shape = a.in_shape[0];
-    cn_status st = cn_omp_attend(&a, c + bh * cap * d, c + 2 * bh * cap * d, pos);
-    rowbuf_free(&qb);
-    return st;
+    rowbuf sb;
+    float *s = rowbuf_get(&sb, pos + 1);
+    if (!s) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the scores", (long long)(pos + 1));
+    for (int64_t b = 0; b < bh; b++)
+        attend_one(c + (b * cap + pos) * d, c + ((bh + b) * cap) * d, c + ((2 * bh + b) * cap) * d, d, pos,
+                   l->p->scale, s, out + b * d);
+    rowbuf_free(&sb);
+    return CN_OK;
 }
 
 cn_status cn_omp_op_ATTEND_QKV(const cn_launch *l) { return attend_qkv(l, l->out); }
