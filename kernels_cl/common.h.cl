@@ -110,6 +110,27 @@ float4 cn_epi4(float4 v, int epi) {
 #define vloadV CN_V_CAT(vload, GVW)
 #define vstoreV CN_V_CAT(vstore, GVW)
 
+/* erf on whole vectors for the CPU-style kernels' GELU (elementwise.cl, kvcache.cl): a
+ * rational approximation (Eigen's, the OpenMP reference's cn_vm_erf: |error| <= 4.1e-7, stated
+ * in backends/openmp/omp_vmath.h), since POCL's vector erf runs its scalar erf lane by lane,
+ * several times the arithmetic. */
+floatV cn_erfV(floatV x) {
+    floatV a = fmin(fabs(x), 4.0f), a2 = a * a;
+    floatV p = -2.72614225801306e-10f;
+    p = p * a2 + 2.77068142495902e-08f;
+    p = p * a2 + -2.10102402082508e-06f;
+    p = p * a2 + -5.69250639462346e-05f;
+    p = p * a2 + -7.34990630326855e-04f;
+    p = p * a2 + -2.95459980854025e-03f;
+    p = p * a2 + -1.60960333262415e-02f;
+    floatV q = -1.45660718464996e-05f;
+    q = q * a2 + -2.13374055278905e-04f;
+    q = q * a2 + -1.68282697438203e-03f;
+    q = q * a2 + -7.37332916720468e-03f;
+    q = q * a2 + -1.42647390514189e-02f;
+    return copysign(a * p / q, x);
+}
+
 /* Lanes of a floatV combined pairwise (halves added, then their halves...), so a row sum
  * kept in GVW lanes ends with log2(GVW) more roundings, not GVW - 1. The row kernels of
  * CPU-type devices (norm.cl, softmax.cl, lastaxis.cl, reduce.cl) use them. */

@@ -225,25 +225,7 @@ __kernel void gelu_bwd(__global const STORE_T *dy, __global const STORE_T *x, __
 }
 
 /* CPU-type devices: spans of the device's vectors per work-item (elementwise.cl's
- * CN_SPAN_BEGIN). The vectors' erf is a rational approximation (Eigen's, the OpenMP
- * reference's cn_vm_erf: |error| <= 4.1e-7, stated in backends/openmp/omp_vmath.h), since
- * POCL's vector erf costs several times the arithmetic; the scalar tail keeps the builtin. */
-floatV cn_erfV(floatV x) {
-    floatV a = fmin(fabs(x), 4.0f), a2 = a * a;
-    floatV p = -2.72614225801306e-10f;
-    p = p * a2 + 2.77068142495902e-08f;
-    p = p * a2 + -2.10102402082508e-06f;
-    p = p * a2 + -5.69250639462346e-05f;
-    p = p * a2 + -7.34990630326855e-04f;
-    p = p * a2 + -2.95459980854025e-03f;
-    p = p * a2 + -1.60960333262415e-02f;
-    floatV q = -1.45660718464996e-05f;
-    q = q * a2 + -2.13374055278905e-04f;
-    q = q * a2 + -1.68282697438203e-03f;
-    q = q * a2 + -7.37332916720468e-03f;
-    q = q * a2 + -1.42647390514189e-02f;
-    return copysign(a * p / q, x);
-}
+ * CN_SPAN_BEGIN), with common.h.cl's cn_erfV; the scalar tail keeps the builtin. */
 #define GELU_YV(v, tanh_form)                                                                        \
     ((tanh_form) ? 0.5f * (v) * (1.0f + tanh(GELU_K0 * ((v) + GELU_K1 * (v) * (v) * (v))))          \
                  : 0.5f * (v) * (1.0f + cn_erfV((v) * GELU_RSQRT2)))

@@ -319,12 +319,14 @@ float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
 
 /* Element k of row xr as the product reads it: normalized (ln) or as it is. */
 #define DENSE_XK(k) (ln ? (LOAD(xr, k) - st.x) * st.y * LOAD(gamma, k) + LOAD(beta, boff + (k)) : LOAD(xr, k))
-/* On a float or a whole floatV (the vector builtins: POCL's scalar erf per lane cost more than
- * a hidden row's product). */
-#define DENSE_ACT(o)                                                                                     \
-    ((act) == 1   ? 0.5f * (o) * (1.0f + erf((o) * DENSE_GELU_RSQRT2))                                  \
+/* On a float (ERF: the builtin) or a whole floatV (ERF: common.h.cl's cn_erfV; POCL's vector
+ * builtin runs its scalar erf per lane, which cost more than a hidden row's product). */
+#define DENSE_ACT_WITH(o, ERF)                                                                           \
+    ((act) == 1   ? 0.5f * (o) * (1.0f + ERF((o) * DENSE_GELU_RSQRT2))                                  \
      : (act) == 2 ? 0.5f * (o) * (1.0f + tanh(DENSE_GELU_K0 * ((o) + DENSE_GELU_K1 * (o) * (o) * (o)))) \
                   : (o))
+#define DENSE_ACT(o) DENSE_ACT_WITH(o, erf)
+#define DENSE_ACTV(o) DENSE_ACT_WITH(o, cn_erfV)
 /* Where output element n of row r goes: y[r, n], or its cache row (-1: dropped). */
 long dense_at(int r, int n, int N, int D, int C, __global const int *posp) {
     if (C == 0) return (long)r * N + n;
@@ -364,7 +366,7 @@ __kernel void dense_rows_v(DENSE_ARGS) {
     {                                                                   \
         floatV o = (acc) + LOADV(bias, v0 + (u));                       \
         if (act) {                                                      \
-            o = DENSE_ACT(o);       \
+            o = DENSE_ACTV(o);      \
         }                                                               \
         if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + (u));       \
         STOREV(y, dense_at(r, (v0 + (u)) * GVW, N, D, C, posp) / GVW, o); \
@@ -416,7 +418,7 @@ __kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm
     {                                                               \
         floatV o = (acc) + LOADV(b1, j0 + (u));                     \
         if (act) {                                                  \
-            o = DENSE_ACT(o);   \
+            o = DENSE_ACTV(o);  \
         }                                                           \
         vstoreV(o, j0 + (u), h);                                    \
     }
@@ -438,3 +440,5 @@ __kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm
 }
 #undef DENSE_XK
 #undef DENSE_ACT
+#undef DENSE_ACTV
+#undef DENSE_ACT_WITH
