@@ -246,7 +246,7 @@ __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 static void attend_one(const float *q, const float *k, const float *v, int64_t d, int64_t pos, float scale, float *s,
                        float *out) {
-    enum { SC = 16, PC = 32 }; /* lanes of a score's partial sums; output dims kept in registers */
+    enum { SC = 16, PC = 32 }; /* SC: the tree below is written for 16 */ /* lanes of a score's partial sums; output dims kept in registers */
     const int64_t full = d / SC * SC;
     float m = -INFINITY;
     for (int64_t j = 0; j <= pos; j++) {
@@ -255,9 +255,11 @@ static void attend_one(const float *q, const float *k, const float *v, int64_t d
         for (int64_t e0 = 0; e0 < full; e0 += SC)
             for (int l = 0; l < SC; l++) t[l] += q[e0 + l] * kj[e0 + l];
         for (int64_t e = full; e < d; e++) t[0] += q[e] * kj[e];
-        for (int w = SC / 2; w > 0; w /= 2) /* a tree over the lanes, not a chain */
-            for (int l = 0; l < w; l++) t[l] += t[l + w];
-        s[j] = scale * t[0];
+        /* a tree over the lanes, not a chain (constant bounds, so it stays in registers) */
+        for (int l = 0; l < 8; l++) t[l] += t[l + 8];
+        for (int l = 0; l < 4; l++) t[l] += t[l + 4];
+        for (int l = 0; l < 2; l++) t[l] += t[l + 2];
+        s[j] = scale * (t[0] + t[1]);
         m = s[j] > m ? s[j] : m;
     }
 #pragma omp simd
