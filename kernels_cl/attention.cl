@@ -68,7 +68,11 @@ __kernel void attn_fwd(__global const STORE_T *q, __global const STORE_T *k, __g
         barrier(CLK_LOCAL_MEM_FENCE);
         if (c == 0) { /* the row's leader folds the block into M, L */
             float mo = M[r], mn = mo;
-            for (int cc = 0; cc < B; cc++) mn = fmax(mn, Ps[r * B + cc]);
+            /* not fmax, which drops a NaN: a NaN score must make the row NaN, as softmax does */
+            for (int cc = 0; cc < B; cc++) {
+                float p = Ps[r * B + cc];
+                mn = (p > mn || isnan(p)) ? p : mn;
+            }
             float a = mn == -INFINITY ? 1.0f : exp(mo - mn), sum = 0.0f;
             for (int cc = 0; cc < B; cc++) {
                 float p = mn == -INFINITY ? 0.0f : exp(Ps[r * B + cc] - mn);
