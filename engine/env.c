@@ -24,7 +24,7 @@ cn_status cn_env_check_flags(void) {
         const char *name;
         int dflt;
     } flags[] = {{"CLNET_LOG_PLACEMENT", 0}, {"CLNET_PROFILE", 0}, {"CLNET_CACHE", 1},
-                 {"CLNET_MPI_OVERLAP", 1},   {"CLNET_EMULATE_GPU", 0}};
+                 {"CLNET_MPI_OVERLAP", 1},   {"CLNET_EMULATE_GPU", 0}, {"CLNET_FOLD_WEIGHTS", 1}};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         int on;
         CN_TRY(cn_env_flag(flags[i].name, flags[i].dflt, &on));

@@ -318,7 +318,9 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
         if (sp->inst.qscale && sp->inst.qscale[p->params[i].node] >= 0) bind[sp->inst.qscale[p->params[i].node]] = s->qscale[i];
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
-    if (st == CN_OK && !s->training) st = cn_session__hoist(s, sp, outs, n_out, bind);
+    int fold = 1;
+    if (st == CN_OK) st = cn_env_flag("CLNET_FOLD_WEIGHTS", 1, &fold);
+    if (st == CN_OK && !s->training && fold) st = cn_session__hoist(s, sp, outs, n_out, bind);
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
     if (st == CN_OK) cn_session__flags_attach(s, sp->plan);
     if (st == CN_OK && s->training) st = cn_session__note_grads(s, sp, gnode);

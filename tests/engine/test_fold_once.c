@@ -91,6 +91,21 @@ static void tests(cn_device *dev) {
           FOLDS_PER_RUN);
     CHECK(!memcmp(y[0], y[2], sizeof y[0]), "the third run differs from the first");
     CHECK(s->n_plans == 1 && s->plans[0].prep && s->n_fold > 0, "no folded weights");
+    {   /* CLNET_FOLD_WEIGHTS=0: every run folds again, as before (gemm_rate times products of
+         * two parameters this way), with the same values */
+        cn_session *u = NULL;
+        float z[B * CLASSES];
+        setenv("CLNET_FOLD_WEIGHTS", "0", 1);
+        OK(cn_session_create_inference(p, dev, &u));
+        long c1 = fold_calls();
+        if (u) for (int r = 0; r < 3; r++) run(u, B, z);
+        unsetenv("CLNET_FOLD_WEIGHTS");
+        CHECK(u && fold_calls() - c1 == 3 * FOLDS_PER_RUN, "CLNET_FOLD_WEIGHTS=0: 3 runs launched BN_FOLD %ld times, expected %d",
+              fold_calls() - c1, 3 * FOLDS_PER_RUN);
+        CHECK(u && !u->plans[0].prep, "CLNET_FOLD_WEIGHTS=0 still made a prep plan");
+        CHECK(!memcmp(y[0], z, sizeof z), "CLNET_FOLD_WEIGHTS=0 gives other values");
+        cn_session_free(u);
+    }
 
     /* a new batch-norm weight: the next run folds it in */
     const char *bn = NULL; /* the first batch norm's weight (8 channels) */

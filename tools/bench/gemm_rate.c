@@ -78,6 +78,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "gemm_rate: --reps must be at least 1\n");
         return 2;
     }
+    /* a product of two parameters is weight-only: an inference session would compute it once
+     * per weight upload (session_fold.c) and every timed run would do nothing */
+    setenv("CLNET_FOLD_WEIGHTS", "0", 1);
     cn_device *dev = NULL;
     cn_status st = cn_device_open(sel, &dev);
     if (st != CN_OK) {
