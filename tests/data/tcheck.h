@@ -42,6 +42,22 @@ static inline void tc_skipped(const char *name, const char *why) {
     printf("SKIP: %s (%s)\n", name, why);
 }
 
+/* Device d of cn_device_count, opened; NULL after reporting it skipped, naming it and why
+ * (the device loop of every per-device test). */
+static inline cn_device *tc_open_device(int d) {
+    cn_device_info info;
+    cn_device *dev = NULL;
+    if (cn_device_info_get(d, &info) != CN_OK) {
+        tc_skipped("a device", cn_last_error());
+        return NULL;
+    }
+    if (cn_device_open(info.selector, &dev) != CN_OK) {
+        tc_skipped(info.selector, cn_last_error());
+        return NULL;
+    }
+    return dev;
+}
+
 static inline void tc_failf(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     tc_bad = 1;

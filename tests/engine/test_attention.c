@@ -230,10 +230,7 @@ int main(int argc, char **argv) {
         cn_device_info info;
         cn_device *dev;
         if (cn_device_info_get(d, &info) == CN_OK && argc > 1 && strcmp(info.selector, argv[1]) != 0) continue;
-        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
-            tc_skipped(info.selector, cn_last_error());
-            continue;
-        }
+        if (!(dev = tc_open_device(d))) continue;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i], dev);
         check_nan(dev, 0);
         check_nan(dev, 1);

@@ -616,12 +616,8 @@ int main(int argc, char **argv) {
     int n;
     CHECK_OK(cn_device_count(&n));
     for (int d = 0; d < n; d++) {
-        cn_device_info info;
-        cn_device *dev;
-        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
-            tc_skipped(info.selector, cn_last_error());
-            continue;
-        }
+        cn_device *dev = tc_open_device(d);
+        if (!dev) continue;
         for (size_t i = 0; i < sizeof fixtures / sizeof fixtures[0]; i++) {
             replay(argv[1], fixtures[i], dev, 1);
             if (uses_attention(fixtures[i])) replay(argv[1], fixtures[i], dev, 0);

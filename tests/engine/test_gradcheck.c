@@ -272,12 +272,8 @@ int main(void) {
     int n;
     CHECK_OK(cn_device_count(&n));
     for (int d = 0; d < n; d++) {
-        cn_device_info info;
-        cn_device *dev;
-        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
-            tc_skipped(info.selector, cn_last_error());
-            continue;
-        }
+        cn_device *dev = tc_open_device(d);
+        if (!dev) continue;
         for (int i = 0; i < N_CASES; i++) check_case(&cases[i], dev);
         cn_device_release(dev);
     }

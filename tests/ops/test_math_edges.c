@@ -62,12 +62,8 @@ int main(void) {
     const float fl[N] = {nan, 1, -2, -2, inf, -0.0f, 2, -2}, ce[N] = {nan, 1, -2, -2, inf, -0.0f, 3, -1};
     const float er[N] = {nan, 0, 0, 0, 1, -0.0f, 0, 0};
     for (int d = 0; d < n; d++) {
-        cn_device_info info;
-        cn_device *dev;
-        if (cn_device_info_get(d, &info) != CN_OK || cn_device_open(info.selector, &dev) != CN_OK) {
-            tc_skipped(info.selector, cn_last_error());
-            continue;
-        }
+        cn_device *dev = tc_open_device(d);
+        if (!dev) continue;
         one(dev, "maximum", cn_op_maximum, max, 0);
         one(dev, "minimum", cn_op_minimum, min, 0);
         one(dev, "pow", cn_op_pow, pw, 1u << 1 | 1u << 6);
