@@ -159,19 +159,27 @@ static int op2(lower *L, cn_op o, int a, int b) { return op(L, o, 2, (int[]){a, 
  * type): the concatenation of parts what[0..n) along axis, which the step reads as a
  * parameter named after layer l and `name`. The prep plan runs at every prefill, so the step
  * sees the session's weights as they were then. */
+static int prep_output(lower *L, lower *P, int all, const cn_layer *l, const char *name);
+
 static int prepared(lower *L, const cn_layer *l, const char *const *what, int n, int axis, const char *name) {
-    cn_generator *gen = L->gen;
-    lower P = {gen, &gen->prep, 0};
+    lower P = {L->gen, &L->gen->prep, 0};
     cn_op_params cat = {0};
     cat.axis = axis;
     int all = param(&P, l, what[0]);
     for (int k = 1; k < n; k++) all = op(&P, CN_OP_CONCAT, 2, (int[]){all, param(&P, l, what[k])}, &cat, NULL);
-    if (P.fail) return L->fail = 1, -1;
+    return prep_output(L, &P, all, l, name);
+}
+
+/* Node all of the prep graph (P) as a tensor of the generator, read by L's graph as a
+ * parameter named after layer l and `name`. */
+static int prep_output(lower *L, lower *P, int all, const cn_layer *l, const char *name) {
+    cn_generator *gen = L->gen;
+    if (P->fail) return L->fail = 1, -1;
     const cn_node *nd = &gen->prep.g.nodes[all];
     cn_tensor *t;
     if (cn_tensor_create(gen->s->dev, nd->shape.ndim, nd->shape.d, nd->dtype, &t) != CN_OK) return L->fail = 1, -1;
     gen->fused[gen->n_fused++] = t;
-    if (track(&P, all, t) < 0) return L->fail = 1, -1;
+    if (track(P, all, t) < 0) return L->fail = 1, -1;
     gen->prep.writes[gen->prep.n_writes++] = all;
     char full[CN_NODE_NAME_MAX];
     cn_layer_param_name(l, name, full, sizeof full);
@@ -195,6 +203,54 @@ static int reshape(lower *L, int x, cn_shape shape) {
     if (x < 0) return L->fail = 1, -1;
     int r = cn_g_reshape(&L->gg->g, x, &shape);
     return r < 0 ? (L->fail = 1, -1) : r;
+}
+
+/* The pack of a pre-norm block's parameters that BLOCK_STEP reads (ops.h's order, each
+ * flattened): lay = its layer norm, attention, layer norm, dense, dense. */
+static int block_pack(lower *L, const cn_layer *const *lay) {
+    lower P = {L->gen, &L->gen->prep, 0};
+    cn_op_params side = {0}, cat = {0};
+    side.axis = 1;
+    int qkv[2] = {-1, -1}, part[12], n = 0;
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 2; j++) {
+            char what[32];
+            snprintf(what, sizeof what, "%s.%s", cn_attention_projections[k], j ? "bias" : "weight");
+            int v = param(&P, lay[1], what);
+            qkv[j] = k ? op(&P, CN_OP_CONCAT, 2, (int[]){qkv[j], v}, j ? &cat : &side, NULL) : v;
+        }
+    char ow[32], ob[32];
+    snprintf(ow, sizeof ow, "%s.weight", cn_attention_projections[3]);
+    snprintf(ob, sizeof ob, "%s.bias", cn_attention_projections[3]);
+    part[n++] = param(&P, lay[0], "weight"), part[n++] = param(&P, lay[0], "bias");
+    part[n++] = qkv[0], part[n++] = qkv[1];
+    part[n++] = param(&P, lay[1], ow), part[n++] = param(&P, lay[1], ob);
+    part[n++] = param(&P, lay[2], "weight"), part[n++] = param(&P, lay[2], "bias");
+    for (int k = 3; k < 5; k++) part[n++] = param(&P, lay[k], "weight"), part[n++] = param(&P, lay[k], "bias");
+    int all = -1;
+    for (int k = 0; k < n && !P.fail; k++) {
+        int f = reshape(&P, part[k], cn_shape_of(1, cn_shape_numel(&P.gg->g.nodes[part[k]].shape)));
+        all = k ? op(&P, CN_OP_CONCAT, 2, (int[]){all, f}, &cat, NULL) : f;
+    }
+    return prep_output(L, &P, all, lay[1], "block");
+}
+
+/* Layers i .. i + 8 of m are a pre-norm transformer block on rows of width K (RESIDUAL,
+ * LAYER_NORM, causal ATTENTION, END, RESIDUAL, LAYER_NORM, DENSE with GELU or none, DENSE
+ * back to K, END), which a step runs as one BLOCK_STEP; lay gets its five layers with
+ * parameters. */
+static int is_block(const cn_model *m, int i, int64_t K, const cn_layer **lay) {
+    if (i + 8 >= m->n) return 0;
+    const cn_layer *l = &m->layers[i];
+    const int kinds[9] = {CN_L_RESIDUAL, CN_L_LAYER_NORM, CN_L_ATTENTION, CN_L_END, CN_L_RESIDUAL,
+                          CN_L_LAYER_NORM, CN_L_DENSE, CN_L_DENSE, CN_L_END};
+    for (int k = 0; k < 9; k++)
+        if ((int)l[k].kind != kinds[k]) return 0;
+    if (!l[2].causal || l[2].oc != K || l[2].units < 1 || K % l[2].units || l[3].partner != i || l[8].partner != i + 4 ||
+        (l[6].act != CN_ACT_GELU && l[6].act != CN_ACT_NONE) || l[7].act != CN_ACT_NONE || l[7].oc != K)
+        return 0;
+    lay[0] = &l[1], lay[1] = &l[2], lay[2] = &l[5], lay[3] = &l[6], lay[4] = &l[7];
+    return 1;
 }
 
 /* [A, B, C] -> [B, A, C]: heads to the front ([T, H, dh] -> [H, T, dh]) and back. With A or
@@ -398,7 +454,24 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
             if (!(i == m->n - 1 && l->act == CN_ACT_SOFTMAX)) x = activation(&L, x, l->act);
             break;
         case CN_L_DROPOUT: break; /* inference */
-        case CN_L_RESIDUAL: block_in[i] = x; break;
+        case CN_L_RESIDUAL: {
+            /* a whole block in one launch: a float32 session with a float32 cache (the op is
+             * f32 only, ops.h) */
+            const cn_layer *lay[5];
+            const int64_t K = x >= 0 && g->nodes[x].shape.ndim == 2 ? g->nodes[x].shape.d[1] : -1;
+            if (step && !pn.on && gen->act == CN_F32 && gen->cfg.cache_type == CN_KV_F32 && is_block(m, i, K, lay)) {
+                cn_tensor *t = gen->cache[layer++];
+                int c = track(&L, cn_g_leaf(g, CN_LEAF_STATE, "qkv_cache", &t->shape, CN_F32), t);
+                cn_op_params p = {0};
+                p.eps = lay[0]->eps, p.alpha = lay[2]->eps, p.variant = lay[3]->act == CN_ACT_GELU;
+                p.scale = 1.0f / sqrtf((float)(K / lay[1]->units));
+                x = op(&L, CN_OP_BLOCK_STEP, 4, (int[]){c, x, block_pack(&L, lay), gg->positions}, &p, NULL);
+                i += 8; /* the block's layers are done */
+                break;
+            }
+            block_in[i] = x;
+            break;
+        }
         case CN_L_END: x = op2(&L, CN_OP_ADD, x, block_in[l->partner]); break;
         default: st = unsupported(l, "is not a layer of a causal token model"); break;
         }

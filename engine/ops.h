@@ -148,6 +148,17 @@
  *   EMBED_ADD(table [V,D], ids i32 [...], ptable [P,D], positions i32 [...]) -> [..., D]:
  *   EMBEDDING(table, ids) + EMBEDDING(ptable, positions) (a token's and its position's
  *   vectors; ids and positions of one shape).
+ *   BLOCK_STEP(cache [3BH,C,D], x [1,K], pack [9K + 4K^2 + 2KF + F], pos i32 [1]) -> [1,K]
+ *   (f32 only): a whole pre-norm transformer block for one token, K = BH D, in one launch:
+ *   NORM_DENSE_KV into cache (norm1, the q|k|v weight and bias; p.eps), then ATTEND_PROJ
+ *   (w_o, b_o, res x; p.scale) into y, then MLP_ROW on y (norm2, w1, b1, w2, b2; eps
+ *   p.alpha, act p.variant), with the operands packed in that order, each flattened:
+ *   norm1 [2K], w_qkv [K,3K], b_qkv [3K], w_o [K,K], b_o [K], norm2 [2K], w1 [K,F], b1 [F],
+ *   w2 [F,K], b2 [K] (F follows from the pack's length). The one op that writes an input it
+ *   does not return: row pos of cache is updated in place as NORM_DENSE_KV's, so a step
+ *   needs no second launch for it; the step graph reads each cache in this op alone (an op
+ *   has one output, and a block's output is its residual row). f32 only, so that no backend
+ *   runs it on a widened copy of the cache.
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -315,6 +326,7 @@
     X(ATTEND_PROJ, "attend_proj", 5, 0, 1, "hihhh:h", ATTEND_QKV, OWN, 0, NONE)           \
     X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
     X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)                \
+    X(BLOCK_STEP, "block_step", 4, 0, 1, "fffi:f", ATTEND_QKV, OWN, 0, NONE)               \
     X(MAXIMUM, "maximum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINIMUM, "minimum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINMAX_GRAD, "minmax_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)            \

@@ -169,6 +169,23 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         *out = cn_shape_of(2, (int64_t)1, w->d[1]);
         return CN_OK;
     }
+    case CN_OP_BLOCK_STEP: {
+        const cn_shape *c = &in[0], *x = &in[1];
+        const int64_t K = x->ndim == 2 ? x->d[1] : -1, fixed = 9 * K + 4 * K * K;
+        const int64_t F = in[2].ndim == 1 && in[2].d[0] > fixed ? (in[2].d[0] - fixed) / (2 * K + 1) : 0;
+        if (c->ndim != 3 || c->d[0] % 3 || c->d[0] == 0 || x->ndim != 2 || x->d[0] != 1 || c->d[0] / 3 * c->d[2] != K)
+            FAIL("%s: cache %s and x %s must be [3BH,C,D] and [1,BH D]", name, cn_shape_str(c, b1, sizeof b1),
+                 cn_shape_str(x, b2, sizeof b2));
+        if (F < 1 || in[2].d[0] != fixed + F * (2 * K + 1))
+            FAIL("%s: pack %s is not 9K + 4K^2 + 2KF + F values for K = %lld and some F >= 1", name,
+                 cn_shape_str(&in[2], b1, sizeof b1), (long long)K);
+        if (!is_vec(&in[3], 1)) FAIL("%s: pos %s must be [1]", name, cn_shape_str(&in[3], b1, sizeof b1));
+        if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        if (p->variant < 0 || p->variant > 2)
+            FAIL("%s: variant %d is not 0 (no activation), 1 (GELU) or 2 (GELU, tanh form)", name, p->variant);
+        *out = *x;
+        return CN_OK;
+    }
     case CN_OP_EMBED_ADD:
         if (in[0].ndim != 2 || in[2].ndim != 2 || in[0].d[1] != in[2].d[1] || !cn_shape_eq(&in[1], &in[3]) ||
             in[1].ndim + 1 > CN_MAX_DIMS)

@@ -185,9 +185,9 @@ __kernel void attend_qkv(__global const STORE_T *cache, __global const int *posp
 
 /* ATTEND_PROJ: one group attends every head's query at pos into local a [BH D] (0 when pos is
  * outside the cache), then work-item lid computes outputs n = lid + u L of a w + b + res. */
-__kernel void attend_proj(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
-                          __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
-                          int C, int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
+void attend_proj_group(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                       __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH, int C,
+                       int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
     const int T = 1, pos = posp[0], me = get_local_id(0), G = get_local_size(0);
     if (pos < 0 || pos >= C) {
         for (int e = me; e < BH * D; e += G) a[e] = 0.0f;
@@ -209,15 +209,21 @@ __kernel void attend_proj(__global const STORE_T *cache, __global const int *pos
         STORE(y, n, acc + LOAD(bias, n) + LOAD(res, n));
     }
 }
+
+__kernel void attend_proj(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                          __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
+                          int C, int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
+    attend_proj_group(cache, posp, w, bias, res, y, BH, C, D, N, scale, p, tmp, a);
+}
 #undef KAT
 #undef VAT
 
 /* CPU-type devices, D and N multiples of GVW: ATTEND_PROJ by one work-item (a group of one):
  * per head the scores into local s [C], their maximum, the exponentials and their sum, the
  * weighted values over whole vectors into local a [BH D]; then the product as dense_rows_v. */
-__kernel void attend_proj_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
-                            __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
-                            int C, int D, int N, float scale, __local float *s, __local float *a) {
+void attend_proj_row_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                       __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH, int C,
+                       int D, int N, float scale, __local float *s, __local float *a) {
     const int pos = posp[0], dv = D / GVW;
     for (int h = 0; h < BH; h++) {
         if (pos < 0 || pos >= C) {
@@ -260,6 +266,12 @@ __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *p
 #undef WAT
 #undef EPI
     }
+}
+
+__kernel void attend_proj_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+                            __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
+                            int C, int D, int N, float scale, __local float *s, __local float *a) {
+    attend_proj_row_v(cache, posp, w, bias, res, y, BH, C, D, N, scale, s, a);
 }
 
 __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, __global const int *v,
@@ -334,8 +346,9 @@ long dense_at(int r, int n, int N, int D, int C, __global const int *posp) {
     return at < 0 || at >= C ? -1 : ((long)(n / D) * C + at) * D + n % D;
 }
 
-__kernel void dense_rows(DENSE_ARGS) {
-    long g = get_global_id(0);
+#define DENSE_PASS x, gamma, beta, boff, w, bias, res, y, posp, R, K, N, D, C, ln, act, eps
+
+void dense_rows_at(DENSE_ARGS, long g) {
     if (g >= (long)R * N) return;
     int n = (int)(g % N), r = (int)(g / N);
     long at = dense_at(r, n, N, D, C, posp);
@@ -350,12 +363,13 @@ __kernel void dense_rows(DENSE_ARGS) {
     STORE(y, at, o);
 }
 
+__kernel void dense_rows(DENSE_ARGS) { dense_rows_at(DENSE_PASS, get_global_id(0)); }
+
 /* CPU-type devices, N (and D when C > 0) a multiple of GVW: work-item (r, c) computes
  * DENSE_VPER floatV of row r from column c DENSE_VPER GVW (a group of one: whole vectors, no
  * idle lanes; the same sums in the same order as dense_rows). */
-__kernel void dense_rows_v(DENSE_ARGS) {
+void dense_rows_v_at(DENSE_ARGS, int g) {
     int nv = N / GVW, chunks = (nv + DENSE_VPER - 1) / DENSE_VPER;
-    int g = get_global_id(0);
     if (g >= R * chunks) return;
     int r = g / chunks, v0 = (g % chunks) * DENSE_VPER, cnt = min(DENSE_VPER, nv - v0);
     if (dense_at(r, 0, N, D, C, posp) < 0) return;
@@ -376,13 +390,20 @@ __kernel void dense_rows_v(DENSE_ARGS) {
 #undef EPI
 }
 
+__kernel void dense_rows_v(DENSE_ARGS) { dense_rows_v_at(DENSE_PASS, get_global_id(0)); }
+
 /* MLP_ROW (ops.h): group r normalizes row r into local xn [K], computes the hidden row
  * h [F] = act(xn w1 + b1) into local memory, then y = x + h w2 + b2; every sum a float sum in
  * increasing index order. */
-__kernel void mlp_rows(__global const STORE_T *x, __global const STORE_T *norm, __global const STORE_T *w1,
-                       __global const STORE_T *b1, __global const STORE_T *w2, __global const STORE_T *b2,
-                       __global STORE_T *y, int K, int F, int act, float eps, __local float *xn, __local float *h) {
-    int r = get_group_id(0), me = get_local_id(0), G = get_local_size(0);
+#define MLP_ARGS                                                                                                   \
+    __global const STORE_T *x, __global const STORE_T *norm, __global const STORE_T *w1, __global const STORE_T *b1, \
+        __global const STORE_T *w2, __global const STORE_T *b2, __global STORE_T *y, int K, int F, int act, float eps, \
+        __local float *xn, __local float *h
+#define MLP_PASS x, norm, w1, b1, w2, b2, y, K, F, act, eps, xn, h
+
+/* Row r (y may be x: each element of x is read before, or by the work-item that, writes it). */
+void mlp_row_group(MLP_ARGS, int r) {
+    int me = get_local_id(0), G = get_local_size(0);
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = dense_row_stats(xr, K, eps);
     for (int k = me; k < K; k += G) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
@@ -401,12 +422,11 @@ __kernel void mlp_rows(__global const STORE_T *x, __global const STORE_T *norm, 
     }
 }
 
+__kernel void mlp_rows(MLP_ARGS) { mlp_row_group(MLP_PASS, get_group_id(0)); }
+
 /* CPU-type devices, K and F multiples of GVW: MLP_ROW with one work-item a row (a group of
  * one), both products over whole vectors, the same sums in the same order as mlp_rows. */
-__kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm, __global const STORE_T *w1,
-                         __global const STORE_T *b1, __global const STORE_T *w2, __global const STORE_T *b2,
-                         __global STORE_T *y, int K, int F, int act, float eps, __local float *xn, __local float *h) {
-    int r = get_group_id(0);
+void mlp_row_v(MLP_ARGS, int r) {
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = dense_row_stats(xr, K, eps);
     for (int k = 0; k < K; k++) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
@@ -438,6 +458,59 @@ __kernel void mlp_rows_v(__global const STORE_T *x, __global const STORE_T *norm
 #undef EPI
     }
 }
+
+__kernel void mlp_rows_v(MLP_ARGS) { mlp_row_v(MLP_PASS, get_group_id(0)); }
+
+/* BLOCK_STEP (ops.h): the three launches it fuses, run one after the other by one work-item
+ * (block_step_v: CPU-type devices, D, K and F multiples of GVW) or one work-group
+ * (block_step, its size ATTEND_PROJ's), so that the results are theirs bit for bit. The
+ * q|k|v row goes to the cache, which the attention then reads: a work-item sees its own
+ * global writes, a group after a global barrier. The MLP runs in place on y. Pack offsets
+ * as ops.h lists them. */
+#define BLOCK_ARGS                                                                                                 \
+    __global STORE_T *cache, __global const STORE_T *x, __global const STORE_T *pk, __global const int *posp,    \
+        __global STORE_T *y, int BH, int C, int D, int K, int F, int act, float eps, float eps2, float scale
+#define BLOCK_PARTS                                                                                                \
+    __global const STORE_T *wqkv = pk + 2 * K, *bqkv = wqkv + 3L * K * K, *wo = bqkv + 3 * K, *bo = wo + (long)K * K; \
+    __global const STORE_T *n2 = bo + K, *w1 = n2 + 2 * K, *b1 = w1 + (long)K * F, *w2 = b1 + F, *b2 = w2 + (long)F * K;
+
+__kernel void block_step_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+    BLOCK_PARTS
+    /* the q|k|v row: dense_rows_v's sums over the normalized row, which is computed once
+     * (dense_rows_v normalizes each element again for every chunk of columns, which cost a
+     * one-work-item product as much as its multiply-adds) */
+    const int pos = posp[0], nv = 3 * K / GVW;
+    float2 st = dense_row_stats(x, K, eps);
+    for (int k = 0; k < K; k++) xn[k] = (LOAD(x, k) - st.x) * st.y * LOAD(pk, k) + LOAD(pk, K + k);
+    for (int v0 = 0; pos >= 0 && pos < C && v0 < nv; v0 += DENSE_VPER) {
+        int cnt = min(DENSE_VPER, nv - v0);
+#define XK(k) xn[k]
+#define WAT(k, u) LOADV(wqkv, (long)(k) * nv + v0 + (u))
+#define EPI(u, o) STOREV(cache, dense_at(0, (v0 + (u)) * GVW, 3 * K, D, C, posp) / GVW, (o) + LOADV(bqkv, v0 + (u)));
+        CN_CHUNK(cnt, K, XK, WAT, EPI)
+#undef XK
+#undef WAT
+#undef EPI
+    }
+    attend_proj_row_v(cache, posp, wo, bo, x, y, BH, C, D, K, scale, s, a);
+    mlp_row_v(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
+}
+
+__kernel void block_step(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                         __local float *h) {
+    BLOCK_PARTS
+    for (int g = get_local_id(0); g < 3 * K; g += get_local_size(0))
+        dense_rows_at(x, pk, pk, K, wqkv, bqkv, x, cache, posp, 1, K, 3 * K, D, C, 1, 0, eps, g);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    attend_proj_group(cache, posp, wo, bo, x, y, BH, C, D, K, scale, p, tmp, a);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    mlp_row_group(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
+}
+#undef BLOCK_ARGS
+#undef BLOCK_PARTS
+#undef MLP_ARGS
+#undef MLP_PASS
+#undef DENSE_PASS
 #undef DENSE_XK
 #undef DENSE_ACT
 #undef DENSE_ACTV

@@ -114,6 +114,7 @@ typedef enum cn_cl_family {
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
     X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
+    X(KVCACHE, block_step) X(KVCACHE, block_step_v)                                           \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
     X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
 
@@ -366,7 +367,7 @@ CN_OP_TABLE(CN_X_OP_DECL)
 int cn_cl_attention_fits(const cn_cl_ctx *c, int64_t D);
 /* ATTEND_CACHE: heads of D dims fit its work-groups (cl_ops_kvcache.c). */
 int cn_cl_attend_cache_fits(const cn_cl_ctx *c, int64_t D);
-/* The kvcache family's launches (ATTEND_CACHE*, ATTEND_QKV, ATTEND_PROJ, MLP_ROW) fit the
+/* The kvcache family's launches (ATTEND_CACHE*, ATTEND_QKV, ATTEND_PROJ, MLP_ROW, BLOCK_STEP) fit the
  * device: head sizes and local rows (cl_ops_kvcache.c); 1 for other ops. */
 int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l);
 

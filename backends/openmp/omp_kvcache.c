@@ -335,3 +335,42 @@ cn_status cn_omp_op_EMBED_ADD(const cn_launch *l) {
         }
     return CN_OK;
 }
+
+/* BLOCK_STEP: the three launches it fuses, over the pack's parts: NORM_DENSE_KV writing the
+ * cache (in[0], in place: the op's one write of an input), ATTEND_PROJ into a row buffer,
+ * MLP_ROW from it into out. f32 only (ops.h), so in[0] is the cache itself, never a widened
+ * copy. */
+cn_status cn_omp_op_BLOCK_STEP(const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t K = l->in_shape[1].d[1], F = (l->in_shape[2].d[0] - 9 * K - 4 * K * K) / (2 * K + 1);
+    float *pk = l->in[2];
+    float *wqkv = pk + 2 * K, *bqkv = wqkv + 3 * K * K, *wo = bqkv + 3 * K, *bo = wo + K * K, *n2 = bo + K;
+    float *w1 = n2 + 2 * K, *b1 = w1 + K * F, *w2 = b1 + F, *b2 = w2 + F * K;
+    cn_op_params kp = *l->p, mp = *l->p;
+    kp.variant = 0, mp.eps = l->p->alpha;
+    cn_launch kv = *l;
+    kv.op = CN_OP_NORM_DENSE_KV, kv.p = &kp, kv.n_in = 6, kv.out = l->in[0], kv.out_shape = *cs;
+    void *kin[6] = {l->in[0], l->in[1], pk, wqkv, bqkv, l->in[3]};
+    cn_shape ks[6] = {*cs, l->in_shape[1], cn_shape_of(1, 2 * K), cn_shape_of(2, K, 3 * K), cn_shape_of(1, 3 * K),
+                      l->in_shape[3]};
+    for (int i = 0; i < 6; i++) kv.in[i] = kin[i], kv.in_shape[i] = ks[i], kv.in_dtype[i] = i == 5 ? CN_I32 : CN_F32;
+    CN_TRY(cn_omp_op_NORM_DENSE_KV(&kv));
+    rowbuf xb;
+    float *x1 = rowbuf_get(&xb, K);
+    if (!x1) return cn_omp_fail(CN_ERR_OUT_OF_MEMORY, l, "%lld floats for the attended row", (long long)K);
+    cn_launch ap = *l;
+    ap.op = CN_OP_ATTEND_PROJ, ap.n_in = 5, ap.out = x1, ap.out_shape = cn_shape_of(2, (int64_t)1, K);
+    void *ain[5] = {l->in[0], l->in[3], wo, bo, l->in[1]};
+    cn_shape as[5] = {*cs, l->in_shape[3], cn_shape_of(2, K, K), cn_shape_of(1, K), l->in_shape[1]};
+    for (int i = 0; i < 5; i++) ap.in[i] = ain[i], ap.in_shape[i] = as[i], ap.in_dtype[i] = i == 1 ? CN_I32 : CN_F32;
+    cn_status st = cn_omp_op_ATTEND_PROJ(&ap);
+    cn_launch mlp = *l;
+    mlp.op = CN_OP_MLP_ROW, mlp.p = &mp, mlp.n_in = 6;
+    void *min[6] = {x1, n2, w1, b1, w2, b2};
+    cn_shape ms[6] = {l->in_shape[1], cn_shape_of(1, 2 * K), cn_shape_of(2, K, F), cn_shape_of(1, F),
+                      cn_shape_of(2, F, K), cn_shape_of(1, K)};
+    for (int i = 0; i < 6; i++) mlp.in[i] = min[i], mlp.in_shape[i] = ms[i], mlp.in_dtype[i] = CN_F32;
+    if (st == CN_OK) st = cn_omp_op_MLP_ROW(&mlp);
+    rowbuf_free(&xb);
+    return st;
+}

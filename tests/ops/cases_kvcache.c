@@ -219,6 +219,33 @@ void cases_MLP_ROW(h_caselist *L) {
     }
 }
 
+/* The three launches it fuses, chained: NORM_DENSE_KV's bound (2K) for the cached row,
+ * ATTEND_PROJ's (C D + K + 2) and MLP_ROW's (2K + F + 2) after it, so k is their sum; the
+ * cache is checked whole (its row pos is the q|k|v row, the others stay as they were).
+ * char_gpt's block (heads of 32, K 128, F 512: a CPU device's one-work-item kernel) at a middle
+ * position and smaller ones at the first, last and past-the-end rows, act 0, 1 and 2; heads
+ * of 5 take the work-group kernel everywhere; the smallest fits a simulator. */
+void cases_BLOCK_STEP(h_caselist *L) {
+    static const kv blocks[] = {{4, 1, 128, 32, 70}, {4, 1, 16, 32, 15}, {2, 1, 16, 16, 16}, {3, 1, 7, 5, 3},
+                                {1, 1, 4, 4, 0}};
+    static const int fs[] = {512, 64, 32, 7, 3};
+    for (int k = 0; k < (int)(sizeof blocks / sizeof blocks[0]); k++) {
+        const kv *a = &blocks[k];
+        const int K = a->bh * a->d, F = fs[k];
+        h_case *c = h_case_new(L, CN_OP_BLOCK_STEP, "cache [3x%d,%d,%d] at %d, hidden %d act %d", a->bh, a->c, a->d,
+                               a->pos, F, (k + 1) % 3);
+        c->writes_in0 = 1;
+        c->p.eps = 1e-5f, c->p.alpha = 1e-4f, c->p.variant = (k + 1) % 3;
+        c->p.scale = 1.0f / sqrtf((float)a->d);
+        h_in(c, h_shape(3, 3 * a->bh, a->c, a->d), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(2, 1, K), GEN_UNIFORM, -2, 2);
+        h_in(c, h_shape(1, 9 * K + 4 * K * K + 2 * K * F + F), GEN_UNIFORM, -0.5f, 0.5f);
+        pos_input(c, a->pos);
+        c->out_shape = h_shape(2, 1, K);
+        h_tol_reduce(c, 2.0 * K + (double)a->c * a->d + K + 2 + 2.0 * K + F + 2);
+    }
+}
+
 /* A sum of two table values is one IEEE float addition on both sides, then one rounding to
  * the storage type: exact. Ids and positions run outside their tables on purpose (zero rows). */
 void cases_EMBED_ADD(h_caselist *L) {

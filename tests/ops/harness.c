@@ -53,16 +53,19 @@ int h_isfinite_buf(const float *x, int64_t n) {
 
 /* ---- checked buffers ---- */
 int h_checked_count(const h_case *c) {
+    if (c->writes_in0) return 2;
     if (!c->inplace) return 1;
     /* BN_RUNNING(running, x): just the running statistics */
     if (c->n_in == 2) return 1;
     return c->n_in - 2; /* param + state (grad, in[1], and the rate block, the last, are read-only) */
 }
 int h_checked_input(const h_case *c, int j) {
+    if (c->writes_in0) return j ? 0 : -1;
     if (!c->inplace) return -1;
     return j == 0 ? 0 : j + 1;
 }
 const char *h_checked_name(const h_case *c, int j) {
+    if (c->writes_in0) return j ? "input 0" : "out";
     if (!c->inplace) return "out";
     if (j == 0) return "param";
     if (c->op == CN_OP_ADAM) return j == 1 ? "m" : "v";
@@ -104,6 +107,8 @@ int64_t h_case_work(const h_case *c) {
         return w + c->in[1].shape.d[0] * cn_shape_numel(&c->in[3].shape);
     case CN_OP_ATTEND_PROJ: /* the attention, then the product */
         return w + 2 * (a->d[0] / 3) * a->d[1] * a->d[2] + cn_shape_numel(&c->in[2].shape);
+    case CN_OP_BLOCK_STEP: /* the pack's weights once, and the attention */
+        return w + cn_shape_numel(&c->in[2].shape) + 2 * (a->d[0] / 3) * a->d[1] * a->d[2];
     case CN_OP_MLP_ROW: /* R rows times both weights */
         return w + a->d[0] * (cn_shape_numel(&c->in[2].shape) + cn_shape_numel(&c->in[4].shape));
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
@@ -371,7 +376,7 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
     l.out_shape = c->out_shape;
     l.out_dtype = c->out_dt;
     for (int i = 0; i < c->n_in; i++) {
-        int written = c->inplace && i != 1 && i != c->n_in - 1;
+        int written = (c->inplace && i != 1 && i != c->n_in - 1) || (c->writes_in0 && i == 0);
         if (!gbuf_make(b, &g[nb], cn_shape_numel(&c->in[i].shape), c->in[i].dt, in_host[i], written, in_names[i], err,
                        cap)) {
             nb++;
@@ -415,6 +420,8 @@ int h_run(cn_backend *b, const h_case *c, void *const in_host[CN_MAX_INPUTS], h_
                 if (h_checked_input(c, j) == k) dst = d->chk[j];
         } else if (k == c->n_in) {
             dst = d->chk[0];
+        } else if (c->writes_in0 && k == 0) {
+            dst = d->chk[1];
         }
         ok = gbuf_check(b, &g[k], dst, err, cap);
     }

@@ -85,12 +85,14 @@ typedef struct h_case {
     uint64_t step;
     h_tol tol;
     int inplace; /* ADAM / SGD: out == in[0]; param and state buffers are checked */
+    int writes_in0; /* BLOCK_STEP: in[0] updated in place beside the output; both are checked */
     int mag_run; /* op is linear in all inputs: run it on |inputs| for the error scale */
     uint64_t seed;
 } h_case;
 
 /* Buffers checked after a launch: for ordinary ops just the output; for in-place ops the
- * param (in[0]) and each state buffer (ADAM: m, v; SGD: velocity). */
+ * param (in[0]) and each state buffer (ADAM: m, v; SGD: velocity); writes_in0: the output,
+ * then in[0]. */
 int h_checked_count(const h_case *c);
 int h_checked_input(const h_case *c, int j); /* -1 = the output, else input index */
 const char *h_checked_name(const h_case *c, int j);
