@@ -43,6 +43,7 @@ typedef struct gen_graph {
     int logits;                   /* [T, V], f32 */
     int *writes;                  /* KV_WRITE nodes: outputs, so they run although the prefill reads no cache */
     int n_writes;
+    int cache_node;               /* whole: the cache of every layer as the last KV_WRITE left it (-1: not yet) */
     int *bound;                   /* leaf bound[i] reads tensors[i]: a session parameter or a cache */
     cn_tensor **tensors;
     int n_bound, cap_bound;
@@ -60,6 +61,8 @@ struct cn_generator {
                           queries, keys, values (ATTEND_QKV); int8 a key and a value cache
                           [heads, context, words] */
     int n_cache;       /* attention layers */
+    int whole;         /* a step is one STEP launch (whole_model): one cache of every layer, cache[0] */
+    cn_op_params whole_p; /* its parameters */
     gen_graph pre, step;
     gen_graph slid;    /* the prefill of a window that just slid (context - slide + 1 tokens), when
                           shorter than the context: half the work of pre at the default slide */
@@ -70,8 +73,8 @@ struct cn_generator {
     int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
-    int32_t fed[3];    /* a step's token and position (its cache row), and the prefill's first row (0): uploads
-                          that do not block read them until the run's logits are read */
+    int32_t fed[5];    /* a step's token and position (its cache row), the prefill's first row (0), and STEP's
+                          {position, token}: uploads that do not block read them until the run's logits are read */
     float *rows;       /* context x vocab logits */
 };
 
@@ -205,34 +208,76 @@ static int reshape(lower *L, int x, cn_shape shape) {
     return r < 0 ? (L->fail = 1, -1) : r;
 }
 
-/* The pack of a pre-norm block's parameters that BLOCK_STEP reads (ops.h's order, each
- * flattened): lay = its layer norm, attention, layer norm, dense, dense. */
-static int block_pack(lower *L, const cn_layer *const *lay) {
-    lower P = {L->gen, &L->gen->prep, 0};
+static int is_block(const cn_model *m, int i, int64_t K, const cn_layer **lay);
+
+/* Nodes all of a part of the prep graph into one vector, in order: each flattened, then
+ * concatenated pairwise (a chain would copy the first parts once per later part). */
+static int concat_flat(lower *P, int *part, int n) {
+    cn_op_params cat = {0};
+    for (int k = 0; k < n; k++)
+        part[k] = P->fail ? -1 : reshape(P, part[k], cn_shape_of(1, cn_shape_numel(&P->gg->g.nodes[part[k]].shape)));
+    while (n > 1 && !P->fail) {
+        int m = 0;
+        for (int k = 0; k + 1 < n; k += 2) part[m++] = op(P, CN_OP_CONCAT, 2, (int[]){part[k], part[k + 1]}, &cat, NULL);
+        if (n % 2) part[m++] = part[n - 1];
+        n = m;
+    }
+    return P->fail ? -1 : part[0];
+}
+
+/* The 12 parts of a pre-norm block's pack that BLOCK_STEP reads (ops.h's order) into part:
+ * lay = its layer norm, attention, layer norm, dense, dense. */
+static void block_parts(lower *P, const cn_layer *const *lay, int *part) {
     cn_op_params side = {0}, cat = {0};
     side.axis = 1;
-    int qkv[2] = {-1, -1}, part[12], n = 0;
+    int qkv[2] = {-1, -1}, n = 0;
     for (int k = 0; k < 3; k++)
         for (int j = 0; j < 2; j++) {
             char what[32];
             snprintf(what, sizeof what, "%s.%s", cn_attention_projections[k], j ? "bias" : "weight");
-            int v = param(&P, lay[1], what);
-            qkv[j] = k ? op(&P, CN_OP_CONCAT, 2, (int[]){qkv[j], v}, j ? &cat : &side, NULL) : v;
+            int v = param(P, lay[1], what);
+            qkv[j] = k ? op(P, CN_OP_CONCAT, 2, (int[]){qkv[j], v}, j ? &cat : &side, NULL) : v;
         }
     char ow[32], ob[32];
     snprintf(ow, sizeof ow, "%s.weight", cn_attention_projections[3]);
     snprintf(ob, sizeof ob, "%s.bias", cn_attention_projections[3]);
-    part[n++] = param(&P, lay[0], "weight"), part[n++] = param(&P, lay[0], "bias");
+    part[n++] = param(P, lay[0], "weight"), part[n++] = param(P, lay[0], "bias");
     part[n++] = qkv[0], part[n++] = qkv[1];
-    part[n++] = param(&P, lay[1], ow), part[n++] = param(&P, lay[1], ob);
-    part[n++] = param(&P, lay[2], "weight"), part[n++] = param(&P, lay[2], "bias");
-    for (int k = 3; k < 5; k++) part[n++] = param(&P, lay[k], "weight"), part[n++] = param(&P, lay[k], "bias");
-    int all = -1;
-    for (int k = 0; k < n && !P.fail; k++) {
-        int f = reshape(&P, part[k], cn_shape_of(1, cn_shape_numel(&P.gg->g.nodes[part[k]].shape)));
-        all = k ? op(&P, CN_OP_CONCAT, 2, (int[]){all, f}, &cat, NULL) : f;
+    part[n++] = param(P, lay[1], ow), part[n++] = param(P, lay[1], ob);
+    part[n++] = param(P, lay[2], "weight"), part[n++] = param(P, lay[2], "bias");
+    for (int k = 3; k < 5; k++) part[n++] = param(P, lay[k], "weight"), part[n++] = param(P, lay[k], "bias");
+}
+
+/* BLOCK_STEP's pack of one block. */
+static int block_pack(lower *L, const cn_layer *const *lay) {
+    lower P = {L->gen, &L->gen->prep, 0};
+    int part[12];
+    block_parts(&P, lay, part);
+    return prep_output(L, &P, concat_flat(&P, part, 12), lay[1], "block");
+}
+
+/* STEP's pack of a whole model (whole_model): the embedding's tables, every block's parts,
+ * the last norm and dense. */
+static int whole_pack(lower *L, const cn_model *m) {
+    lower P = {L->gen, &L->gen->prep, 0};
+    const int blocks = (m->n - 3) / 9, n = 2 + 12 * blocks + 4;
+    int *part = malloc((size_t)n * sizeof *part);
+    if (!part) {
+        cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d parts of the step's pack", n);
+        return L->fail = 1, -1;
     }
-    return prep_output(L, &P, all, lay[1], "block");
+    const cn_layer *e = &m->layers[0], *ln = &m->layers[m->n - 2], *out = &m->layers[m->n - 1];
+    part[0] = param(&P, e, "weight"), part[1] = param(&P, e, "position");
+    for (int b = 0; b < blocks; b++) {
+        const cn_layer *lay[5];
+        is_block(m, 1 + 9 * b, e->oc, lay);
+        block_parts(&P, lay, part + 2 + 12 * b);
+    }
+    part[n - 4] = param(&P, ln, "weight"), part[n - 3] = param(&P, ln, "bias");
+    part[n - 2] = param(&P, out, "weight"), part[n - 1] = param(&P, out, "bias");
+    int all = concat_flat(&P, part, n);
+    free(part);
+    return prep_output(L, &P, all, e, "step");
 }
 
 /* Layers i .. i + 8 of m are a pre-norm transformer block on rows of width K (RESIDUAL,
@@ -250,6 +295,37 @@ static int is_block(const cn_model *m, int i, int64_t K, const cn_layer **lay) {
         (l[6].act != CN_ACT_GELU && l[6].act != CN_ACT_NONE) || l[7].act != CN_ACT_NONE || l[7].oc != K)
         return 0;
     lay[0] = &l[1], lay[1] = &l[2], lay[2] = &l[5], lay[3] = &l[6], lay[4] = &l[7];
+    return 1;
+}
+
+/* A step is one STEP launch (ops.h) when the model is an embedding, blocks (is_block) of one
+ * head count, hidden width and activation, a layer norm and a dense to the vocabulary, every
+ * norm with one eps, in a float32 session with a float32 cache: p gets STEP's parameters. */
+static int whole_model(const cn_generator *gen, const cn_model *m, cn_op_params *p) {
+    if (gen->act != CN_F32 || gen->cfg.cache_type != CN_KV_F32 || m->n < 12 || (m->n - 3) % 9) return 0;
+    const cn_layer *e = &m->layers[0], *ln = &m->layers[m->n - 2], *out = &m->layers[m->n - 1], *lay[5], *first[5];
+    if (e->kind != CN_L_EMBED || ln->kind != CN_L_LAYER_NORM || out->kind != CN_L_DENSE || out->oc != gen->vocab ||
+        (out->act != CN_ACT_NONE && out->act != CN_ACT_SOFTMAX))
+        return 0;
+    for (int i = 1; i < m->n - 2; i += 9) {
+        if (!is_block(m, i, e->oc, lay)) return 0;
+        if (i == 1) memcpy(first, lay, sizeof lay);
+        if (lay[1]->units != first[1]->units || lay[3]->oc != first[3]->oc || lay[3]->act != first[3]->act ||
+            lay[0]->eps != ln->eps || lay[2]->eps != ln->eps)
+            return 0;
+    }
+    char name[CN_NODE_NAME_MAX];
+    cn_tensor *table, *positions;
+    cn_layer_param_name(e, "weight", name, sizeof name);
+    if (cn_session_param(gen->s, name, &table) != CN_OK) return 0;
+    cn_layer_param_name(e, "position", name, sizeof name);
+    if (cn_session_param(gen->s, name, &positions) != CN_OK) return 0;
+    cn_clear_error();
+    if (table->shape.ndim != 2 || table->shape.d[0] != gen->vocab || positions->shape.ndim != 2) return 0;
+    memset(p, 0, sizeof *p);
+    p->kh = first[1]->units, p->kw = (int32_t)first[3]->oc, p->sh = (int32_t)gen->vocab;
+    p->sw = (int32_t)positions->shape.d[0], p->eps = ln->eps, p->variant = first[3]->act == CN_ACT_GELU;
+    p->scale = 1.0f / sqrtf((float)(e->oc / first[1]->units));
     return 1;
 }
 
@@ -363,10 +439,14 @@ static int attention(lower *L, const cn_layer *l, int x, int layer, pending_norm
         /* the prefill: every position's rows [3 heads, T, dh] into the cache */
         cn_op_params cat = {0};
         int rows = op(L, CN_OP_CONCAT, 2, (int[]){op(L, CN_OP_CONCAT, 2, qkv, &cat, NULL), qkv[2]}, &cat, NULL);
-        cn_tensor *t = gen->cache[layer];
-        int leaf = track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
-        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, as_type(L, rows, ct), gg->start}, &(cn_op_params){0}, NULL);
-        if (c >= 0) gg->writes[gg->n_writes++] = c;
+        cn_tensor *t = gen->cache[gen->whole ? 0 : layer];
+        /* STEP's cache of every layer: the layers' writes in turn, each at its heads */
+        int leaf = gen->whole && gg->cache_node >= 0 ? gg->cache_node
+                                                      : track(L, cn_g_leaf(&gg->g, CN_LEAF_STATE, "qkv_cache", &t->shape, ct), t);
+        cn_op_params wp = {0};
+        wp.before = gen->whole ? (int32_t)(3 * h * layer) : 0;
+        int c = op(L, CN_OP_KV_WRITE, 3, (int[]){leaf, as_type(L, rows, ct), gg->start}, &wp, NULL);
+        if (c >= 0) gg->writes[gg->n_writes++] = c, gg->cache_node = c;
         a = op(L, CN_OP_ATTENTION, 3, qkv, &p, NULL);
     }
     a = reshape(L, swap01(L, a), cn_shape_of(2, T, d));
@@ -390,17 +470,27 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: lowering %d layers", m->n);
     }
     const cn_shape rows = cn_shape_of(1, gg->T);
-    gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
-    gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
-    /* a step's token is at its cache row: one input, one upload */
-    gg->start = gg->T == 1 ? gg->positions : cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
+    gg->cache_node = -1;
+    if (gg->T == 1 && gen->whole) { /* STEP reads {position, token}: one upload */
+        gg->tokens = gg->positions = gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "fed", &(cn_shape){1, {2}}, CN_I32);
+    } else {
+        gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
+        gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
+        /* a step's token is at its cache row: one input, one upload */
+        gg->start = gg->T == 1 ? gg->positions : cn_g_leaf(g, CN_LEAF_INPUT, "start", &(cn_shape){1, {1}}, CN_I32);
+    }
     int x = gg->tokens < 0 || gg->positions < 0 || gg->start < 0 ? -1 : gg->tokens, layer = 0;
     cn_status st = x < 0 ? CN_ERR_OUT_OF_MEMORY : CN_OK;
+    if (st == CN_OK && gg->T == 1 && gen->whole) {
+        cn_tensor *t = gen->cache[0];
+        int c = track(&L, cn_g_leaf(g, CN_LEAF_STATE, "qkv_cache", &t->shape, CN_F32), t);
+        x = op(&L, CN_OP_STEP, 3, (int[]){c, whole_pack(&L, m), gg->tokens}, &gen->whole_p, NULL);
+    }
     /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
      * or attention projection, a residual add into the dense before it (dense_step). */
     const int step = gg->T == 1;
     pending_norm pn = {0};
-    for (int i = 0; i < m->n && st == CN_OK && !L.fail; i++) {
+    for (int i = 0; i < m->n && st == CN_OK && !L.fail && !(step && gen->whole); i++) {
         const cn_layer *l = &m->layers[i], *next = i + 1 < m->n ? &m->layers[i + 1] : NULL;
         /* the residual add of the END right after this layer, fused into its last launch */
         int res = step && next && next->kind == CN_L_END ? block_in[next->partner] : -1;
@@ -526,12 +616,18 @@ static cn_status make_caches(cn_generator *gen, const cn_model *m) {
     const size_t n_prep = (size_t)(2 * gen->n_cache + m->n + 1);
     gen->fused = calloc(n_prep, sizeof *gen->fused);
     if (!gen->cache || !gen->fused) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "generator: %d caches", 2 * gen->n_cache);
+    gen->whole = whole_model(gen, m, &gen->whole_p);
     int k = 0;
     for (int i = 0; i < m->n; i++) {
         const cn_layer *l = &m->layers[i];
         if (l->kind != CN_L_ATTENTION) continue;
         int64_t dh = l->oc / l->units, dims[3] = {q8 ? l->units : 3 * l->units, gen->context, dh};
         if (q8) dims[2] = 1 + (dh + 3) / 4; /* the scale, then 4 values a word */
+        if (gen->whole) { /* one cache of every layer, and a plane of STEP's residual rows (ops.h) */
+            dims[0] = 3 * (int64_t)gen->whole_p.kh * gen->n_cache + 1;
+            CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, CN_F32, &gen->cache[0]));
+            break;
+        }
         for (int j = 0; j < (q8 ? 2 : 1); j++)
             CN_TRY(cn_tensor_create(gen->s->dev, 3, dims, cache_dtype(gen->cfg.cache_type), &gen->cache[k++]));
     }
@@ -564,6 +660,13 @@ static cn_status run_prep(cn_generator *gen) {
 }
 
 int64_t cn_generator__prep_runs(const cn_generator *g) { return g ? g->prep_runs : 0; }
+
+int cn_generator__step_launches(const cn_generator *g, int op, int *of_op) {
+    const cn_plan *p = g ? g->step.plan : NULL;
+    *of_op = 0;
+    for (int i = 0; p && i < p->n_launch; i++) *of_op += (int)p->launches[i].op == op;
+    return p ? p->n_launch : 0;
+}
 
 /* The prep plan: its writes are its outputs, each into its generator tensor. */
 static cn_status plan_prep(cn_generator *gen) {
@@ -685,8 +788,13 @@ static cn_status run_window(cn_generator *g, float *dst) {
 static cn_status run_step(cn_generator *g, float *dst) {
     cn_plan *p = g->step.plan;
     g->fed[0] = g->win[g->n_win - 1], g->fed[1] = (int32_t)(g->n_win - 1);
-    CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
-    CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0)); /* also its cache row */
+    if (g->whole) {
+        g->fed[3] = g->fed[1], g->fed[4] = g->fed[0];
+        CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[3], 2 * sizeof g->fed[3], 0));
+    } else {
+        CN_TRY(cn_plan_feed(p, g->step.tokens, &g->fed[0], sizeof g->fed[0], 0));
+        CN_TRY(cn_plan_feed(p, g->step.positions, &g->fed[1], sizeof g->fed[1], 0)); /* also its cache row */
+    }
     CN_TRY(cn_plan_run(p, 1));
     return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
 }

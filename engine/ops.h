@@ -106,9 +106,10 @@
  *   one node per gradient; the planner runs the three as one launch (dq's, writing dk and dv
  *   through cn_launch.also: variant 3's arithmetic into three buffers, docs/DESIGN.md).
  *   No T x T buffer exists anywhere.
- * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [BH,C,D], rows [BH,T,D],
- *   pos i32 [1]) updates cache in place: cache[b, pos + t] = rows[b, t] for the t with
- *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched.
+ * - Key/value cache of generation (engine/generate.c): KV_WRITE(cache [H,C,D], rows [BH,T,D],
+ *   pos i32 [1]) updates cache in place: cache[h0 + b, pos + t] = rows[b, t] for the t with
+ *   0 <= pos + t < C (rows that fall outside are dropped), every other row untouched; h0 =
+ *   p.before, BH + h0 <= H (0 and BH = H but for STEP's cache of every layer).
  *   ATTEND_CACHE(q [BH,T,D], k [BH,C,D], v [BH,C,D], pos i32 [1]) -> [BH,T,D]: query t is at
  *   position pos + t and attends the keys 0 .. min(pos + t, C - 1) with scale p.scale, as
  *   ATTENTION's causal rows do (a query row with no key, pos + t < 0, is 0). pos is read on
@@ -159,6 +160,13 @@
  *   needs no second launch for it; the step graph reads each cache in this op alone (an op
  *   has one output, and a block's output is its residual row). f32 only, so that no backend
  *   runs it on a widened copy of the cache.
+ *   STEP(cache [3 BH L + 1, C, D], pack, fed i32 [2]) -> [1,V] (f32 only): a whole step of a
+ *   token model of L such blocks in one launch, fed = {pos, token}: EMBED_ADD of the token
+ *   and pos (tables [V,K] and [P,K]), the blocks' BLOCK_STEPs (block l's cache is heads
+ *   3 BH l .. 3 BH (l + 1) - 1), then NORM_DENSE (no activation) to the logits. The pack is
+ *   the tables, the L blocks' packs (BLOCK_STEP's), the last norm [2K], w [K,V], b [V]; the
+ *   cache's last plane is the residual rows' scratch (x, y: 2K <= C D), written too. BH, F,
+ *   V, P: p.kh, p.kw, p.sh, p.sw; one eps (p.eps) for every norm, act p.variant, p.scale.
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -327,6 +335,7 @@
     X(MLP_ROW, "mlp_row", 6, 0, 1, "hhhhhh:h", DENSE_ROWS, OWN, 0, NONE)                  \
     X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)                \
     X(BLOCK_STEP, "block_step", 4, 0, 1, "fffi:f", ATTEND_QKV, OWN, 0, NONE)               \
+    X(STEP, "step", 3, 0, 1, "ffi:f", ATTEND_QKV, OWN, 0, NONE)                            \
     X(MAXIMUM, "maximum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINIMUM, "minimum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINMAX_GRAD, "minmax_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)            \

@@ -104,7 +104,10 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         const int w = op == CN_OP_KV_WRITE || op == CN_OP_KV_WRITE_Q8;
         const int q8 = op == CN_OP_KV_WRITE_Q8 || op == CN_OP_ATTEND_CACHE_Q8;
         const cn_shape *c = &in[w ? 0 : 1], *r = &in[w ? 1 : 0], *pos = &in[w ? 2 : 3];
-        if (c->ndim != 3 || r->ndim != 3 || r->d[0] != c->d[0] || c->d[2] != (q8 ? 1 + (r->d[2] + 3) / 4 : r->d[2]) ||
+        /* KV_WRITE: rows to heads p.before .. (a cache of every layer); the others: all heads */
+        const int64_t h0 = op == CN_OP_KV_WRITE ? p->before : 0;
+        if (c->ndim != 3 || r->ndim != 3 || h0 < 0 || (op == CN_OP_KV_WRITE ? r->d[0] + h0 > c->d[0] : r->d[0] != c->d[0]) ||
+            c->d[2] != (q8 ? 1 + (r->d[2] + 3) / 4 : r->d[2]) ||
             (!w && !cn_shape_eq(&in[1], &in[2])))
             FAIL("%s: %s %s and cache %s%s%s must be [BH,T,D] and [BH,C,%s]", name, w ? "rows" : "q",
                  cn_shape_str(r, b1, sizeof b1), cn_shape_str(c, b2, sizeof b2), w ? "" : ", v ",
@@ -184,6 +187,25 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         if (p->variant < 0 || p->variant > 2)
             FAIL("%s: variant %d is not 0 (no activation), 1 (GELU) or 2 (GELU, tanh form)", name, p->variant);
         *out = *x;
+        return CN_OK;
+    }
+    case CN_OP_STEP: {
+        const cn_shape *c = &in[0];
+        const int64_t bh = p->kh, F = p->kw, V = p->sh, P = p->sw, D = c->ndim == 3 ? c->d[2] : 0, K = bh * D;
+        const int64_t L = bh > 0 && c->ndim == 3 ? (c->d[0] - 1) / (3 * bh) : 0;
+        if (bh < 1 || F < 1 || V < 1 || P < 1 || L < 1 || c->d[0] != 3 * bh * L + 1 || 2 * K > c->d[1] * D)
+            FAIL("%s: cache %s must be [3 BH L + 1, C, D] with 2 BH D <= C D (BH %lld, hidden %lld, vocabulary %lld, "
+                 "positions %lld, each >= 1)", name, cn_shape_str(c, b1, sizeof b1), (long long)bh, (long long)F,
+                 (long long)V, (long long)P);
+        const int64_t want = (V + P) * K + L * (9 * K + 4 * K * K + 2 * K * F + F) + 2 * K + K * V + V;
+        if (!is_vec(&in[1], want))
+            FAIL("%s: pack %s must be [%lld] for %lld blocks of width %lld", name, cn_shape_str(&in[1], b1, sizeof b1),
+                 (long long)want, (long long)L, (long long)K);
+        if (!is_vec(&in[2], 2)) FAIL("%s: fed %s must be [2] (position, token)", name, cn_shape_str(&in[2], b1, sizeof b1));
+        if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
+        if (p->variant < 0 || p->variant > 2)
+            FAIL("%s: variant %d is not 0 (no activation), 1 (GELU) or 2 (GELU, tanh form)", name, p->variant);
+        *out = cn_shape_of(2, (int64_t)1, V);
         return CN_OK;
     }
     case CN_OP_EMBED_ADD:

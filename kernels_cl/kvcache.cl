@@ -43,28 +43,30 @@
         }                                                                                             \
     }
 
-/* One work-item per element of rows [BH,T,D]: rows that fall outside [0, C) are dropped. The
- * bits move untouched (the cache and the rows share the storage type). */
+/* One work-item per element of rows [BH,T,D], head b to cache head H0 + b: rows that fall
+ * outside [0, C) are dropped. The bits move untouched (the cache and the rows share the
+ * storage type). */
 __kernel void kv_write(__global STORE_T *cache, __global const STORE_T *rows, __global const int *posp, int BH, int C,
-                       int T, int D) {
+                       int T, int D, int H0) {
     long g = get_global_id(0);
     if (g >= (long)BH * T * D) return;
     int e = (int)(g % D), t = (int)((g / D) % T), b = (int)(g / ((long)D * T));
     int at = posp[0] + t;
     if (at < 0 || at >= C) return;
-    MOVE_AT(cache, ((long)b * C + at) * D + e) = MOVE_AT(rows, g);
+    MOVE_AT(cache, ((long)(H0 + b) * C + at) * D + e) = MOVE_AT(rows, g);
 }
 
 /* CPU-type devices: KV_WRITE with one work-item per head b, copying its rows in one run (a
  * work-item per element spent more on POCL's work-groups than on the copy: a prefill's write
  * of a 65-token window took longer than its products). */
 __kernel void kv_write_heads(__global STORE_T *cache, __global const STORE_T *rows, __global const int *posp, int BH,
-                             int C, int T, int D) {
+                             int C, int T, int D, int H0) {
     int b = get_global_id(0);
     if (b >= BH) return;
     int pos = posp[0], from = max(0, -pos), to = min(T, C - pos);
     for (int t = from; t < to; t++)
-        for (int e = 0; e < D; e++) MOVE_AT(cache, ((long)b * C + pos + t) * D + e) = MOVE_AT(rows, ((long)b * T + t) * D + e);
+        for (int e = 0; e < D; e++)
+            MOVE_AT(cache, ((long)(H0 + b) * C + pos + t) * D + e) = MOVE_AT(rows, ((long)b * T + t) * D + e);
 }
 
 /* One work-item per row of rows [BH,T,D]: its largest |value| m = f 2^x (f in [0.5, 1)) gives
@@ -474,7 +476,7 @@ __kernel void mlp_rows_v(MLP_ARGS) { mlp_row_v(MLP_PASS, get_group_id(0)); }
     __global const STORE_T *wqkv = pk + 2 * K, *bqkv = wqkv + 3L * K * K, *wo = bqkv + 3 * K, *bo = wo + (long)K * K; \
     __global const STORE_T *n2 = bo + K, *w1 = n2 + 2 * K, *b1 = w1 + (long)K * F, *w2 = b1 + F, *b2 = w2 + (long)F * K;
 
-__kernel void block_step_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+void block_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
     BLOCK_PARTS
     /* the q|k|v row: dense_rows_v's sums over the normalized row, which is computed once
      * (dense_rows_v normalizes each element again for every chunk of columns, which cost a
@@ -496,8 +498,12 @@ __kernel void block_step_v(BLOCK_ARGS, __local float *s, __local float *a, __loc
     mlp_row_v(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
 }
 
-__kernel void block_step(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
-                         __local float *h) {
+__kernel void block_step_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+    block_v(cache, x, pk, posp, y, BH, C, D, K, F, act, eps, eps2, scale, s, a, xn, h);
+}
+
+void block_group(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                 __local float *h) {
     BLOCK_PARTS
     for (int g = get_local_id(0); g < 3 * K; g += get_local_size(0))
         dense_rows_at(x, pk, pk, K, wqkv, bqkv, x, cache, posp, 1, K, 3 * K, D, C, 1, 0, eps, g);
@@ -506,6 +512,57 @@ __kernel void block_step(BLOCK_ARGS, __local float *p, __local float *tmp, __loc
     barrier(CLK_GLOBAL_MEM_FENCE);
     mlp_row_group(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
 }
+
+__kernel void block_step(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                         __local float *h) {
+    block_group(cache, x, pk, posp, y, BH, C, D, K, F, act, eps, eps2, scale, p, tmp, a, xn, h);
+}
+
+/* STEP (ops.h): EMBED_ADD into the cache's last plane (x), the blocks alternating between
+ * x and y there (BLOCK_STEP's functions), then NORM_DENSE's product of the last one: by one
+ * work-item (token_step_v: CPU-type devices, D, K, F and V multiples of GVW) or one group, with a
+ * global barrier where a phase reads what other work-items wrote. */
+#define STEP_ARGS                                                                                              \
+    __global STORE_T *cache, __global const STORE_T *pk, __global const int *fed, __global STORE_T *out, int L, \
+        int BH, int C, int D, int F, int V, int P, int act, float eps, float scale
+#define STEP_PARTS                                                                                             \
+    const int K = BH * D, pos = fed[0], id = fed[1];                                                          \
+    const long blk = 9L * K + 4L * K * K + 2L * K * F + F, plane = 3L * BH * C * D;                            \
+    __global STORE_T *x = cache + L * plane, *y = x + K, *xl = L % 2 ? y : x;                                  \
+    __global const STORE_T *pb = pk + (long)(V + P) * K, *fin = pb + L * blk;
+/* EMBED_ADD's element k of the token's row */
+#define STEP_EMBED(k)                                                                            \
+    STORE(x, k, (id >= 0 && id < V ? LOAD(pk, (long)id * K + (k)) : 0.0f) +                      \
+                    (pos >= 0 && pos < P ? LOAD(pk, (long)V * K + (long)pos * K + (k)) : 0.0f))
+
+__kernel void token_step_v(STEP_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+    STEP_PARTS
+    for (int k = 0; k < K; k++) STEP_EMBED(k);
+    for (int l = 0; l < L; l++)
+        block_v(cache + l * plane, l % 2 ? y : x, pb + l * blk, fed, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps,
+                scale, s, a, xn, h);
+    int chunks = (V / GVW + DENSE_VPER - 1) / DENSE_VPER;
+    for (int g = 0; g < chunks; g++)
+        dense_rows_v_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, out, fed, 1, K, V, 0, 0, 1, 0, eps, g);
+}
+
+__kernel void token_step(STEP_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                   __local float *h) {
+    STEP_PARTS
+    const int me = get_local_id(0), G = get_local_size(0);
+    for (int k = me; k < K; k += G) STEP_EMBED(k);
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (int l = 0; l < L; l++) {
+        block_group(cache + l * plane, l % 2 ? y : x, pb + l * blk, fed, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps,
+                    scale, p, tmp, a, xn, h);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    for (int g = me; g < V; g += G)
+        dense_rows_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, out, fed, 1, K, V, 0, 0, 1, 0, eps, g);
+}
+#undef STEP_ARGS
+#undef STEP_PARTS
+#undef STEP_EMBED
 #undef BLOCK_ARGS
 #undef BLOCK_PARTS
 #undef MLP_ARGS

@@ -27,13 +27,14 @@ cn_status cn_cl_op_KV_WRITE(cn_cl_ctx *c, const cn_launch *l) {
     const cn_shape *cs = &l->in_shape[0], *rs = &l->in_shape[1];
     int64_t n = cn_shape_numel(rs);
     if (c->is_cpu) { /* a work-item a head (kvcache.cl) */
-        size_t one = 1, heads = (size_t)cs->d[0];
+        size_t one = 1, heads = (size_t)rs->d[0];
         return CN_CL_LAUNCH(c, CN_K_kv_write_heads, 1, &heads, &one, CN_ARG_MEM(l->out), CN_ARG_MEM(l->in[1]),
-                            CN_ARG_MEM(l->in[2]), CN_ARG_INT(cs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]),
-                            CN_ARG_INT(cs->d[2]));
+                            CN_ARG_MEM(l->in[2]), CN_ARG_INT(rs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]),
+                            CN_ARG_INT(cs->d[2]), CN_ARG_INT(l->p->before));
     }
     return CN_CL_LAUNCH_1D(c, CN_K_kv_write, (size_t)n, CN_ARG_MEM(l->out), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]),
-                           CN_ARG_INT(cs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]), CN_ARG_INT(cs->d[2]));
+                           CN_ARG_INT(rs->d[0]), CN_ARG_INT(cs->d[1]), CN_ARG_INT(rs->d[1]), CN_ARG_INT(cs->d[2]),
+                           CN_ARG_INT(l->p->before));
 }
 
 cn_status cn_cl_op_KV_WRITE_Q8(cn_cl_ctx *c, const cn_launch *l) {
@@ -196,6 +197,34 @@ cn_status cn_cl_op_BLOCK_STEP(cn_cl_ctx *c, const cn_launch *l) {
 #undef HEAD
 }
 
+/* STEP (kvcache.cl): BLOCK_STEP's kernels and local rows, with the vocabulary a multiple of
+ * GVW too for the one work-item. */
+cn_status cn_cl_op_STEP(cn_cl_ctx *c, const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t bh = l->p->kh, F = l->p->kw, V = l->p->sh, P = l->p->sw, C = cs->d[1], D = cs->d[2], K = bh * D;
+    const int64_t L = (cs->d[0] - 1) / (3 * bh);
+    const int vw = c->gemm_vw;
+    const int vec = c->is_cpu && D % vw == 0 && K % vw == 0 && F % vw == 0 && V % vw == 0;
+    size_t G = vec ? 1 : group(c, CN_K_token_step, C, D);
+    if (!vec && (int64_t)(G * KV_DPER) < D)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "token_step on %s: heads of %lld dims need work-groups of %lld", c->dev_name,
+                         (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
+    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out),
+                        CN_ARG_INT(L),        CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
+                        CN_ARG_INT(F),        CN_ARG_INT(V),        CN_ARG_INT(P),        CN_ARG_INT(l->p->variant),
+                        CN_ARG_FLOAT(l->p->eps), CN_ARG_FLOAT(l->p->scale)};
+#define HEAD head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10], \
+             head[11], head[12], head[13]
+    if (vec)
+        return CN_CL_LAUNCH(c, CN_K_token_step_v, 1, &G, &G, HEAD, CN_ARG_LOCAL((size_t)C * sizeof(float)),
+                            CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
+                            CN_ARG_LOCAL((size_t)F * sizeof(float)));
+    return CN_CL_LAUNCH(c, CN_K_token_step, 1, &G, &G, HEAD, CN_ARG_LOCAL(G * sizeof(float)), CN_ARG_LOCAL(G * sizeof(float)),
+                        CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
+                        CN_ARG_LOCAL((size_t)F * sizeof(float)));
+#undef HEAD
+}
+
 /* EMBED_ADD: one work-item per output element. */
 cn_status cn_cl_op_EMBED_ADD(cn_cl_ctx *c, const cn_launch *l) {
     int64_t D = l->in_shape[0].d[1], N = cn_shape_numel(&l->in_shape[1]);
@@ -215,8 +244,11 @@ int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l) {
         return cn_cl_attend_cache_fits(c, s0->d[2]) &&
                (uint64_t)(2 * KV_WG_MAX + s0->d[1] + s0->d[0] / 3 * s0->d[2]) * sizeof(float) <= c->local_mem;
     case CN_OP_MLP_ROW: return (uint64_t)(s0->d[1] + l->in_shape[2].d[1]) * sizeof(float) <= c->local_mem;
-    case CN_OP_BLOCK_STEP: { /* ATTEND_PROJ's scores or score row, then the rows of the attention and the MLP */
-        const int64_t K = l->in_shape[1].d[1], F = (l->in_shape[2].d[0] - 9 * K - 4 * K * K) / (2 * K + 1);
+    case CN_OP_BLOCK_STEP: case CN_OP_STEP: { /* ATTEND_PROJ's scores or score row, then the rows of the
+                                                 attention and the MLP */
+        const int step = l->op == CN_OP_STEP;
+        const int64_t K = step ? l->p->kh * s0->d[2] : l->in_shape[1].d[1];
+        const int64_t F = step ? l->p->kw : (l->in_shape[2].d[0] - 9 * K - 4 * K * K) / (2 * K + 1);
         const int64_t scores = 2 * KV_WG_MAX > s0->d[1] ? 2 * KV_WG_MAX : s0->d[1];
         return cn_cl_attend_cache_fits(c, s0->d[2]) && (uint64_t)(scores + 2 * K + F) * sizeof(float) <= c->local_mem;
     }

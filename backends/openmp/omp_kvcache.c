@@ -22,7 +22,7 @@ static int64_t position(const cn_launch *l, int i) { return *(const int32_t *)l-
 
 cn_status cn_omp_op_KV_WRITE(const cn_launch *l) {
     const cn_shape *c = &l->in_shape[0], *r = &l->in_shape[1];
-    const int64_t bh = c->d[0], cap = c->d[1], d = c->d[2], t = r->d[1], pos = position(l, 2);
+    const int64_t bh = r->d[0], h0 = l->p->before, cap = c->d[1], d = c->d[2], t = r->d[1], pos = position(l, 2);
     const size_t es = cn_dtype_size(l->in_dtype[0]), row = (size_t)d * es;
     char *out = l->out;
     const char *rows = l->in[1];
@@ -30,7 +30,7 @@ cn_status cn_omp_op_KV_WRITE(const cn_launch *l) {
     const int64_t from = pos < 0 ? -pos : 0, to = CN_OMP_MIN(t, cap - pos);
     for (int64_t b = 0; b < bh; b++)
         for (int64_t i = from; i < to; i++)
-            memcpy(out + ((size_t)(b * cap + pos + i)) * row, rows + ((size_t)(b * t + i)) * row, row);
+            memcpy(out + ((size_t)((h0 + b) * cap + pos + i)) * row, rows + ((size_t)(b * t + i)) * row, row);
     return CN_OK;
 }
 
@@ -373,4 +373,40 @@ cn_status cn_omp_op_BLOCK_STEP(const cn_launch *l) {
     if (st == CN_OK) st = cn_omp_op_MLP_ROW(&mlp);
     rowbuf_free(&xb);
     return st;
+}
+
+/* STEP: EMBED_ADD's row into the cache's last plane, BLOCK_STEP per block alternating between
+ * its two rows (kvcache.cl's order, so the planes agree), then NORM_DENSE to the logits. */
+cn_status cn_omp_op_STEP(const cn_launch *l) {
+    const cn_shape *cs = &l->in_shape[0];
+    const int64_t bh = l->p->kh, F = l->p->kw, V = l->p->sh, P = l->p->sw, C = cs->d[1], D = cs->d[2], K = bh * D;
+    const int64_t L = (cs->d[0] - 1) / (3 * bh), blk = 9 * K + 4 * K * K + 2 * K * F + F, plane = 3 * bh * C * D;
+    float *cache = l->in[0], *pk = l->in[1], *x = cache + L * plane, *y = x + K;
+    const int32_t *fed = l->in[2];
+    const int32_t pos = fed[0], id = fed[1];
+    for (int64_t k = 0; k < K; k++)
+        x[k] = (id >= 0 && id < V ? pk[id * K + k] : 0.0f) + (pos >= 0 && pos < P ? pk[(V + pos) * K + k] : 0.0f);
+    cn_op_params bp = *l->p;
+    bp.alpha = l->p->eps;
+    cn_launch b = *l;
+    b.op = CN_OP_BLOCK_STEP, b.p = &bp, b.n_in = 4;
+    b.in_shape[0] = cn_shape_of(3, 3 * bh, C, D), b.in_shape[1] = b.out_shape = cn_shape_of(2, (int64_t)1, K);
+    b.in_shape[2] = cn_shape_of(1, blk), b.in_shape[3] = cn_shape_of(1, (int64_t)1);
+    b.in_dtype[0] = b.in_dtype[1] = b.in_dtype[2] = CN_F32, b.in_dtype[3] = CN_I32;
+    for (int64_t i = 0; i < L; i++) {
+        b.in[0] = cache + i * plane, b.in[1] = i % 2 ? y : x, b.in[2] = pk + (V + P) * K + i * blk, b.in[3] = l->in[2];
+        b.out = i % 2 ? x : y;
+        CN_TRY(cn_omp_op_BLOCK_STEP(&b));
+    }
+    float *fin = pk + (V + P) * K + L * blk;
+    cn_launch nd = *l;
+    nd.op = CN_OP_NORM_DENSE, nd.n_in = 5;
+    nd.in[0] = L % 2 ? y : x, nd.in[1] = fin, nd.in[2] = fin + K, nd.in[3] = fin + 2 * K, nd.in[4] = fin + 2 * K + K * V;
+    nd.in_shape[0] = cn_shape_of(2, (int64_t)1, K), nd.in_shape[1] = nd.in_shape[2] = cn_shape_of(1, K);
+    nd.in_shape[3] = cn_shape_of(2, K, V), nd.in_shape[4] = cn_shape_of(1, V);
+    for (int i = 0; i < 5; i++) nd.in_dtype[i] = CN_F32;
+    cn_op_params np = *l->p;
+    np.variant = 0;
+    nd.p = &np;
+    return cn_omp_op_NORM_DENSE(&nd);
 }

@@ -4,7 +4,9 @@
  *   window, generations past it, slides 1, default and the whole context), and so the same
  *   greedy tokens;
  * - 16-bit caches against the f32 cache, within bounds derived from the formats;
- * - the window rule, reset, and refusals of bad input.
+ * - the window rule, reset, and refusals of bad input;
+ * - what a step launches: the model is one STEP, a model with a dense between its blocks one
+ *   BLOCK_STEP a block (and cached == uncached holds for it too), a bf16 cache neither.
  * The model is small (context 16, width 32, two causal blocks of 4 heads) with weights drawn
  * large enough that the logits spread (default initialisation leaves them near-tied). */
 #include <math.h>
@@ -13,11 +15,15 @@
 
 #include "check.h"
 #include "generate.h"
+#include "ops.h"
 
 #define CONTEXT 16
 #define VOCAB 64
 static const char *const MODEL = "input tokens 16 64\nembed 32\nrepeat 2\n  transformer 4 64 causal\nend\nlayer_norm\n"
                                  "dense 64\n";
+/* Not a STEP: a dense between the blocks (a step runs each block as one BLOCK_STEP). */
+static const char *const BLOCKS = "input tokens 16 64\nembed 32\ntransformer 4 64 causal\ndense 32\n"
+                                  "transformer 4 64 causal\nlayer_norm\ndense 64\n";
 
 /* xorshift: the test's own draws */
 static uint64_t rng = 88172645463325252ull;
@@ -152,9 +158,9 @@ static int fresh_agrees(fixture *f, int64_t slide, const int32_t *ids, int n, co
  * while a wrong position or a stale key moves logits by their own size. */
 #define F32_REL 1e-4
 
-static void exact(cn_device *dev) {
+static void exact_model(cn_device *dev, const char *model) {
     fixture f;
-    if (!start(dev, MODEL, &f)) return;
+    if (!start(dev, model, &f)) return;
     static const int64_t slides[] = {1, 0, CONTEXT};
     for (int k = 0; k < 3; k++) {
         cn_generator *ref = make(&f, 1, CN_KV_F32, slides[k]), *kv = make(&f, 0, CN_KV_F32, slides[k]);
@@ -191,6 +197,35 @@ static void exact(cn_device *dev) {
         cn_generator_free(kv);
     }
     teardown(&f);
+}
+
+static void exact(cn_device *dev) {
+    printf("  the model (a STEP a step):\n");
+    exact_model(dev, MODEL);
+    printf("  a dense between its blocks (a BLOCK_STEP a block):\n");
+    exact_model(dev, BLOCKS);
+}
+
+/* What a step launches: fewer launches was the point of STEP and BLOCK_STEP (a step's
+ * cost on POCL was per-command work), so a change that falls back silently is caught. */
+static void launches(cn_device *dev) {
+    static const struct {
+        const char *model;
+        cn_kv_cache cache;
+        int op, ops, total; /* total 0: not checked */
+    } want[] = {{"", CN_KV_F32, CN_OP_STEP, 1, 1}, {"b", CN_KV_F32, CN_OP_BLOCK_STEP, 2, 0},
+                {"", CN_KV_BF16, CN_OP_STEP, 0, 0}, {"", CN_KV_BF16, CN_OP_BLOCK_STEP, 0, 0}};
+    for (int k = 0; k < 4; k++) {
+        fixture f;
+        if (!start(dev, want[k].model[0] ? BLOCKS : MODEL, &f)) return;
+        cn_generator *g = make(&f, 0, want[k].cache, 0);
+        int of_op = -1, total = g ? cn_generator__step_launches(g, want[k].op, &of_op) : 0;
+        CHECK(of_op == want[k].ops && (!want[k].total || total == want[k].total),
+              "case %d: the step launches %s %d times of %d, expected %d%s", k, cn_op_name(want[k].op), of_op, total,
+              want[k].ops, want[k].total ? " of 1" : "");
+        cn_generator_free(g);
+        teardown(&f);
+    }
 }
 
 /* 16- and 8-bit caches against the f32 cache. A stored key or value is off by at most u
@@ -335,6 +370,7 @@ static void shared_training(cn_device *dev) {
 
 static void tests(cn_device *dev) {
     exact(dev);
+    launches(dev);
     weight_writes(dev);
     shared_training(dev);
     cache_types(dev);

@@ -246,6 +246,32 @@ void cases_BLOCK_STEP(h_caselist *L) {
     }
 }
 
+/* L BLOCK_STEPs then NORM_DENSE: k is L times BLOCK_STEP's plus the last product's 2K. The
+ * cache is checked whole: every block's row pos and the scratch plane of residual rows.
+ * fed is {pos, token} (both the same value here): inside the cache and the tables, a token
+ * and position past them (zero rows, nothing written: pos = C), a CPU device's one-work-item
+ * kernel (vectors of 16), heads of 5 (the work-group kernel everywhere) and char_gpt's size. */
+void cases_STEP(h_caselist *L) {
+    /* L, BH, D, C, F, V, P, pos = token */
+    static const int cfg[][8] = {{2, 2, 16, 16, 32, 32, 16, 9}, {1, 3, 5, 7, 7, 9, 7, 3}, {3, 1, 4, 4, 3, 6, 4, 4},
+                                 {4, 4, 32, 128, 512, 256, 128, 70}};
+    for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
+        const int *g = cfg[k], nl = g[0], bh = g[1], d = g[2], C = g[3], F = g[4], V = g[5], P = g[6], K = bh * d;
+        h_case *c = h_case_new(L, CN_OP_STEP, "%d blocks of %dx%d, cache %d, hidden %d, vocabulary %d at %d", nl, bh, d,
+                               C, F, V, g[7]);
+        c->writes_in0 = 1;
+        c->p.eps = 1e-5f, c->p.variant = (k + 1) % 3, c->p.scale = 1.0f / sqrtf((float)d);
+        c->p.kh = bh, c->p.kw = F, c->p.sh = V, c->p.sw = P;
+        h_in(c, h_shape(3, 3 * bh * nl + 1, C, d), GEN_UNIFORM, -1, 1);
+        h_in(c, h_shape(1, (V + P) * K + nl * (9 * K + 4 * K * K + 2 * K * F + F) + 2 * K + K * V + V), GEN_UNIFORM,
+             -0.5f, 0.5f);
+        h_in_i32(c, h_shape(1, 2), GEN_IDS);
+        c->in[2].lo = c->in[2].hi = (float)g[7];
+        c->out_shape = h_shape(2, 1, V);
+        h_tol_reduce(c, nl * (2.0 * K + (double)C * d + K + 2 + 2.0 * K + F + 2) + 2.0 * K);
+    }
+}
+
 /* A sum of two table values is one IEEE float addition on both sides, then one rounding to
  * the storage type: exact. Ids and positions run outside their tables on purpose (zero rows). */
 void cases_EMBED_ADD(h_caselist *L) {

@@ -109,6 +109,8 @@ int64_t h_case_work(const h_case *c) {
         return w + 2 * (a->d[0] / 3) * a->d[1] * a->d[2] + cn_shape_numel(&c->in[2].shape);
     case CN_OP_BLOCK_STEP: /* the pack's weights once, and the attention */
         return w + cn_shape_numel(&c->in[2].shape) + 2 * (a->d[0] / 3) * a->d[1] * a->d[2];
+    case CN_OP_STEP: /* the pack once, and every block's attention */
+        return w + cn_shape_numel(&c->in[1].shape) + 2 * (a->d[0] - 1) / 3 * a->d[1] * a->d[2];
     case CN_OP_MLP_ROW: /* R rows times both weights */
         return w + a->d[0] * (cn_shape_numel(&c->in[2].shape) + cn_shape_numel(&c->in[4].shape));
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
