@@ -43,6 +43,34 @@
         }                                                                                             \
     }
 
+/* A one-work-item product over NV output vectors: CN_CHUNK's sums, 8 vectors at a time while
+ * 8 are left (eight named accumulators: twice the contiguous run of a weight row per k and
+ * half the loop and broadcast overhead of 4), then chunks of up to DENSE_VPER. v0 is the
+ * first vector of the chunk, for WAT and EPI. The same sums in the same order either way. */
+#define CN_ROWS(NV, KN, XK, WAT, EPI)                                                           \
+    for (int v0 = 0; v0 < (NV);) {                                                              \
+        if ((NV) - v0 >= 8) {                                                                   \
+            floatV a0 = (floatV)(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; \
+            for (int k = 0; k < (KN); k++) {                                                    \
+                float xk = XK(k);                                                               \
+                a0 += xk * WAT(k, 0);                                                           \
+                a1 += xk * WAT(k, 1);                                                           \
+                a2 += xk * WAT(k, 2);                                                           \
+                a3 += xk * WAT(k, 3);                                                           \
+                a4 += xk * WAT(k, 4);                                                           \
+                a5 += xk * WAT(k, 5);                                                           \
+                a6 += xk * WAT(k, 6);                                                           \
+                a7 += xk * WAT(k, 7);                                                           \
+            }                                                                                   \
+            EPI(0, a0) EPI(1, a1) EPI(2, a2) EPI(3, a3) EPI(4, a4) EPI(5, a5) EPI(6, a6) EPI(7, a7) \
+            v0 += 8;                                                                            \
+        } else {                                                                                \
+            int cnt = min(DENSE_VPER, (NV) - v0);                                               \
+            CN_CHUNK(cnt, KN, XK, WAT, EPI)                                                     \
+            v0 += cnt;                                                                          \
+        }                                                                                       \
+    }
+
 /* One work-item per element of rows [BH,T,D], head b to cache head H0 + b: rows that fall
  * outside [0, C) are dropped. The bits move untouched (the cache and the rows share the
  * storage type). */
@@ -258,16 +286,13 @@ void attend_proj_row_v(__global const STORE_T *cache, __global const int *posp, 
             vstoreV(o / l, h * dv + u, a);
         }
     }
-    for (int n0 = 0; n0 < N / GVW; n0 += DENSE_VPER) {
-        int cnt = min(DENSE_VPER, N / GVW - n0);
 #define XK(k) a[k]
-#define WAT(k, u) LOADV(w, (long)(k) * (N / GVW) + n0 + (u))
-#define EPI(u, o) STOREV(y, n0 + (u), (o) + LOADV(bias, n0 + (u)) + LOADV(res, n0 + (u)));
-        CN_CHUNK(cnt, BH * D, XK, WAT, EPI)
+#define WAT(k, u) LOADV(w, (long)(k) * (N / GVW) + v0 + (u))
+#define EPI(u, o) STOREV(y, v0 + (u), (o) + LOADV(bias, v0 + (u)) + LOADV(res, v0 + (u)));
+    CN_ROWS(N / GVW, BH * D, XK, WAT, EPI)
 #undef XK
 #undef WAT
 #undef EPI
-    }
 }
 
 __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
@@ -432,33 +457,27 @@ void mlp_row_v(MLP_ARGS, int r) {
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = dense_row_stats(xr, K, eps);
     for (int k = 0; k < K; k++) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
-    for (int j0 = 0; j0 < F / GVW; j0 += DENSE_VPER) {
-        int cnt = min(DENSE_VPER, F / GVW - j0);
 #define XK(k) xn[k]
-#define WAT(k, u) LOADV(w1, (long)(k) * (F / GVW) + j0 + (u))
+#define WAT(k, u) LOADV(w1, (long)(k) * (F / GVW) + v0 + (u))
 #define EPI(u, acc)                                                 \
     {                                                               \
-        floatV o = (acc) + LOADV(b1, j0 + (u));                     \
+        floatV o = (acc) + LOADV(b1, v0 + (u));                     \
         if (act) {                                                  \
-            o = DENSE_ACTV(o);  \
+            o = DENSE_ACTV(o);                                      \
         }                                                           \
-        vstoreV(o, j0 + (u), h);                                    \
+        vstoreV(o, v0 + (u), h);                                    \
     }
-        CN_CHUNK(cnt, K, XK, WAT, EPI)
+    CN_ROWS(F / GVW, K, XK, WAT, EPI)
 #undef XK
 #undef WAT
 #undef EPI
-    }
-    for (int n0 = 0; n0 < K / GVW; n0 += DENSE_VPER) {
-        int cnt = min(DENSE_VPER, K / GVW - n0);
 #define XK(j) h[j]
-#define WAT(j, u) LOADV(w2, (long)(j) * (K / GVW) + n0 + (u))
-#define EPI(u, o) STOREV(y, (long)r * (K / GVW) + n0 + (u), (o) + LOADV(b2, n0 + (u)) + LOADV(xr, n0 + (u)));
-        CN_CHUNK(cnt, F, XK, WAT, EPI)
+#define WAT(j, u) LOADV(w2, (long)(j) * (K / GVW) + v0 + (u))
+#define EPI(u, o) STOREV(y, (long)r * (K / GVW) + v0 + (u), (o) + LOADV(b2, v0 + (u)) + LOADV(xr, v0 + (u)));
+    CN_ROWS(K / GVW, F, XK, WAT, EPI)
 #undef XK
 #undef WAT
 #undef EPI
-    }
 }
 
 __kernel void mlp_rows_v(MLP_ARGS) { mlp_row_v(MLP_PASS, get_group_id(0)); }
@@ -484,16 +503,13 @@ void block_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, 
     const int pos = posp[0], nv = 3 * K / GVW;
     float2 st = dense_row_stats(x, K, eps);
     for (int k = 0; k < K; k++) xn[k] = (LOAD(x, k) - st.x) * st.y * LOAD(pk, k) + LOAD(pk, K + k);
-    for (int v0 = 0; pos >= 0 && pos < C && v0 < nv; v0 += DENSE_VPER) {
-        int cnt = min(DENSE_VPER, nv - v0);
 #define XK(k) xn[k]
 #define WAT(k, u) LOADV(wqkv, (long)(k) * nv + v0 + (u))
 #define EPI(u, o) STOREV(cache, dense_at(0, (v0 + (u)) * GVW, 3 * K, D, C, posp) / GVW, (o) + LOADV(bqkv, v0 + (u)));
-        CN_CHUNK(cnt, K, XK, WAT, EPI)
+    if (pos >= 0 && pos < C) CN_ROWS(nv, K, XK, WAT, EPI)
 #undef XK
 #undef WAT
 #undef EPI
-    }
     attend_proj_row_v(cache, posp, wo, bo, x, y, BH, C, D, K, scale, s, a);
     mlp_row_v(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
 }
