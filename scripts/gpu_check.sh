@@ -14,12 +14,14 @@
 # ROCm's libamdocl64.so, Intel's libigdrcl.so, Mesa's, POCL's) is registered through an .icd
 # file in a private directory named by OCL_ICD_VENDORS, next to the system's own .icd files.
 #
-# usage: gpu_check.sh [--steps N] [--out DIR] [--tune] [--limit N] [--stages LIST]
+# usage: gpu_check.sh [--steps N] [--out DIR] [--tune] [--limit N] [--ops LIST] [--stages LIST]
 #   --steps N  timed training steps per device for clnet bench and PyTorch (default 100)
-#   --limit N  training images of each precision run (default 16384; 2 rounds, the second quoted)
+#   --limit N  training images of each precision and profile run (default 16384; the precision
+#              runs twice, the second quoted)
 #   --out DIR  logs, JSON and the tables (default gpu-check-YYYYmmdd-HHMMSS)
 #   --tune     tune each GPU's GEMM before the bench (clnet tune: minutes, cached per device and
 #              driver); with the profile stage, the profiles are taken again after it
+#   --ops LIST the op harness checks these ops only (test_ops --op LIST; default all)
 #   --stages LIST  comma-separated, in this order whatever the order given: harness, profile,
 #              bench, torch, precision, torchvit, generate (default all but profile)
 # Environment: CLNET_VENDOR_LIB=/path/to/libOpenCLdriver.so registers one more driver library;
@@ -28,7 +30,7 @@
 # Exit status: 0 when every step that could run passed (no GPU is not a failure), else 1.
 set -uo pipefail
 
-steps=100 out="" tune=0 limit=16384 stages=harness,bench,torch,precision,torchvit,generate
+steps=100 out="" tune=0 limit=16384 ops="" stages=harness,bench,torch,precision,torchvit,generate
 while [ $# -gt 0 ]; do
     case "$1" in
     --steps) steps=${2:?--steps needs a number}; shift 2 ;;
@@ -36,6 +38,7 @@ while [ $# -gt 0 ]; do
     --tune) tune=1; shift ;;
     --limit) limit=${2:?--limit needs a number}; shift 2 ;;
     --stages) stages=${2:?--stages needs a list}; shift 2 ;;
+    --ops) ops=${2:?--ops needs a list}; shift 2 ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
@@ -129,7 +132,7 @@ if want harness; then
     say "op harness (tests/ops) on the GPU"
     [ -z "$gpus" ] && echo "no GPU: no OpenCL GPU device is visible; skipped"
     for g in $gpus; do
-        if timeout 600 "$test_ops" --device "$g" --quiet >"$out/harness-$g.txt" 2>&1; then
+        if timeout 600 "$test_ops" --device "$g" ${ops:+--op "$ops"} --quiet >"$out/harness-$g.txt" 2>&1; then
             echo "$g: $(tail -n 1 "$out/harness-$g.txt")"
         else
             echo "$g: FAILED: $(tail -n 1 "$out/harness-$g.txt"); failures:"
@@ -147,9 +150,9 @@ profile() { # NAME: the op and GEMM-shape table of each GPU's ViT (batch 256) in
     for g in $gpus; do
         for p in fp32 bf16; do
             CLNET_PROFILE=1 timeout 300 "$clnet" train "$models/vit_fashion.net" --data "$data" --device "$g" \
-                --limit 4096 --epochs 1 --batch 256 --precision $p -q >"$out/profile-$1-${g//:/_}-vit-$p.txt" 2>&1 || failed=1
+                --limit "$limit" --epochs 1 --batch 256 --precision $p -q >"$out/profile-$1-${g//:/_}-vit-$p.txt" 2>&1 || failed=1
         done
-        CLNET_PROFILE=1 timeout 300 "$clnet" train "$model" --data "$data" --device "$g" --limit 8192 --epochs 1 -q \
+        CLNET_PROFILE=1 timeout 300 "$clnet" train "$model" --data "$data" --device "$g" --limit "$limit" --epochs 1 -q \
             >"$out/profile-$1-${g//:/_}-cnn-fp32.txt" 2>&1 || failed=1
         for path in cached uncached; do
             CLNET_PROFILE=1 timeout 300 "$gen_speed" --device "$g" --model "$models/char_gpt.net" --repeat 1 \
