@@ -30,13 +30,14 @@ static cl_mem bias_mem(const cn_launch *l) { return cn_cl_mem(has_bias(l) ? l->i
 static cn_status split_k_sum(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int64_t S, cl_mem part);
 
 /* K slices of gemm_tiled on a GPU-type device: a product with fewer than two tiles per
- * compute unit and a long K (the weight gradients, whose K is batch x positions: a ViT's 64 x 64 x 12,544
+ * compute unit and a long K (>= 1024 and >= 4x each side of the output: a square product
+ * such as 1024^3 keeps its 256 tiles whole) (the weight gradients, whose K is batch x positions: a ViT's 64 x 64 x 12,544
  * is one tile, which one compute unit walked alone at 2-5% of an H200's rate) is cut into
  * slices of at least 128 until there are four groups per compute unit. 0: no split. */
 int64_t cn_cl_gemm_tiled_kc(const cn_cl_ctx *c, const gemm_dims *g) {
     int64_t tiles = (g->M + c->gemm_tsm - 1) / c->gemm_tsm * ((g->N + c->gemm_tsn - 1) / c->gemm_tsn) * g->batch;
     int64_t cu = c->compute_units ? c->compute_units : 1;
-    if (c->is_cpu || tiles <= 0 || tiles >= 2 * cu || g->K < 1024) return 0;
+    if (c->is_cpu || tiles <= 0 || tiles >= 2 * cu || g->K < 1024 || g->K < 4 * (g->M > g->N ? g->M : g->N)) return 0;
     int64_t want = (4 * cu + tiles - 1) / tiles;
     int64_t kc = (g->K + want - 1) / want;
     kc = kc < 128 ? 128 : (kc + c->gemm_tsk - 1) / c->gemm_tsk * c->gemm_tsk;

@@ -90,7 +90,7 @@ int main(void) {
     tc_end();
 
     /* GPU-type devices, gemm_tiled (cl_blas.c, cn_cl_gemm_tiled_kc): fewer than two 64 x 64
-     * tiles per compute unit and K >= 1024 are cut into slices of at least 128 (a multiple of
+     * tiles per compute unit and K >= 1024 and >= 4x each output side are cut into slices of at least 128 (a multiple of
      * TSK) until there are four groups per compute unit; the H200's 132 units, the ViT's
      * weight gradients at batch 256 (K 12,544), which one unit walked whole at 2-5% of the
      * forward products' rate. */
@@ -111,7 +111,7 @@ int main(void) {
         CHECK(groups >= 4 * 132 || kc == 128, "%lldx%lldx%lld: %lld groups", (long long)g.M, (long long)g.N,
               (long long)g.K, (long long)groups);
     }
-    static const int64_t gwhole[][3] = {{12544, 64, 128}, {64, 64, 1000}, {1024, 1024, 1024}, {2048, 1024, 4096}};
+    static const int64_t gwhole[][3] = {{12544, 64, 128}, {64, 64, 1000}, {1024, 1024, 1024}, {2048, 1024, 4096}, {576, 576, 2048}};
     for (size_t i = 0; i < sizeof gwhole / sizeof gwhole[0]; i++) {
         gemm_dims g = {1, gwhole[i][0], gwhole[i][1], gwhole[i][2], 0, 0};
         CHECK(cn_cl_gemm_tiled_kc(&gpu, &g) == 0, "%lldx%lldx%lld is split", (long long)g.M, (long long)g.N,
