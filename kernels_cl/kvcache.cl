@@ -15,6 +15,13 @@
 #define DENSE_VPER 4 /* CPU-type devices: output vectors one work-item of a product accumulates */
 #endif
 
+/* Four named accumulators a..d of output vectors u0 .. u0 + 3 take term k (xk, WAT(k, u)). */
+#define CN_FMA4(WAT, u0, a, b, c, d)                                                           \
+    a += xk * WAT(k, (u0));                                                                    \
+    b += xk * WAT(k, (u0) + 1);                                                                \
+    c += xk * WAT(k, (u0) + 2);                                                                \
+    d += xk * WAT(k, (u0) + 3);
+
 /* The CPU-type kernels' products, a chunk of cnt <= DENSE_VPER output vectors at a time:
  * acc[u] (u < cnt) = sum over k < KN, in increasing order, of XK(k) * WAT(k, u), then EPI(u,
  * acc[u]) for each. A whole chunk of 4 keeps four named accumulators, which POCL holds in
@@ -25,10 +32,7 @@
         floatV a0 = (floatV)(0.0f), a1 = a0, a2 = a0, a3 = a0;                                        \
         for (int k = 0; k < (KN); k++) {                                                              \
             float xk = XK(k);                                                                         \
-            a0 += xk * WAT(k, 0);                                                                     \
-            a1 += xk * WAT(k, 1);                                                                     \
-            a2 += xk * WAT(k, 2);                                                                     \
-            a3 += xk * WAT(k, 3);                                                                     \
+            CN_FMA4(WAT, 0, a0, a1, a2, a3)                                                           \
         }                                                                                             \
         EPI(0, a0) EPI(1, a1) EPI(2, a2) EPI(3, a3)                                                   \
     } else {                                                                                          \
@@ -53,14 +57,7 @@
             floatV a0 = (floatV)(0.0f), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0; \
             for (int k = 0; k < (KN); k++) {                                                    \
                 float xk = XK(k);                                                               \
-                a0 += xk * WAT(k, 0);                                                           \
-                a1 += xk * WAT(k, 1);                                                           \
-                a2 += xk * WAT(k, 2);                                                           \
-                a3 += xk * WAT(k, 3);                                                           \
-                a4 += xk * WAT(k, 4);                                                           \
-                a5 += xk * WAT(k, 5);                                                           \
-                a6 += xk * WAT(k, 6);                                                           \
-                a7 += xk * WAT(k, 7);                                                           \
+                CN_FMA4(WAT, 0, a0, a1, a2, a3) CN_FMA4(WAT, 4, a4, a5, a6, a7)                 \
             }                                                                                   \
             EPI(0, a0) EPI(1, a1) EPI(2, a2) EPI(3, a3) EPI(4, a4) EPI(5, a5) EPI(6, a6) EPI(7, a7) \
             v0 += 8;                                                                            \

@@ -6,6 +6,8 @@
  * each work-item owns the output dims lid + u L for u < KV_DPER, so heads up to KV_DPER L wide
  * are supported (cn_cl_attend_cache_fits), and the scores take 2 L floats of local memory
  * whatever the cache length. */
+#include <string.h>
+
 #include "cl_internal.h"
 
 #define KV_DPER 8 /* kvcache.cl's default */
@@ -169,32 +171,33 @@ cn_status cn_cl_op_ATTEND_PROJ(cn_cl_ctx *c, const cn_launch *l) {
                         CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL((size_t)(bh * D) * sizeof(float)));
 }
 
-/* BLOCK_STEP (kvcache.cl): on CPU-type devices with whole vectors one work-item, else one
- * group of ATTEND_PROJ's size; local memory as ATTEND_PROJ's and MLP_ROW's. */
+/* BLOCK_STEP's and STEP's launch: their 14 leading arguments, then the local rows. On
+ * CPU-type devices with whole vectors (vec) one work-item (kv: s [C], a [K], xn [K], h [F]),
+ * else one group of ATTEND_PROJ's size (kg: p, tmp [G], a, xn [K], h [F]). */
+static cn_status whole_launch(cn_cl_ctx *c, cn_cl_kernel_id kv, cn_cl_kernel_id kg, int vec, const cn_cl_arg *head,
+                              int64_t C, int64_t D, int64_t K, int64_t F) {
+    size_t G = vec ? 1 : group(c, kg, C, D);
+    if (!vec && (int64_t)(G * KV_DPER) < D)
+        return cn_errorf(CN_ERR_UNSUPPORTED, "%s on %s: heads of %lld dims need work-groups of %lld",
+                         cn_cl_kernel_name(kg), c->dev_name, (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
+    cn_cl_arg all[19];
+    memcpy(all, head, 14 * sizeof *all);
+    const size_t rows[] = {vec ? (size_t)C : G, vec ? (size_t)K : G, (size_t)K, (size_t)K, (size_t)F};
+    for (int i = vec; i < 5; i++) all[14 + i - vec] = CN_ARG_LOCAL(rows[i] * sizeof(float));
+    return cn_cl_launch(c, vec ? kv : kg, 1, &G, &G, vec ? 18 : 19, all);
+}
+
+/* BLOCK_STEP (kvcache.cl); local memory as ATTEND_PROJ's and MLP_ROW's. */
 cn_status cn_cl_op_BLOCK_STEP(cn_cl_ctx *c, const cn_launch *l) {
     const cn_shape *cs = &l->in_shape[0];
     int64_t bh = cs->d[0] / 3, C = cs->d[1], D = cs->d[2], K = l->in_shape[1].d[1];
     int64_t F = (l->in_shape[2].d[0] - 9 * K - 4 * K * K) / (2 * K + 1);
-    const int vw = c->gemm_vw;
-    const int vec = c->is_cpu && D % vw == 0 && K % vw == 0 && F % vw == 0;
-    size_t L = vec ? 1 : group(c, CN_K_block_step, C, D);
-    if (!vec && (int64_t)(L * KV_DPER) < D)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "block_step on %s: heads of %lld dims need work-groups of %lld", c->dev_name,
-                         (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
-    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
-                        CN_ARG_MEM(l->out),   CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
-                        CN_ARG_INT(K),        CN_ARG_INT(F),        CN_ARG_INT(l->p->variant), CN_ARG_FLOAT(l->p->eps),
-                        CN_ARG_FLOAT(l->p->alpha), CN_ARG_FLOAT(l->p->scale)};
-#define HEAD head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10], \
-             head[11], head[12], head[13]
-    if (vec)
-        return CN_CL_LAUNCH(c, CN_K_block_step_v, 1, &L, &L, HEAD, CN_ARG_LOCAL((size_t)C * sizeof(float)),
-                            CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
-                            CN_ARG_LOCAL((size_t)F * sizeof(float)));
-    return CN_CL_LAUNCH(c, CN_K_block_step, 1, &L, &L, HEAD, CN_ARG_LOCAL(L * sizeof(float)),
-                        CN_ARG_LOCAL(L * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
-                        CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)F * sizeof(float)));
-#undef HEAD
+    const int vw = c->gemm_vw, vec = c->is_cpu && D % vw == 0 && K % vw == 0 && F % vw == 0;
+    const cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->in[3]),
+                              CN_ARG_MEM(l->out),   CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
+                              CN_ARG_INT(K),        CN_ARG_INT(F),        CN_ARG_INT(l->p->variant),
+                              CN_ARG_FLOAT(l->p->eps), CN_ARG_FLOAT(l->p->alpha), CN_ARG_FLOAT(l->p->scale)};
+    return whole_launch(c, CN_K_block_step_v, CN_K_block_step, vec, head, C, D, K, F);
 }
 
 /* STEP (kvcache.cl): BLOCK_STEP's kernels and local rows, with the vocabulary a multiple of
@@ -203,26 +206,12 @@ cn_status cn_cl_op_STEP(cn_cl_ctx *c, const cn_launch *l) {
     const cn_shape *cs = &l->in_shape[0];
     const int64_t bh = l->p->kh, F = l->p->kw, V = l->p->sh, P = l->p->sw, C = cs->d[1], D = cs->d[2], K = bh * D;
     const int64_t L = (cs->d[0] - 1) / (3 * bh);
-    const int vw = c->gemm_vw;
-    const int vec = c->is_cpu && D % vw == 0 && K % vw == 0 && F % vw == 0 && V % vw == 0;
-    size_t G = vec ? 1 : group(c, CN_K_token_step, C, D);
-    if (!vec && (int64_t)(G * KV_DPER) < D)
-        return cn_errorf(CN_ERR_UNSUPPORTED, "token_step on %s: heads of %lld dims need work-groups of %lld", c->dev_name,
-                         (long long)D, (long long)((D + KV_DPER - 1) / KV_DPER));
-    cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out),
-                        CN_ARG_INT(L),        CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
-                        CN_ARG_INT(F),        CN_ARG_INT(V),        CN_ARG_INT(P),        CN_ARG_INT(l->p->variant),
-                        CN_ARG_FLOAT(l->p->eps), CN_ARG_FLOAT(l->p->scale)};
-#define HEAD head[0], head[1], head[2], head[3], head[4], head[5], head[6], head[7], head[8], head[9], head[10], \
-             head[11], head[12], head[13]
-    if (vec)
-        return CN_CL_LAUNCH(c, CN_K_token_step_v, 1, &G, &G, HEAD, CN_ARG_LOCAL((size_t)C * sizeof(float)),
-                            CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
-                            CN_ARG_LOCAL((size_t)F * sizeof(float)));
-    return CN_CL_LAUNCH(c, CN_K_token_step, 1, &G, &G, HEAD, CN_ARG_LOCAL(G * sizeof(float)), CN_ARG_LOCAL(G * sizeof(float)),
-                        CN_ARG_LOCAL((size_t)K * sizeof(float)), CN_ARG_LOCAL((size_t)K * sizeof(float)),
-                        CN_ARG_LOCAL((size_t)F * sizeof(float)));
-#undef HEAD
+    const int vw = c->gemm_vw, vec = c->is_cpu && D % vw == 0 && K % vw == 0 && F % vw == 0 && V % vw == 0;
+    const cn_cl_arg head[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out),
+                              CN_ARG_INT(L),        CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
+                              CN_ARG_INT(F),        CN_ARG_INT(V),        CN_ARG_INT(P),        CN_ARG_INT(l->p->variant),
+                              CN_ARG_FLOAT(l->p->eps), CN_ARG_FLOAT(l->p->scale)};
+    return whole_launch(c, CN_K_token_step_v, CN_K_token_step, vec, head, C, D, K, F);
 }
 
 /* EMBED_ADD: one work-item per output element. */
