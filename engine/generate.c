@@ -314,6 +314,7 @@ static int whole_model(const cn_generator *gen, const cn_model *m, cn_op_params 
             lay[0]->eps != ln->eps || lay[2]->eps != ln->eps)
             return 0;
     }
+    if (2 * (int64_t)first[1]->units > gen->context) return 0; /* the scratch plane holds 2 rows of heads x dh */
     char name[CN_NODE_NAME_MAX];
     cn_tensor *table, *positions;
     cn_layer_param_name(e, "weight", name, sizeof name);
