@@ -81,6 +81,58 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
     }
 }
 
+/* Fold a residual ADD(x, r) into the product that computes x, MATMUL + its folded bias, seen
+ * through reshapes (a convolution's [N*OH*OW, C] as [N,OH,OW,C]): ops.h's fused residual.
+ * A residual block's last convolution then adds the skipped path while its tile is in
+ * registers, and the ReLU after the ADD folds into the same launch (fuse_activations runs
+ * next and walks through this ADD), instead of a separate pass that reads two tensors and
+ * writes one. Every value between the product and the ADD must have no other reader, and r
+ * must come from a node before the product, since it is read at the product's place in the
+ * launch order (a downsampling block's 1x1 convolution comes after the main path's second
+ * one, so there the ADD folds into the downsampling product, r being the main path). Same
+ * bits as the separate ADD: the sum is rounded to float first. The graph is unchanged, so
+ * autodiff, checkpoints and exports are too. */
+static void fuse_gemm_residual(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    if (p->dev->be->api_version < 5) return; /* older backends do not know the 4-input MATMUL */
+    for (int i = 0; i < p->n; i++) {
+        cn_node *add = &p->nodes[i];
+        if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE || p->root[i] != i) continue;
+        for (int side = 0; side < 2; side++) {
+            const int x = add->in[side], r = add->in[1 - side];
+            int a = x, ok = 1;
+            const cn_node *rn = &p->nodes[r];
+            if (!cn_shape_eq(&rn->shape, &add->shape) || !cn_shape_eq(&p->nodes[a].shape, &add->shape) ||
+                rn->dtype != add->dtype || p->nodes[a].dtype != add->dtype)
+                continue;
+            for (;;) { /* to the product, through views and the ADD of its folded bias */
+                if (consumers[a] != 1 || is_out[a]) {
+                    ok = 0;
+                    break;
+                }
+                if (p->root[a] == a) break;
+                a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
+            }
+            cn_node *mm = &p->nodes[a];
+            if (!ok || mm->op != CN_OP_MATMUL || mm->n_in != 3 || mm->p.epilogue != CN_EPI_NONE || mm->shape.ndim != 2 ||
+                r >= a || cn_shape_numel(&mm->shape) != cn_shape_numel(&add->shape))
+                continue;
+            cn_launch l;
+            mm->n_in = 4;
+            mm->in[3] = r;
+            fill_launch(p, a, &l);
+            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+                mm->n_in = 3;
+                continue;
+            }
+            /* the product's side first, as planning expects of a fused node (x + r == r + x) */
+            add->in[0] = x, add->in[1] = r;
+            p->root[i] = a;
+            p->fused++;
+            break;
+        }
+    }
+}
+
 /* Fold an activation that has an epilogue (cn_node_as_epilogue: RELU, SIGMOID, TANH, ...,
  * CLIP(0, 6)) into the ADD, MATMUL or DWCONV that feeds it when nothing else reads the
  * pre-activation value: one pass over memory instead of two. */
@@ -481,6 +533,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     }
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
+        fuse_gemm_residual(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
         fuse_residual(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);

@@ -34,7 +34,8 @@
 #define CN_OMP_GEMM_NAME cn_omp_gemm_generic
 #endif
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c, const float *bias, int epilogue);
+                        const float *a, const float *b, float *c, const float *bias, const float *res,
+                        int epilogue);
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 /* gcc's default tuning may prefer 256-bit vectors on AVX-512 parts; the micro-kernel is the
@@ -85,6 +86,7 @@ typedef struct gemm_args {
     const float *a, *b;
     float *c;
     const float *bias; /* [n] added to every row before the epilogue, or NULL */
+    const float *res;  /* [m, n] (row stride n) added after the bias, before the epilogue, or NULL */
     int epilogue;
 } gemm_args;
 
@@ -100,7 +102,8 @@ static int pick_mr(int64_t m) {
 /* acc = A sliver (kc x mr, k-major) times B sliver (kc x NR, k-major); then c = acc
  * (accumulate == 0) or c += acc, and c += bias[0..NR) when bias is given (the last K slab of a
  * fused bias: the same sums in the same order as adding it afterwards, without a second pass
- * over the tile). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
+ * over the tile), then c += res (row stride ldc) when res is given (a fused residual, ops.h:
+ * the sum rounded to float first, as the separate ADD would see it). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
  * constant: the i loops unroll fully and acc lives in registers. */
 #if defined(__AVX512F__)
 /* Written with intrinsics on AVX-512: from plain C, gcc kept the accumulators in registers
@@ -108,7 +111,8 @@ static int pick_mr(int64_t m) {
  * a short K (a 16-deep patch embedding) cost about as much as the FMAs. */
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
-           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
+           const float *restrict res) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -134,6 +138,10 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
             v0 = _mm512_add_ps(v0, _mm512_loadu_ps(bias));
             v1 = _mm512_add_ps(v1, _mm512_loadu_ps(bias + 16));
         }
+        if (res) {
+            v0 = _mm512_add_ps(v0, _mm512_loadu_ps(res + i * ldc));
+            v1 = _mm512_add_ps(v1, _mm512_loadu_ps(res + i * ldc + 16));
+        }
         _mm512_storeu_ps(ci, v0);
         _mm512_storeu_ps(ci + 16, v1);
     }
@@ -142,7 +150,8 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
 /* The pragmas pin the shape down: without them gcc picks a spilling SLP layout for AVX2. */
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
-           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
+           const float *restrict res) {
     float acc[MR][NR];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
@@ -169,6 +178,12 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
         for (int i = 0; i < mr; i++)
 #pragma omp simd
             for (int j = 0; j < NR; j++) acc[i][j] += bias[j];
+    }
+    if (res) {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma omp simd
+            for (int j = 0; j < NR; j++) acc[i][j] += res[i * ldc + j];
     }
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
@@ -346,13 +361,16 @@ static void pack_b(const gemm_args *g, int64_t p0, int64_t kc, int64_t jc, int64
 }
 
 /* The end of a C tile's last K slab: rows [0, mr) x cols [0, nr) of c (row stride ldc)
- * get the fused bias (bias[q] for column q, if any), then the epilogue, while in cache. */
-static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const float *bias,
+ * get the fused bias (bias[q] for column q, if any), the fused residual (res, the same
+ * layout as c, if any), then the epilogue, while in cache. */
+static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const float *bias, const float *res,
                         int epilogue) {
     for (int64_t r = 0; r < mr; r++) {
         float *row = c + r * ldc;
         if (bias)
             for (int64_t q = 0; q < nr; q++) row[q] += bias[q];
+        if (res)
+            for (int64_t q = 0; q < nr; q++) row[q] += res[r * ldc + q];
         cn_omp_apply_epilogue(row, nr, epilogue);
     }
 }
@@ -373,17 +391,18 @@ macro_tiles(const int mr, const gemm_args *g, const float *ap, int64_t a_s, int6
             const int64_t rows = CN_OMP_MIN(mr, mc - s);
             float *c = g->c + (i0 + s) * g->n + j;
             const float *bias = last && g->bias ? g->bias + j : NULL;
+            const float *res = last && g->res ? g->res + (i0 + s) * g->n + j : NULL;
             if (rows == mr && nr == NR) {
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias);
-                if (last && g->epilogue != CN_EPI_NONE) finish_rows(c, g->n, rows, nr, NULL, g->epilogue);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias, res);
+                if (last && g->epilogue != CN_EPI_NONE) finish_rows(c, g->n, rows, nr, NULL, NULL, g->epilogue);
             } else {
                 /* Partial tile: compute it whole into scratch, then copy the valid part. */
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL, NULL);
                 for (int64_t r = 0; r < rows; r++)
                     for (int64_t q = 0; q < nr; q++)
                         c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
                                                      : edge[r * NR + q];
-                if (last) finish_rows(c, g->n, rows, nr, bias, g->epilogue);
+                if (last) finish_rows(c, g->n, rows, nr, bias, res, g->epilogue);
             }
         }
     }
@@ -521,7 +540,7 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     if (k == 0) {
         /* Empty sum: C = 0 (+ bias), then the epilogue (sigmoid(0) = 0.5). */
         for (int64_t i = 0; i < m; i++) memset(g->c + i * n, 0, (size_t)n * sizeof(float));
-        finish_rows(g->c, n, m, n, g->bias, g->epilogue);
+        finish_rows(g->c, n, m, n, g->bias, g->res, g->epilogue);
         return;
     }
     /* Share out MR x NR micro-tiles as evenly as possible: normally by rows (M blocks in a
@@ -594,6 +613,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
             gp.c = part + p * mn;
             gp.bias = NULL;
+            gp.res = NULL;
             gp.epilogue = CN_EPI_NONE;
             gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
         }
@@ -604,7 +624,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             g->c[i] = (float)s;
         }
     }
-    finish_rows(g->c, n, m, n, g->bias, g->epilogue);
+    finish_rows(g->c, n, m, n, g->bias, g->res, g->epilogue);
     free(part);
     return CN_OK;
 }
@@ -656,7 +676,8 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
         float *crow = g->c + (i0 + i) * g->n + j0;
         for (int64_t j = 0; j < nr; j++) crow[j] = acc[i][j];
     }
-    finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL, g->epilogue);
+    finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL,
+                g->res ? g->res + i0 * g->n + j0 : NULL, g->epilogue);
 }
 
 static cn_status gemm_rows(const gemm_args *g, int nt) {
@@ -679,12 +700,13 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
 }
 
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c, const float *bias, int epilogue) {
+                        const float *a, const float *b, float *c, const float *bias, const float *res,
+                        int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int max_nt = omp_get_max_threads();
     gemm_args g = {trans_a != 0, trans_b != 0, pick_mr(m), m, n, k, trans_a ? m : k, trans_b ? k : n,
-                   NULL, NULL, NULL, bias, epilogue};
+                   NULL, NULL, NULL, bias, NULL, epilogue};
 
     const int rows = use_rows(m, k);
     if (rows || use_ksplit(m, n, k)) {
@@ -693,6 +715,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
+            g.res = res ? res + bi * m * n : NULL;
             CN_TRY(rows ? gemm_rows(&g, rows_nt) : gemm_ksplit(&g, max_nt));
         }
         return CN_OK;
@@ -720,6 +743,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             gb.a = a + bi * m * k;
             gb.b = b + bi * k * n;
             gb.c = c + bi * m * n;
+            gb.res = res ? res + bi * m * n : NULL;
             float *mine = scratch + (size_t)omp_get_thread_num() * per;
             gemm_one(&gb, 1, mine, mine + a_floats);
         }
@@ -728,6 +752,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
+            g.res = res ? res + bi * m * n : NULL;
             gemm_one(&g, inner_nt, scratch, scratch + a_floats);
         }
     }
