@@ -646,8 +646,8 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
 static int use_rows(int64_t m, int64_t k) { return m <= ROWS_MAX_M && k <= ROWS_MAX_K; }
 
 /* Rows [i0, i0 + ROWS_M) of C (those below m), columns [j0, j0 + ROWS_N); ap holds the
- * rows' group k-major. */
-static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t j0) {
+ * rows' group k-major; bt, for a B stored [N,K], the block's columns k-major (rows_bt). */
+static void rows_block(const gemm_args *g, const float *ap, const float *bt, int64_t i0, int64_t j0) {
     const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
     float acc[ROWS_M][ROWS_N], tail[ROWS_N];
 #pragma GCC unroll 8
@@ -656,9 +656,8 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
         for (int j = 0; j < ROWS_N; j++) acc[i][j] = 0.0f;
     for (int64_t p = 0; p < g->k; p++) {
         const float *restrict bk = g->b + p * g->ldb + j0;
-        if (g->tb) { /* B stored [N,K]: gather the block's row p (B's rows stay in L1 over 16 p) */
-            for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? g->b[(j0 + j) * g->ldb + p] : 0.0f;
-            bk = tail;
+        if (g->tb) {
+            bk = bt + p * ROWS_N;
         } else if (nr < ROWS_N) {
             for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? bk[j] : 0.0f;
             bk = tail;
@@ -680,20 +679,42 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
                 g->res ? g->res + i0 * g->n + j0 : NULL, g->epilogue);
 }
 
+/* bt[p * ROWS_N + j] = op(B)[p][j0 + j] of a B stored [N,K] (zero past n): the block's
+ * columns are B's rows, moved through registers 16 x 16 at a time (transpose_rows). Gathering
+ * one value of 64 rows per p instead made a classifier's [1,512] x [512,1000]ᵀ run at 1
+ * GFLOP/s. The copy changes where the values are read from, not the sums. */
+static void rows_bt(const gemm_args *g, int64_t j0, float *restrict bt) {
+    const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
+    for (int64_t j = 0; j < ROWS_N; j += 16) {
+        const int rows = (int)CN_OMP_MAX(0, CN_OMP_MIN(16, nr - j));
+        if (rows == 16) {
+            transpose_rows(16, g->b + (j0 + j) * g->ldb, g->ldb, g->k, bt + j, ROWS_N);
+        } else {
+            for (int64_t p = 0; p < g->k; p++)
+                for (int i = 0; i < 16; i++) bt[p * ROWS_N + j + i] = i < rows ? g->b[(j0 + j + i) * g->ldb + p] : 0.0f;
+        }
+    }
+}
+
 static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
-    float *ap = malloc((size_t)(groups * k + 1) * ROWS_M * sizeof(float));
+    /* A's row groups, then per thread a transposed block of B (tb only) */
+    const size_t bt_floats = g->tb ? (size_t)k * ROWS_N : 0;
+    float *ap = malloc(((size_t)(groups * k + 1) * ROWS_M + (size_t)nt * bt_floats) * sizeof(float));
     if (!ap)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
     for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
         for (int64_t p = 0; p < k; p++)
             for (int64_t i = i0; i < i0 + ROWS_M; i++)
                 ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+    float *bts = ap + (size_t)(groups * k + 1) * ROWS_M;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t t = 0; t < blocks * groups; t++) {
-        const int64_t grp = t % groups;
-        rows_block(g, ap + grp * ROWS_M * k, grp * ROWS_M, t / groups * ROWS_N);
+        const int64_t grp = t % groups, j0 = t / groups * ROWS_N;
+        float *bt = g->tb ? bts + (size_t)omp_get_thread_num() * bt_floats : NULL;
+        if (bt) rows_bt(g, j0, bt);
+        rows_block(g, ap + grp * ROWS_M * k, bt, grp * ROWS_M, j0);
     }
     free(ap);
     return CN_OK;

@@ -3,7 +3,8 @@
  * MATMUL launch with its bias, the residual and the ReLU (ops.h's fused residual). For a
  * basic block with an identity skip and one with a 1x1 projection computed after the main
  * path (ResNet's downsampling blocks, where the ADD folds into the projection's product), both
- * operand orders, and shapes whose tiles are whole or ragged, on every device given:
+ * operand orders, and shapes that take each of omp's GEMM paths (whole and ragged tiles, few
+ * rows, K split), on every device given:
  *  - on a device that takes the fold (omp), the ADD is the product's launch (a 4-input
  *    MATMUL); elsewhere it may stay; either way the forward's bits are the unfused plan's;
  *  - a training plan (the loss, every parameter's gradient) gives the same bits fused and
@@ -148,6 +149,8 @@ int main(int argc, char **argv) {
         {2, 8, 8, 16, 16, 1, IDENTITY},   /* 128 rows, operands swapped */
         {2, 9, 11, 8, 24, 0, PROJECTION}, /* ragged tiles; the ADD folds into the projection */
         {1, 5, 6, 8, 16, 1, PROJECTION},
+        {1, 2, 2, 256, 256, 0, IDENTITY}, /* 4 rows: omp's few-row path (gemm_rows) */
+        {1, 3, 3, 256, 256, 1, IDENTITY}, /* 9 rows, K = 2304: the K-split path (gemm_ksplit) */
         {1, 6, 6, 8, 8, 0, R_AFTER},
         {1, 6, 6, 8, 8, 0, TWO_READERS},
         {1, 6, 6, 8, 8, 0, NO_BIAS},
