@@ -35,7 +35,7 @@
 #endif
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, const float *res,
-                        int epilogue);
+                        const cn_window *win, int epilogue);
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 /* gcc's default tuning may prefer 256-bit vectors on AVX-512 parts; the micro-kernel is the
@@ -71,6 +71,8 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
 #define KC 256
 #define MC (14 * MR)
 #define NC 2048
+/* A thread's A scratch: the packed block, then (through a window) the block's rows. */
+#define A_SCRATCH (2 * MC * KC)
 
 /* Work below this many flops runs on one thread: below it, waking the team and the two
  * barriers per K slab cost about what the second core saves (measured at 2 cores). */
@@ -87,6 +89,8 @@ typedef struct gemm_args {
     float *c;
     const float *bias; /* [n] added to every row before the epilogue, or NULL */
     const float *res;  /* [m, n] (row stride n) added after the bias, before the epilogue, or NULL */
+    const cn_window *win; /* op(A) is the IM2COL of the NHWC image a through this window, or NULL */
+    int64_t a_k0;         /* through a window: the column of op(A) where this product's K starts */
     int epilogue;
 } gemm_args;
 
@@ -268,11 +272,44 @@ pack_a_full(const int mr, const gemm_args *g, int64_t i, int64_t p0, int64_t kc,
     }
 }
 
+/* Rows [i0, i0 + rows) x columns [p0, p0 + kc) of op(A) = IM2COL(image a) through g->win,
+ * row-major into dst (row stride kc): what IM2COL would have written there, computed for one
+ * A block at a time, so the column matrix (a KH*KW-fold copy of the image) never goes through
+ * memory. Each run is a channel run, and with no dilation the whole stretch of the window row
+ * that lies inside the image: one copy. */
+static void win_block(const gemm_args *g, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float *restrict dst) {
+    const cn_window *w = g->win;
+    const int64_t C = w->c, KW = w->kw, OHW = w->oh * w->ow;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t i = i0 + r, n = i / OHW, oh = i % OHW / w->ow, ow = i % w->ow;
+        const int64_t ih0 = oh * w->sh - w->ph, iw0 = ow * w->sw - w->pw;
+        const float *img = g->a + n * w->h * w->w * C;
+        float *d = dst + r * kc;
+        int64_t p = g->a_k0 + p0;
+        const int64_t end = p + kc;
+        while (p < end) {
+            const int64_t kk = p / C, c = p % C, ki = kk / KW, kj = kk % KW;
+            const int64_t ih = ih0 + ki * w->dh, iw = iw0 + kj * w->dw;
+            int64_t len = C - c;
+            if (ih >= 0 && ih < w->h && iw >= 0 && iw < w->w) {
+                if (w->dw == 1) len = (CN_OMP_MIN(KW, w->w - iw0) - kj) * C - c; /* to the row's last inside tap */
+                len = CN_OMP_MIN(len, end - p);
+                memcpy(d, img + (ih * w->w + iw) * C + c, (size_t)len * sizeof(float));
+            } else {
+                len = CN_OMP_MIN(len, end - p);
+                memset(d, 0, (size_t)len * sizeof(float));
+            }
+            d += len;
+            p += len;
+        }
+    }
+}
+
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into mr-tall slivers, each k-major
  * (sliver s holds ap[s*kc + p*mr + r] = op(A)[i0 + s + r][p0 + p]); rows past m are zero
  * so the micro-kernel can always compute a full tile. */
-static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   float *restrict ap) {
+static void pack_a_matrix(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                          float *restrict ap) {
     const int mr = g->mr;
     int64_t s = 0;
     if (g->ta) {
@@ -310,6 +347,20 @@ static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64
                 for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = 0.0f;
         }
     }
+}
+
+/* pack_a_matrix, or through the window: the block's rows into wbuf (MC x KC floats), then
+ * packed from there as a matrix, so the slivers are the same floats either way. */
+static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *restrict ap,
+                   float *restrict wbuf) {
+    if (!g->win) {
+        pack_a_matrix(g, i0, mc, p0, kc, ap);
+        return;
+    }
+    win_block(g, i0, mc, p0, kc, wbuf);
+    gemm_args rows = *g;
+    rows.a = wbuf, rows.lda = kc, rows.win = NULL;
+    pack_a_matrix(&rows, 0, mc, 0, kc, ap);
 }
 
 /* Packs one NR-wide sliver of op(B): rows [p0, p0+kc), cols [j0, j0+NR) (zero past n). */
@@ -497,7 +548,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                         macro_direct(g, pc, i0, mcur, jc, js0, js1, kc, q > 0, q == slabs - 1);
                         continue;
                     }
-                    pack_a(g, i0, mcur, pc, kc, ap);
+                    pack_a(g, i0, mcur, pc, kc, ap, ap + MC * KC);
                     macro_kernel(g, ap, bbuf + pc * slivers * NR, i0, mcur, jc, js0, js1, kc, q > 0,
                                  q == slabs - 1);
                 }
@@ -518,7 +569,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                 const int64_t ib = t / nsplit, part = t % nsplit;
                 const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
                 if (packed != ib) {
-                    pack_a(g, i0, mcur, pc, kc, ap);
+                    pack_a(g, i0, mcur, pc, kc, ap, ap + MC * KC);
                     packed = ib;
                 }
                 const int64_t js0 = slivers * part / nsplit;
@@ -532,7 +583,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
     }
 }
 
-/* One product with up to nt threads. abuf holds nt blocks of MC*KC floats, bbuf
+/* One product with up to nt threads. abuf holds nt blocks of A_SCRATCH floats, bbuf
  * b_scratch_floats(n, k). */
 static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
@@ -559,7 +610,7 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
         {
             const int tid = omp_get_thread_num();
             gemm_blocked(g, tid, omp_get_num_threads(), mc, mblocks, split_n,
-                         abuf + (size_t)tid * MC * KC, bbuf);
+                         abuf + (size_t)tid * A_SCRATCH, bbuf);
         }
     } else {
         gemm_blocked(g, 0, 1, mc, mblocks, 0, abuf, bbuf);
@@ -595,7 +646,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     const int64_t pieces = ksplit_pieces(g->k);
     /* pieces are k / pieces or one deeper; either may be the one that holds its B whole */
     const size_t b_lo = b_scratch_floats(n, g->k / pieces), b_hi = b_scratch_floats(n, ceil_div(g->k, pieces));
-    const size_t per = (size_t)MC * KC + (b_lo > b_hi ? b_lo : b_hi);
+    const size_t per = (size_t)A_SCRATCH + (b_lo > b_hi ? b_lo : b_hi);
     float *part = malloc(((size_t)pieces * (size_t)mn + (size_t)max_nt * per) * sizeof(float));
     if (!part)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
@@ -609,13 +660,16 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             const int64_t k0 = g->k * p / pieces;
             gemm_args gp = *g;
             gp.k = g->k * (p + 1) / pieces - k0;
-            gp.a = g->a + (g->ta ? k0 * g->lda : k0);
+            if (g->win)
+                gp.a_k0 = g->a_k0 + k0; /* the image stays; the piece starts at column k0 */
+            else
+                gp.a = g->a + (g->ta ? k0 * g->lda : k0);
             gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
             gp.c = part + p * mn;
             gp.bias = NULL;
             gp.res = NULL;
             gp.epilogue = CN_EPI_NONE;
-            gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
+            gemm_one(&gp, 1, mine, mine + (size_t)A_SCRATCH);
         }
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < mn; i++) {
@@ -700,15 +754,22 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
     /* A's row groups, then per thread a transposed block of B (tb only) */
-    const size_t bt_floats = g->tb ? (size_t)k * ROWS_N : 0;
-    float *ap = malloc(((size_t)(groups * k + 1) * ROWS_M + (size_t)nt * bt_floats) * sizeof(float));
+    const size_t bt_floats = g->tb ? (size_t)k * ROWS_N : 0, row_floats = g->win ? (size_t)k : 0;
+    float *ap = malloc(((size_t)(groups * k + 1) * ROWS_M + (size_t)nt * bt_floats + row_floats) * sizeof(float));
     if (!ap)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
-    for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
-        for (int64_t p = 0; p < k; p++)
-            for (int64_t i = i0; i < i0 + ROWS_M; i++)
-                ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
-    float *bts = ap + (size_t)(groups * k + 1) * ROWS_M;
+    float *bts = ap + (size_t)(groups * k + 1) * ROWS_M, *row = bts + (size_t)nt * bt_floats;
+    if (g->win) { /* each row through the window once, then dealt out k-major */
+        for (int64_t i = 0; i < groups * ROWS_M; i++) {
+            if (i < m) win_block(g, i, 1, 0, k, row);
+            for (int64_t p = 0; p < k; p++) ap[i / ROWS_M * ROWS_M * k + p * ROWS_M + i % ROWS_M] = i < m ? row[p] : 0.0f;
+        }
+    } else {
+        for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
+            for (int64_t p = 0; p < k; p++)
+                for (int64_t i = i0; i < i0 + ROWS_M; i++)
+                    ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+    }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t t = 0; t < blocks * groups; t++) {
         const int64_t grp = t % groups, j0 = t / groups * ROWS_N;
@@ -722,12 +783,12 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
 
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
                         const float *a, const float *b, float *c, const float *bias, const float *res,
-                        int epilogue) {
+                        const cn_window *win, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int max_nt = omp_get_max_threads();
     gemm_args g = {trans_a != 0, trans_b != 0, pick_mr(m), m, n, k, trans_a ? m : k, trans_b ? k : n,
-                   NULL, NULL, NULL, bias, NULL, epilogue};
+                   NULL, NULL, NULL, bias, NULL, win, 0, epilogue};
 
     const int rows = use_rows(m, k);
     if (rows || use_ksplit(m, n, k)) {
@@ -748,7 +809,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     const int inner_nt = by_batch ? 1 : (flops >= GEMM_PAR_MIN_FLOPS ? max_nt : 1);
     const int bufs = by_batch ? max_nt : 1;
 
-    const size_t a_floats = (size_t)inner_nt * MC * KC;
+    const size_t a_floats = (size_t)inner_nt * A_SCRATCH;
     const size_t b_floats = b_scratch_floats(n, k);
     const size_t per = a_floats + b_floats;
     float *scratch = malloc((size_t)bufs * per * sizeof(float));
