@@ -81,6 +81,35 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
     }
 }
 
+/* Folds ADD node i = x + r into node prod (which computes x) as its last input, r, when the
+ * contract and the device take the launch so formed (ops.h's fused residuals); 1 if it did. */
+static int fold_residual_input(cn_plan *p, int i, int prod, int x, int r) {
+    cn_node *add = &p->nodes[i], *pn = &p->nodes[prod];
+    cn_launch l;
+    pn->in[pn->n_in++] = r;
+    fill_launch(p, prod, &l);
+    if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+        pn->n_in--;
+        return 0;
+    }
+    /* the producer's side first, as planning expects of a fused node (x + r == r + x) */
+    add->in[0] = x, add->in[1] = r;
+    p->root[i] = prod;
+    p->fused++;
+    return 1;
+}
+
+/* The node that launches to compute value a, walking through views and nodes already folded
+ * into their producer, or -1 when a value on the way (a included) has another reader or is an
+ * output: a fold there would change what that reader sees. */
+static int sole_producer(const cn_plan *p, int a, const int *consumers, const char *is_out) {
+    for (;;) {
+        if (consumers[a] != 1 || is_out[a]) return -1;
+        if (p->root[a] == a) return a;
+        a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
+    }
+}
+
 /* Fold a residual ADD(x, r) into the product that computes x, MATMUL + its folded bias, seen
  * through reshapes (a convolution's [N*OH*OW, C] as [N,OH,OW,C]): ops.h's fused residual.
  * A residual block's last convolution then adds the skipped path while its tile is in
@@ -99,36 +128,17 @@ static void fuse_gemm_residual(cn_plan *p, const char *live, const int *consumer
         if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE || p->root[i] != i) continue;
         for (int side = 0; side < 2; side++) {
             const int x = add->in[side], r = add->in[1 - side];
-            int a = x, ok = 1;
             const cn_node *rn = &p->nodes[r];
-            if (!cn_shape_eq(&rn->shape, &add->shape) || !cn_shape_eq(&p->nodes[a].shape, &add->shape) ||
-                rn->dtype != add->dtype || p->nodes[a].dtype != add->dtype)
+            if (!cn_shape_eq(&rn->shape, &add->shape) || !cn_shape_eq(&p->nodes[x].shape, &add->shape) ||
+                rn->dtype != add->dtype || p->nodes[x].dtype != add->dtype)
                 continue;
-            for (;;) { /* to the product, through views and the ADD of its folded bias */
-                if (consumers[a] != 1 || is_out[a]) {
-                    ok = 0;
-                    break;
-                }
-                if (p->root[a] == a) break;
-                a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
-            }
+            const int a = sole_producer(p, x, consumers, is_out); /* through views and its folded bias */
+            if (a < 0) continue;
             cn_node *mm = &p->nodes[a];
-            if (!ok || mm->op != CN_OP_MATMUL || mm->n_in != 3 || mm->p.epilogue != CN_EPI_NONE || mm->shape.ndim != 2 ||
+            if (mm->op != CN_OP_MATMUL || mm->n_in != 3 || mm->p.epilogue != CN_EPI_NONE || mm->shape.ndim != 2 ||
                 r >= a || cn_shape_numel(&mm->shape) != cn_shape_numel(&add->shape))
                 continue;
-            cn_launch l;
-            mm->n_in = 4;
-            mm->in[3] = r;
-            fill_launch(p, a, &l);
-            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
-                mm->n_in = 3;
-                continue;
-            }
-            /* the product's side first, as planning expects of a fused node (x + r == r + x) */
-            add->in[0] = x, add->in[1] = r;
-            p->root[i] = a;
-            p->fused++;
-            break;
+            if (fold_residual_input(p, i, a, x, r)) break;
         }
     }
 }
@@ -141,18 +151,10 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         cn_node *n = &p->nodes[i];
         cn_epilogue e = cn_node_as_epilogue(n->op, &n->p);
         if (!live[i] || e == CN_EPI_NONE) continue;
-        /* Walk to the producer through reshapes and an ADD already folded into its matmul
-         * (which hands the epilogue on); every value on the way must have no other reader. */
-        int a = n->in[0], ok = 1;
-        for (;;) {
-            if (consumers[a] != 1 || is_out[a]) {
-                ok = 0;
-                break;
-            }
-            if (p->root[a] == a) break;
-            a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
-        }
-        if (!ok) continue;
+        /* to the producer through reshapes and an ADD already folded into its matmul (which
+         * hands the epilogue on) */
+        const int a = sole_producer(p, n->in[0], consumers, is_out);
+        if (a < 0) continue;
         cn_node *prod = &p->nodes[a];
         if (!cn_op_takes_epilogue(prod->op) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
             p->root[a] != a)
@@ -185,19 +187,7 @@ static void fuse_residual(cn_plan *p, const char *live, const int *consumers, co
                 is_out[g] || p->root[g] != g || r >= g || !cn_shape_eq(&p->nodes[r].shape, &add->shape) ||
                 !cn_shape_eq(&lg->shape, &add->shape) || p->nodes[r].dtype != lg->dtype || add->dtype != lg->dtype)
                 continue;
-            cn_launch l;
-            lg->n_in = 4;
-            lg->in[3] = r;
-            fill_launch(p, g, &l);
-            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
-                lg->n_in = 3;
-                continue;
-            }
-            /* the producer first, as planning expects of a fused node (and a + b == b + a) */
-            add->in[0] = g, add->in[1] = r;
-            p->root[i] = g;
-            p->fused++;
-            break;
+            if (fold_residual_input(p, i, g, g, r)) break;
         }
     }
 }

@@ -143,31 +143,26 @@ static void contract(void) {
     CHECK(cn_op_check(CN_OP_MATMUL, &p, 4, in, dt, &out, CN_F32) == CN_ERR_SHAPE, "a residual of half the elements");
 }
 
+static const block_case cases[] = {
+    {1, 7, 7, 32, 32, 0, IDENTITY},   /* batch 1, 49 rows (a late layer at 224) */
+    {2, 8, 8, 16, 16, 1, IDENTITY},   /* 128 rows, operands swapped */
+    {2, 9, 11, 8, 24, 0, PROJECTION}, /* ragged tiles; the ADD folds into the projection */
+    {1, 5, 6, 8, 16, 1, PROJECTION},
+    {1, 2, 2, 256, 256, 0, IDENTITY}, /* 4 rows: omp's few-row path (gemm_rows) */
+    {1, 3, 3, 256, 256, 1, IDENTITY}, /* 9 rows, K = 2304: the K-split path (gemm_ksplit) */
+    {1, 6, 6, 8, 8, 0, R_AFTER},
+    {1, 6, 6, 8, 8, 0, TWO_READERS},
+    {1, 6, 6, 8, 8, 0, NO_BIAS},
+};
+
+static void run_all(cn_device *dev) {
+    const int takes_fold = !strcmp(dev->be->name, "openmp");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, dev->info.selector, &cases[i], takes_fold);
+}
+
 int main(int argc, char **argv) {
-    static const block_case cases[] = {
-        {1, 7, 7, 32, 32, 0, IDENTITY},   /* batch 1, 49 rows: the few-row path */
-        {2, 8, 8, 16, 16, 1, IDENTITY},   /* 128 rows, operands swapped */
-        {2, 9, 11, 8, 24, 0, PROJECTION}, /* ragged tiles; the ADD folds into the projection */
-        {1, 5, 6, 8, 16, 1, PROJECTION},
-        {1, 2, 2, 256, 256, 0, IDENTITY}, /* 4 rows: omp's few-row path (gemm_rows) */
-        {1, 3, 3, 256, 256, 1, IDENTITY}, /* 9 rows, K = 2304: the K-split path (gemm_ksplit) */
-        {1, 6, 6, 8, 8, 0, R_AFTER},
-        {1, 6, 6, 8, 8, 0, TWO_READERS},
-        {1, 6, 6, 8, 8, 0, NO_BIAS},
-    };
     contract();
-    for (int d = 1; d < argc; d++) {
-        cn_device *dev = NULL;
-        if (cn_device_open(argv[d], &dev) != CN_OK) {
-            CHECK(0, "open %s", argv[d]);
-            continue;
-        }
-        const int takes_fold = !strcmp(dev->be->name, "openmp");
-        int before = failures;
-        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(dev, argv[d], &cases[i], takes_fold);
-        printf("%s %s\n", failures == before ? "ok  " : "FAIL", argv[d]);
-        cn_device_release(dev);
-    }
+    for (int d = 1; d < argc; d++) check_device(argv[d], run_all);
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }
