@@ -519,7 +519,9 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                          int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t slabs = ceil_div(k, KC);
-    const int whole = whole_b(n, k), direct = use_direct(g);
+    /* one thread on one M block (a K piece of a few-row product): slab by slab, the packed slab
+     * stays in L2 and the C block is read once per slab either way */
+    const int whole = whole_b(n, k) && !(nt == 1 && mblocks == 1), direct = use_direct(g);
     for (int64_t jc = 0; jc < n; jc += NC) {
         const int64_t nc = CN_OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
