@@ -107,7 +107,9 @@ static int pick_mr(int64_t m) {
  * (accumulate == 0) or c += acc, and c += bias[0..NR) when bias is given (the last K slab of a
  * fused bias: the same sums in the same order as adding it afterwards, without a second pass
  * over the tile), then c += res (row stride ldc) when res is given (a fused residual, ops.h:
- * the sum rounded to float first, as the separate ADD would see it). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
+ * the sum rounded to float first, as the separate ADD would see it), then the epilogue epi when
+ * it is one the kernel applies in registers (tile_epilogue; else CN_EPI_NONE and the caller
+ * applies it). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
  * constant: the i loops unroll fully and acc lives in registers. */
 #if defined(__AVX512F__)
 /* Written with intrinsics on AVX-512: from plain C, gcc kept the accumulators in registers
@@ -116,7 +118,7 @@ static int pick_mr(int64_t m) {
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
            int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
-           const float *restrict res) {
+           const float *restrict res, int epi) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -146,17 +148,30 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
             v0 = _mm512_add_ps(v0, _mm512_loadu_ps(res + i * ldc));
             v1 = _mm512_add_ps(v1, _mm512_loadu_ps(res + i * ldc + 16));
         }
+        /* cn_omp_apply_epilogue's x > 0 ? x : 0 and v < 6 ? v : 6: max_ps and min_ps return
+         * their second operand unless the first is greater (less), NaN and -0 included */
+        if (epi == CN_EPI_RELU || epi == CN_EPI_RELU6) {
+            v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+            v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
+        }
+        if (epi == CN_EPI_RELU6) {
+            v0 = _mm512_min_ps(v0, _mm512_set1_ps(6.0f));
+            v1 = _mm512_min_ps(v1, _mm512_set1_ps(6.0f));
+        }
         _mm512_storeu_ps(ci, v0);
         _mm512_storeu_ps(ci + 16, v1);
     }
 }
+/* The epilogues the micro-kernel applies in registers (the rest: finish_rows, after it). */
+static inline int tile_epilogue(int epi) { return epi == CN_EPI_RELU || epi == CN_EPI_RELU6 ? epi : CN_EPI_NONE; }
 #else
 /* The pragmas pin the shape down: without them gcc picks a spilling SLP layout for AVX2. */
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
            int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
-           const float *restrict res) {
+           const float *restrict res, int epi) {
     float acc[MR][NR];
+    (void)epi; /* tile_epilogue: none here */
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma omp simd
@@ -193,6 +208,10 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
     for (int i = 0; i < mr; i++)
 #pragma omp simd
         for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+}
+static inline int tile_epilogue(int epi) {
+    (void)epi;
+    return CN_EPI_NONE;
 }
 #endif
 
@@ -444,11 +463,12 @@ macro_tiles(const int mr, const gemm_args *g, const float *ap, int64_t a_s, int6
             const float *bias = last && g->bias ? g->bias + j : NULL;
             const float *res = last && g->res ? g->res + (i0 + s) * g->n + j : NULL;
             if (rows == mr && nr == NR) {
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias, res);
-                if (last && g->epilogue != CN_EPI_NONE) finish_rows(c, g->n, rows, nr, NULL, NULL, g->epilogue);
+                const int in_regs = last ? tile_epilogue(g->epilogue) : CN_EPI_NONE;
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias, res, in_regs);
+                if (last && g->epilogue != in_regs) finish_rows(c, g->n, rows, nr, NULL, NULL, g->epilogue);
             } else {
                 /* Partial tile: compute it whole into scratch, then copy the valid part. */
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL, NULL);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL, NULL, CN_EPI_NONE);
                 for (int64_t r = 0; r < rows; r++)
                     for (int64_t q = 0; q < nr; q++)
                         c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
