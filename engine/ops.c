@@ -111,8 +111,10 @@ cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
     if (op == CN_OP_CLIP) return p->alpha == 0.0f && p->beta == 6.0f ? CN_EPI_RELU6 : CN_EPI_NONE;
     return cn_op_as_epilogue(op);
 }
-int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
-int cn_op_fused_residual(cn_op op, int n_in) { return op == CN_OP_LAYERNORM_GRAD && n_in == 4; }
+int cn_op_fused_bias(cn_op op, int n_in) {
+    return ((op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3) || (op == CN_OP_MATMUL && n_in == 4);
+}
+int cn_op_fused_residual(cn_op op, int n_in) { return (op == CN_OP_LAYERNORM_GRAD || op == CN_OP_MATMUL) && n_in == 4; }
 
 /* ---- shapes ---- */
 
@@ -496,7 +498,14 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
                              op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
                              cn_shape_str(out, s2, sizeof s2));
     }
-    if (cn_op_fused_residual(op, n_in)) {
+    if (cn_op_fused_residual(op, n_in) && op == CN_OP_MATMUL) {
+        /* the residual is read as the product's [M, N] rows: same elements, same row length */
+        if (dt[3] != dt[0] || in[3].ndim < 1 || out->ndim != 2 || cn_shape_numel(&in[3]) != cn_shape_numel(out) ||
+            in[3].d[in[3].ndim - 1] != out->d[1])
+            return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs the output's elements, rows and type %s",
+                             names[op], cn_shape_str(&in[3], s1, sizeof s1), cn_dtype_name(dt[3]),
+                             cn_shape_str(out, s2, sizeof s2));
+    } else if (cn_op_fused_residual(op, n_in)) {
         base = 3;
         if (p->variant != 0 || dt[3] != dt[0] || !cn_shape_eq(&in[3], out))
             return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs variant 0 and the output's shape and type %s",

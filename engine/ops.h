@@ -348,7 +348,13 @@ const char *cn_op_dtypes(cn_op op);
  * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports().
  * DWCONV takes the same (in[2] = bias [C], added to every pixel's channels, then the
- * epilogue): a depthwise layer's bias and ReLU6 in its one launch. */
+ * epilogue): a depthwise layer's bias and ReLU6 in its one launch.
+ * Fused residual of a product (planner.c, fuse_gemm_residual): a 2-D MATMUL with n_in == 4,
+ * in[2] the bias as above and in[3] = r with the output's elements and row length (a
+ * convolution's [N,OH,OW,C] for its [N*OH*OW, C] product): out = ((op(a) op(b) + bias) + r),
+ * each sum rounded to float, then the epilogue: a residual block's ADD and ReLU after its
+ * last convolution, bit for bit. r is never the output's buffer. Backends accept it only
+ * through supports(), and only from CN_BACKEND_API_VERSION 5. */
 /* The parameter-free activations of issue 16 are epilogues too; LEAKY_RELU, ELU and CLIP take
  * parameters that no GEMM or conv launch carries, so they stay separate launches, except
  * CLIP(0, 6), MobileNet's ReLU6, which is an epilogue of its own (CN_EPI_RELU6: min(max(x, 0),
@@ -379,7 +385,8 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
-/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above). */
+/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above); a
+ * 4-input MATMUL: the product, its bias, then a residual (see the fused bias above). */
 int cn_op_fused_residual(cn_op op, int n_in);
 
 typedef struct cn_op_params {
@@ -410,8 +417,8 @@ typedef struct cn_op_params {
     int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
     int32_t a_win_h, a_win_w;       /* MATMUL folded with the IM2COL feeding it (planner.c, fuse_im2col):
                                        in[0]'s buffer is the NHWC image [n, a_win_h, a_win_w, c] that
-                                       in_shape[0] is the window matrix of (kh, kw, sh, sw; no padding
-                                       or dilation). 0: a plain matrix. Backends that do not read the
+                                       in_shape[0] is the window matrix of (kh, kw, sh, sw, and padding
+                                       ph, pw, ph_extra, pw_extra; no dilation). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
     int32_t relu_mask;              /* MAXPOOL_GRAD folded with the RELU_GRAD after it (planner.c,
                                        fuse_pool_relu_grad): 1 = dx is also zeroed where x <= 0, i.e.

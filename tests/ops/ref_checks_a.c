@@ -182,6 +182,11 @@ void check_gemm(void) {
     gemm_threads(30, 100, 2100, 0, 0);
     gemm_threads(16, 600, 2100, 1, 0);
     gemm_threads(48, 300, 64, 1, 0);
+    /* few rows against a B stored transposed (a classifier at batch 1): B's 64-column blocks
+     * moved k-major 16 x 16 at a time, with a ragged K (37), a last block of 40 columns (two
+     * whole 16-groups, one of 8, one empty) and two row groups (5 rows) */
+    gemm_threads(1, 37, 1000, 0, 1);
+    gemm_threads(5, 520, 130, 1, 1);
 }
 
 static const n_geo geos[] = {
