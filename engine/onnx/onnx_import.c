@@ -261,11 +261,13 @@ static cn_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
         return ox_unsupported("graph input '%s' is not a tensor", vi->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cn_dtype dt;
-    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) dt = CN_F32;
+    /* a bool input is clnet's boolean, a float mask of 0 and 1 (docs/DESIGN.md), fed as floats */
+    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) dt = CN_F32;
     else if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32)
         dt = CN_I32;
     else
-        return ox_unsupported("graph input '%s' has element type %d; clnet takes float and int64/int32 (as i32) inputs",
+        return ox_unsupported("graph input '%s' has element type %d; clnet takes float, bool (as a 0/1 float mask) "
+                              "and int64/int32 (as i32) inputs",
                               vi->name, (int)tt->elem_type);
     if (!tt->shape) return ox_unsupported("graph input '%s' has no shape", vi->name);
     int nd = (int)tt->shape->n_dim;

@@ -293,6 +293,10 @@ static int per_channel(const ox_val *x, const ox_val *y) {
     return 0;
 }
 
+static int full_shape(const ox_val *v, int nd, const int64_t *od) {
+    return v->ndim == nd && !memcmp(v->d, od, sizeof(int64_t) * (size_t)nd);
+}
+
 /* a (op) b into *o (a value no node names yet): the step of cn_onnx_binary and of a
  * variadic Max or Min. At least one of a, b is a program value. */
 static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *o) {
@@ -305,12 +309,27 @@ static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *
     int64_t od[CN_MAX_DIMS];
     if (!bcast_shape(a, b, &nd, od))
         return cn_errorf(CN_ERR_SHAPE, "'%s' and '%s' do not broadcast", a->name, b->name);
+    /* Both program values smaller than the output ([1,4,1,6] with [3,1,5,6]): one of them
+     * (the one with the batch, if any) is expanded to the output's shape first, exactly (a
+     * product with a row of ones per growing axis), and the rest is the one-sided case. */
+    ox_val grown;
+    if (!a->is_const && !b->is_const && !full_shape(a, nd, od) && !full_shape(b, nd, od)) {
+        ox_val *e = b->bdim >= 0 && a->bdim < 0 ? b : a;
+        grown = *e;
+        grown.v = cn_onnx_expand_value(c, e, nd, od);
+        if (grown.v == CN_INVALID_VALUE) return ox_fill_dyn(c, o, grown.v, 0, -1, nd); /* its error */
+        grown.alt = CN_INVALID_VALUE, grown.nhwc = 0, grown.ndim = nd;
+        grown.bdim = e->bdim >= 0 ? e->bdim + nd - e->ndim : -1;
+        memcpy(grown.d, od, sizeof(int64_t) * (size_t)nd);
+        if (e == a) a = &grown;
+        else b = &grown;
+    }
     /* x: the dynamic operand that has the output's shape; y: the other one. */
     int swap = 0;
     ox_val *x = a, *y = b;
-    int a_full = a->ndim == nd && !memcmp(a->d, od, sizeof(int64_t) * (size_t)nd) && !a->is_const;
+    int a_full = full_shape(a, nd, od) && !a->is_const;
     if (!a_full) x = b, y = a, swap = 1;
-    if (x->is_const || x->ndim != nd || memcmp(x->d, od, sizeof(int64_t) * (size_t)nd))
+    if (x->is_const || !full_shape(x, nd, od))
         return ox_unsupported("broadcasting '%s' %s onto a larger shape", x->name, x->is_const ? "(a constant)" : "");
     if (swap && kind == OX_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
     if (swap && kind >= OX_LT) /* b (op) a: the mirrored comparison */
