@@ -397,6 +397,11 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (rules[op] != CN_RULE_PATCHES && ((p->dh && p->dh != 1) || (p->dw && p->dw != 1)))
             SHAPE_FAIL("%s: dilation %dx%d: pools take none", name, p->dh ? p->dh : 1, p->dw ? p->dw : 1);
         if (!cn_window_of(a, p, &g)) return window_fail(op, p, a);
+        if (op == CN_OP_MAXPOOL_ARGMAX && (p->variant < 0 || p->variant > 1))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0 row-major, 1 column-major indices)", name, p->variant);
+        if (op == CN_OP_MAXPOOL_ARGMAX && cn_shape_numel(a) > ((int64_t)1 << 24))
+            SHAPE_FAIL("%s: input %s has more than 2^24 elements, whose indices a float does not hold exactly", name,
+                       cn_shape_str(a, s1, sizeof s1));
         *out = rules[op] == CN_RULE_PATCHES ? cn_window_patches(&g) : cn_window_pooled(&g);
         return CN_OK;
     case CN_RULE_POOL_GRAD:

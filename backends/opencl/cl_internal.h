@@ -79,7 +79,7 @@ typedef enum cn_cl_family {
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
     X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                             \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
-    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
+    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv) X(POOL, maxpool_argmax) \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
     X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
     X(OPTIM, flag_nonfinite)                                                                   \

@@ -159,6 +159,9 @@ float ox_attr_f(const Onnx__NodeProto *n, const char *name, float dflt);
 /* The value of an output, fresh (not yet defined); NULL for an absent optional output or a
  * name defined twice (with a message). */
 ox_val *ox_out(ox_ctx *c, const Onnx__NodeProto *n, int k);
+/* An integer program value held exactly as f32 (MaxPool's Indices, below 2^24: ops.h's
+ * MAXPOOL_ARGMAX) rather than i32: it may be a graph output or cast to float, nothing more. */
+int ox_int_as_float(ox_ctx *c, const ox_val *v);
 ox_val *ox_find(ox_ctx *c, const char *name);
 /* Output k becomes a host constant (takes ownership of t's data). */
 cn_status ox_set_const(ox_ctx *c, const Onnx__NodeProto *n, int k, ox_tensor *t);

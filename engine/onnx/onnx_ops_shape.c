@@ -503,6 +503,7 @@ static cn_status h_cast(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return fold_cast(c, n, x);
     int64_t to = ox_attr_i(n, "to", 1);
+    if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && ox_int_as_float(c, x)) return ox_set_like(c, n, 0, x->v, x);
     if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !x->is_int) return ox_set_like(c, n, 0, x->v, x);
     if ((to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32) && x->is_int)
         return ox_set_like(c, n, 0, x->v, x);
