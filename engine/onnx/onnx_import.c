@@ -306,11 +306,37 @@ static cn_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
     return CN_OK;
 }
 
+/* An integer constant as a graph output (a Shape of a fixed input): given as floats, as
+ * every clnet output is, where each value is exact in one (|v| <= 2^24) and none is the free
+ * batch, which has no value at import. */
+static cn_status int_const_output(ox_ctx *c, ox_val *v, const char *name) {
+    if (v->init) return ox_unsupported("graph output '%s' is an integer initializer", name);
+    int64_t n = v->c.numel;
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "graph output '%s'", name);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t e = v->c.i[k];
+        if (e == CN_ONNX_BATCH || e > ((int64_t)1 << 24) || e < -((int64_t)1 << 24)) {
+            free(f);
+            return ox_unsupported("graph output '%s' is an integer constant holding %s; clnet outputs float values",
+                                  name, e == CN_ONNX_BATCH ? "the free batch size" : "a value not exact in a float");
+        }
+        f[k] = (float)e;
+    }
+    char cname[CN_NODE_NAME_MAX];
+    snprintf(cname, sizeof cname, "onnx_const_%d", c->consts++);
+    int64_t one = 1;
+    cn_value x = cn_constant(c->p, cname, v->ndim ? v->ndim : 1, v->ndim ? v->d : &one, f);
+    free(f);
+    if (x == CN_INVALID_VALUE || cn_output(c->p, name, x) != CN_OK)
+        return cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p));
+    return CN_OK;
+}
+
 static cn_status add_output(ox_ctx *c, const char *name) {
     ox_val *v = lookup(c, name, 0);
     if (!v || !v->defined) return cn_errorf(CN_ERR_FORMAT, "graph output '%s' is never computed", name);
-    if (v->is_const && v->c.dt != OX_F32)
-        return ox_unsupported("graph output '%s' is an integer constant; clnet outputs float values", name);
+    if (v->is_const && v->c.dt != OX_F32) return int_const_output(c, v, name);
     /* integers held exactly in a float (MaxPool's Indices) are given as those floats */
     if (v->is_int && !ox_int_as_float(c, v))
         return ox_unsupported("graph output '%s' is an integer tensor; clnet outputs float values", name);

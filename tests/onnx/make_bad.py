@@ -108,6 +108,13 @@ def main():
     save("indices_div", helper.make_model(helper.make_graph(nodes, "indices_div", [x], [y], [four]),
                                           opset_imports=[helper.make_opsetid("", 13)]))
 
+    # A shape given as a graph output is a constant of floats, but a free batch has no value.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    save("shape_output_batch", helper.make_model(
+        helper.make_graph([helper.make_node("Shape", ["x"], ["s"], name="shape")], "shape_output_batch", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 13)]))
+
     os.makedirs(CORPUS, exist_ok=True)
     for f in sorted(os.listdir(OUT)):
         shutil.copy(os.path.join(OUT, f), os.path.join(CORPUS, "seed-" + f[:-5]))
