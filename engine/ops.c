@@ -21,6 +21,7 @@ typedef enum cn_shape_rule {
     CN_RULE_SAME,         /* out = input's shape */
     CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
     CN_RULE_BINARY_GRAD,  /* (dy, a, b): dy and a equal, b broadcasts onto a; out = a's shape */
+    CN_RULE_SELECT,       /* (c, a, b): c and b broadcast onto a; out = a's shape; variant 0, 1 */
     CN_RULE_MASK,         /* SAME, with the dropout rate in [0,1) */
     CN_RULE_CLASSIFY,     /* logits [N,C], labels [N] -> [1] */
     CN_RULE_XENT_GRAD,    /* dy [1], logits [N,C], labels [N] -> [N,C] */
@@ -344,6 +345,14 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (!cn_shape_eq(a, b))
             SHAPE_FAIL("%s: dy %s and forward tensor %s differ", name, cn_shape_str(a, s1, sizeof s1),
                        cn_shape_str(b, s2, sizeof s2));
+        *out = *b;
+        return CN_OK;
+    case CN_RULE_SELECT:
+        if (!cn_shape_broadcasts(a, b) || !cn_shape_broadcasts(&in[2], b))
+            SHAPE_FAIL("%s: c %s, a %s, b %s: c and b must broadcast onto a", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        if (p->variant < 0 || p->variant > 1)
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0: a where c != 0, 1: a where c == 0)", name, p->variant);
         *out = *b;
         return CN_OK;
     case CN_RULE_BINARY_GRAD:

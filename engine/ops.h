@@ -200,6 +200,11 @@
  *   (n*C + c)*H*W + h + w*H, -1 for a window wholly in the padding. An index output: not
  *   differentiable; an x of more than 2^24 elements is refused (its indices would not all be
  *   exact in a float).
+ * - SELECT(c, a, b) -> a's shape, c and b broadcast onto it: ONNX Where and torch.where,
+ *   a where c[i % numel(c)] != 0 (p.variant 1: == 0), else b[i % numel(b)].
+ *   Nothing is computed, so inf and NaN pass as they are (masked_fill's -inf). Differentiable
+ *   in a and b (dy where each was taken, 0 elsewhere: SELECT of dy and a zero); c, a mask,
+ *   gets no gradient.
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -330,7 +335,8 @@
     X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
     X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
     X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
-    X(MAXPOOL_ARGMAX, "maxpool_argmax", 1, 0, 1, "h:f", POOL, OWN, 0, NONE)
+    X(MAXPOOL_ARGMAX, "maxpool_argmax", 1, 0, 1, "h:f", POOL, OWN, 0, NONE)               \
+    X(SELECT, "select", 3, 1, 1, "hhh:h", SELECT, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -115,7 +115,7 @@ typedef enum cn_cl_family {
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
     X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
-    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
+    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare) X(MATH, math_select)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,

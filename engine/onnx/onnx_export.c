@@ -345,6 +345,13 @@ static cn_status node(ex *e, int i, cn_session *s) {
                      (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT), AEND});
         break;
     }
+    case CN_OP_SELECT: { /* Where of ONNX's bool c != 0 (Not of it for variant 1) */
+        char *b = ex_emit1(e, "Cast", x, (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL), AEND});
+        if (n->p.variant == 1) b = ex_emit1(e, "Not", b, NULL);
+        const char *in[3] = {b, ex_in_name(e, n, 1), ex_in_name(e, n, 2)};
+        y = ex_emit(e, "Where", 3, in, NULL, NULL);
+        break;
+    }
     case CN_OP_SCALE:
         y = (char *)x;
         if (n->p.alpha != 1.0f) y = ex_emit2(e, "Mul", y, ex_scalar(e, n->p.alpha));

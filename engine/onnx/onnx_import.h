@@ -201,6 +201,7 @@ cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
  * gives a float mask, clnet's boolean) of program values and constants, with broadcasting. */
 enum { OX_ADD, OX_SUB, OX_MUL, OX_DIV, OX_MAX, OX_MIN, OX_POW, OX_LT, OX_GT, OX_EQ, OX_LE, OX_GE };
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
+cn_status cn_onnx_where_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *cond, ox_val *x, ox_val *y);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The broadcast rule of opsets 1 to 6 (a broadcast attribute and axis), as far as numpy's

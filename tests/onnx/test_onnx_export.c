@@ -294,6 +294,24 @@ static void graph_api_indices(void) {
     cn_program_free(p);
 }
 
+/* SELECT (ONNX Where) of a mask from a comparison, both variants, one operand broadcast: Where
+ * of a Cast to bool (and a Not) in the file, the same values after import. */
+static void graph_api_select(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 2, (const int64_t[]){CN_BATCH, 6}, CN_F32);
+    cn_value m = cn_param(p, "m", 1, (const int64_t[]){6}, CN_INIT_UNIFORM, 0.5f);
+    cn_value mask = cn_op_less(p, x, m), t = cn_op_tanh(p, x);
+    cn_op_params v0 = {0}, v1 = {.variant = 1};
+    cn_value a = cn_prog_op(p, CN_OP_SELECT, 3, (cn_value[]){mask, x, m}, &v0);
+    cn_value b = cn_prog_op(p, CN_OP_SELECT, 3, (cn_value[]){mask, t, m}, &v1);
+    OK(cn_output(p, "y", cn_op_add(p, a, cn_op_scale(p, b, 3.0f, 0.0f))));
+    float in[3 * 6];
+    fill(in, 18, 23);
+    round_trip("graph_api_select", p, NULL, "x", in, 3, 2, (const int64_t[]){3, 6}, 0, "y", 0);
+    cn_program_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     g_root = argv[1];
@@ -311,6 +329,7 @@ int main(int argc, char **argv) {
     graph_api_tconv_grouped();
     graph_api_math();
     graph_api_indices();
+    graph_api_select();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);
