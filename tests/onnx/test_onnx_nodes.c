@@ -268,7 +268,7 @@ static int run_frozen(const char *suite_dir, const char *name, const uint8_t *bu
     int ran = ok && n_frozen && p;
     if (ran) {
         g_n_init = (int)n_init;
-        int sets = 0, bad = run_sets(p, g, suite_dir, name, " (inputs after the first frozen)", 0, &sets);
+        int sets = 0, bad = run_sets(p, g, suite_dir, name, " (inputs after the first frozen)", g_all_devices, &sets);
         g_n_init = 1 << 30;
         if (bad) c->failed++;
         else {
