@@ -194,6 +194,17 @@
  *   but unequal), in the inputs' storage type: p.variant 0 a < b, 1 a > b, 2 a == b, 3 a <= b,
  *   4 a >= b. clnet's booleans are such masks (docs/DESIGN.md); not differentiable (no
  *   gradient flows through a comparison, as through PyTorch's bool tensors).
+ * - MAXPOOL_ARGMAX(x [N,H,W,C]) -> [N,OH,OW,C] f32, MAXPOOL's window geometry: where the
+ *   first maximum of each window (MAXPOOL_GRAD's winner) lies in the NCHW tensor, ONNX
+ *   MaxPool's Indices: ((n*C + c)*H + h)*W + w, p.variant 1 (ONNX storage_order=1)
+ *   (n*C + c)*H*W + h + w*H, -1 for a window wholly in the padding. An index output: not
+ *   differentiable; an x of more than 2^24 elements is refused (its indices would not all be
+ *   exact in a float).
+ * - SELECT(c, a, b) -> a's shape, c and b broadcast onto it: ONNX Where and torch.where,
+ *   a where c[i % numel(c)] != 0 (p.variant 1: == 0), else b[i % numel(b)].
+ *   Nothing is computed, so inf and NaN pass as they are (masked_fill's -inf). Differentiable
+ *   in a and b (dy where each was taken, 0 elsewhere: SELECT of dy and a zero); c, a mask,
+ *   gets no gradient.
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -323,7 +334,9 @@
     X(FLOOR, "floor", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
     X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
     X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
-    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)
+    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MAXPOOL_ARGMAX, "maxpool_argmax", 1, 0, 1, "h:f", POOL, OWN, 0, NONE)               \
+    X(SELECT, "select", 3, 1, 1, "hhh:h", SELECT, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,

@@ -276,6 +276,19 @@ void check_pool(void) {
                 cmp_exact(name_of(&m), d.chk[0], want, npool);
                 h_data_free(&d);
             }
+            for (int order = 0; order < 2; order++) {
+                h_case ma = rc_case(CN_OP_MAXPOOL_ARGMAX, GEO_FMT "%s%s", GEO_ARGS(g), order ? " column-major" : "",
+                                    ties ? " ties" : "");
+                set_geo(&ma, g);
+                ma.p.variant = order;
+                h_in(&ma, img_shape(g), gx, lo, hi);
+                ma.out_shape = ps;
+                if (run(&ma, NULL, &d)) {
+                    nv_maxpool_argmax(g, d.in[0], order, want);
+                    cmp_exact(name_of(&ma), d.chk[0], want, npool);
+                    h_data_free(&d);
+                }
+            }
             h_case mg = rc_case(CN_OP_MAXPOOL_GRAD, GEO_FMT "%s", GEO_ARGS(g), ties ? " ties" : "");
             set_geo(&mg, g);
             h_in(&mg, ps, GEN_UNIFORM, -1, 1);
