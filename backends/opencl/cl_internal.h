@@ -79,7 +79,7 @@ typedef enum cn_cl_family {
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
     X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                             \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
-    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
+    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv) X(POOL, maxpool_argmax) \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
     X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
     X(OPTIM, flag_nonfinite)                                                                   \
@@ -116,7 +116,7 @@ typedef enum cn_cl_family {
     X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
     X(KVCACHE, block_step) X(KVCACHE, block_step_v) X(KVCACHE, token_step) X(KVCACHE, token_step_v)         \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
-    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
+    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare) X(MATH, math_select)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,

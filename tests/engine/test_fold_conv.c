@@ -78,11 +78,14 @@ static void test_device(const char *sel) {
         cn_plan *plan = NULL;
         CHECK_OK(cn_plan_create(&inst.g, dev, &out, 1, bind, fuse, &plan));
         if (!plan) break;
+        /* the padded stem's IM2COL: read through the window by omp's product (planner.c,
+         * fuse_im2col), a launch of its own on OpenCL */
+        const int stem = strcmp(sel, "omp") != 0;
         if (fuse)
             CHECK(count_launches(plan, CN_OP_CLIP) == 0 && count_launches(plan, CN_OP_ADD) == 0 &&
-                      count_launches(plan, CN_OP_IM2COL) == 1,
-                  "%d clip, %d add and %d im2col launches, expected 0, 0 and 1", count_launches(plan, CN_OP_CLIP),
-                  count_launches(plan, CN_OP_ADD), count_launches(plan, CN_OP_IM2COL));
+                      count_launches(plan, CN_OP_IM2COL) == stem,
+                  "%d clip, %d add and %d im2col launches, expected 0, 0 and %d", count_launches(plan, CN_OP_CLIP),
+                  count_launches(plan, CN_OP_ADD), count_launches(plan, CN_OP_IM2COL), stem);
         CHECK_OK(cn_plan_feed(plan, in, x, sizeof x, 1));
         if (!tc_bad) CHECK_OK(cn_plan_run(plan, 1));
         if (!tc_bad) CHECK_OK(cn_plan_read(plan, out, y[fuse], sizeof y[fuse]));

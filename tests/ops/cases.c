@@ -552,6 +552,24 @@ static void cases_MAXPOOL(h_caselist *L) {
     cases_pool_modes(L, CN_OP_MAXPOOL);
 }
 
+/* MAXPOOL_ARGMAX: ONNX's Indices of MAXPOOL's winners, both storage orders; ties in
+ * {-1,0,1} too (the first maximum of the row-major scan wins, as for MAXPOOL_GRAD). */
+static void cases_MAXPOOL_ARGMAX(h_caselist *L) {
+    for (int k = 0; k < N_POOL; k++)
+        for (int v = 0; v < 3; v += k % 2 ? 2 : 1) { /* ties on every other geometry */
+            const geo *g = &pool_geos[k];
+            h_case *c = geo_case(L, CN_OP_MAXPOOL_ARGMAX, g);
+            size_t len = strlen(c->desc);
+            snprintf(c->desc + len, sizeof c->desc - len, "%s", v == 2 ? " ties" : v ? " column-major" : "");
+            set_geo(c, g);
+            c->p.variant = v == 1;
+            h_in(c, h_shape(4, g->n, g->h, g->w, g->c), v == 2 ? GEN_INTS : GEN_DISTINCT, v == 2 ? -1 : -4, v == 2 ? 1 : 4);
+            c->out_shape = pool_out_shape(g);
+            h_tol_exact(c);
+        }
+    cases_pool_modes(L, CN_OP_MAXPOOL_ARGMAX);
+}
+
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape */
 static void cases_MAXPOOL_GRAD(h_caselist *L) {
     for (int k = 0; k < N_POOL; k++) {
