@@ -425,13 +425,16 @@ __kernel void dense_rows_v(DENSE_ARGS) { dense_rows_v_at(DENSE_PASS, get_global_
         __local float *xn, __local float *h
 #define MLP_PASS x, norm, w1, b1, w2, b2, y, K, F, act, eps, xn, h
 
-/* Row r (y may be x: each element of x is read before, or by the work-item that, writes it). */
+/* Row r. y may be x (BLOCK_STEP, STEP): every work-item reads the whole row for its
+ * statistics before the first barrier, which therefore fences global memory too (Oclgrind
+ * reported the later stores as races with a local fence alone); after it, element n of x
+ * is read only by the work-item that writes it. */
 void mlp_row_group(MLP_ARGS, int r) {
     int me = get_local_id(0), G = get_local_size(0);
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = dense_row_stats(xr, K, eps);
     for (int k = me; k < K; k += G) xn[k] = (LOAD(xr, k) - st.x) * st.y * LOAD(norm, k) + LOAD(norm, K + k);
-    barrier(CLK_LOCAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
     for (int j = me; j < F; j += G) {
         float acc = 0.0f;
         for (int k = 0; k < K; k++) acc += xn[k] * LOAD(w1, (long)k * F + j);
