@@ -38,3 +38,30 @@ int cn_fold_transpose(cn_graph *g, int x, const cn_op_params *p) {
     }
     return cn_g_reshape(g, x, &out);
 }
+
+/* A dense layer imported from ONNX (Gemm with transB, a [N, K] weight) is a product with
+ * trans_b, which the GEMMs run well below the rate of the [K, N] layout their few-row and
+ * packed paths read in place (the MobileNet-v2 classifier at batch 1: a third to a twentieth,
+ * tools/gemm_rate). Transposing the weight is weight-only work, so an inference session that
+ * hoists it (session_fold.c) pays it once per weight upload and keeps the [K, N] copy; without
+ * hoisting it would be a pass over the weight per run, hence CN_FOLD_HOISTED. The product's
+ * sums may be ordered differently, so the values may differ in the last bits. */
+static int is_weight(const cn_graph *g, int v) {
+    while (g->nodes[v].op == CN_OP_CAST || g->nodes[v].op == CN_OP_RESHAPE) v = g->nodes[v].in[0];
+    return g->nodes[v].op == CN_OP_LEAF && (g->nodes[v].leaf == CN_LEAF_PARAM || g->nodes[v].leaf == CN_LEAF_CONST);
+}
+
+int cn_fold_weight_transpose(cn_graph *g, const int *in, const cn_op_params *p) {
+    const cn_shape *ws = &g->nodes[in[1]].shape;
+    if (!p->trans_b || ws->ndim < 2 || !is_weight(g, in[1])) return -2;
+    cn_op_params tp = {0};
+    for (int i = 0; i < ws->ndim; i++) tp.perm[i] = i;
+    tp.perm[ws->ndim - 2] = ws->ndim - 1, tp.perm[ws->ndim - 1] = ws->ndim - 2;
+    int wt = cn_g_op(g, CN_OP_TRANSPOSE, 1, &in[1], &tp, NULL);
+    if (wt < 0) return -1;
+    cn_op_params mp = *p;
+    mp.trans_b = 0;
+    mp.epilogue = CN_EPI_NONE;
+    const int mm_in[2] = {in[0], wt};
+    return cn_g_op(g, CN_OP_MATMUL, 2, mm_in, &mp, NULL);
+}

@@ -158,6 +158,74 @@ done:
     tc_end();
 }
 
+/* A product reading a weight transposed (an imported Gemm's transB) reads a [K, N] copy in
+ * an inference instance that hoists weight-only work (CN_FOLD_HOISTED, program_fold_conv.c):
+ * the instance has a TRANSPOSE of the weight and no trans_b MATMUL, and without the bit it
+ * keeps the trans_b product. A session's outputs equal x W^T (double reference; tolerance
+ * 4 K f32 roundings of the sum of |x w|, as the GEMM may order its sums either way), and
+ * again after cn_session_set_param changes W (a stale copy would give the old product).
+ * Before the fold the hoisting instance kept the trans_b MATMUL and no TRANSPOSE. */
+static int count_trans_b(const cn_graph *g) {
+    int n = 0;
+    for (int i = 0; i < g->n; i++) n += g->nodes[i].op == CN_OP_MATMUL && g->nodes[i].p.trans_b;
+    return n;
+}
+
+static void test_weight_transpose(const char *sel) {
+    char label[96];
+    snprintf(label, sizeof label, "trans_b weight read as a [K, N] copy on %s", sel);
+    tc_begin(label);
+    enum { R = 3, K = 7, N = 5 };
+    cn_device *dev = NULL;
+    cn_program *p = NULL;
+    cn_session *s = NULL;
+    float x[R * K], w[N * K], y[R * N];
+    for (int i = 0; i < R * K; i++) x[i] = (float)((i * 7) % 11) * 0.25f - 1.0f;
+    for (int i = 0; i < N * K; i++) w[i] = (float)((i * 5) % 13) * 0.125f - 0.75f;
+    CHECK_OK(cn_device_open(sel, &dev));
+    CHECK_OK(cn_program_create(&p));
+    if (tc_bad) goto done;
+    cn_value xv = cn_input(p, "x", 2, (int64_t[]){CN_BATCH, K}, CN_F32);
+    cn_value wv = cn_param_data(p, "w", 2, (int64_t[]){N, K}, w);
+    cn_output(p, "y", cn_op_matmul(p, xv, wv, 0, 1));
+    CHECK_OK(cn_program_status(p));
+    for (int hoisted = 0; hoisted < 2 && !tc_bad; hoisted++) {
+        cn_prog_inst inst = {0};
+        CHECK_OK(cn_program_instantiate_ex(p, R, 0, CN_FOLD_BN | (hoisted ? CN_FOLD_HOISTED : 0), CN_F32, &inst));
+        if (!tc_bad)
+            CHECK(count_trans_b(&inst.g) == !hoisted && count_op(&inst.g, CN_OP_TRANSPOSE) == hoisted,
+                  "fold bits %d: %d trans_b products and %d TRANSPOSE nodes, expected %d and %d",
+                  CN_FOLD_BN | (hoisted ? CN_FOLD_HOISTED : 0), count_trans_b(&inst.g),
+                  count_op(&inst.g, CN_OP_TRANSPOSE), !hoisted, hoisted);
+        cn_prog_inst_destroy(&inst);
+    }
+    CHECK_OK(cn_session_create_inference(p, dev, &s));
+    for (int round = 0; round < 2 && !tc_bad; round++) {
+        if (round) {
+            for (int i = 0; i < N * K; i++) w[i] = 0.5f - w[i];
+            CHECK_OK(cn_session_set_param(s, "w", w, sizeof w));
+        }
+        CHECK_OK(cn_session_feed(s, "x", x, R));
+        if (!tc_bad) CHECK_OK(cn_session_run(s));
+        if (!tc_bad) CHECK_OK(cn_session_fetch(s, "y", y, sizeof y));
+        for (int r = 0; r < R && !tc_bad; r++)
+            for (int n = 0; n < N; n++) {
+                double want = 0, mag = 0;
+                for (int k = 0; k < K; k++) {
+                    const double t = (double)x[r * K + k] * w[n * K + k];
+                    want += t, mag += fabs(t);
+                }
+                CHECK(fabs(y[r * N + n] - want) <= 4.0 * K * 0x1p-24 * mag, "round %d: y[%d,%d] = %.9g, want %.9g", round,
+                      r, n, (double)y[r * N + n], want);
+            }
+    }
+done:
+    cn_session_free(s);
+    cn_program_free(p);
+    cn_device_release(dev);
+    tc_end();
+}
+
 int main(void) {
     int n = 0;
     cn_device_count(&n);
@@ -166,6 +234,7 @@ int main(void) {
         if (cn_device_info_get(i, &info) != CN_OK) continue;
         test_device(info.selector);
         test_transpose_view(info.selector);
+        test_weight_transpose(info.selector);
     }
     return tc_finish();
 }
