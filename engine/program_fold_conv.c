@@ -24,19 +24,29 @@ int cn_fold_im2col(cn_graph *g, int x, const cn_op_params *p) {
  * conversion an imported CNN makes of its pooled [N, 1, 1, C] features before Flatten, or any
  * transpose at a batch of 1 that moves the batch axis. The instance reads a RESHAPE (a view)
  * instead: one launch and one copy less per run, the same values. */
+/* A TRANSPOSE of a TRANSPOSE that undoes it is a view of the first one's input too: an imported
+ * clnet export, whose every image op converts NHWC to NCHW and back around it, made two
+ * launches of each such pair, and its batch norms saw their convolution through them (so the
+ * depthwise fold, program_fold.c, did not apply to the re-imported form of a model). */
 int cn_fold_transpose(cn_graph *g, int x, const cn_op_params *p) {
     const cn_shape *xs = &g->nodes[x].shape;
     cn_shape out = {xs->ndim, {0}};
-    int prev = -1;
+    int prev = -1, moves = 0;
     for (int i = 0; i < xs->ndim; i++) {
         const int q = p->perm[i];
         if (q < 0 || q >= xs->ndim) return -2; /* the op's own check names it */
         out.d[i] = xs->d[q];
         if (xs->d[q] == 1) continue;
-        if (q < prev) return -2;
+        if (q < prev) moves = 1;
         prev = q;
     }
-    return cn_g_reshape(g, x, &out);
+    const cn_node *t = &g->nodes[x];
+    if (moves && t->op == CN_OP_TRANSPOSE && t->shape.ndim == xs->ndim) {
+        for (int i = 0; i < xs->ndim; i++) /* out dim i = x dim perm[i] = t's input dim t->perm[perm[i]] */
+            if (t->p.perm[p->perm[i]] != i) return -2;
+        return cn_g_reshape(g, t->in[0], &out);
+    }
+    return moves ? -2 : cn_g_reshape(g, x, &out);
 }
 
 /* A dense layer imported from ONNX (Gemm with transB, a [N, K] weight) is a product with
