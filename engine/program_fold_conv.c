@@ -54,8 +54,10 @@ int cn_fold_transpose(cn_graph *g, int x, const cn_op_params *p) {
  * packed paths read in place (the MobileNet-v2 classifier at batch 1: a third to a twentieth,
  * tools/gemm_rate). Transposing the weight is weight-only work, so an inference session that
  * hoists it (session_fold.c) pays it once per weight upload and keeps the [K, N] copy; without
- * hoisting it would be a pass over the weight per run, hence CN_FOLD_HOISTED. The product's
- * sums may be ordered differently, so the values may differ in the last bits. */
+ * hoisting it would be a pass over the weight per run, hence CN_FOLD_HOISTED. The omp and POCL
+ * GEMMs sum over K in order in either layout, so there the values do not change (the imported
+ * ResNet-18 and MobileNet-v2 at batches 1 and 32 give the same bits with CLNET_FOLD_WEIGHTS=0);
+ * a device whose kernels order the sums by layout may differ in the last bits. */
 static int is_weight(const cn_graph *g, int v) {
     while (g->nodes[v].op == CN_OP_CAST || g->nodes[v].op == CN_OP_RESHAPE) v = g->nodes[v].in[0];
     return g->nodes[v].op == CN_OP_LEAF && (g->nodes[v].leaf == CN_LEAF_PARAM || g->nodes[v].leaf == CN_LEAF_CONST);
