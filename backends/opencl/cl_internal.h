@@ -343,6 +343,8 @@ int cn_cl_gemm_default_variant(const cn_cl_ctx *c, const gemm_dims *g);
 size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch);
 /* K-slice length for split-K (0 = no split): long K next to a small output. */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant);
+/* The same for gemm_tiled on GPU-type devices (cl_blas.c says the rule). */
+int64_t cn_cl_gemm_tiled_kc(const cn_cl_ctx *c, const gemm_dims *g);
 /* Run one product by an explicit path (wg 0 = default group size; kc < 0 = default split,
  * 0 = none, else the K-slice length). */
 cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,

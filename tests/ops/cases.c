@@ -135,6 +135,7 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
 
 static void cases_MATMUL(h_caselist *L) {
     cases_MATMUL_BIAS(L);
+    mm(L, 2, 20, 1500, 12, 1, 0, CN_EPI_NONE); /* batched split-K: GPU-type gemm_tiled's slices per batch */
     mm(L, 0, 1, 1, 1, 0, 0, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 7, 5, 3, t & 1, t >> 1, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 33, 17, 29, t & 1, t >> 1, CN_EPI_NONE);
