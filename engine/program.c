@@ -492,7 +492,7 @@ static int given_shape(const cn_node *n, const cn_prog_spec *spec, const cn_grap
 }
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out) {
-    return cn_program_instantiate_ex(p, batch, training, !training, CN_F32, out);
+    return cn_program_instantiate_ex(p, batch, training, training ? 0 : CN_FOLD_BN, CN_F32, out);
 }
 
 /* A CAST of node id to dt (precision). */
@@ -576,7 +576,9 @@ cn_status cn_program_instantiate_ex(const cn_program *p, int64_t batch, int trai
             if (n->op == CN_OP_BATCHNORM) prm.running = !training;
             if (bn16 && batch_norm_f32_params(g, p, n, out->map, in) < 0) has = -1;
             /* -2: nothing to fold into, batch norm as it is */
-            int folded = n->op == CN_OP_BATCHNORM && !training && fold ? cn_fold_batch_norm(g, in, &prm)
+            int folded = n->op == CN_OP_BATCHNORM && !training && (fold & CN_FOLD_BN) ? cn_fold_batch_norm(g, in, &prm)
+                         : n->op == CN_OP_MATMUL && has >= 0 && !training && (fold & CN_FOLD_HOISTED)
+                             ? cn_fold_weight_transpose(g, in, &prm)
                          : n->op == CN_OP_IM2COL && has >= 0                ? cn_fold_im2col(g, in[0], &prm)
                          : n->op == CN_OP_TRANSPOSE && has >= 0             ? cn_fold_transpose(g, in[0], &prm)
                                                                             : -2;

@@ -76,8 +76,13 @@ int cn_prog_node(const cn_program *p, cn_value v);
 cn_status cn_prog_value_error(const cn_program *p, cn_value v, const char *what);
 
 cn_status cn_program_instantiate(const cn_program *p, int64_t batch, int training, cn_prog_inst *out);
+/* Bits of cn_program_instantiate_ex's fold (inference instances only). */
+#define CN_FOLD_BN 1      /* batch norm into the layer before it (program_fold.c) */
+#define CN_FOLD_HOISTED 2 /* rewrites that pay only when the session computes weight-only nodes
+                           * once per weight upload (session_fold.c): cn_fold_weight_transpose */
 /* The same, choosing whether an inference instance folds batch norm into the convolution or
- * dense layer before it (cn_program_instantiate folds whenever it does not train; the test
+ * dense layer before it and which other folds it makes (fold: CN_FOLD_* bits;
+ * cn_program_instantiate folds batch norm whenever it does not train; the test
  * of the fold builds both), and in a precision (cn_optimizer_config.precision): with CN_BF16
  * or CN_F16, every f32 leaf's users read a CAST of it to that type (map[] keeps the leaf, which
  * is what sessions bind and feed), and every output and the loss that came out 16-bit is
@@ -116,6 +121,10 @@ int cn_fold_im2col(cn_graph *g, int x, const cn_op_params *p);
 /* TRANSPOSE of node x by p->perm as the view of x it equals when it moves only axes of size 1
  * (program_fold_conv.c): the new node, -2 otherwise, -1 when building failed. */
 int cn_fold_transpose(cn_graph *g, int x, const cn_op_params *p);
+/* MATMUL(in[0], in[1]) with trans_b, where in[1] is a weight (a parameter or constant, seen
+ * through casts and reshapes), as MATMUL(in[0], TRANSPOSE(in[1])) without trans_b
+ * (program_fold_conv.c): the new node, -2 otherwise, -1 when building failed. */
+int cn_fold_weight_transpose(cn_graph *g, const int *in, const cn_op_params *p);
 void cn_prog_inst_destroy(cn_prog_inst *inst);
 /* Deep copy (sessions keep their own, so the caller may free the program). */
 cn_status cn_program_clone(const cn_program *p, cn_program **out);

@@ -5,11 +5,12 @@
  * When x is a convolution's or dense layer's ADD(MATMUL(a, w), b) (the product or the sum
  * seen through a RESHAPE back to an image), the same values are MATMUL(a, w * s) + (b * s + t): the
  * pass over the activations disappears, and the planner then fuses the new bias and a
- * following activation into the GEMM. The fold is built from the live tensors on every
- * run, one pass over the weights (C scales, K x C products), so a session sharing a
- * training session's parameters (cn_session_create_shared) always sees the current ones;
- * no copy of the weights is kept. The old product stays in the graph and the planner drops
- * it unless something else reads it (a layer output the session was asked for). */
+ * following activation into the GEMM. The fold reads the live tensors (C scales, K x C
+ * products); an inference session computes it once per weight upload (session_fold.c), so
+ * a session sharing a training session's parameters (cn_session_create_shared) always sees
+ * the current ones. The old product stays in the graph and the planner drops
+ * it unless something else reads it (a layer output the session was asked for).
+ * A depthwise convolution before the batch norm is folded the same way (fold_depthwise). */
 #include "internal.h"
 #include "program.h"
 
@@ -36,9 +37,49 @@ static int cast_like(cn_graph *g, int v, cn_dtype dt) {
     return cn_g_op(g, CN_OP_CAST, 1, &v, &c, NULL);
 }
 
+/* BN_FOLD's scale (variant 0) or shift (1) of batch norm's gamma, beta and running leaves. */
+static int bn_fold(cn_graph *g, const int *in, float eps, int variant) {
+    cn_op_params fp = {0};
+    fp.eps = eps;
+    fp.variant = variant;
+    int bn_in[3] = {in[1], in[2], in[3]};
+    return cn_g_op(g, CN_OP_BN_FOLD, 3, bn_in, &fp, NULL);
+}
+
+/* A depthwise convolution, DWCONV(a, w) or ADD(DWCONV(a, w), b), seen through views of its own
+ * shape: each channel is its own filter, so scaling the filter's channel c by s[c] scales
+ * output channel c, and the result is ADD(DWCONV(a, w * s), b * s + t) (t alone without a
+ * bias), which the planner fuses back into one launch (the fused bias, ops.h). MobileNet's
+ * depthwise layers are followed by batch norm. The views matter for a re-imported clnet
+ * export (its TRANSPOSE pairs become views, program_fold_conv.c): both forms of a model must
+ * fold alike, or their outputs differ in the last bits (onnx_train_bn compares them). */
+static int fold_depthwise(cn_graph *g, const int *in, const cn_op_params *prm, int64_t C) {
+    int v = in[0], b = -1;
+    while (g->nodes[v].op == CN_OP_RESHAPE && cn_shape_eq(&g->nodes[v].shape, &g->nodes[in[0]].shape)) v = g->nodes[v].in[0];
+    const cn_node *add = &g->nodes[v];
+    if (add->op == CN_OP_ADD && add->p.epilogue == CN_EPI_NONE && g->nodes[add->in[0]].op == CN_OP_DWCONV &&
+        is_vec(&g->nodes[add->in[1]].shape, C))
+        b = add->in[1], v = add->in[0];
+    const cn_node *dw = &g->nodes[v];
+    if (dw->op != CN_OP_DWCONV || dw->n_in != 2 || dw->p.epilogue != CN_EPI_NONE) return -2;
+    const int a = dw->in[0], w = f32_source(g, dw->in[1]), bs = b < 0 ? -1 : f32_source(g, b);
+    const cn_dtype wdt = g->nodes[dw->in[1]].dtype, bdt = b < 0 ? g->nodes[v].dtype : g->nodes[b].dtype;
+    if (w < 0 || (b >= 0 && bs < 0)) return -2;
+    const cn_op_params dp = dw->p;
+    int scale = bn_fold(g, in, prm->eps, 0), shift = bn_fold(g, in, prm->eps, 1);
+    int w2 = cast_like(g, cn_g_binary(g, CN_OP_MUL, w, scale), wdt);
+    int b2 = cast_like(g, bs < 0 ? shift : cn_g_binary(g, CN_OP_ADD, cn_g_binary(g, CN_OP_MUL, bs, scale), shift), bdt);
+    int dw_in[2] = {a, w2};
+    return cn_g_binary(g, CN_OP_ADD, cn_g_op(g, CN_OP_DWCONV, 2, dw_in, &dp, NULL), b2);
+}
+
 int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm) {
     const cn_node *x = &g->nodes[in[0]];
     const int64_t C = x->shape.d[x->shape.ndim - 1];
+    if (x->shape.ndim == 4) {
+        int d = fold_depthwise(g, in, prm, C);
+        if (d != -2) return d;
+    }
     int v = in[0], reshaped = 0;
     cn_shape image = x->shape;
     if (g->nodes[v].op == CN_OP_RESHAPE) v = g->nodes[v].in[0], reshaped = 1;
@@ -56,12 +97,7 @@ int cn_fold_batch_norm(cn_graph *g, const int *in, const cn_op_params *prm) {
     const cn_dtype wdt = g->nodes[mm->in[1]].dtype, bdt = g->nodes[add->in[1]].dtype;
     if (w < 0 || b < 0) return -2;
     const cn_op_params mp = mm->p;
-    cn_op_params fp = {0};
-    fp.eps = prm->eps;
-    int bn_in[3] = {in[1], in[2], in[3]};
-    int scale = cn_g_op(g, CN_OP_BN_FOLD, 3, bn_in, &fp, NULL);
-    fp.variant = 1;
-    int shift = cn_g_op(g, CN_OP_BN_FOLD, 3, bn_in, &fp, NULL);
+    int scale = bn_fold(g, in, prm->eps, 0), shift = bn_fold(g, in, prm->eps, 1);
     int w2 = cast_like(g, cn_g_binary(g, CN_OP_MUL, w, scale), wdt);
     int b2 = cast_like(g, cn_g_binary(g, CN_OP_ADD, cn_g_binary(g, CN_OP_MUL, b, scale), shift), bdt);
     int mm_in[2] = {a, w2};

@@ -269,7 +269,11 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
     if (!(sp->sel = malloc((size_t)(p->n_outputs ? p->n_outputs : 1))))
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "plan outputs");
     memcpy(sp->sel, sel, (size_t)p->n_outputs);
-    cn_status ist = cn_program_instantiate_ex(p, batch, s->training, !s->training, s->opt.precision, &sp->inst);
+    int fold = 1;
+    cn_status ist = cn_env_flag("CLNET_FOLD_WEIGHTS", 1, &fold);
+    if (ist == CN_OK)
+        ist = cn_program_instantiate_ex(p, batch, s->training, s->training ? 0 : CN_FOLD_BN | (fold ? CN_FOLD_HOISTED : 0),
+                                        s->opt.precision, &sp->inst);
     if (ist != CN_OK) {
         free(sp->sel);
         sp->sel = NULL;
@@ -318,8 +322,6 @@ static cn_status build_plan(cn_session *s, int64_t batch, const char *sel, cn_se
         if (sp->inst.qscale && sp->inst.qscale[p->params[i].node] >= 0) bind[sp->inst.qscale[p->params[i].node]] = s->qscale[i];
         if (s->training && gnode[i] >= 0) bind[gnode[i]] = s->grad[i];
     }
-    int fold = 1;
-    if (st == CN_OK) st = cn_env_flag("CLNET_FOLD_WEIGHTS", 1, &fold);
     if (st == CN_OK && !s->training && fold) st = cn_session__hoist(s, sp, outs, n_out, bind);
     if (st == CN_OK) st = cn_plan_create(g, s->dev, outs, n_out, bind, 1, &sp->plan);
     if (st == CN_OK) cn_session__flags_attach(s, sp->plan);

@@ -267,7 +267,10 @@ fi
 
 if want generate; then
     say "generation: tokens/s with and without the key/value cache (char_gpt.net, 512 tokens, best of 3)"
-    for d in $gpus omp; do
+    # the host's OpenMP device beside each GPU, for comparison; without a GPU, nothing (the
+    # CPU figures are docs/BENCHMARKS.md's, and an uncached bf16 run on a CPU takes minutes)
+    [ -z "$gpus" ] && echo "no GPU: skipped"
+    for d in ${gpus:+$gpus omp}; do
         for c in f32 bf16; do
             echo "-- $d, cache $c"
             timeout 300 "$gen_speed" --device "$d" --model "$models/char_gpt.net" --repeat 3 --cache-type $c \
