@@ -410,8 +410,8 @@ typedef struct cn_op_params {
     int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
     int32_t a_win_h, a_win_w;       /* MATMUL folded with the IM2COL feeding it (planner.c, fuse_im2col):
                                        in[0]'s buffer is the NHWC image [n, a_win_h, a_win_w, c] that
-                                       in_shape[0] is the window matrix of (kh, kw, sh, sw; no padding
-                                       or dilation). 0: a plain matrix. Backends that do not read the
+                                       in_shape[0] is the window matrix of (kh, kw, sh, sw, ph, pw; no
+                                       dilation or asymmetric padding). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
     int32_t relu_mask;              /* MAXPOOL_GRAD folded with the RELU_GRAD after it (planner.c,
                                        fuse_pool_relu_grad): 1 = dx is also zeroed where x <= 0, i.e.

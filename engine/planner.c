@@ -154,8 +154,9 @@ static void fuse_residual(cn_plan *p, const char *live, const int *consumers, co
  * forward reads the columns once; training also multiplies their transpose by the output's
  * gradient for the weight gradient): a device that can (its supports()) then reads the image
  * in place through the window (ops.h, a_win_h), and the column matrix, a KH*KW-fold copy of
- * the image, is neither written nor allocated. Windows without padding or dilation only, and
- * every reader folds or none does. Runs after the bias and activation folds, so the launches
+ * the image, is neither written nor allocated. Windows without dilation or asymmetric padding
+ * (a padded window's readers carry ph/pw; the device pads the image, one pass, where IM2COL
+ * wrote KH*KW), and every reader folds or none does. Runs after the bias and activation folds, so the launches
  * asked about are the final ones. */
 static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     enum { MAX_READERS = 4 };
@@ -165,7 +166,7 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
             continue;
         const cn_op_params *w = &col->p;
         const cn_shape *img = &p->nodes[col->in[0]].shape;
-        if (w->ph || w->pw || w->ph_extra || w->pw_extra || w->dh > 1 || w->dw > 1 || img->ndim != 4) continue;
+        if (w->ph_extra || w->pw_extra || w->dh > 1 || w->dw > 1 || img->ndim != 4) continue;
         int readers[MAX_READERS], n = 0, ok = 1;
         cn_op_params keep[MAX_READERS];
         for (int i = c + 1; i < p->n && ok && n < consumers[c]; i++) {
@@ -181,7 +182,7 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
         for (int r = 0; r < n && ok; r++) {
             cn_node *mm = &p->nodes[readers[r]];
             keep[r] = mm->p;
-            mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw;
+            mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw, mm->p.ph = w->ph, mm->p.pw = w->pw;
             mm->p.a_win_h = (int32_t)img->d[1], mm->p.a_win_w = (int32_t)img->d[2];
             cn_launch l;
             fill_launch(p, readers[r], &l);

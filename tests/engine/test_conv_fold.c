@@ -1,15 +1,15 @@
 /* The planner's im2col fold (planner.c, fuse_im2col; issue 20): an IM2COL read only by
  * MATMULs (a convolution's forward, cols W, and in training its weight gradient, colsᵀ dY) is
  * folded into them on a device that reads the image in place (POCL and other CPU-type OpenCL
- * devices), for windows without padding or dilation. For several shapes (one filter and many,
- * strides 1 and 2, the kernels' full column blocks, vector and scalar right edges, a one-row
- * product, a weight gradient long enough to be split over K) with and without the bias and
- * ReLU folds:
+ * devices), for windows without dilation (padded ones read a zero-padded copy of the image).
+ * For several shapes (one filter and many, strides 1 and 2, padding 1 and 3, the kernels' full
+ * column blocks, vector, half-vector and scalar right edges, a one-row product, a weight
+ * gradient long enough to be split over K) with and without the bias and ReLU folds:
  *  - on cl:0 the fused plan has no IM2COL (one launch per product) and its values are
  *    bit-identical to those of the same graph planned without fusion, which writes the columns
  *    (the kernels compute the same fma chains, over the same K slices, in the same order);
  *  - on omp, and on cl:0 under CLNET_EMULATE_GPU=1, the IM2COL stays a launch of its own;
- *  - a padded window is never folded.
+ *  - a padded window folds too, its plan one launch more (the padded copy) per product.
  *
  *   test_conv_fold DEV...
  */
@@ -66,6 +66,8 @@ static void run_case(cn_device *dev, const char *sel, const fold_case *fc, int e
               fc->h, fc->w, fc->c, fc->k, fc->s, fc->pad, fc->f, fuse, folded ? "folded" : "kept");
         if (fuse && expect_fold)
             CHECK(p->n_launch == 1 + fc->grad, "%s: the folded plan has %d launches", sel, p->n_launch);
+        if (fuse && expect_fold && fc->pad)
+            CHECK(count_op(p, CN_OP_MATMUL) == 1 + fc->grad, "%s: %d MATMUL launches", sel, count_op(p, CN_OP_MATMUL));
         CHECK(cn_plan_run(p, 1) == CN_OK, "%s: run", sel);
         CHECK(cn_plan_read(p, y, out[fuse], (size_t)(M * N) * sizeof(float)) == CN_OK, "%s: read", sel);
         if (fc->grad)
@@ -91,7 +93,11 @@ int main(int argc, char **argv) {
         {1, 5, 6, 4, 3, 1, 0, 24, 1, 1},  /* a vector and 8 scalar columns at the right edge */
         {1, 3, 3, 2, 3, 1, 0, 5, 1, 0},   /* one output row */
         {4, 20, 20, 4, 3, 1, 0, 16, 0, 1}, /* colsᵀ dY over 1296 pixels: split over K on POCL */
-        {1, 6, 6, 2, 3, 1, 1, 16, 1, 1},  /* padded: never folded */
+        {1, 6, 6, 2, 3, 1, 1, 16, 1, 1},  /* padded 1 (ResNet's 3x3) */
+        {2, 11, 9, 3, 7, 2, 3, 64, 1, 1}, /* padded 3, stride 2, K = 147 (ResNet's stem) */
+        {1, 9, 9, 8, 3, 2, 1, 24, 1, 1},  /* padded, stride 2; N = 24: a vector and a half */
+        {1, 4, 5, 4, 1, 1, 0, 40, 0, 1},  /* N = 40: two vectors and a half, no bias */
+        {1, 6, 5, 3, 3, 1, 1, 27, 1, 0},  /* N = 27: a vector, a half and 3 single columns */
     };
     const char *emulated = getenv("CLNET_EMULATE_GPU");
     int gpu = emulated && !strcmp(emulated, "1");
@@ -103,7 +109,7 @@ int main(int argc, char **argv) {
         }
         int before = failures, cl = strncmp(argv[d], "cl", 2) == 0;
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-            run_case(dev, argv[d], &cases[i], cl && !gpu && !cases[i].pad);
+            run_case(dev, argv[d], &cases[i], cl && !gpu);
         printf("%s %s%s\n", failures == before ? "ok  " : "FAIL", argv[d], gpu ? " (GPU emulated)" : "");
         cn_device_release(dev);
     }
