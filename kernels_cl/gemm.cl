@@ -127,23 +127,42 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
 #define vloadG CN_CAT(vload, GVW)
 #define vstoreG CN_CAT(vstore, GVW)
 
-CN_EPI_MORE_FN(cn_epi_moreG, floatG)
-floatG cn_epiG(floatG v, int epi) {
-    if (epi == EPI_RELU) return select((floatG)(0.0f), v, v > (floatG)(0.0f));
-    if (epi == EPI_SIGMOID) {
-        floatG e = exp(-fabs(v));
-        return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatG)(0.0f));
+/* The epilogue on a vector type T (floatG, and floatH below), MORE its out-of-line helper. */
+#define CN_EPI_VEC_FN(NAME, T, MORE)                                                               \
+    CN_EPI_MORE_FN(MORE, T)                                                                        \
+    T NAME(T v, int epi) {                                                                         \
+        if (epi == EPI_RELU) return select((T)(0.0f), v, v > (T)(0.0f));                           \
+        if (epi == EPI_SIGMOID) {                                                                  \
+            T e = exp(-fabs(v));                                                                   \
+            return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (T)(0.0f));                      \
+        }                                                                                          \
+        if (epi == EPI_TANH) return tanh(v);                                                       \
+        CN_EPI_MORE(v, epi, MORE)                                                                  \
+        return v;                                                                                  \
     }
-    if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi, cn_epi_moreG)
-    return v;
-}
+CN_EPI_VEC_FN(cn_epiG, floatG, cn_epi_moreG)
+
+/* MR rows by vectors of W columns (type T, f32) from column n on while W columns remain,
+ * A's element (i, k) given by A_AT(i) inside FOR_K, which runs its body once per k in order
+ * with bp at B's row k; advances n past them. */
+#define CN_COL_VECS(MR, FOR_K, A_AT, B_ROW0, T, W, VLOAD, VSTORE, EPI)                             \
+    for (; n + W <= N; n += W) {                                                                   \
+        T acc[MR];                                                                                 \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (T)(0.0f);                         \
+        __global const float *bp = B_ROW0 + n;                                                     \
+        FOR_K({                                                                                    \
+            T bv = VLOAD(0, bp);                                                                   \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((T)(A_AT(i)), bv, acc[i]); \
+        })                                                                                         \
+        T bb = has_bias ? VLOAD(0, bias + n) : (T)(0.0f);                                          \
+        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
+            if (i >= skip) VSTORE(EPI(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n);   \
+    }
 
 /* Half vectors (GVH = GVW / 2 floats) for a right edge of at least GVH columns that is not
  * a whole vector (MobileNet's N = 24, a classifier's N = 1000): one pass over K for them
  * instead of one per column (N = 24 took 9 passes: a vector and 8 single columns). f32
- * only; 16-bit launches keep the single columns. CN_HALF_TAIL(acc/loop) expands to nothing
- * where it does not apply. */
+ * only; 16-bit launches keep the single columns (CN_HALF_TAIL is empty there). */
 #if (GVW == 16 || GVW == 8) && CN_STORE == 0
 #if GVW == 16
 #define GVH 8
@@ -153,33 +172,8 @@ floatG cn_epiG(floatG v, int epi) {
 #define floatH CN_CAT(float, GVH)
 #define vloadH CN_CAT(vload, GVH)
 #define vstoreH CN_CAT(vstore, GVH)
-CN_EPI_MORE_FN(cn_epi_moreH, floatH)
-floatH cn_epiH(floatH v, int epi) {
-    if (epi == EPI_RELU) return select((floatH)(0.0f), v, v > (floatH)(0.0f));
-    if (epi == EPI_SIGMOID) {
-        floatH e = exp(-fabs(v));
-        return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatH)(0.0f));
-    }
-    if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi, cn_epi_moreH)
-    return v;
-}
-/* MR rows by GVH columns at column n, A's element (i, k) given by A_AT(i) inside FOR_K, which
- * runs its body once per k in order with bp at B's row k; advances n past them. */
-#define CN_HALF_TAIL(MR, FOR_K, A_AT, B_ROW0)                                                      \
-    if (n + GVH <= N) {                                                                            \
-        floatH acc[MR];                                                                            \
-        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatH)(0.0f);                    \
-        __global const float *bp = B_ROW0 + n;                                                     \
-        FOR_K({                                                                                    \
-            floatH bv = vloadH(0, bp);                                                             \
-            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatH)(A_AT(i)), bv, acc[i]); \
-        })                                                                                         \
-        floatH bb = has_bias ? vloadH(0, bias + n) : (floatH)(0.0f);                               \
-        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
-            if (i >= skip) vstoreH(cn_epiH(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
-        n += GVH;                                                                                  \
-    }
+CN_EPI_VEC_FN(cn_epiH, floatH, cn_epi_moreH)
+#define CN_HALF_TAIL(MR, FOR_K, A_AT, B_ROW0) CN_COL_VECS(MR, FOR_K, A_AT, B_ROW0, floatH, GVH, vloadH, vstoreH, cn_epiH)
 #else
 #define CN_HALF_TAIL(MR, FOR_K, A_AT, B_ROW0)
 #endif
@@ -343,18 +337,7 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
         return;                                                                                    \
     }                                                                                              \
     int n = n0;                                                                                    \
-    for (; n + GVW <= N; n += GVW) {                                                               \
-        floatG acc[MR];                                                                            \
-        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                    \
-        __global const float *bp = B + k0 * N + n;                                                 \
-        FOR_K({                                                                                    \
-            floatG bv = vloadG(0, bp);                                                             \
-            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(A_AT(i)), bv, acc[i]); \
-        })                                                                                         \
-        floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                               \
-        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
-            if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
-    }                                                                                              \
+    CN_COL_VECS(MR, FOR_K, A_AT, (B + k0 * N), floatG, GVW, vloadG, vstoreG, cn_epiG)              \
     CN_HALF_TAIL(MR, FOR_K, A_AT, (B + k0 * N))                                                    \
     for (; n < N; n++) {                                                                           \
         float acc[MR];                                                                             \
