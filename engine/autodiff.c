@@ -299,6 +299,24 @@ static int backward_node(cn_graph *g, int id, int dy, int *grad) {
         if (r >= 0 && need_b) r = accumulate(g, grad, b, unbroadcast(g, with_params(g, gop, 3, in, &q, NULL), &sb));
         break;
     }
+    case CN_OP_SELECT: {
+        /* dy where a was taken to a, where b was to b (summed to its shape), 0 elsewhere: SELECT
+         * of dy and a zero that CLIP to [0, 0] makes (0 for every dy, as for FLOOR); the mask
+         * c gets none */
+        int x = n.in[1], y = n.in[2];
+        int zero = with_params(g, CN_OP_CLIP, 1, &dy, &(cn_op_params){0}, NULL);
+        cn_op_params q = {0};
+        int in[3] = {a, dy, zero};
+        if (g->nodes[x].requires_grad) {
+            q.variant = n.p.variant;
+            r = accumulate(g, grad, x, with_params(g, CN_OP_SELECT, 3, in, &q, NULL));
+        }
+        if (r >= 0 && g->nodes[y].requires_grad) {
+            q.variant = !n.p.variant;
+            r = accumulate(g, grad, y, unbroadcast(g, with_params(g, CN_OP_SELECT, 3, in, &q, NULL), &g->nodes[y].shape));
+        }
+        break;
+    }
     case CN_OP_FLOOR: case CN_OP_CEIL:
         /* zero almost everywhere, as PyTorch's zeros_like: CLIP to [0, 0] is 0 for every dy,
          * NaN and infinities included (0 * dy would not be) */

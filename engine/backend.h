@@ -12,8 +12,9 @@
 #include "clnet.h"
 #include "ops.h"
 
-/* 4: cn_launch.also (a backend of an older version is never given a folded launch) */
-#define CN_BACKEND_API_VERSION 4
+/* 4: cn_launch.also (a backend of an older version is never given a folded launch)
+ * 5: a MATMUL's fused residual (ops.h; never given to an older backend) */
+#define CN_BACKEND_API_VERSION 5
 
 /* One planned node, ready to run. Buffers are the backend's own handles (cl_mem for
  * OpenCL, host pointers for OpenMP); in-place ops (ADAM, SGD) get out == in[0]. */

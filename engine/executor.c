@@ -34,7 +34,7 @@ static void prof_gemm_add(const cn_launch *l, double seconds, double cpu) {
     const cn_shape *a = &l->in_shape[0], *b = &l->in_shape[1];
     int r = a->ndim;
     prof_gemm key = {.b = r == 3 ? a->d[0] : 1, .ta = l->p->trans_a != 0, .tb = l->p->trans_b != 0,
-                     .bias = l->n_in == 3, .epilogue = l->p->epilogue};
+                     .bias = l->n_in >= 3, /* a fused residual (n_in 4) counts with its bias */ .epilogue = l->p->epilogue};
     key.m = key.ta ? a->d[r - 1] : a->d[r - 2];
     key.k = key.ta ? a->d[r - 2] : a->d[r - 1];
     key.n = key.tb ? b->d[r - 2] : b->d[r - 1];

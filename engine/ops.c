@@ -21,6 +21,7 @@ typedef enum cn_shape_rule {
     CN_RULE_SAME,         /* out = input's shape */
     CN_RULE_SAME_PAIR,    /* (dy, forward tensor) of equal shapes; out = that shape */
     CN_RULE_BINARY_GRAD,  /* (dy, a, b): dy and a equal, b broadcasts onto a; out = a's shape */
+    CN_RULE_SELECT,       /* (c, a, b): c and b broadcast onto a; out = a's shape; variant 0, 1 */
     CN_RULE_MASK,         /* SAME, with the dropout rate in [0,1) */
     CN_RULE_CLASSIFY,     /* logits [N,C], labels [N] -> [1] */
     CN_RULE_XENT_GRAD,    /* dy [1], logits [N,C], labels [N] -> [N,C] */
@@ -111,8 +112,10 @@ cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p) {
     if (op == CN_OP_CLIP) return p->alpha == 0.0f && p->beta == 6.0f ? CN_EPI_RELU6 : CN_EPI_NONE;
     return cn_op_as_epilogue(op);
 }
-int cn_op_fused_bias(cn_op op, int n_in) { return (op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3; }
-int cn_op_fused_residual(cn_op op, int n_in) { return op == CN_OP_LAYERNORM_GRAD && n_in == 4; }
+int cn_op_fused_bias(cn_op op, int n_in) {
+    return ((op == CN_OP_MATMUL || op == CN_OP_DWCONV) && n_in == 3) || (op == CN_OP_MATMUL && n_in == 4);
+}
+int cn_op_fused_residual(cn_op op, int n_in) { return (op == CN_OP_LAYERNORM_GRAD || op == CN_OP_MATMUL) && n_in == 4; }
 
 /* ---- shapes ---- */
 
@@ -346,6 +349,14 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
                        cn_shape_str(b, s2, sizeof s2));
         *out = *b;
         return CN_OK;
+    case CN_RULE_SELECT:
+        if (!cn_shape_broadcasts(a, b) || !cn_shape_broadcasts(&in[2], b))
+            SHAPE_FAIL("%s: c %s, a %s, b %s: c and b must broadcast onto a", name, cn_shape_str(a, s1, sizeof s1),
+                       cn_shape_str(b, s2, sizeof s2), cn_shape_str(&in[2], s3, sizeof s3));
+        if (p->variant < 0 || p->variant > 1)
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0: a where c != 0, 1: a where c == 0)", name, p->variant);
+        *out = *b;
+        return CN_OK;
     case CN_RULE_BINARY_GRAD:
         if (!cn_shape_eq(a, b) || !cn_shape_broadcasts(&in[2], b))
             SHAPE_FAIL("%s: dy %s, a %s, b %s: dy must equal a and b broadcast onto it", name,
@@ -397,6 +408,11 @@ static cn_status infer_shape(cn_op op, const cn_op_params *p, const cn_shape *in
         if (rules[op] != CN_RULE_PATCHES && ((p->dh && p->dh != 1) || (p->dw && p->dw != 1)))
             SHAPE_FAIL("%s: dilation %dx%d: pools take none", name, p->dh ? p->dh : 1, p->dw ? p->dw : 1);
         if (!cn_window_of(a, p, &g)) return window_fail(op, p, a);
+        if (op == CN_OP_MAXPOOL_ARGMAX && (p->variant < 0 || p->variant > 1))
+            return cn_errorf(CN_ERR_INVALID_ARG, "%s: variant %d (0 row-major, 1 column-major indices)", name, p->variant);
+        if (op == CN_OP_MAXPOOL_ARGMAX && cn_shape_numel(a) > ((int64_t)1 << 24))
+            SHAPE_FAIL("%s: input %s has more than 2^24 elements, whose indices a float does not hold exactly", name,
+                       cn_shape_str(a, s1, sizeof s1));
         *out = rules[op] == CN_RULE_PATCHES ? cn_window_patches(&g) : cn_window_pooled(&g);
         return CN_OK;
     case CN_RULE_POOL_GRAD:
@@ -496,7 +512,14 @@ cn_status cn_op_check(cn_op op, const cn_op_params *p, int n_in, const cn_shape 
                              op == CN_OP_MATMUL ? "a 2-D product" : "one value per channel",
                              cn_shape_str(out, s2, sizeof s2));
     }
-    if (cn_op_fused_residual(op, n_in)) {
+    if (cn_op_fused_residual(op, n_in) && op == CN_OP_MATMUL) {
+        /* the residual is read as the product's [M, N] rows: same elements, same row length */
+        if (dt[3] != dt[0] || in[3].ndim < 1 || out->ndim != 2 || cn_shape_numel(&in[3]) != cn_shape_numel(out) ||
+            in[3].d[in[3].ndim - 1] != out->d[1])
+            return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs the output's elements, rows and type %s",
+                             names[op], cn_shape_str(&in[3], s1, sizeof s1), cn_dtype_name(dt[3]),
+                             cn_shape_str(out, s2, sizeof s2));
+    } else if (cn_op_fused_residual(op, n_in)) {
         base = 3;
         if (p->variant != 0 || dt[3] != dt[0] || !cn_shape_eq(&in[3], out))
             return cn_errorf(CN_ERR_SHAPE, "%s: a fused residual %s %s needs variant 0 and the output's shape and type %s",

@@ -194,6 +194,17 @@
  *   but unequal), in the inputs' storage type: p.variant 0 a < b, 1 a > b, 2 a == b, 3 a <= b,
  *   4 a >= b. clnet's booleans are such masks (docs/DESIGN.md); not differentiable (no
  *   gradient flows through a comparison, as through PyTorch's bool tensors).
+ * - MAXPOOL_ARGMAX(x [N,H,W,C]) -> [N,OH,OW,C] f32, MAXPOOL's window geometry: where the
+ *   first maximum of each window (MAXPOOL_GRAD's winner) lies in the NCHW tensor, ONNX
+ *   MaxPool's Indices: ((n*C + c)*H + h)*W + w, p.variant 1 (ONNX storage_order=1)
+ *   (n*C + c)*H*W + h + w*H, -1 for a window wholly in the padding. An index output: not
+ *   differentiable; an x of more than 2^24 elements is refused (its indices would not all be
+ *   exact in a float).
+ * - SELECT(c, a, b) -> a's shape, c and b broadcast onto it: ONNX Where and torch.where,
+ *   a where c[i % numel(c)] != 0 (p.variant 1: == 0), else b[i % numel(b)].
+ *   Nothing is computed, so inf and NaN pass as they are (masked_fill's -inf). Differentiable
+ *   in a and b (dy where each was taken, 0 elsewhere: SELECT of dy and a zero); c, a mask,
+ *   gets no gradient.
  */
 #ifndef CN_OPS_H
 #define CN_OPS_H
@@ -323,7 +334,9 @@
     X(FLOOR, "floor", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                 \
     X(CEIL, "ceil", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                   \
     X(ERF, "erf", 1, 1, 1, "h:h", SAME, OWN, 0, NONE)                                     \
-    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)
+    X(COMPARE, "compare", 2, 0, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
+    X(MAXPOOL_ARGMAX, "maxpool_argmax", 1, 0, 1, "h:f", POOL, OWN, 0, NONE)               \
+    X(SELECT, "select", 3, 1, 1, "hhh:h", SELECT, OWN, 0, NONE)
 
 typedef enum cn_op {
 #define CN_X_OP_ENUM(NAME, ...) CN_OP_##NAME,
@@ -348,7 +361,13 @@ const char *cn_op_dtypes(cn_op op);
  * n_in == 3, in[2] = bias of shape [N] (the output's last dim, 2-D MATMUL only): out =
  * op(a) op(b) + bias[col], then the epilogue. Backends accept it only through supports().
  * DWCONV takes the same (in[2] = bias [C], added to every pixel's channels, then the
- * epilogue): a depthwise layer's bias and ReLU6 in its one launch. */
+ * epilogue): a depthwise layer's bias and ReLU6 in its one launch.
+ * Fused residual of a product (planner.c, fuse_gemm_residual): a 2-D MATMUL with n_in == 4,
+ * in[2] the bias as above and in[3] = r with the output's elements and row length (a
+ * convolution's [N,OH,OW,C] for its [N*OH*OW, C] product): out = ((op(a) op(b) + bias) + r),
+ * each sum rounded to float, then the epilogue: a residual block's ADD and ReLU after its
+ * last convolution, bit for bit. r is never the output's buffer. Backends accept it only
+ * through supports(), and only from CN_BACKEND_API_VERSION 5. */
 /* The parameter-free activations of issue 16 are epilogues too; LEAKY_RELU, ELU and CLIP take
  * parameters that no GEMM or conv launch carries, so they stay separate launches, except
  * CLIP(0, 6), MobileNet's ReLU6, which is an epilogue of its own (CN_EPI_RELU6: min(max(x, 0),
@@ -379,7 +398,8 @@ cn_storage cn_op_storage(cn_op op);
 int cn_op_takes_epilogue(cn_op op);
 cn_epilogue cn_op_as_epilogue(cn_op op);
 int cn_op_fused_bias(cn_op op, int n_in);
-/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above). */
+/* A 4-input LAYERNORM_GRAD: dx plus a residual gradient (see LAYERNORM_GRAD above); a
+ * 4-input MATMUL: the product, its bias, then a residual (see the fused bias above). */
 int cn_op_fused_residual(cn_op op, int n_in);
 
 typedef struct cn_op_params {
@@ -410,8 +430,8 @@ typedef struct cn_op_params {
     int32_t exclude_pad;            /* AVGPOOL(_GRAD): divide by the positions inside the image */
     int32_t a_win_h, a_win_w;       /* MATMUL folded with the IM2COL feeding it (planner.c, fuse_im2col):
                                        in[0]'s buffer is the NHWC image [n, a_win_h, a_win_w, c] that
-                                       in_shape[0] is the window matrix of (kh, kw, sh, sw, ph, pw; no
-                                       dilation or asymmetric padding). 0: a plain matrix. Backends that do not read the
+                                       in_shape[0] is the window matrix of (kh, kw, sh, sw, and padding
+                                       ph, pw, ph_extra, pw_extra; no dilation). 0: a plain matrix. Backends that do not read the
                                        image in place refuse such launches in supports(). */
     int32_t relu_mask;              /* MAXPOOL_GRAD folded with the RELU_GRAD after it (planner.c,
                                        fuse_pool_relu_grad): 1 = dx is also zeroed where x <= 0, i.e.

@@ -81,6 +81,68 @@ static void fuse_bias(cn_plan *p, const char *live, const int *consumers, const 
     }
 }
 
+/* Folds ADD node i = x + r into node prod (which computes x) as its last input, r, when the
+ * contract and the device take the launch so formed (ops.h's fused residuals); 1 if it did. */
+static int fold_residual_input(cn_plan *p, int i, int prod, int x, int r) {
+    cn_node *add = &p->nodes[i], *pn = &p->nodes[prod];
+    cn_launch l;
+    pn->in[pn->n_in++] = r;
+    fill_launch(p, prod, &l);
+    if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
+        pn->n_in--;
+        return 0;
+    }
+    /* the producer's side first, as planning expects of a fused node (x + r == r + x) */
+    add->in[0] = x, add->in[1] = r;
+    p->root[i] = prod;
+    p->fused++;
+    return 1;
+}
+
+/* The node that launches to compute value a, walking through views and nodes already folded
+ * into their producer, or -1 when a value on the way (a included) has another reader or is an
+ * output: a fold there would change what that reader sees. */
+static int sole_producer(const cn_plan *p, int a, const int *consumers, const char *is_out) {
+    for (;;) {
+        if (consumers[a] != 1 || is_out[a]) return -1;
+        if (p->root[a] == a) return a;
+        a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
+    }
+}
+
+/* Fold a residual ADD(x, r) into the product that computes x, MATMUL + its folded bias, seen
+ * through reshapes (a convolution's [N*OH*OW, C] as [N,OH,OW,C]): ops.h's fused residual.
+ * A residual block's last convolution then adds the skipped path while its tile is in
+ * registers, and the ReLU after the ADD folds into the same launch (fuse_activations runs
+ * next and walks through this ADD), instead of a separate pass that reads two tensors and
+ * writes one. Every value between the product and the ADD must have no other reader, and r
+ * must come from a node before the product, since it is read at the product's place in the
+ * launch order (a downsampling block's 1x1 convolution comes after the main path's second
+ * one, so there the ADD folds into the downsampling product, r being the main path). Same
+ * bits as the separate ADD: the sum is rounded to float first. The graph is unchanged, so
+ * autodiff, checkpoints and exports are too. */
+static void fuse_gemm_residual(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
+    if (p->dev->be->api_version < 5) return; /* older backends do not know the 4-input MATMUL */
+    for (int i = 0; i < p->n; i++) {
+        cn_node *add = &p->nodes[i];
+        if (!live[i] || add->op != CN_OP_ADD || add->p.epilogue != CN_EPI_NONE || p->root[i] != i) continue;
+        for (int side = 0; side < 2; side++) {
+            const int x = add->in[side], r = add->in[1 - side];
+            const cn_node *rn = &p->nodes[r];
+            if (!cn_shape_eq(&rn->shape, &add->shape) || !cn_shape_eq(&p->nodes[x].shape, &add->shape) ||
+                rn->dtype != add->dtype || p->nodes[x].dtype != add->dtype)
+                continue;
+            const int a = sole_producer(p, x, consumers, is_out); /* through views and its folded bias */
+            if (a < 0) continue;
+            cn_node *mm = &p->nodes[a];
+            if (mm->op != CN_OP_MATMUL || mm->n_in != 3 || mm->p.epilogue != CN_EPI_NONE || mm->shape.ndim != 2 ||
+                r >= a || cn_shape_numel(&mm->shape) != cn_shape_numel(&add->shape))
+                continue;
+            if (fold_residual_input(p, i, a, x, r)) break;
+        }
+    }
+}
+
 /* Fold an activation that has an epilogue (cn_node_as_epilogue: RELU, SIGMOID, TANH, ...,
  * CLIP(0, 6)) into the ADD, MATMUL or DWCONV that feeds it when nothing else reads the
  * pre-activation value: one pass over memory instead of two. */
@@ -89,18 +151,10 @@ static void fuse_activations(cn_plan *p, const char *live, const int *consumers,
         cn_node *n = &p->nodes[i];
         cn_epilogue e = cn_node_as_epilogue(n->op, &n->p);
         if (!live[i] || e == CN_EPI_NONE) continue;
-        /* Walk to the producer through reshapes and an ADD already folded into its matmul
-         * (which hands the epilogue on); every value on the way must have no other reader. */
-        int a = n->in[0], ok = 1;
-        for (;;) {
-            if (consumers[a] != 1 || is_out[a]) {
-                ok = 0;
-                break;
-            }
-            if (p->root[a] == a) break;
-            a = is_view(&p->nodes[a]) ? p->nodes[a].in[0] : p->root[a];
-        }
-        if (!ok) continue;
+        /* to the producer through reshapes and an ADD already folded into its matmul (which
+         * hands the epilogue on) */
+        const int a = sole_producer(p, n->in[0], consumers, is_out);
+        if (a < 0) continue;
         cn_node *prod = &p->nodes[a];
         if (!cn_op_takes_epilogue(prod->op) || prod->p.epilogue != CN_EPI_NONE || is_out[a] ||
             p->root[a] != a)
@@ -133,19 +187,7 @@ static void fuse_residual(cn_plan *p, const char *live, const int *consumers, co
                 is_out[g] || p->root[g] != g || r >= g || !cn_shape_eq(&p->nodes[r].shape, &add->shape) ||
                 !cn_shape_eq(&lg->shape, &add->shape) || p->nodes[r].dtype != lg->dtype || add->dtype != lg->dtype)
                 continue;
-            cn_launch l;
-            lg->n_in = 4;
-            lg->in[3] = r;
-            fill_launch(p, g, &l);
-            if (contract(&l) != CN_OK || !p->dev->be->supports(p->dev->be->ctx, &l)) {
-                lg->n_in = 3;
-                continue;
-            }
-            /* the producer first, as planning expects of a fused node (and a + b == b + a) */
-            add->in[0] = g, add->in[1] = r;
-            p->root[i] = g;
-            p->fused++;
-            break;
+            if (fold_residual_input(p, i, g, g, r)) break;
         }
     }
 }
@@ -154,9 +196,10 @@ static void fuse_residual(cn_plan *p, const char *live, const int *consumers, co
  * forward reads the columns once; training also multiplies their transpose by the output's
  * gradient for the weight gradient): a device that can (its supports()) then reads the image
  * in place through the window (ops.h, a_win_h), and the column matrix, a KH*KW-fold copy of
- * the image, is neither written nor allocated. Windows without dilation or asymmetric padding
- * (a padded window's readers carry ph/pw; the device pads the image, one pass, where IM2COL
- * wrote KH*KW), and every reader folds or none does. Runs after the bias and activation folds, so the launches
+ * the image, is neither written nor allocated. Windows without dilation only (padded ones
+ * where the device takes them: omp does; CPU-type OpenCL devices take symmetric padding
+ * through a zero-padded copy of the image), and every reader
+ * folds or none does. Runs after the bias and activation folds, so the launches
  * asked about are the final ones. */
 static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, const char *is_out) {
     enum { MAX_READERS = 4 };
@@ -166,7 +209,7 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
             continue;
         const cn_op_params *w = &col->p;
         const cn_shape *img = &p->nodes[col->in[0]].shape;
-        if (w->ph_extra || w->pw_extra || w->dh > 1 || w->dw > 1 || img->ndim != 4) continue;
+        if (w->dh > 1 || w->dw > 1 || img->ndim != 4) continue; /* padding: the device's call (supports) */
         int readers[MAX_READERS], n = 0, ok = 1;
         cn_op_params keep[MAX_READERS];
         for (int i = c + 1; i < p->n && ok && n < consumers[c]; i++) {
@@ -182,7 +225,8 @@ static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, cons
         for (int r = 0; r < n && ok; r++) {
             cn_node *mm = &p->nodes[readers[r]];
             keep[r] = mm->p;
-            mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw, mm->p.ph = w->ph, mm->p.pw = w->pw;
+            mm->p.kh = w->kh, mm->p.kw = w->kw, mm->p.sh = w->sh, mm->p.sw = w->sw;
+            mm->p.ph = w->ph, mm->p.pw = w->pw, mm->p.ph_extra = w->ph_extra, mm->p.pw_extra = w->pw_extra;
             mm->p.a_win_h = (int32_t)img->d[1], mm->p.a_win_w = (int32_t)img->d[2];
             cn_launch l;
             fill_launch(p, readers[r], &l);
@@ -482,6 +526,7 @@ cn_status cn_plan_create(const cn_graph *g, cn_device *dev, const int *outputs, 
     }
     if (st == CN_OK && fuse) {
         fuse_bias(p, live, consumers, is_out);
+        fuse_gemm_residual(p, live, consumers, is_out);
         fuse_activations(p, live, consumers, is_out);
         fuse_residual(p, live, consumers, is_out);
         fuse_im2col(p, live, consumers, is_out);

@@ -78,7 +78,7 @@ static double node_flops(const cn_graph *g, const cn_node *n) {
         double s = (double)k->d[k->ndim - 2];
         return 4.0 * out * s + (double)(a->d[0] * a->d[1]) * s;
     }
-    case CN_OP_MAXPOOL: case CN_OP_AVGPOOL:
+    case CN_OP_MAXPOOL: case CN_OP_AVGPOOL: case CN_OP_MAXPOOL_ARGMAX:
         return out * (double)(n->p.kh * n->p.kw);
     case CN_OP_CHANNEL_SUM: case CN_OP_CHANNEL_MAX: case CN_OP_SUM_LAST: case CN_OP_MEAN_LAST:
     case CN_OP_MAX_LAST: case CN_OP_SUM_ALL: case CN_OP_MEAN_ALL: case CN_OP_SUM_ROWS:

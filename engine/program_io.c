@@ -256,10 +256,12 @@ static int same_params(const cn_op_params *a, const cn_op_params *b) {
     return ba.n == bb.n && memcmp(wa, wb, (size_t)ba.n * sizeof *wa) == 0;
 }
 
-/* The forward ops a builder emits: no gradient or optimizer op belongs in a template. */
+/* The forward ops a builder emits: no gradient or optimizer op belongs in a template. Those
+ * without a gradient are listed (a comparison's mask, MaxPool's Indices: an imported model's). */
 static int template_op(cn_op op) {
     if ((unsigned)op >= CN_OP_COUNT || op == CN_OP_LEAF) return 0;
-    return cn_op_differentiable(op) || op == CN_OP_ARGMAX || op == CN_OP_ACCURACY;
+    return cn_op_differentiable(op) || op == CN_OP_ARGMAX || op == CN_OP_ACCURACY || op == CN_OP_COMPARE ||
+           op == CN_OP_MAXPOOL_ARGMAX;
 }
 
 /* The weights a parameter of p starts from: its tensor in c, f32 of its shape. */

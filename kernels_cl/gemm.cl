@@ -8,8 +8,9 @@
  *
  * A, B, the bias and out are STORE_T (common.h.cl), so f16 and bf16 products are clnet's own,
  * with float32 accumulators in every kernel here (CLBlast's half GEMM accumulates in half and
- * needs cl_khr_fp16; it is never used for them). Split-K partials are float and used for f32
- * launches only (the host never splits a 16-bit product). */
+ * needs cl_khr_fp16; it is never used for them). Split-K partials are float: gemm_tiled
+ * splits 16-bit products too (one rounding, at the sum's store, as unsplit), the register-
+ * blocked kernels f32 ones only. */
 
 #ifndef TSM
 #define TSM 64
@@ -37,15 +38,20 @@
  * host passes some valid buffer with has_bias = 0 when there is none. */
 #define CN_BIAS(acc, col) (has_bias ? (acc) + LOAD(bias, col) : (acc))
 
+/* Split-K (S > 1): dimension 2 of the grid is batch x S; slice s sums k in [s*kc, (s+1)*kc)
+ * and writes its float partials, without bias or epilogue, to part[(b*S + s)*M*N + i]
+ * (gemm_splitk_sum adds them in slice order). S = 1: kc = K, part unused. */
 __kernel __attribute__((reqd_work_group_size(RTSN, RTSM, 1)))
 void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int M, int N, int K,
-                int trans_a, int trans_b, int epi, __global const STORE_T *bias, int has_bias) {
+                int trans_a, int trans_b, int epi, __global const STORE_T *bias, int has_bias, int S, int kc,
+                __global float *part) {
     __local float Asub[TSK][TSM];
     __local float Bsub[TSK][TSN];
     const int tn = get_local_id(0), tm = get_local_id(1);
     const int tid = tm * RTSN + tn;
     const int offN = get_group_id(0) * TSN, offM = get_group_id(1) * TSM;
-    const int b = get_global_id(2);
+    const int b = get_global_id(2) / S, s = get_global_id(2) % S;
+    const int k0 = s * kc, k1 = min(K, k0 + kc);
     A += b * M * K;
     B += b * K * N;
     out += b * M * N;
@@ -54,7 +60,7 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
     for (int wm = 0; wm < WPTM; wm++)
         for (int wn = 0; wn < WPTN; wn++) acc[wm][wn] = 0.0f;
 
-    for (int t = 0; t < K; t += TSK) {
+    for (int t = k0; t < k1; t += TSK) {
         /* Stage the tiles with the contiguous dimension of each matrix across work-items. */
         for (int l = 0; l < LPTA; l++) {
             int id = l * NTHREADS + tid;
@@ -64,7 +70,7 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
                 else { kk = id % TSK; mm = id / TSK; }
                 int gm = offM + mm, gk = t + kk;
                 float v = 0.0f;
-                if (gm < M && gk < K) v = trans_a ? LOAD(A, gk * M + gm) : LOAD(A, gm * K + gk);
+                if (gm < M && gk < k1) v = trans_a ? LOAD(A, gk * M + gm) : LOAD(A, gm * K + gk);
                 Asub[kk][mm] = v;
             }
         }
@@ -76,7 +82,7 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
                 else { nn = id % TSN; kk = id / TSN; }
                 int gn = offN + nn, gk = t + kk;
                 float v = 0.0f;
-                if (gn < N && gk < K) v = trans_b ? LOAD(B, gn * K + gk) : LOAD(B, gk * N + gn);
+                if (gn < N && gk < k1) v = trans_b ? LOAD(B, gn * K + gk) : LOAD(B, gk * N + gn);
                 Bsub[kk][nn] = v;
             }
         }
@@ -97,7 +103,9 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
         if (gm >= M) continue;
         for (int wn = 0; wn < WPTN; wn++) {
             int gn = offN + tn + wn * RTSN;
-            if (gn < N) STORE(out, gm * N + gn, cn_epi(CN_BIAS(acc[wm][wn], gn), epi));
+            if (gn >= N) continue;
+            if (S > 1) part[(get_global_id(2) * M + gm) * N + gn] = acc[wm][wn];
+            else STORE(out, gm * N + gn, cn_epi(CN_BIAS(acc[wm][wn], gn), epi));
         }
     }
 }

@@ -58,3 +58,12 @@ __kernel void math_unary(__global const STORE_T *x, __global STORE_T *out, int n
     float v = LOAD(x, i);
     STORE(out, i, kind == 0 ? floor(v) : kind == 1 ? ceil(v) : erf(v));
 }
+
+/* SELECT: a where (c[i % nc] != 0) != inv, else b[i % nb]; a value widened to float and stored back
+ * in its own type is the same value (16-bit storage too). */
+__kernel void math_select(__global const STORE_T *c, __global const STORE_T *a, __global const STORE_T *b,
+                          __global STORE_T *out, int n, int nc, int nb, int inv) {
+    int i = get_global_id(0);
+    if (i >= n) return;
+    STORE(out, i, (LOAD(c, i % nc) != 0.0f) != inv ? LOAD(a, i) : LOAD(b, i % nb));
+}

@@ -62,6 +62,18 @@ __kernel void maxpool_index(__global const STORE_T *x, __global int *idx, int N,
     idx[o] = cn_window_argmax(x, n, oh, ow, c, H, W, C, KH, KW, SH, SW, PH, PW, &best);
 }
 
+/* MAXPOOL_ARGMAX (ops.h): the winner's place in the NCHW tensor, ONNX MaxPool's Indices,
+ * row-major or (col_major, storage_order=1) column-major per plane; -1 for an empty window.
+ * The shape rule keeps x at most 2^24 elements, so the float is exact and int is enough. */
+__kernel void maxpool_argmax(__global const STORE_T *x, __global float *y, int N, int H, int W, int C, int OH,
+                             int OW, int KH, int KW, int SH, int SW, int PH, int PW, int col_major) {
+    POOL_FWD_INDEX
+    float best;
+    int bi = cn_window_argmax(x, n, oh, ow, c, H, W, C, KH, KW, SH, SW, PH, PW, &best);
+    int h = bi / W, w = bi % W;
+    y[o] = bi < 0 ? -1.0f : (float)((n * C + c) * H * W + (col_major ? h + w * H : bi));
+}
+
 /* Output rows oh whose window covers input row h: oh*S - P <= h < oh*S - P + K. */
 int cn_first_window(int h, int P, int K, int S) {
     int lo = h + P - K + 1;

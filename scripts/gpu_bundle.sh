@@ -2,13 +2,16 @@
 # Makes a directory that runs the GPU check (scripts/gpu_check.sh) on a machine that has a GPU
 # and its vendor's OpenCL driver but not this checkout, a compiler or a network:
 #   gpu_check.sh            the check itself (it finds everything else beside it)
-#   bin/clnet, bin/test_ops clnet's binaries (release build, no MPI: nothing beyond the below)
+#   bin/clnet, bin/test_ops, bin/generate_speed
+#                           clnet's binaries (release build, no MPI: nothing beyond the below)
 #   lib/libclnet.so*        the library bin/clnet links
 #   debs/*.deb              Debian's OpenCL ICD loader (ocl-icd-libopencl1), CLBlast
-#                           (libclblast1) and the OpenMP runtime (libgomp1), which the check
+#                           (libclblast1), protobuf-c (libprotobuf-c1, the ONNX reader's) and
+#                           the OpenMP runtime (libgomp1), which the check
 #                           unpacks into its own directory: nothing is installed
-#   models/, data/          the seed CNN and Fashion-MNIST
-#   tools/                  the PyTorch comparison and the report
+#   models/, data/          the seed CNN, the ViT, the char-GPT and Fashion-MNIST
+#   tools/, golden/         the PyTorch comparisons (torch_gpu.py, torch_transformers.py and
+#                           the models it imports) and the reports
 # Copy the directory (or --tar's archive) to the GPU machine and run ./gpu_check.sh there.
 #
 # usage: gpu_bundle.sh [--out DIR] [--build DIR] [--debs DIR] [--tar]
@@ -34,15 +37,15 @@ out=$(realpath -m "$out")
 [ -z "$debs" ] || debs=$(realpath -m "$debs")
 cd "$(dirname "$0")/.."
 root=$(pwd)
-pkgs=(ocl-icd-libopencl1 libclblast1 libgomp1)
+pkgs=(ocl-icd-libopencl1 libclblast1 libprotobuf-c1 libgomp1)
 data=/usr/share/datasets/fashion-mnist
 
 if [ -z "$build" ]; then
     build=build-bundle
     [ -f "$build/build.ninja" ] || meson setup "$build" -Dbuildtype=release -Dmpi=disabled -Dnative=false >/dev/null
-    ninja -C "$build" tools/clnet tests/ops/test_ops >/dev/null
+    ninja -C "$build" tools/clnet tests/ops/test_ops tools/generate_speed >/dev/null
 fi
-for f in "$build/tools/clnet" "$build/tests/ops/test_ops"; do
+for f in "$build/tools/clnet" "$build/tests/ops/test_ops" "$build/tools/generate_speed"; do
     [ -x "$f" ] || { echo "gpu_bundle: $f is missing (build it, or leave out --build)" >&2; exit 1; }
 done
 if ldd "$build/tools/clnet" | grep -q libmpi; then
@@ -50,12 +53,14 @@ if ldd "$build/tools/clnet" | grep -q libmpi; then
 fi
 
 rm -rf "$out"
-mkdir -p "$out"/{bin,lib,debs,models,data,tools}
-cp "$build/tools/clnet" "$build/tests/ops/test_ops" "$out/bin/"
+mkdir -p "$out"/{bin,lib,debs,models,data,tools,golden}
+cp "$build/tools/clnet" "$build/tests/ops/test_ops" "$build/tools/generate_speed" "$out/bin/"
 find "$build" -maxdepth 1 -name 'libclnet.so*' ! -type d -exec cp -P {} "$out/lib/" \;
 cp scripts/gpu_check.sh "$out/"
-cp tools/bench/torch_gpu.py tools/bench/gpu_report.py "$out/tools/"
-cp models/seed_cnn.net "$out/models/"
+cp tools/bench/torch_gpu.py tools/bench/gpu_report.py tools/bench/torch_transformers.py \
+    tools/bench/precision_report.py "$out/tools/"
+cp tools/golden/torch_models.py "$out/golden/"
+cp models/seed_cnn.net models/vit_fashion.net models/char_gpt.net "$out/models/"
 cp "$data"/*-ubyte.gz "$out/data/" || { echo "gpu_bundle: Fashion-MNIST is missing ($data): ./scripts/setup.sh installs it" >&2; exit 1; }
 
 # The .deb files: from --debs, else apt's cache, else apt-get download.

@@ -27,18 +27,41 @@ cn_status cn_cl_gemm_dims(cn_cl_ctx *c, const cn_launch *l, gemm_dims *g) {
 static int has_bias(const cn_launch *l) { return cn_op_fused_bias(l->op, l->n_in); }
 static cl_mem bias_mem(const cn_launch *l) { return cn_cl_mem(has_bias(l) ? l->in[2] : l->out); }
 
+static cn_status split_k_sum(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int64_t S, cl_mem part);
+
+/* K slices of gemm_tiled on a GPU-type device: a product with fewer than two tiles per
+ * compute unit and a long K (>= 1024 and >= 4x each side of the output: a square product
+ * such as 1024^3 keeps its 256 tiles whole) (the weight gradients, whose K is batch x positions: a ViT's 64 x 64 x 12,544
+ * is one tile, which one compute unit walked alone at 2-5% of an H200's rate) is cut into
+ * slices of at least 128 until there are four groups per compute unit. 0: no split. */
+int64_t cn_cl_gemm_tiled_kc(const cn_cl_ctx *c, const gemm_dims *g) {
+    int64_t tiles = (g->M + c->gemm_tsm - 1) / c->gemm_tsm * ((g->N + c->gemm_tsn - 1) / c->gemm_tsn) * g->batch;
+    int64_t cu = c->compute_units ? c->compute_units : 1;
+    if (c->is_cpu || tiles <= 0 || tiles >= 2 * cu || g->K < 1024 || g->K < 4 * (g->M > g->N ? g->M : g->N)) return 0;
+    int64_t want = (4 * cu + tiles - 1) / tiles;
+    int64_t kc = (g->K + want - 1) / want;
+    kc = kc < 128 ? 128 : (kc + c->gemm_tsk - 1) / c->gemm_tsk * c->gemm_tsk;
+    if (kc >= g->K || g->batch * ((g->K + kc - 1) / kc) * g->M * g->N > INT32_MAX) return 0;
+    return kc;
+}
+
 static cn_status gemm_tiled(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
     size_t rtsm = (size_t)(c->gemm_tsm / c->gemm_wptm), rtsn = (size_t)(c->gemm_tsn / c->gemm_wptn);
     if (cn_cl_kernel_max_wg(c, CN_K_gemm_tiled) < rtsm * rtsn)
         return cn_errorf(CN_ERR_UNSUPPORTED, "gemm.cl needs %zu work-items per group; OpenCL device '%s' allows %zu",
                          rtsm * rtsn, c->dev_name, cn_cl_kernel_max_wg(c, CN_K_gemm_tiled));
+    int64_t kc = cn_cl_gemm_tiled_kc(c, g), S = kc > 0 ? (g->K + kc - 1) / kc : 1;
+    if (kc == 0) kc = g->K > 0 ? g->K : 1;
+    cl_mem part = cn_cl_mem(l->out);
+    if (S > 1) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(g->batch * S * g->M * g->N) * sizeof(float), &part));
     size_t lws[3] = {rtsn, rtsm, 1};
     size_t gws[3] = {(size_t)((g->N + c->gemm_tsn - 1) / c->gemm_tsn) * rtsn,
-                     (size_t)((g->M + c->gemm_tsm - 1) / c->gemm_tsm) * rtsm, (size_t)g->batch};
-    return CN_CL_LAUNCH(c, CN_K_gemm_tiled, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                     (size_t)((g->M + c->gemm_tsm - 1) / c->gemm_tsm) * rtsm, (size_t)(g->batch * S)};
+    CN_TRY(CN_CL_LAUNCH(c, CN_K_gemm_tiled, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                         CN_ARG_MEM(l->out), CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(g->ta),
                         CN_ARG_INT(g->tb), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)),
-                        CN_ARG_INT(has_bias(l)));
+                        CN_ARG_INT(has_bias(l)), CN_ARG_INT(S), CN_ARG_INT(kc), CN_ARG(part)));
+    return S == 1 ? CN_OK : split_k_sum(c, l, g, S, part);
 }
 
 /* The register-blocked variants of gemm.cl, in the order of their kernel ids. */
@@ -315,7 +338,10 @@ static void choose_path(cn_cl_ctx *c, const gemm_dims *g, int *path, int *varian
         *path = CN_GEMM_PATH_CLBLAST;
     } else if (c->gemm_mode == CN_GEMM_AUTO && !c->clblast_failed && cn_cl_tuned_gemm(c, g, path, variant, wg, kc)) {
         /* tuned */
-    } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g->K == 0) {
+    } else if (c->gemm_mode == CN_GEMM_NATIVE || c->clblast_failed || c->gemm_reg_default || g->K == 0 ||
+               cn_cl_gemm_tiled_kc(c, g) > 0) {
+        /* A split-K product: CLBlast does not split K, and walked the ViT's long-K weight
+         * gradients at 155 GFLOP/s on an H200 (docs/BENCHMARKS.md, the GPU section). */
         /* K == 0 is a valid product (all zeros, then the epilogue) that CLBlast rejects. */
         *path = c->gemm_reg_default ? CN_GEMM_PATH_REG : CN_GEMM_PATH_TILED;
         *variant = cn_cl_gemm_default_variant(c, g);

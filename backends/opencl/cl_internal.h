@@ -79,7 +79,7 @@ typedef enum cn_cl_family {
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
     X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv) X(CONV, pad_hw)             \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
-    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv)                        \
+    X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv) X(POOL, maxpool_argmax) \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
     X(OPTIM, adam) X(OPTIM, sgd) X(OPTIM, adam_span) X(OPTIM, sgd_span) X(OPTIM, clip_scale)                        \
     X(OPTIM, flag_nonfinite)                                                                   \
@@ -115,7 +115,7 @@ typedef enum cn_cl_family {
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
     X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
-    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare)
+    X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare) X(MATH, math_select)
 
 typedef enum cn_cl_kernel_id {
 #define CN_X_KID(fam, name) CN_K_##name,
@@ -346,6 +346,8 @@ int cn_cl_gemm_default_variant(const cn_cl_ctx *c, const gemm_dims *g);
 size_t cn_cl_gemm_default_wg(const cn_cl_ctx *c, size_t tiles_m, size_t tiles_n, size_t batch);
 /* K-slice length for split-K (0 = no split): long K next to a small output. */
 int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int variant);
+/* The same for gemm_tiled on GPU-type devices (cl_blas.c says the rule). */
+int64_t cn_cl_gemm_tiled_kc(const cn_cl_ctx *c, const gemm_dims *g);
 /* Run one product by an explicit path (wg 0 = default group size; kc < 0 = default split,
  * 0 = none, else the K-slice length). */
 cn_status cn_cl_gemm_run(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int path, int variant, size_t wg,

@@ -102,6 +102,14 @@ static cn_status pool_fwd(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id k) {
 cn_status cn_cl_op_MAXPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c, l, CN_K_maxpool); }
 cn_status cn_cl_op_AVGPOOL(cn_cl_ctx *c, const cn_launch *l) { return pool_fwd(c, l, CN_K_avgpool); }
 
+/* MAXPOOL_ARGMAX: one work-item per output, the winner as MAXPOOL_GRAD's pass 1 finds it. */
+cn_status cn_cl_op_MAXPOOL_ARGMAX(cn_cl_ctx *c, const cn_launch *l) {
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
+    return GRID(c, CN_K_maxpool_argmax, g.c, g.ow, g.n * g.oh, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->out), GEOM_ARGS(g),
+                CN_ARG_INT(l->p->variant == 1));
+}
+
 /* MAXPOOL_GRAD(dy, x): pass 1 records each window's winner, pass 2 gathers per pixel; both
  * forms apply the folded ReLU gradient (relu_mask) where they store. */
 cn_status cn_cl_op_MAXPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {

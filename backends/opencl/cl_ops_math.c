@@ -1,5 +1,5 @@
 /* Elementwise math of issue 18 §3 (math.cl): MAXIMUM, MINIMUM and POW in one broadcasting
- * kernel, their gradients in one, FLOOR, CEIL and ERF in one, COMPARE in one; one work-item
+ * kernel, their gradients in one, FLOOR, CEIL and ERF in one, COMPARE in one, SELECT in one; one work-item
  * per element. */
 #include "cl_internal.h"
 
@@ -34,4 +34,11 @@ cn_status cn_cl_op_COMPARE(cn_cl_ctx *c, const cn_launch *l) {
     int64_t n = cn_shape_numel(&l->out_shape), nb = cn_shape_numel(&l->in_shape[1]);
     return CN_CL_LAUNCH_1D(c, CN_K_math_compare, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
                            CN_ARG_MEM(l->out), CN_ARG_INT(n), CN_ARG_INT(nb), CN_ARG_INT(l->p->variant));
+}
+cn_status cn_cl_op_SELECT(cn_cl_ctx *c, const cn_launch *l) {
+    int64_t n = cn_shape_numel(&l->out_shape), nc = cn_shape_numel(&l->in_shape[0]);
+    int64_t nb = cn_shape_numel(&l->in_shape[2]);
+    return CN_CL_LAUNCH_1D(c, CN_K_math_select, (size_t)n, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                           CN_ARG_MEM(l->in[2]), CN_ARG_MEM(l->out), CN_ARG_INT(n), CN_ARG_INT(nc), CN_ARG_INT(nb),
+                           CN_ARG_INT(l->p->variant == 1));
 }

@@ -180,7 +180,12 @@ static int be_supports(void *vctx, const cn_launch *l) {
     if (l->op == CN_OP_MAXPOOL_GRAD && l->in_shape[1].ndim == 4 &&
         l->in_shape[1].d[1] * l->in_shape[1].d[2] > INT32_MAX)
         return 0;
-    if (l->op == CN_OP_MATMUL && l->p->a_win_h) return 0; /* the matrix is always materialised here */
+    /* a product folded with its IM2COL reads the image while packing op(A) (omp_gemm.c,
+     * win_block): a stored-transposed A (a weight gradient) and 16-bit storage (widened as
+     * the matrix it is not) keep their IM2COL */
+    if (l->op == CN_OP_MATMUL && l->p->a_win_h && (l->p->trans_a || cn_launch_storage(l) != CN_F32)) return 0;
+    /* a fused residual adds to the float sum; 16-bit storage would round the product first */
+    if (cn_op_fused_residual(l->op, l->n_in) && l->op == CN_OP_MATMUL && cn_launch_storage(l) != CN_F32) return 0;
     /* a folded backward's dk and dv (cn_launch.also) are written as floats: 16-bit storage
      * keeps its three launches (cn_omp_run_storage widens only in[] and out) */
     if (l->op == CN_OP_ATTENTION_GRAD && l->also[0] && cn_launch_storage(l) != CN_F32) return 0;

@@ -34,7 +34,8 @@
 #define CN_OMP_GEMM_NAME cn_omp_gemm_generic
 #endif
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c, const float *bias, int epilogue);
+                        const float *a, const float *b, float *c, const float *bias, const float *res,
+                        const cn_window *win, int epilogue);
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__)
 /* gcc's default tuning may prefer 256-bit vectors on AVX-512 parts; the micro-kernel is the
@@ -70,6 +71,8 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
 #define KC 256
 #define MC (14 * MR)
 #define NC 2048
+/* A thread's A scratch: the packed block, then (through a window) the block's rows. */
+#define A_SCRATCH (2 * MC * KC)
 
 /* Work below this many flops runs on one thread: below it, waking the team and the two
  * barriers per K slab cost about what the second core saves (measured at 2 cores). */
@@ -85,6 +88,9 @@ typedef struct gemm_args {
     const float *a, *b;
     float *c;
     const float *bias; /* [n] added to every row before the epilogue, or NULL */
+    const float *res;  /* [m, n] (row stride n) added after the bias, before the epilogue, or NULL */
+    const cn_window *win; /* op(A) is the IM2COL of the NHWC image a through this window, or NULL */
+    int64_t a_k0;         /* through a window: the column of op(A) where this product's K starts */
     int epilogue;
 } gemm_args;
 
@@ -100,7 +106,10 @@ static int pick_mr(int64_t m) {
 /* acc = A sliver (kc x mr, k-major) times B sliver (kc x NR, k-major); then c = acc
  * (accumulate == 0) or c += acc, and c += bias[0..NR) when bias is given (the last K slab of a
  * fused bias: the same sums in the same order as adding it afterwards, without a second pass
- * over the tile). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
+ * over the tile), then c += res (row stride ldc) when res is given (a fused residual, ops.h:
+ * the sum rounded to float first, as the separate ADD would see it), then the epilogue epi when
+ * it is one the kernel applies in registers (tile_epilogue; else CN_EPI_NONE and the caller
+ * applies it). Inlined with a constant mr (MR or MR_NARROW), so every bound but kc is
  * constant: the i loops unroll fully and acc lives in registers. */
 #if defined(__AVX512F__)
 /* Written with intrinsics on AVX-512: from plain C, gcc kept the accumulators in registers
@@ -108,7 +117,8 @@ static int pick_mr(int64_t m) {
  * a short K (a 16-deep patch embedding) cost about as much as the FMAs. */
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
-           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
+           const float *restrict res, int epi) {
     __m512 acc[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
@@ -134,16 +144,34 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
             v0 = _mm512_add_ps(v0, _mm512_loadu_ps(bias));
             v1 = _mm512_add_ps(v1, _mm512_loadu_ps(bias + 16));
         }
+        if (res) {
+            v0 = _mm512_add_ps(v0, _mm512_loadu_ps(res + i * ldc));
+            v1 = _mm512_add_ps(v1, _mm512_loadu_ps(res + i * ldc + 16));
+        }
+        /* cn_omp_apply_epilogue's x > 0 ? x : 0 and v < 6 ? v : 6: max_ps and min_ps return
+         * their second operand unless the first is greater (less), NaN and -0 included */
+        if (epi == CN_EPI_RELU || epi == CN_EPI_RELU6) {
+            v0 = _mm512_max_ps(v0, _mm512_setzero_ps());
+            v1 = _mm512_max_ps(v1, _mm512_setzero_ps());
+        }
+        if (epi == CN_EPI_RELU6) {
+            v0 = _mm512_min_ps(v0, _mm512_set1_ps(6.0f));
+            v1 = _mm512_min_ps(v1, _mm512_set1_ps(6.0f));
+        }
         _mm512_storeu_ps(ci, v0);
         _mm512_storeu_ps(ci + 16, v1);
     }
 }
+/* The epilogues the micro-kernel applies in registers (the rest: finish_rows, after it). */
+static inline int tile_epilogue(int epi) { return epi == CN_EPI_RELU || epi == CN_EPI_RELU6 ? epi : CN_EPI_NONE; }
 #else
 /* The pragmas pin the shape down: without them gcc picks a spilling SLP layout for AVX2. */
 static inline __attribute__((always_inline)) void
 micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, const float *restrict bp,
-           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias) {
+           int64_t b_p, float *restrict c, int64_t ldc, int accumulate, const float *restrict bias,
+           const float *restrict res, int epi) {
     float acc[MR][NR];
+    (void)epi; /* tile_epilogue: none here */
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma omp simd
@@ -170,10 +198,20 @@ micro_tile(const int mr, int64_t kc, const float *restrict ap, int64_t a_p, cons
 #pragma omp simd
             for (int j = 0; j < NR; j++) acc[i][j] += bias[j];
     }
+    if (res) {
+#pragma GCC unroll 16
+        for (int i = 0; i < mr; i++)
+#pragma omp simd
+            for (int j = 0; j < NR; j++) acc[i][j] += res[i * ldc + j];
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < mr; i++)
 #pragma omp simd
         for (int j = 0; j < NR; j++) c[i * ldc + j] = acc[i][j];
+}
+static inline int tile_epilogue(int epi) {
+    (void)epi;
+    return CN_EPI_NONE;
 }
 #endif
 
@@ -253,11 +291,44 @@ pack_a_full(const int mr, const gemm_args *g, int64_t i, int64_t p0, int64_t kc,
     }
 }
 
+/* Rows [i0, i0 + rows) x columns [p0, p0 + kc) of op(A) = IM2COL(image a) through g->win,
+ * row-major into dst (row stride kc): what IM2COL would have written there, computed for one
+ * A block at a time, so the column matrix (a KH*KW-fold copy of the image) never goes through
+ * memory. Each run is a channel run, and with no dilation the whole stretch of the window row
+ * that lies inside the image: one copy. */
+static void win_block(const gemm_args *g, int64_t i0, int64_t rows, int64_t p0, int64_t kc, float *restrict dst) {
+    const cn_window *w = g->win;
+    const int64_t C = w->c, KW = w->kw, OHW = w->oh * w->ow;
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t i = i0 + r, n = i / OHW, oh = i % OHW / w->ow, ow = i % w->ow;
+        const int64_t ih0 = oh * w->sh - w->ph, iw0 = ow * w->sw - w->pw;
+        const float *img = g->a + n * w->h * w->w * C;
+        float *d = dst + r * kc;
+        int64_t p = g->a_k0 + p0;
+        const int64_t end = p + kc;
+        while (p < end) {
+            const int64_t kk = p / C, c = p % C, ki = kk / KW, kj = kk % KW;
+            const int64_t ih = ih0 + ki * w->dh, iw = iw0 + kj * w->dw;
+            int64_t len = C - c;
+            if (ih >= 0 && ih < w->h && iw >= 0 && iw < w->w) {
+                if (w->dw == 1) len = (CN_OMP_MIN(KW, w->w - iw0) - kj) * C - c; /* to the row's last inside tap */
+                len = CN_OMP_MIN(len, end - p);
+                memcpy(d, img + (ih * w->w + iw) * C + c, (size_t)len * sizeof(float));
+            } else {
+                len = CN_OMP_MIN(len, end - p);
+                memset(d, 0, (size_t)len * sizeof(float));
+            }
+            d += len;
+            p += len;
+        }
+    }
+}
+
 /* Packs rows [i0, i0+mc) x cols [p0, p0+kc) of op(A) into mr-tall slivers, each k-major
  * (sliver s holds ap[s*kc + p*mr + r] = op(A)[i0 + s + r][p0 + p]); rows past m are zero
  * so the micro-kernel can always compute a full tile. */
-static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-                   float *restrict ap) {
+static void pack_a_matrix(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                          float *restrict ap) {
     const int mr = g->mr;
     int64_t s = 0;
     if (g->ta) {
@@ -295,6 +366,20 @@ static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64
                 for (int64_t p = 0; p < kc; p++) dst[p * mr + r] = 0.0f;
         }
     }
+}
+
+/* pack_a_matrix, or through the window: the block's rows into wbuf (MC x KC floats), then
+ * packed from there as a matrix, so the slivers are the same floats either way. */
+static void pack_a(const gemm_args *g, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float *restrict ap,
+                   float *restrict wbuf) {
+    if (!g->win) {
+        pack_a_matrix(g, i0, mc, p0, kc, ap);
+        return;
+    }
+    win_block(g, i0, mc, p0, kc, wbuf);
+    gemm_args rows = *g;
+    rows.a = wbuf, rows.lda = kc, rows.win = NULL;
+    pack_a_matrix(&rows, 0, mc, 0, kc, ap);
 }
 
 /* Packs one NR-wide sliver of op(B): rows [p0, p0+kc), cols [j0, j0+NR) (zero past n). */
@@ -346,13 +431,16 @@ static void pack_b(const gemm_args *g, int64_t p0, int64_t kc, int64_t jc, int64
 }
 
 /* The end of a C tile's last K slab: rows [0, mr) x cols [0, nr) of c (row stride ldc)
- * get the fused bias (bias[q] for column q, if any), then the epilogue, while in cache. */
-static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const float *bias,
+ * get the fused bias (bias[q] for column q, if any), the fused residual (res, the same
+ * layout as c, if any), then the epilogue, while in cache. */
+static void finish_rows(float *c, int64_t ldc, int64_t mr, int64_t nr, const float *bias, const float *res,
                         int epilogue) {
     for (int64_t r = 0; r < mr; r++) {
         float *row = c + r * ldc;
         if (bias)
             for (int64_t q = 0; q < nr; q++) row[q] += bias[q];
+        if (res)
+            for (int64_t q = 0; q < nr; q++) row[q] += res[r * ldc + q];
         cn_omp_apply_epilogue(row, nr, epilogue);
     }
 }
@@ -373,17 +461,19 @@ macro_tiles(const int mr, const gemm_args *g, const float *ap, int64_t a_s, int6
             const int64_t rows = CN_OMP_MIN(mr, mc - s);
             float *c = g->c + (i0 + s) * g->n + j;
             const float *bias = last && g->bias ? g->bias + j : NULL;
+            const float *res = last && g->res ? g->res + (i0 + s) * g->n + j : NULL;
             if (rows == mr && nr == NR) {
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias);
-                if (last && g->epilogue != CN_EPI_NONE) finish_rows(c, g->n, rows, nr, NULL, g->epilogue);
+                const int in_regs = last ? tile_epilogue(g->epilogue) : CN_EPI_NONE;
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, c, g->n, accumulate, bias, res, in_regs);
+                if (last && g->epilogue != in_regs) finish_rows(c, g->n, rows, nr, NULL, NULL, g->epilogue);
             } else {
                 /* Partial tile: compute it whole into scratch, then copy the valid part. */
-                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL);
+                micro_tile(mr, kc, ap + s * a_s, a_p, bs, b_p, edge, NR, 0, NULL, NULL, CN_EPI_NONE);
                 for (int64_t r = 0; r < rows; r++)
                     for (int64_t q = 0; q < nr; q++)
                         c[r * g->n + q] = accumulate ? c[r * g->n + q] + edge[r * NR + q]
                                                      : edge[r * NR + q];
-                if (last) finish_rows(c, g->n, rows, nr, bias, g->epilogue);
+                if (last) finish_rows(c, g->n, rows, nr, bias, res, g->epilogue);
             }
         }
     }
@@ -449,7 +539,9 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                          int split_n, float *ap, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t slabs = ceil_div(k, KC);
-    const int whole = whole_b(n, k), direct = use_direct(g);
+    /* one thread on one M block (a K piece of a few-row product): slab by slab, the packed slab
+     * stays in L2 and the C block is read once per slab either way */
+    const int whole = whole_b(n, k) && !(nt == 1 && mblocks == 1), direct = use_direct(g);
     for (int64_t jc = 0; jc < n; jc += NC) {
         const int64_t nc = CN_OMP_MIN(NC, n - jc);
         const int64_t slivers = ceil_div(nc, NR);
@@ -478,7 +570,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                         macro_direct(g, pc, i0, mcur, jc, js0, js1, kc, q > 0, q == slabs - 1);
                         continue;
                     }
-                    pack_a(g, i0, mcur, pc, kc, ap);
+                    pack_a(g, i0, mcur, pc, kc, ap, ap + MC * KC);
                     macro_kernel(g, ap, bbuf + pc * slivers * NR, i0, mcur, jc, js0, js1, kc, q > 0,
                                  q == slabs - 1);
                 }
@@ -499,7 +591,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
                 const int64_t ib = t / nsplit, part = t % nsplit;
                 const int64_t i0 = ib * mc, mcur = CN_OMP_MIN(mc, m - i0);
                 if (packed != ib) {
-                    pack_a(g, i0, mcur, pc, kc, ap);
+                    pack_a(g, i0, mcur, pc, kc, ap, ap + MC * KC);
                     packed = ib;
                 }
                 const int64_t js0 = slivers * part / nsplit;
@@ -513,7 +605,7 @@ static void gemm_blocked(const gemm_args *g, int tid, int nt, int64_t mc, int64_
     }
 }
 
-/* One product with up to nt threads. abuf holds nt blocks of MC*KC floats, bbuf
+/* One product with up to nt threads. abuf holds nt blocks of A_SCRATCH floats, bbuf
  * b_scratch_floats(n, k). */
 static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     const int64_t m = g->m, n = g->n, k = g->k;
@@ -521,7 +613,7 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
     if (k == 0) {
         /* Empty sum: C = 0 (+ bias), then the epilogue (sigmoid(0) = 0.5). */
         for (int64_t i = 0; i < m; i++) memset(g->c + i * n, 0, (size_t)n * sizeof(float));
-        finish_rows(g->c, n, m, n, g->bias, g->epilogue);
+        finish_rows(g->c, n, m, n, g->bias, g->res, g->epilogue);
         return;
     }
     /* Share out MR x NR micro-tiles as evenly as possible: normally by rows (M blocks in a
@@ -540,7 +632,7 @@ static void gemm_one(const gemm_args *g, int nt, float *abuf, float *bbuf) {
         {
             const int tid = omp_get_thread_num();
             gemm_blocked(g, tid, omp_get_num_threads(), mc, mblocks, split_n,
-                         abuf + (size_t)tid * MC * KC, bbuf);
+                         abuf + (size_t)tid * A_SCRATCH, bbuf);
         }
     } else {
         gemm_blocked(g, 0, 1, mc, mblocks, 0, abuf, bbuf);
@@ -576,7 +668,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
     const int64_t pieces = ksplit_pieces(g->k);
     /* pieces are k / pieces or one deeper; either may be the one that holds its B whole */
     const size_t b_lo = b_scratch_floats(n, g->k / pieces), b_hi = b_scratch_floats(n, ceil_div(g->k, pieces));
-    const size_t per = (size_t)MC * KC + (b_lo > b_hi ? b_lo : b_hi);
+    const size_t per = (size_t)A_SCRATCH + (b_lo > b_hi ? b_lo : b_hi);
     float *part = malloc(((size_t)pieces * (size_t)mn + (size_t)max_nt * per) * sizeof(float));
     if (!part)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": cannot allocate %lld partial products of [%lld,%lld]",
@@ -590,12 +682,16 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             const int64_t k0 = g->k * p / pieces;
             gemm_args gp = *g;
             gp.k = g->k * (p + 1) / pieces - k0;
-            gp.a = g->a + (g->ta ? k0 * g->lda : k0);
+            if (g->win)
+                gp.a_k0 = g->a_k0 + k0; /* the image stays; the piece starts at column k0 */
+            else
+                gp.a = g->a + (g->ta ? k0 * g->lda : k0);
             gp.b = g->b + (g->tb ? k0 : k0 * g->ldb);
             gp.c = part + p * mn;
             gp.bias = NULL;
+            gp.res = NULL;
             gp.epilogue = CN_EPI_NONE;
-            gemm_one(&gp, 1, mine, mine + (size_t)MC * KC);
+            gemm_one(&gp, 1, mine, mine + (size_t)A_SCRATCH);
         }
 #pragma omp for schedule(static)
         for (int64_t i = 0; i < mn; i++) {
@@ -604,7 +700,7 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
             g->c[i] = (float)s;
         }
     }
-    finish_rows(g->c, n, m, n, g->bias, g->epilogue);
+    finish_rows(g->c, n, m, n, g->bias, g->res, g->epilogue);
     free(part);
     return CN_OK;
 }
@@ -626,8 +722,8 @@ static cn_status gemm_ksplit(const gemm_args *g, int max_nt) {
 static int use_rows(int64_t m, int64_t k) { return m <= ROWS_MAX_M && k <= ROWS_MAX_K; }
 
 /* Rows [i0, i0 + ROWS_M) of C (those below m), columns [j0, j0 + ROWS_N); ap holds the
- * rows' group k-major. */
-static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t j0) {
+ * rows' group k-major; bt, for a B stored [N,K], the block's columns k-major (rows_bt). */
+static void rows_block(const gemm_args *g, const float *ap, const float *bt, int64_t i0, int64_t j0) {
     const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
     float acc[ROWS_M][ROWS_N], tail[ROWS_N];
 #pragma GCC unroll 8
@@ -636,9 +732,8 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
         for (int j = 0; j < ROWS_N; j++) acc[i][j] = 0.0f;
     for (int64_t p = 0; p < g->k; p++) {
         const float *restrict bk = g->b + p * g->ldb + j0;
-        if (g->tb) { /* B stored [N,K]: gather the block's row p (B's rows stay in L1 over 16 p) */
-            for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? g->b[(j0 + j) * g->ldb + p] : 0.0f;
-            bk = tail;
+        if (g->tb) {
+            bk = bt + p * ROWS_N;
         } else if (nr < ROWS_N) {
             for (int64_t j = 0; j < ROWS_N; j++) tail[j] = j < nr ? bk[j] : 0.0f;
             bk = tail;
@@ -656,35 +751,66 @@ static void rows_block(const gemm_args *g, const float *ap, int64_t i0, int64_t 
         float *crow = g->c + (i0 + i) * g->n + j0;
         for (int64_t j = 0; j < nr; j++) crow[j] = acc[i][j];
     }
-    finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL, g->epilogue);
+    finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL,
+                g->res ? g->res + i0 * g->n + j0 : NULL, g->epilogue);
+}
+
+/* bt[p * ROWS_N + j] = op(B)[p][j0 + j] of a B stored [N,K] (zero past n): the block's
+ * columns are B's rows, moved through registers 16 x 16 at a time (transpose_rows). Gathering
+ * one value of 64 rows per p instead made a classifier's [1,512] x [512,1000]ᵀ run at 1
+ * GFLOP/s. The copy changes where the values are read from, not the sums. */
+static void rows_bt(const gemm_args *g, int64_t j0, float *restrict bt) {
+    const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
+    for (int64_t j = 0; j < ROWS_N; j += 16) {
+        const int rows = (int)CN_OMP_MAX(0, CN_OMP_MIN(16, nr - j));
+        if (rows == 16) {
+            transpose_rows(16, g->b + (j0 + j) * g->ldb, g->ldb, g->k, bt + j, ROWS_N);
+        } else {
+            for (int64_t p = 0; p < g->k; p++)
+                for (int i = 0; i < 16; i++) bt[p * ROWS_N + j + i] = i < rows ? g->b[(j0 + j + i) * g->ldb + p] : 0.0f;
+        }
+    }
 }
 
 static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
     const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
-    float *ap = malloc((size_t)(groups * k + 1) * ROWS_M * sizeof(float));
+    /* A's row groups, then per thread a transposed block of B (tb only) */
+    const size_t bt_floats = g->tb ? (size_t)k * ROWS_N : 0, row_floats = g->win ? (size_t)k : 0;
+    float *ap = malloc(((size_t)(groups * k + 1) * ROWS_M + (size_t)nt * bt_floats + row_floats) * sizeof(float));
     if (!ap)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
-    for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
-        for (int64_t p = 0; p < k; p++)
-            for (int64_t i = i0; i < i0 + ROWS_M; i++)
-                ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+    float *bts = ap + (size_t)(groups * k + 1) * ROWS_M, *row = bts + (size_t)nt * bt_floats;
+    if (g->win) { /* each row through the window once, then dealt out k-major */
+        for (int64_t i = 0; i < groups * ROWS_M; i++) {
+            if (i < m) win_block(g, i, 1, 0, k, row);
+            for (int64_t p = 0; p < k; p++) ap[i / ROWS_M * ROWS_M * k + p * ROWS_M + i % ROWS_M] = i < m ? row[p] : 0.0f;
+        }
+    } else {
+        for (int64_t i0 = 0; i0 < groups * ROWS_M; i0 += ROWS_M)
+            for (int64_t p = 0; p < k; p++)
+                for (int64_t i = i0; i < i0 + ROWS_M; i++)
+                    ap[i0 * k + p * ROWS_M + i - i0] = i >= m ? 0.0f : g->ta ? g->a[p * g->lda + i] : g->a[i * g->lda + p];
+    }
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (int64_t t = 0; t < blocks * groups; t++) {
-        const int64_t grp = t % groups;
-        rows_block(g, ap + grp * ROWS_M * k, grp * ROWS_M, t / groups * ROWS_N);
+        const int64_t grp = t % groups, j0 = t / groups * ROWS_N;
+        float *bt = g->tb ? bts + (size_t)omp_get_thread_num() * bt_floats : NULL;
+        if (bt) rows_bt(g, j0, bt);
+        rows_block(g, ap + grp * ROWS_M * k, bt, grp * ROWS_M, j0);
     }
     free(ap);
     return CN_OK;
 }
 
 cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c, const float *bias, int epilogue) {
+                        const float *a, const float *b, float *c, const float *bias, const float *res,
+                        const cn_window *win, int epilogue) {
     if (batch <= 0 || m == 0 || n == 0) return CN_OK;
     const double flops = 2.0 * (double)m * (double)n * (double)k;
     const int max_nt = omp_get_max_threads();
     gemm_args g = {trans_a != 0, trans_b != 0, pick_mr(m), m, n, k, trans_a ? m : k, trans_b ? k : n,
-                   NULL, NULL, NULL, bias, epilogue};
+                   NULL, NULL, NULL, bias, NULL, win, 0, epilogue};
 
     const int rows = use_rows(m, k);
     if (rows || use_ksplit(m, n, k)) {
@@ -693,6 +819,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
+            g.res = res ? res + bi * m * n : NULL;
             CN_TRY(rows ? gemm_rows(&g, rows_nt) : gemm_ksplit(&g, max_nt));
         }
         return CN_OK;
@@ -704,7 +831,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     const int inner_nt = by_batch ? 1 : (flops >= GEMM_PAR_MIN_FLOPS ? max_nt : 1);
     const int bufs = by_batch ? max_nt : 1;
 
-    const size_t a_floats = (size_t)inner_nt * MC * KC;
+    const size_t a_floats = (size_t)inner_nt * A_SCRATCH;
     const size_t b_floats = b_scratch_floats(n, k);
     const size_t per = a_floats + b_floats;
     float *scratch = malloc((size_t)bufs * per * sizeof(float));
@@ -720,6 +847,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             gb.a = a + bi * m * k;
             gb.b = b + bi * k * n;
             gb.c = c + bi * m * n;
+            gb.res = res ? res + bi * m * n : NULL;
             float *mine = scratch + (size_t)omp_get_thread_num() * per;
             gemm_one(&gb, 1, mine, mine + a_floats);
         }
@@ -728,6 +856,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
             g.a = a + bi * m * k;
             g.b = b + bi * k * n;
             g.c = c + bi * m * n;
+            g.res = res ? res + bi * m * n : NULL;
             gemm_one(&g, inner_nt, scratch, scratch + a_floats);
         }
     }

@@ -12,15 +12,18 @@
 #include "omp_ops.h"
 
 typedef cn_status (*gemm_fn)(int, int, int64_t, int64_t, int64_t, int64_t, const float *, const float *, float *,
-                             const float *, int);
+                             const float *, const float *, const cn_window *, int);
 
 cn_status cn_omp_gemm_generic(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                           const float *a, const float *b, float *c, const float *bias, int epilogue);
+                           const float *a, const float *b, float *c, const float *bias, const float *res, const cn_window *win,
+                           int epilogue);
 #ifdef CN_OMP_GEMM_MULTIARCH
 cn_status cn_omp_gemm_avx2(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                        const float *a, const float *b, float *c, const float *bias, int epilogue);
+                        const float *a, const float *b, float *c, const float *bias, const float *res, const cn_window *win,
+                           int epilogue);
 cn_status cn_omp_gemm_avx512(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                          const float *a, const float *b, float *c, const float *bias, int epilogue);
+                          const float *a, const float *b, float *c, const float *bias, const float *res, const cn_window *win,
+                           int epilogue);
 #endif
 
 typedef struct gemm_build {
@@ -89,9 +92,10 @@ const char *cn_omp_gemm_isa(void) {
 }
 
 cn_status cn_omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k, const float *a,
-                   const float *b, float *c, const float *bias, int epilogue) {
+                   const float *b, float *c, const float *bias, const float *res, const cn_window *win,
+                   int epilogue) {
     pthread_once(&chosen_once, choose);
-    return chosen->fn(trans_a, trans_b, batch, m, n, k, a, b, c, bias, epilogue);
+    return chosen->fn(trans_a, trans_b, batch, m, n, k, a, b, c, bias, res, win, epilogue);
 }
 
 cn_status cn_omp_op_MATMUL(const cn_launch *l) {
@@ -103,5 +107,16 @@ cn_status cn_omp_op_MATMUL(const cn_launch *l) {
     const int64_t k = ta ? sa->d[d - 2] : sa->d[d - 1];
     const int64_t n = tb ? sb->d[d - 2] : sb->d[d - 1];
     const float *bias = cn_op_fused_bias(l->op, l->n_in) ? l->in[2] : NULL;
-    return cn_omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, l->p->epilogue);
+    const float *res = cn_op_fused_residual(l->op, l->n_in) ? l->in[3] : NULL;
+    /* folded with its IM2COL (ops.h, a_win_h): in[0] is the image [M / (OH OW), H, W, C] */
+    cn_window win;
+    if (l->p->a_win_h) {
+        const int64_t c = k / ((int64_t)l->p->kh * l->p->kw);
+        cn_shape img = {4, {1, l->p->a_win_h, l->p->a_win_w, c}};
+        cn_window_of(&img, l->p, &win);
+        img.d[0] = m / (win.oh * win.ow);
+        cn_window_of(&img, l->p, &win);
+    }
+    return cn_omp_gemm(ta, tb, batch, m, n, k, l->in[0], l->in[1], l->out, bias, res, l->p->a_win_h ? &win : NULL,
+                       l->p->epilogue);
 }

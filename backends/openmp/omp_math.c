@@ -1,4 +1,4 @@
-/* Elementwise math of issue 18 §3 (engine/ops.h: MAXIMUM .. ERF): the reference. Each rule is
+/* Elementwise math of issue 18 §3 (engine/ops.h: MAXIMUM .. ERF, COMPARE, SELECT): the reference. Each rule is
  * stated once, in the functions below; the kernels of kernels_cl/math.cl state it again in
  * OpenCL C with the same comparisons and the same libm calls. 16-bit tensors reach these
  * loops widened to float32 (omp_storage.c), so there is one code path per op. b broadcasts
@@ -74,6 +74,18 @@ static cn_status unary(const cn_launch *l, float (*fn)(float)) {
     return CN_OK;
 }
 
+/* SELECT: a where (c != 0) != variant, else b (c and b broadcast); values only move. */
+static cn_status run_select(const cn_launch *l) {
+    const float *c = l->in[0], *a = l->in[1], *b = l->in[2];
+    float *o = l->out;
+    const int64_t n = cn_shape_numel(&l->out_shape), nc = cn_shape_numel(&l->in_shape[0]);
+    const int64_t nb = cn_shape_numel(&l->in_shape[2]);
+    const int inv = l->p->variant == 1;
+#pragma omp parallel for schedule(static) if (n >= CN_OMP_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) o[i] = (c[i % nc] != 0.0f) != inv ? a[i] : b[i % nb];
+    return CN_OK;
+}
+
 cn_status cn_omp_op_MAXIMUM(const cn_launch *l) { return binary(l, 0); }
 cn_status cn_omp_op_MINIMUM(const cn_launch *l) { return binary(l, 1); }
 cn_status cn_omp_op_POW(const cn_launch *l) { return binary(l, 2); }
@@ -83,3 +95,4 @@ cn_status cn_omp_op_FLOOR(const cn_launch *l) { return unary(l, floorf); }
 cn_status cn_omp_op_CEIL(const cn_launch *l) { return unary(l, ceilf); }
 cn_status cn_omp_op_ERF(const cn_launch *l) { return unary(l, erff); }
 cn_status cn_omp_op_COMPARE(const cn_launch *l) { return run_compare(l); }
+cn_status cn_omp_op_SELECT(const cn_launch *l) { return run_select(l); }

@@ -96,12 +96,16 @@ static inline float cn_omp_hard_sigmoid(float x) { return fminf(fmaxf(x + 3.0f, 
 static inline float cn_omp_hard_swish(float x) { return x * fminf(fmaxf(x + 3.0f, 0.0f), 6.0f) / 6.0f; }
 static inline float cn_omp_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
-/* C[b] = op(A[b]) op(B[b]) (+ bias) for b < batch, row-major, contiguous per batch; op(A)
- * is [M,K] (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]; bias is [N] or NULL.
- * The bias and the epilogue are applied to each tile of C after its last K block, while it
- * is still in cache. Allocates packing scratch: CN_ERR_OUT_OF_MEMORY if that fails. */
+/* C[b] = op(A[b]) op(B[b]) (+ bias) (+ res[b]) for b < batch, row-major, contiguous per batch;
+ * op(A) is [M,K] (A stored [K,M] when trans_a), op(B) is [K,N]; C is [M,N]; bias is [N] or
+ * NULL; res is [M,N] per batch (not C's buffer) or NULL. The bias, the residual and the
+ * epilogue are applied in that order, each rounded to float, to each tile of C after its last
+ * K block, while it is still in cache. Allocates packing scratch: CN_ERR_OUT_OF_MEMORY if
+ * that fails. win: op(A) is IM2COL(a) through it (a the NHWC image; 2-D, trans_a 0 only), read
+ * block by block while packing, or NULL. */
 cn_status cn_omp_gemm(int trans_a, int trans_b, int64_t batch, int64_t m, int64_t n, int64_t k,
-                   const float *a, const float *b, float *c, const float *bias, int epilogue);
+                   const float *a, const float *b, float *c, const float *bias, const float *res,
+                   const cn_window *win, int epilogue);
 
 /* Which build of omp_gemm.c runs: "avx512", "avx2" or "generic" (the best this CPU runs, or
  * CLNET_OMP_GEMM). cn_omp_gemm_init fails when CLNET_OMP_GEMM names a build this CPU cannot run. */

@@ -1,4 +1,4 @@
-/* Pooling over NHWC windows: MAXPOOL, AVGPOOL and their gradients.
+/* Pooling over NHWC windows: MAXPOOL, AVGPOOL and their gradients, MAXPOOL_ARGMAX.
  *
  * Max pool only looks at window positions inside the image (padding never wins; a window
  * lying wholly in the padding yields 0). Average pool divides by cn_pool_divisor: kh*kw
@@ -220,6 +220,48 @@ cn_status cn_omp_op_AVGPOOL_GRAD(const cn_launch *l) {
             }
             if (uniform)
                 for (int64_t c = 0; c < C; c++) dst[c] *= inv;
+        }
+    }
+    return CN_OK;
+}
+
+/* MAXPOOL_ARGMAX(x) -> [N,OH,OW,C] f32: where each window's first maximum (row-major scan,
+ * strict >, as MAXPOOL and its gradient choose) lies in the NCHW tensor, ONNX MaxPool's
+ * Indices: ((n*C + c)*H + h)*W + w, or with p.variant 1 (storage_order) (n*C + c)*H*W +
+ * h + w*H; -1 for a window wholly in the padding. The shape rule keeps x below 2^24
+ * elements, so every index is exact in a float. */
+cn_status cn_omp_op_MAXPOOL_ARGMAX(const cn_launch *l) {
+    cn_window g;
+    cn_window_of(&l->in_shape[0], l->p, &g);
+    const float *x = l->in[0];
+    float *y = l->out;
+    const int64_t C = g.c;
+    const int col_major = l->p->variant == 1;
+    const int64_t work = cn_shape_numel(&l->out_shape) * g.kh * g.kw;
+#pragma omp parallel for schedule(static) if (work >= CN_OMP_PAR_MIN)
+    for (int64_t r = 0; r < g.n * g.oh; r++) {
+        const int64_t n = r / g.oh, oh = r % g.oh;
+        const float *img = x + n * g.h * g.w * C;
+        int64_t ki0, ki1;
+        clip(oh * g.sh - g.ph, g.kh, g.h, &ki0, &ki1);
+        for (int64_t ow = 0; ow < g.ow; ow++) {
+            float *dst = y + (r * g.ow + ow) * C;
+            int64_t kj0, kj1;
+            clip(ow * g.sw - g.pw, g.kw, g.w, &kj0, &kj1);
+            for (int64_t c = 0; c < C; c++) {
+                float best = 0.0f;
+                int64_t bh = -1, bw = -1;
+                for (int64_t ki = ki0; ki < ki1; ki++) {
+                    const int64_t ih = oh * g.sh - g.ph + ki;
+                    for (int64_t kj = kj0; kj < kj1; kj++) {
+                        const int64_t iw = ow * g.sw - g.pw + kj;
+                        const float v = img[(ih * g.w + iw) * C + c];
+                        if (bh < 0 || v > best) best = v, bh = ih, bw = iw;
+                    }
+                }
+                const int64_t plane = (n * C + c) * g.h * g.w;
+                dst[c] = bh < 0 ? -1.0f : (float)(plane + (col_major ? bh + bw * g.h : bh * g.w + bw));
+            }
         }
     }
     return CN_OK;

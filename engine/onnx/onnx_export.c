@@ -345,6 +345,13 @@ static cn_status node(ex *e, int i, cn_session *s) {
                      (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT), AEND});
         break;
     }
+    case CN_OP_SELECT: { /* Where of ONNX's bool c != 0 (Not of it for variant 1) */
+        char *b = ex_emit1(e, "Cast", x, (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL), AEND});
+        if (n->p.variant == 1) b = ex_emit1(e, "Not", b, NULL);
+        const char *in[3] = {b, ex_in_name(e, n, 1), ex_in_name(e, n, 2)};
+        y = ex_emit(e, "Where", 3, in, NULL, NULL);
+        break;
+    }
     case CN_OP_SCALE:
         y = (char *)x;
         if (n->p.alpha != 1.0f) y = ex_emit2(e, "Mul", y, ex_scalar(e, n->p.alpha));
@@ -405,6 +412,22 @@ static cn_status node(ex *e, int i, cn_session *s) {
         attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AS("pads", 4, pads), AI("ceil_mode", n->p.ceil_mode),
                          n->op == CN_OP_AVGPOOL ? AI("count_include_pad", !n->p.exclude_pad) : AEND, AEND};
         y = ex_channels_second(e, x, 4, n->op == CN_OP_MAXPOOL ? "MaxPool" : "AveragePool", 1, NULL, a);
+        break;
+    }
+    case CN_OP_MAXPOOL_ARGMAX: { /* MaxPool's Indices (NCHW positions, as the op's), cast to float */
+        int64_t k[2] = {n->p.kh, n->p.kw}, st[2] = {n->p.sh, n->p.sw};
+        int64_t pads[4] = {n->p.ph, n->p.pw, n->p.ph + n->p.ph_extra, n->p.pw + n->p.pw_extra};
+        attr_spec a[] = {AS("kernel_shape", 2, k), AS("strides", 2, st), AS("pads", 4, pads), AI("ceil_mode", n->p.ceil_mode),
+                         AI("storage_order", n->p.variant), AEND};
+        const char *t = ex_transpose(e, x, 4, (const int[]){0, 3, 1, 2});
+        char *pooled = ex_emit(e, "MaxPool", 1, &t, NULL, a);
+        char **outs = pooled ? ex_alloc(e, 2 * sizeof *outs) : NULL;
+        if (!outs) break;
+        Onnx__NodeProto *mp = e->nodes[e->n_nodes - 1];
+        outs[0] = pooled, outs[1] = fresh(e);
+        mp->output = outs, mp->n_output = 2;
+        char *f = ex_emit1(e, "Cast", outs[1], (attr_spec[]){AI("to", ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT), AEND});
+        y = ex_transpose(e, f, 4, (const int[]){0, 2, 3, 1});
         break;
     }
     case CN_OP_CONCAT: {

@@ -99,6 +99,13 @@ ox_val *ox_in_raw(ox_ctx *c, const Onnx__NodeProto *n, int k) {
 
 ox_val *ox_find(ox_ctx *c, const char *name) { return lookup(c, name, 0); }
 
+int ox_int_as_float(ox_ctx *c, const ox_val *v) {
+    int nd;
+    int64_t s[CN_MAX_DIMS];
+    cn_dtype dt;
+    return v->is_int && !v->is_const && cn_value_shape(c->p, v->v, &nd, s, &dt) == CN_OK && dt == CN_F32;
+}
+
 ox_val *ox_out(ox_ctx *c, const Onnx__NodeProto *n, int k) {
     if (k >= (int)n->n_output || !*n->output[k]) return NULL;
     ox_val *v = lookup(c, n->output[k], 1);
@@ -261,11 +268,13 @@ static cn_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
         return ox_unsupported("graph input '%s' is not a tensor", vi->name);
     const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
     cn_dtype dt;
-    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) dt = CN_F32;
+    /* a bool input is clnet's boolean, a float mask of 0 and 1 (docs/DESIGN.md), fed as floats */
+    if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL) dt = CN_F32;
     else if (tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || tt->elem_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT32)
         dt = CN_I32;
     else
-        return ox_unsupported("graph input '%s' has element type %d; clnet takes float and int64/int32 (as i32) inputs",
+        return ox_unsupported("graph input '%s' has element type %d; clnet takes float, bool (as a 0/1 float mask) "
+                              "and int64/int32 (as i32) inputs",
                               vi->name, (int)tt->elem_type);
     if (!tt->shape) return ox_unsupported("graph input '%s' has no shape", vi->name);
     int nd = (int)tt->shape->n_dim;
@@ -297,18 +306,64 @@ static cn_status add_input(ox_ctx *c, const Onnx__ValueInfoProto *vi) {
     return CN_OK;
 }
 
+/* An integer constant as a graph output (a Shape of a fixed input): given as floats, as
+ * every clnet output is, where each value is exact in one (|v| <= 2^24) and none is the free
+ * batch, which has no value at import. */
+static cn_status int_const_output(ox_ctx *c, ox_val *v, const char *name) {
+    if (v->init) return ox_unsupported("graph output '%s' is an integer initializer", name);
+    int64_t n = v->c.numel;
+    float *f = malloc((size_t)(n ? n : 1) * sizeof *f);
+    if (!f) return cn_errorf(CN_ERR_OUT_OF_MEMORY, "graph output '%s'", name);
+    for (int64_t k = 0; k < n; k++) {
+        int64_t e = v->c.i[k];
+        if (e == CN_ONNX_BATCH || e > ((int64_t)1 << 24) || e < -((int64_t)1 << 24)) {
+            free(f);
+            return ox_unsupported("graph output '%s' is an integer constant holding %s; clnet outputs float values",
+                                  name, e == CN_ONNX_BATCH ? "the free batch size" : "a value not exact in a float");
+        }
+        f[k] = (float)e;
+    }
+    char cname[CN_NODE_NAME_MAX];
+    snprintf(cname, sizeof cname, "onnx_const_%d", c->consts++);
+    int64_t one = 1;
+    cn_value x = cn_constant(c->p, cname, v->ndim ? v->ndim : 1, v->ndim ? v->d : &one, f);
+    free(f);
+    if (x == CN_INVALID_VALUE || cn_output(c->p, name, x) != CN_OK)
+        return cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p));
+    return CN_OK;
+}
+
 static cn_status add_output(ox_ctx *c, const char *name) {
     ox_val *v = lookup(c, name, 0);
     if (!v || !v->defined) return cn_errorf(CN_ERR_FORMAT, "graph output '%s' is never computed", name);
-    if (v->is_const && v->c.dt != OX_F32)
-        return ox_unsupported("graph output '%s' is an integer constant; clnet outputs float values", name);
-    if (v->is_int) return ox_unsupported("graph output '%s' is an integer tensor; clnet outputs float values", name);
+    if (v->is_const && v->c.dt != OX_F32) return int_const_output(c, v, name);
+    /* integers held exactly in a float (MaxPool's Indices) are given as those floats */
+    if (v->is_int && !ox_int_as_float(c, v))
+        return ox_unsupported("graph output '%s' is an integer tensor; clnet outputs float values", name);
     if (v->is_const && !v->c.f && v->tp && cn_onnx_tensor_decode(v->tp, "initializer", &v->c) != CN_OK)
         return cn_last_status();
     cn_value x = ox_logical(c, v);
     if (x == CN_INVALID_VALUE || cn_output(c->p, name, x) != CN_OK)
         return cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p));
     return CN_OK;
+}
+
+/* Integers held exactly as floats (ox_int_as_float) may only be moved, never computed on in
+ * float (an integer Div would floor, a sum could pass 2^24): a node that reads one must move
+ * data, and what it gives is integers too. */
+static int carries_int_floats(ox_ctx *c, const Onnx__NodeProto *n) {
+    for (size_t k = 0; k < n->n_input; k++) {
+        ox_val *v = *n->input[k] ? lookup(c, n->input[k], 0) : NULL;
+        if (v && v->defined && ox_int_as_float(c, v)) return 1;
+    }
+    return 0;
+}
+static int moves_data(const char *type) {
+    static const char *const ok[] = {"Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                                     "Flatten", "Cast", "Concat", "Slice", "Split"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!strcmp(type, ok[i])) return 1;
+    return 0;
 }
 
 static cn_status import(ox_ctx *c, const char *origin) {
@@ -344,14 +399,23 @@ static cn_status import(ox_ctx *c, const char *origin) {
         const char *nn = n->name && *n->name ? n->name : (n->n_output ? n->output[0] : "");
         cn_status st;
         const ox_op *op = NULL;
+        int carried = 0;
         if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
             st = ox_unsupported("domain '%s' is not supported (only the default domain)", n->domain);
         else if (!(op = find_op(type)))
             st = ox_unsupported("op type not supported; supported: %s", cn_onnx_supported_list());
         else if (c->opset < op->since)
             st = ox_unsupported("%s before opset %d is not implemented", type, op->since);
+        else if ((carried = carries_int_floats(c, n)) && !moves_data(type))
+            st = ox_unsupported("an input holds integers as floats (MaxPool's Indices), which only data movement "
+                                "and Cast take");
         else
             st = op->fn(c, n);
+        if (st == CN_OK && carried && !(!strcmp(type, "Cast") && ox_attr_i(n, "to", 0) == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT))
+            for (size_t k = 0; k < n->n_output; k++) { /* the integers stay integers */
+                ox_val *o = *n->output[k] ? lookup(c, n->output[k], 0) : NULL;
+                if (o && o->defined && !o->is_const) o->is_int = 1;
+            }
         if (st == CN_OK && cn_program_status(c->p) != CN_OK)
             st = cn_errorf(cn_program_status(c->p), "%s", cn_program_error(c->p));
         if (st == CN_OK)

@@ -159,6 +159,9 @@ float ox_attr_f(const Onnx__NodeProto *n, const char *name, float dflt);
 /* The value of an output, fresh (not yet defined); NULL for an absent optional output or a
  * name defined twice (with a message). */
 ox_val *ox_out(ox_ctx *c, const Onnx__NodeProto *n, int k);
+/* An integer program value held exactly as f32 (MaxPool's Indices, below 2^24: ops.h's
+ * MAXPOOL_ARGMAX) rather than i32: it may be a graph output or cast to float, nothing more. */
+int ox_int_as_float(ox_ctx *c, const ox_val *v);
 ox_val *ox_find(ox_ctx *c, const char *name);
 /* Output k becomes a host constant (takes ownership of t's data). */
 cn_status ox_set_const(ox_ctx *c, const Onnx__NodeProto *n, int k, ox_tensor *t);
@@ -198,6 +201,7 @@ cn_status cn_onnx_hard_sigmoid(ox_ctx *c, const Onnx__NodeProto *n);
  * gives a float mask, clnet's boolean) of program values and constants, with broadcasting. */
 enum { OX_ADD, OX_SUB, OX_MUL, OX_DIV, OX_MAX, OX_MIN, OX_POW, OX_LT, OX_GT, OX_EQ, OX_LE, OX_GE };
 cn_status cn_onnx_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
+cn_status cn_onnx_where_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *cond, ox_val *x, ox_val *y);
 /* The same, after the patterns that exporters write for GELU and layer norm (onnx_fuse.c). */
 cn_status cn_onnx_fused_binary(ox_ctx *c, const Onnx__NodeProto *n, int kind);
 /* The broadcast rule of opsets 1 to 6 (a broadcast attribute and axis), as far as numpy's

@@ -293,6 +293,10 @@ static int per_channel(const ox_val *x, const ox_val *y) {
     return 0;
 }
 
+static int full_shape(const ox_val *v, int nd, const int64_t *od) {
+    return v->ndim == nd && !memcmp(v->d, od, sizeof(int64_t) * (size_t)nd);
+}
+
 /* a (op) b into *o (a value no node names yet): the step of cn_onnx_binary and of a
  * variadic Max or Min. At least one of a, b is a program value. */
 static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *o) {
@@ -305,12 +309,27 @@ static cn_status binary_vals(ox_ctx *c, ox_val *a, ox_val *b, int kind, ox_val *
     int64_t od[CN_MAX_DIMS];
     if (!bcast_shape(a, b, &nd, od))
         return cn_errorf(CN_ERR_SHAPE, "'%s' and '%s' do not broadcast", a->name, b->name);
+    /* Both program values smaller than the output ([1,4,1,6] with [3,1,5,6]): one of them
+     * (the one with the batch, if any) is expanded to the output's shape first, exactly (a
+     * product with a row of ones per growing axis), and the rest is the one-sided case. */
+    ox_val grown;
+    if (!a->is_const && !b->is_const && !full_shape(a, nd, od) && !full_shape(b, nd, od)) {
+        ox_val *e = b->bdim >= 0 && a->bdim < 0 ? b : a;
+        grown = *e;
+        grown.v = cn_onnx_expand_value(c, e, nd, od);
+        if (grown.v == CN_INVALID_VALUE) return ox_fill_dyn(c, o, grown.v, 0, -1, nd); /* its error */
+        grown.alt = CN_INVALID_VALUE, grown.nhwc = 0, grown.ndim = nd;
+        grown.bdim = e->bdim >= 0 ? e->bdim + nd - e->ndim : -1;
+        memcpy(grown.d, od, sizeof(int64_t) * (size_t)nd);
+        if (e == a) a = &grown;
+        else b = &grown;
+    }
     /* x: the dynamic operand that has the output's shape; y: the other one. */
     int swap = 0;
     ox_val *x = a, *y = b;
-    int a_full = a->ndim == nd && !memcmp(a->d, od, sizeof(int64_t) * (size_t)nd) && !a->is_const;
+    int a_full = full_shape(a, nd, od) && !a->is_const;
     if (!a_full) x = b, y = a, swap = 1;
-    if (x->is_const || x->ndim != nd || memcmp(x->d, od, sizeof(int64_t) * (size_t)nd))
+    if (x->is_const || !full_shape(x, nd, od))
         return ox_unsupported("broadcasting '%s' %s onto a larger shape", x->name, x->is_const ? "(a constant)" : "");
     if (swap && kind == OX_DIV && y->is_const) return ox_unsupported("a constant divided by a program value");
     if (swap && kind >= OX_LT) /* b (op) a: the mirrored comparison */
@@ -387,6 +406,77 @@ cn_status cn_onnx_pow_const(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, ox_v
     ox_val r = {.name = n->output[0]};
     cn_status st = binary_vals(c, x, e, OX_POW, &r);
     return st != CN_OK ? st : ox_set_dyn(c, n, 0, r.v, r.nhwc, r.bdim, r.ndim);
+}
+
+/* ---- Where of program values: clnet's SELECT ---- */
+
+/* v's shape, its leading 1s aside (a free batch is not one), is a trailing part of od's:
+ * what clnet broadcasts as it is. */
+static int trails(const ox_val *v, int nd, const int64_t *od) {
+    int first = 0;
+    while (first < v->ndim && v->d[first] == 1 && first != v->bdim) first++;
+    if (v->ndim - first > nd) return 0;
+    for (int i = first; i < v->ndim; i++)
+        if (v->d[i] != od[nd - v->ndim + i]) return 0;
+    return 1;
+}
+
+/* v as an operand of SELECT whose output is od (logical layout, the batch at outb or none):
+ * as it is where clnet broadcasts it, else expanded (a program value by products with rows
+ * of ones, a constant on the host). A bool or integer constant condition is its float copy. */
+static cn_value select_operand(ox_ctx *c, ox_val *v, int nd, const int64_t *od, int outb) {
+    if (!v->is_const) {
+        if (v->bdim >= 0 && v->bdim + nd - v->ndim != outb) {
+            cn_errorf(CN_ERR_UNSUPPORTED, "'%s' has its batch on another axis than Where's output", v->name);
+            return cn_prog_fail(P, CN_ERR_UNSUPPORTED);
+        }
+        return trails(v, nd, od) ? ox_logical(c, v) : cn_onnx_expand_value(c, v, nd, od);
+    }
+    ox_val f = *v, onto = {.name = v->name, .ndim = nd, .bdim = outb};
+    memcpy(onto.d, od, sizeof(int64_t) * (size_t)nd);
+    if (v->c.dt == OX_F32) return const_onto(c, v, &onto);
+    f.init = 0, f.v = f.alt = CN_INVALID_VALUE, f.vkey[0] = 0;
+    if (!ox_fold_alloc(&f.c, OX_F32, v->c.ndim, v->c.d, "a condition")) return cn_prog_fail(P, cn_last_status());
+    for (int64_t i = 0; i < f.c.numel; i++) f.c.f[i] = v->c.i[i] != 0 ? 1.0f : 0.0f;
+    cn_value r = const_onto(c, &f, &onto);
+    ox_tensor_free(&f.c);
+    return r;
+}
+
+/* Where(cond, x, y) with a program value among them: SELECT(cond, x, y), or SELECT with the
+ * test inverted (variant 1) and y first when y is the operand that has the output's shape
+ * (PyTorch's masked_fill: Where(mask, -inf, scores)). That operand carries the batch, if any
+ * input has one; the others broadcast onto it. Values only move, so -inf and NaN pass. */
+cn_status cn_onnx_where_dyn(ox_ctx *c, const Onnx__NodeProto *n, ox_val *cond, ox_val *x, ox_val *y) {
+    if ((!x->is_const && x->is_int) || (!y->is_const && y->is_int) || (!cond->is_const && cond->is_int))
+        return ox_unsupported("Where of integer program values");
+    if ((x->is_const && x->c.dt != OX_F32) || (y->is_const && y->c.dt != OX_F32))
+        return ox_unsupported("Where of integer constants and program values");
+    int nd;
+    int64_t od[CN_MAX_DIMS];
+    ox_val xy = {.name = "x and y"};
+    if (!bcast_shape(x, y, &xy.ndim, xy.d) || !bcast_shape(&xy, cond, &nd, od))
+        return cn_errorf(CN_ERR_SHAPE, "Where's inputs '%s', '%s', '%s' do not broadcast", cond->name, x->name, y->name);
+    int outb = -1;
+    ox_val *all[3] = {cond, x, y};
+    for (int k = 0; k < 3; k++)
+        if (!all[k]->is_const && all[k]->bdim >= 0) outb = all[k]->bdim + nd - all[k]->ndim;
+    /* a: a program value among x, y that holds the batch when there is one */
+    ox_val *a = NULL;
+    int inv = 0;
+    for (int k = 0; k < 2 && !a; k++) {
+        ox_val *v = k ? y : x;
+        if (!v->is_const && (outb < 0 || (v->bdim >= 0 && v->bdim + nd - v->ndim == outb))) a = v, inv = k;
+    }
+    if (!a) return ox_unsupported("Where whose batch or program value is the condition's alone");
+    cn_value av = full_shape(a, nd, od) ? ox_logical(c, a) : cn_onnx_expand_value(c, a, nd, od);
+    cn_value bv = select_operand(c, inv ? x : y, nd, od, outb), cv = select_operand(c, cond, nd, od, outb);
+    if (av == CN_INVALID_VALUE || bv == CN_INVALID_VALUE || cv == CN_INVALID_VALUE)
+        return ox_set_dyn(c, n, 0, CN_INVALID_VALUE, 0, outb, nd);
+    cn_op_params q = {0};
+    q.variant = inv;
+    cn_value r = cn_prog_op(P, CN_OP_SELECT, 3, (cn_value[]){cv, av, bv}, &q);
+    return ox_set_dyn(c, n, 0, r, 0, outb, nd);
 }
 
 static cn_status h_add(ox_ctx *c, const Onnx__NodeProto *n) { return cn_onnx_fused_binary(c, n, OX_ADD); }

@@ -121,13 +121,16 @@ static ox_val as_image(ox_ctx *c, const ox_val *x) {
 }
 
 /* A window op's NHWC result y as output 0: an image, or for a 1-D op [N,C,L] again. */
-static cn_status image_out(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x, cn_value y, int one_d) {
+static cn_status image_out_k(ox_ctx *c, const Onnx__NodeProto *n, int k, const ox_val *x, cn_value y, int one_d) {
     int nd;
     int64_t s[CN_MAX_DIMS];
     cn_dtype dt;
-    if (!one_d || y == CN_INVALID_VALUE || cn_value_shape(P, y, &nd, s, &dt) != CN_OK) return ox_set_dyn(c, n, 0, y, 1, x->bdim, 4);
+    if (!one_d || y == CN_INVALID_VALUE || cn_value_shape(P, y, &nd, s, &dt) != CN_OK) return ox_set_dyn(c, n, k, y, 1, x->bdim, 4);
     y = cn_op_reshape(P, y, 3, (const int64_t[]){x->bdim == 0 ? -1 : s[0], s[2], s[3]});
-    return ox_set_dyn(c, n, 0, cn_op_transpose(P, y, (const int[]){0, 2, 1}), 0, x->bdim, 3);
+    return ox_set_dyn(c, n, k, cn_op_transpose(P, y, (const int[]){0, 2, 1}), 0, x->bdim, 3);
+}
+static cn_status image_out(ox_ctx *c, const Onnx__NodeProto *n, const ox_val *x, cn_value y, int one_d) {
+    return image_out_k(c, n, 0, x, y, one_d);
 }
 
 /* ---- 3-D windows, composed from 2-D ones (clnet has no 3-D kernels) ---- */
@@ -464,11 +467,15 @@ static cn_status dilated_maxpool(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x,
 static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     NEED(x, 0);
     if (x->is_const) return ox_unsupported("a constant image");
-    if (n->n_output > 1 && *n->output[1]) return ox_unsupported("the Indices output");
-    if (ox_attr_i(n, "storage_order", 0)) return ox_unsupported("storage_order=1");
+    /* storage_order only orders the Indices */
+    int indices = n->n_output > 1 && *n->output[1];
+    int64_t order = ox_attr_i(n, "storage_order", 0);
+    if (indices && op != CN_OP_MAXPOOL) return ox_unsupported("a second output of %s", n->op_type);
+    if (order != 0 && order != 1) return cn_errorf(CN_ERR_FORMAT, "storage_order=%lld (0 or 1)", (long long)order);
     const Onnx__AttributeProto *ks = ox_attr(n, "kernel_shape");
     int one_d = x->ndim == 3;
-    if (ks && ks->n_ints == 3 && x->ndim == 5) return pool3d(c, n, x, op);
+    if (ks && ks->n_ints == 3 && x->ndim == 5)
+        return indices ? ox_unsupported("the Indices output of a 3-D pool") : pool3d(c, n, x, op);
     if (!ks || ks->n_ints != (one_d ? 1u : 2u)) return ox_unsupported("kernel_shape of a 1-D, 2-D or 3-D pool needed");
     ox_val x4;
     if (one_d) x4 = as_image(c, x), x = &x4;
@@ -477,6 +484,7 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     if (st != CN_OK) return st;
     if (wn.d[0] != 1 || wn.d[1] != 1) {
         if (op != CN_OP_MAXPOOL) return ox_unsupported("dilated average pooling");
+        if (indices) return ox_unsupported("the Indices output of a dilated MaxPool");
         return dilated_maxpool(c, n, x, &wn, ox_attr_i(n, "ceil_mode", 0) != 0, one_d);
     }
     /* clnet's pools clip every window to the image and its padding; a window that lies wholly
@@ -490,7 +498,15 @@ static cn_status pool(ox_ctx *c, const Onnx__NodeProto *n, cn_op op) {
     wp.ph_extra = (int)(wn.pad[2] - wn.pad[0]), wp.pw_extra = (int)(wn.pad[3] - wn.pad[1]);
     wp.ceil_mode = ox_attr_i(n, "ceil_mode", 0) != 0;
     if (op == CN_OP_AVGPOOL) wp.exclude_pad = ox_attr_i(n, "count_include_pad", 0) == 0;
-    return image_out(c, n, x, cn_prog_op(P, op, 1, (cn_value[]){ox_nhwc(c, x)}, &wp), one_d);
+    cn_value xv = ox_nhwc(c, x);
+    cn_status st2 = image_out(c, n, x, cn_prog_op(P, op, 1, &xv, &wp), one_d);
+    if (st2 != CN_OK || !indices) return st2;
+    /* Indices: MAXPOOL_ARGMAX, int64 positions held exactly as floats (ops.h); marked integer
+     * so that arithmetic on them is refused rather than done in float (docs/DESIGN.md) */
+    wp.variant = (int32_t)order;
+    if ((st2 = image_out_k(c, n, 1, x, cn_prog_op(P, CN_OP_MAXPOOL_ARGMAX, 1, &xv, &wp), one_d)) != CN_OK) return st2;
+    ox_find(c, n->output[1])->is_int = 1;
+    return CN_OK;
 }
 static cn_status h_maxpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_MAXPOOL); }
 static cn_status h_avgpool(ox_ctx *c, const Onnx__NodeProto *n) { return pool(c, n, CN_OP_AVGPOOL); }

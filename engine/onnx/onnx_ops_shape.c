@@ -503,7 +503,15 @@ static cn_status h_cast(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(x, 0);
     if (x->is_const) return fold_cast(c, n, x);
     int64_t to = ox_attr_i(n, "to", 1);
+    if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && ox_int_as_float(c, x)) return ox_set_like(c, n, 0, x->v, x);
     if (to == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !x->is_int) return ox_set_like(c, n, 0, x->v, x);
+    if (to == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL && !x->is_int) {
+        /* clnet's boolean, a 0/1 mask: x != 0 as 1 - (x == 0), exact (NaN gives 1, as ONNX's) */
+        char name[CN_NODE_NAME_MAX];
+        snprintf(name, sizeof name, "onnx_const_%d", c->consts++);
+        cn_value zero = cn_constant(c->p, name, 1, (const int64_t[]){1}, (const float[]){0.0f});
+        return ox_set_like(c, n, 0, cn_op_scale(c->p, cn_op_equal(c->p, x->v, zero), -1.0f, 1.0f), x);
+    }
     if ((to == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || to == ONNX__TENSOR_PROTO__DATA_TYPE__INT32) && x->is_int)
         return ox_set_like(c, n, 0, x->v, x);
     return ox_unsupported("Cast of a program value to type %lld", (long long)to);
@@ -615,7 +623,7 @@ static cn_status h_where(ox_ctx *c, const Onnx__NodeProto *n) {
     NEED(cond, 0);
     NEED(x, 1);
     NEED(y, 2);
-    if (!cond->is_const || !x->is_const || !y->is_const) return ox_unsupported("Where of program values");
+    if (!cond->is_const || !x->is_const || !y->is_const) return cn_onnx_where_dyn(c, n, cond, x, y);
     if (x->c.dt != y->c.dt) return cn_errorf(CN_ERR_DTYPE, "Where of two types");
     int nd = 0;
     const ox_tensor *t[3] = {&cond->c, &x->c, &y->c};

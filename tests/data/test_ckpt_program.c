@@ -207,9 +207,38 @@ static void test_files(void) {
     remove(path);
 }
 
+/* Issue 18's forward ops without a gradient (COMPARE, MAXPOOL_ARGMAX) are still ops a builder
+ * makes (an imported model's Less, MaxPool's Indices): a program with them and SELECT loads
+ * back from its checkpoint and encodes to the same words. */
+static void test_forward_only_ops(void) {
+    const char *path = "test_ckpt_program_ops.ckpt";
+    cn_program *p = NULL, *q = NULL;
+    CHECK(cn_program_create(&p) == CN_OK, "program");
+    cn_value x = cn_input(p, "x", 4, (int64_t[]){CN_BATCH, 4, 4, 2}, CN_F32);
+    cn_op_params wp = {.kh = 2, .kw = 2, .sh = 2, .sw = 2, .variant = 1}, none = {0};
+    cn_value ix = cn_prog_op(p, CN_OP_MAXPOOL_ARGMAX, 1, &x, &wp), mx = cn_op_maxpool2d(p, x, 2, 2);
+    cn_value y = cn_prog_op(p, CN_OP_SELECT, 3, (cn_value[]){cn_op_less(p, mx, ix), mx, ix}, &none);
+    CHECK(cn_output(p, "y", y) == CN_OK, "building: %s", cn_last_error());
+    cn_ckpt_tensor t[1];
+    int32_t *w = NULL, *w2 = NULL;
+    cn_ckpt_meta meta = {"", 0, 0, 0, 0};
+    CHECK(cn_program__ckpt_tensor(p, &t[0], &w) == CN_OK && cn_ckpt_save(path, &meta, t, 1) == CN_OK, "saving");
+    CHECK(cn_program_from_checkpoint(path, &q) == CN_OK && q, "loading: %s", cn_last_error());
+    cn_ckpt_tensor t2[1];
+    if (q && cn_program__ckpt_tensor(q, &t2[0], &w2) == CN_OK)
+        CHECK(t2[0].shape[0] == t[0].shape[0] && !memcmp(w, w2, sizeof(int32_t) * (size_t)t[0].shape[0]),
+              "the loaded program encodes differently");
+    free(w);
+    free(w2);
+    cn_program_free(q);
+    cn_program_free(p);
+    remove(path);
+}
+
 int main(void) {
     test_table();
     test_files();
+    test_forward_only_ops();
     printf("%d failures\n", failures);
     return failures ? 1 : 0;
 }

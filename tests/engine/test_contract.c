@@ -155,6 +155,14 @@ static void test_window_rule(void) {
     CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_IM2COL, 1, &x, &dil, NULL), "window 3x3 stride 1x1 pad 0x0 dilation 2x2 does not fit image [1,4,4,1]");
     CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_MAXPOOL, 1, &x, &(cn_op_params){.kh = 2, .kw = 2, .sh = 1, .sw = 1, .dh = 2}, NULL),
                      "maxpool: dilation 2x1: pools take none");
+    /* MAXPOOL_ARGMAX's indices are floats: exact up to 2^24 elements, refused beyond */
+    cn_op_params two = {.kh = 2, .kw = 2, .sh = 2, .sw = 2};
+    int fits = cn_g_leaf(&g, CN_LEAF_INPUT, "fits", &(cn_shape){4, {1, 4096, 4096, 1}}, CN_F32);
+    int big = cn_g_leaf(&g, CN_LEAF_INPUT, "big", &(cn_shape){4, {1, 4096, 4096, 2}}, CN_F32);
+    CHECK(cn_g_op(&g, CN_OP_MAXPOOL_ARGMAX, 1, &fits, &two, NULL) >= 0, "2^24 elements: %s", cn_last_error());
+    CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_MAXPOOL_ARGMAX, 1, &big, &two, NULL), "more than 2^24 elements");
+    two.variant = 2;
+    CHECK_NODE_FAILS(cn_g_op(&g, CN_OP_MAXPOOL_ARGMAX, 1, &fits, &two, NULL), "variant 2 (0 row-major");
     cn_graph_destroy(&g);
     tc_end();
 }

@@ -13,6 +13,7 @@
  *  - Where the first rule (too few work-items) splits too, the longer slices win: the seed
  *    CNN's second convolution's weight gradient (288 x 64 x 7744, colsᵀ dY) went from 320 to
  *    1024; products this rule leaves alone keep the first rule's slices.
+ * GPU-type devices: gemm_tiled's split (cn_cl_gemm_tiled_kc), at the end.
  * Values and correctness of split products are tests/ops' (cases.c: the long-K cases). */
 #include "../data/tcheck.h"
 
@@ -86,6 +87,39 @@ int main(void) {
     CHECK(kc_of(&c, 128, 128, 8192, 1, 0) == 512, "gpt 128x128x8192: %lld", (long long)kc_of(&c, 128, 128, 8192, 1, 0));
     /* vit 64 x 64 x 3136: 11 tiles, 2 slices wanted; 131072 / 128 = 1024 */
     CHECK(kc_of(&c, 64, 64, 3136, 1, 0) == 1024, "vit 64x64x3136: %lld", (long long)kc_of(&c, 64, 64, 3136, 1, 0));
+    tc_end();
+
+    /* GPU-type devices, gemm_tiled (cl_blas.c, cn_cl_gemm_tiled_kc): fewer than two 64 x 64
+     * tiles per compute unit and K >= 1024 and >= 4x each output side are cut into slices of at least 128 (a multiple of
+     * TSK) until there are four groups per compute unit; the H200's 132 units, the ViT's
+     * weight gradients at batch 256 (K 12,544), which one unit walked whole at 2-5% of the
+     * forward products' rate. */
+    tc_begin("GPU tiled GEMM: split-K for few tiles and long K, and nothing else");
+    static cn_cl_ctx gpu;
+    gpu.is_cpu = 0, gpu.compute_units = 132, gpu.gemm_tsm = gpu.gemm_tsn = 64, gpu.gemm_tsk = 16;
+    static const int64_t gsplit[][4] = {
+        /* M, N, K, batch */
+        {64, 64, 12544, 1}, {128, 64, 12544, 1}, {16, 64, 12544, 1}, {288, 64, 7744, 1}, {20, 12, 1500, 2},
+    };
+    for (size_t i = 0; i < sizeof gsplit / sizeof gsplit[0]; i++) {
+        gemm_dims g = {gsplit[i][3], gsplit[i][0], gsplit[i][1], gsplit[i][2], 1, 0};
+        int64_t kc = cn_cl_gemm_tiled_kc(&gpu, &g), tiles = (g.M + 63) / 64 * ((g.N + 63) / 64) * g.batch;
+        int64_t groups = kc > 0 ? tiles * ((g.K + kc - 1) / kc) : 0;
+        CHECK(kc >= 128 && kc % 16 == 0 && kc < g.K, "%lldx%lldx%lld: kc %lld", (long long)g.M, (long long)g.N,
+              (long long)g.K, (long long)kc);
+        /* four groups a unit, unless the 128 floor stops short of it */
+        CHECK(groups >= 4 * 132 || kc == 128, "%lldx%lldx%lld: %lld groups", (long long)g.M, (long long)g.N,
+              (long long)g.K, (long long)groups);
+    }
+    static const int64_t gwhole[][3] = {{12544, 64, 128}, {64, 64, 1000}, {1024, 1024, 1024}, {2048, 1024, 4096}, {576, 576, 2048}};
+    for (size_t i = 0; i < sizeof gwhole / sizeof gwhole[0]; i++) {
+        gemm_dims g = {1, gwhole[i][0], gwhole[i][1], gwhole[i][2], 0, 0};
+        CHECK(cn_cl_gemm_tiled_kc(&gpu, &g) == 0, "%lldx%lldx%lld is split", (long long)g.M, (long long)g.N,
+              (long long)g.K);
+    }
+    gpu.is_cpu = 1;
+    gemm_dims cpu = {1, 64, 64, 12544, 1, 0};
+    CHECK(cn_cl_gemm_tiled_kc(&gpu, &cpu) == 0, "a CPU-type device's tiled product is split");
     tc_end();
     return tc_finish();
 }

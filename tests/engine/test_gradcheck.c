@@ -13,7 +13,7 @@
 #include "graph.h"
 #include "plan.h"
 
-typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT, GEN_SPREAD, GEN_OFF_INTEGERS } gen_kind;
+typedef enum { GEN_UNIFORM, GEN_POSITIVE, GEN_AWAY_FROM_ZERO, GEN_DISTINCT, GEN_SPREAD, GEN_OFF_INTEGERS, GEN_MASK } gen_kind;
 
 typedef struct gcase {
     const char *label;
@@ -28,8 +28,8 @@ typedef struct gcase {
 } gcase;
 
 /* The input that is a constant rather than a checked parameter (batch norm's running
- * statistics: state, never given a gradient), or -1. */
-static int constant_input(const gcase *c) { return c->op == CN_OP_BATCHNORM ? 3 : -1; }
+ * statistics: state, never given a gradient; SELECT's mask), or -1. */
+static int constant_input(const gcase *c) { return c->op == CN_OP_BATCHNORM ? 3 : c->op == CN_OP_SELECT ? 0 : -1; }
 
 #define S1(a) {1, {a}}
 #define S2(a, b) {2, {a, b}}
@@ -132,6 +132,10 @@ static const gcase cases[] = {
     {"floor", CN_OP_FLOOR, 1, {S2(3, 5)}, {GEN_OFF_INTEGERS}, -1, {0}, 0, {0}},
     {"ceil", CN_OP_CEIL, 1, {S2(3, 5)}, {GEN_OFF_INTEGERS}, -1, {0}, 0, {0}},
     {"erf", CN_OP_ERF, 1, {S2(3, 5)}, {GEN_SPREAD}, -1, {0}, 0, {0}},
+    /* SELECT (ONNX Where): a constant 0/1 mask, a and b each getting dy where taken */
+    {"select broadcast", CN_OP_SELECT, 3, {S2(3, 4), S2(3, 4), S1(4)}, {GEN_MASK}, -1, {0}, 0, {0}},
+    {"select broadcast mask", CN_OP_SELECT, 3, {S1(4), S2(3, 4), S2(3, 4)}, {GEN_MASK}, -1, {0}, 0, {0}},
+    {"select where c == 0", CN_OP_SELECT, 3, {S2(3, 4), S2(3, 4), S2(3, 4)}, {GEN_MASK}, -1, {.variant = 1}, 0, {0}},
 };
 #define N_CASES (int)(sizeof cases / sizeof cases[0])
 
@@ -153,6 +157,7 @@ static float gen(gen_kind k, uint64_t salt, int64_t i, int64_t n) {
     }
     case GEN_OFF_INTEGERS: /* in [k + 0.1, k + 0.9) for k in -2..2: floor and ceil's steps more than 2h away */
         return (float)(i % 5 - 2) + 0.1f + 0.8f * u;
+    case GEN_MASK: return (float)(i * 5 % 3 != 0); /* zeros and ones, both in every row */
     case GEN_UNIFORM: break;
     }
     return 2.0f * u - 1.0f;

@@ -98,6 +98,23 @@ def main():
                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
     save("huge_constant", helper.make_model(big, opset_imports=[helper.make_opsetid("", 13)]))
 
+    # MaxPool's Indices are integers held as floats: an integer Div of them (a floor in ONNX)
+    # must be refused, not computed as a float division.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, ["N", 1, 2, 2])
+    four = numpy_helper.from_array(np.array(4, dtype=np.int64), "four")
+    nodes = [helper.make_node("MaxPool", ["x"], ["p", "i"], kernel_shape=[2, 2], strides=[2, 2], name="pool"),
+             helper.make_node("Div", ["i", "four"], ["y"], name="row")]
+    save("indices_div", helper.make_model(helper.make_graph(nodes, "indices_div", [x], [y], [four]),
+                                          opset_imports=[helper.make_opsetid("", 13)]))
+
+    # A shape given as a graph output is a constant of floats, but a free batch has no value.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("s", TensorProto.INT64, [2])
+    save("shape_output_batch", helper.make_model(
+        helper.make_graph([helper.make_node("Shape", ["x"], ["s"], name="shape")], "shape_output_batch", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 13)]))
+
     os.makedirs(CORPUS, exist_ok=True)
     for f in sorted(os.listdir(OUT)):
         shutil.copy(os.path.join(OUT, f), os.path.join(CORPUS, "seed-" + f[:-5]))

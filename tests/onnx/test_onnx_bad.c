@@ -23,6 +23,8 @@ static const struct {
     {"unknown_op", CN_ERR_UNSUPPORTED, "node 1 'relu' (Frobnicate, opset 13): op type not supported; supported: Relu, LeakyRelu"},
     {"unknown_op", CN_ERR_UNSUPPORTED, "Pow"}, /* the whole list, not cut */
     {"gemm_shape", CN_ERR_SHAPE, "node 0 'fc' (Gemm, opset 13)"},
+    {"indices_div", CN_ERR_UNSUPPORTED, "node 1 'row' (Div, opset 13): an input holds integers as floats"},
+    {"shape_output_batch", CN_ERR_UNSUPPORTED, "graph output 's' is an integer constant holding the free batch size"},
     {"huge_constant", CN_ERR_UNSUPPORTED, "ConstantOfShape: 1099511627776 elements to compute at import"},
 };
 

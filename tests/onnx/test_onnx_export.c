@@ -277,6 +277,41 @@ static void graph_api_math(void) {
     cn_program_free(p);
 }
 
+/* MaxPool's Indices (MAXPOOL_ARGMAX, both storage orders, padded and in ceil mode): a MaxPool
+ * with a second output and a Cast to float in the file, the same op after import. */
+static void graph_api_indices(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 4, (const int64_t[]){CN_BATCH, 7, 6, 3}, CN_F32);
+    cn_op_params a = {0}, b = {0};
+    a.kh = a.kw = 3, a.sh = a.sw = 2, a.ph = a.pw = 1;
+    b.kh = b.kw = b.sh = b.sw = 2, b.ceil_mode = 1, b.variant = 1;
+    cn_value ia = cn_prog_op(p, CN_OP_MAXPOOL_ARGMAX, 1, &x, &a), ib = cn_prog_op(p, CN_OP_MAXPOOL_ARGMAX, 1, &x, &b);
+    OK(cn_output(p, "y", cn_op_add(p, ia, cn_op_scale(p, ib, 0.5f, 0.0f))));
+    float in[2 * 7 * 6 * 3];
+    fill(in, 2 * 7 * 6 * 3, 19);
+    round_trip("graph_api_indices", p, NULL, "x", in, 2, 4, (const int64_t[]){2, 7, 6, 3}, 0, "y", 0);
+    cn_program_free(p);
+}
+
+/* SELECT (ONNX Where) of a mask from a comparison, both variants, one operand broadcast: Where
+ * of a Cast to bool (and a Not) in the file, the same values after import. */
+static void graph_api_select(void) {
+    cn_program *p = NULL;
+    OK(cn_program_create(&p));
+    cn_value x = cn_input(p, "x", 2, (const int64_t[]){CN_BATCH, 6}, CN_F32);
+    cn_value m = cn_param(p, "m", 1, (const int64_t[]){6}, CN_INIT_UNIFORM, 0.5f);
+    cn_value mask = cn_op_less(p, x, m), t = cn_op_tanh(p, x);
+    cn_op_params v0 = {0}, v1 = {.variant = 1};
+    cn_value a = cn_prog_op(p, CN_OP_SELECT, 3, (cn_value[]){mask, x, m}, &v0);
+    cn_value b = cn_prog_op(p, CN_OP_SELECT, 3, (cn_value[]){mask, t, m}, &v1);
+    OK(cn_output(p, "y", cn_op_add(p, a, cn_op_scale(p, b, 3.0f, 0.0f))));
+    float in[3 * 6];
+    fill(in, 18, 23);
+    round_trip("graph_api_select", p, NULL, "x", in, 3, 2, (const int64_t[]){3, 6}, 0, "y", 0);
+    cn_program_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     g_root = argv[1];
@@ -293,6 +328,8 @@ int main(int argc, char **argv) {
     graph_api_layers();
     graph_api_tconv_grouped();
     graph_api_math();
+    graph_api_indices();
+    graph_api_select();
     imported("mlp", 0);
     imported("seed_cnn", 0);
     imported("vit", 0);

@@ -14,7 +14,13 @@
  * With --export after DIR, each model is also written back (cn_program_to_onnx, into
  * DIR/NAME/clnet_export.onnx for an ONNX checker), imported again and held to the same bound.
  *
- * Usage: test_onnx_nodes DATA_DIR [NAME_FILTER]   (skips, exit 77, without the data)
+ * --must-pass FILE names tests (one a line) that passed when it was written: a refusal of one
+ * of them fails, so that support once added stays. --all-devices runs the node tests on every
+ * device (by hand: POCL compiles each test's kernels, too slow for CI) instead of omp only;
+ * --print-passing names each test that passes (how the must-pass list is written).
+ *
+ * Usage: test_onnx_nodes DATA_DIR [--must-pass FILE] [--all-devices] [--print-passing] [NAME_FILTER]
+ *                                                  (skips, exit 77, without the data)
  *        test_onnx_nodes --fixtures DIR [--export] */
 #include <dirent.h>
 #include <math.h>
@@ -25,7 +31,8 @@
 #include "onnx_import.h"
 #include "session.h"
 
-static int g_fixtures, g_export;
+static int g_fixtures, g_export, g_all_devices, g_print_passing;
+static char *g_must_pass; /* --must-pass FILE: names, one a line, that may not be refused */
 static int g_n_init = 1 << 30; /* the initializers the file itself has (the rest were frozen inputs) */
 
 typedef struct counts {
@@ -47,6 +54,15 @@ static Onnx__TensorProto *read_pb(const char *path) {
     Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, buf);
     free(buf);
     return t;
+}
+
+static cn_dtype input_dtype(const cn_program *p, const char *name) {
+    for (int i = 0; i < cn_program_num_inputs(p); i++) {
+        const char *nm;
+        cn_dtype dt;
+        if (cn_program_input_info(p, i, &nm, NULL, NULL, &dt) == CN_OK && !strcmp(nm, name)) return dt;
+    }
+    return CN_I32;
 }
 
 /* Runs one data set; returns 0 when every output matches, else 1 with *why set. */
@@ -84,7 +100,12 @@ static int run_set(cn_program *p, const Onnx__GraphProto *g, const char *dir, co
         int64_t rows = h.ndim ? h.d[0] : 1;
         cn_status st;
         if (h.dt == OX_F32) st = cn_session_feed(s, name, h.f, rows);
-        else {
+        else if (input_dtype(p, name) == CN_F32) { /* a bool input, held as a 0/1 float mask */
+            float *mask = malloc((size_t)(h.numel ? h.numel : 1) * sizeof *mask);
+            for (int64_t e = 0; e < h.numel; e++) mask[e] = (float)h.i[e];
+            st = cn_session_feed(s, name, mask, rows);
+            free(mask);
+        } else {
             int32_t *ids = malloc((size_t)(h.numel ? h.numel : 1) * sizeof *ids);
             for (int64_t e = 0; e < h.numel; e++) ids[e] = (int32_t)h.i[e];
             st = cn_session_feed(s, name, ids, rows);
@@ -131,7 +152,7 @@ static int run_set(cn_program *p, const Onnx__GraphProto *g, const char *dir, co
         for (int64_t e = 0; e < numel; e++) scale = fmax(scale, fabs(ox_get(&want, e)));
         for (int64_t e = 0; e < numel; e++) {
             double w = ox_get(&want, e), v = got[e];
-            if (isnan(w) && isnan(v)) continue;
+            if ((isnan(w) && isnan(v)) || v == w) continue; /* infinities too (a masked_fill's -inf) */
             if (g_fixtures ? !(fabs(v - w) <= 1e-4 * scale) : !(fabs(v - w) <= 1e-7 + 1e-3 * fabs(w))) {
                 snprintf(why, cap, "output %s[%lld] = %.9g, expected %.9g", g->output[i]->name, (long long)e, v, w);
                 free(got);
@@ -247,10 +268,13 @@ static int run_frozen(const char *suite_dir, const char *name, const uint8_t *bu
     int ran = ok && n_frozen && p;
     if (ran) {
         g_n_init = (int)n_init;
-        int sets = 0, bad = run_sets(p, g, suite_dir, name, " (inputs after the first frozen)", 0, &sets);
+        int sets = 0, bad = run_sets(p, g, suite_dir, name, " (inputs after the first frozen)", g_all_devices, &sets);
         g_n_init = 1 << 30;
         if (bad) c->failed++;
-        else c->frozen++;
+        else {
+            c->frozen++;
+            if (g_print_passing) printf("passed  %s\n", name);
+        }
     }
     cn_program_free(p);
     free(out);
@@ -259,6 +283,14 @@ static int run_frozen(const char *suite_dir, const char *name, const uint8_t *bu
     free(inits);
     onnx__model_proto__free_unpacked(m, NULL);
     return ran;
+}
+
+static int must_pass(const char *name) {
+    if (!g_must_pass) return 0;
+    size_t len = strlen(name);
+    for (const char *q = g_must_pass; (q = strstr(q, name)); q += len)
+        if ((q == g_must_pass || q[-1] == '\n') && (q[len] == '\n' || q[len] == 0)) return 1;
+    return 0;
 }
 
 static void run_test(const char *suite_dir, const char *name, counts *c) {
@@ -288,14 +320,22 @@ static void run_test(const char *suite_dir, const char *name, counts *c) {
             free(buf);
             return;
         }
-        c->refused++;
-        printf("refused %s: %s\n", name, cn_last_error());
+        if (must_pass(name)) {
+            c->failed++;
+            printf("FAILED  %s: refused, but it is in the must-pass list: %s\n", name, cn_last_error());
+        } else {
+            c->refused++;
+            printf("refused %s: %s\n", name, cn_last_error());
+        }
     } else {
         const Onnx__GraphProto *g = cn_onnx_file_model(f)->graph;
-        int sets = 0, bad = run_sets(p, g, suite_dir, name, "", g_fixtures, &sets);
+        int sets = 0, bad = run_sets(p, g, suite_dir, name, "", g_fixtures || g_all_devices, &sets);
         if (!bad && sets && g_export) bad = export_again(p, g, suite_dir, name);
         if (bad) c->failed++;
-        else if (sets) c->pass++;
+        else if (sets) {
+            c->pass++;
+            if (g_print_passing) printf("passed  %s\n", name);
+        }
         else c->refused++, printf("refused %s: no data sets\n", name);
     }
     cn_program_free(p);
@@ -323,6 +363,20 @@ int main(int argc, char **argv) {
         printf("fixtures: %d models, %d pass, %d refused, %d FAILED\n", c.total, c.pass, c.refused, c.failed);
         return c.total && c.pass == c.total ? 0 : 1;
     }
+    const char *filter = NULL;
+    for (int a = 2; a < argc; a++) {
+        if (!strcmp(argv[a], "--all-devices")) g_all_devices = 1;
+        else if (!strcmp(argv[a], "--print-passing")) g_print_passing = 1;
+        else if (!strcmp(argv[a], "--must-pass") && a + 1 < argc) {
+            size_t len = 0;
+            if (cn_data_read_file(argv[++a], (size_t)1 << 20, (uint8_t **)&g_must_pass, &len) != CN_OK) {
+                printf("FAILED: %s\n", cn_last_error());
+                return 1;
+            }
+            g_must_pass = realloc(g_must_pass, len + 1);
+            g_must_pass[len] = 0;
+        } else filter = argv[a];
+    }
     static const char *suites[] = {"node", "pytorch-converted", "pytorch-operator", "simple"};
     counts all = {0};
     int found = 0;
@@ -336,7 +390,7 @@ int main(int argc, char **argv) {
         int n = 0, cap = 0;
         struct dirent *e;
         while ((e = readdir(d))) {
-            if (e->d_name[0] == '.' || (argc > 2 && !strstr(e->d_name, argv[2]))) continue;
+            if (e->d_name[0] == '.' || (filter && !strstr(e->d_name, filter))) continue;
             if (n == cap) names = realloc(names, (size_t)(cap = cap ? 2 * cap : 256) * sizeof *names);
             names[n++] = strdup(e->d_name);
         }
@@ -360,5 +414,6 @@ int main(int argc, char **argv) {
     }
     printf("all: %d tests, %d of supported ops: %d pass, %d pass with inputs frozen, %d refused, %d FAILED\n",
            all.total, all.total - all.other_ops, all.pass, all.frozen, all.refused, all.failed);
+    free(g_must_pass);
     return all.failed ? 1 : 0;
 }

@@ -140,6 +140,7 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
 
 static void cases_MATMUL(h_caselist *L) {
     cases_MATMUL_BIAS(L);
+    mm(L, 2, 20, 1500, 12, 1, 0, CN_EPI_NONE); /* batched split-K: GPU-type gemm_tiled's slices per batch */
     mm(L, 0, 1, 1, 1, 0, 0, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 7, 5, 3, t & 1, t >> 1, CN_EPI_NONE);
     mm(L, 2, 1, 19, 40, 0, 1, CN_EPI_RELU); /* batched gemm_tb_rows */
@@ -555,6 +556,24 @@ static void cases_MAXPOOL(h_caselist *L) {
         h_tol_exact(c);
     }
     cases_pool_modes(L, CN_OP_MAXPOOL);
+}
+
+/* MAXPOOL_ARGMAX: ONNX's Indices of MAXPOOL's winners, both storage orders; ties in
+ * {-1,0,1} too (the first maximum of the row-major scan wins, as for MAXPOOL_GRAD). */
+static void cases_MAXPOOL_ARGMAX(h_caselist *L) {
+    for (int k = 0; k < N_POOL; k++)
+        for (int v = 0; v < 3; v += k % 2 ? 2 : 1) { /* ties on every other geometry */
+            const geo *g = &pool_geos[k];
+            h_case *c = geo_case(L, CN_OP_MAXPOOL_ARGMAX, g);
+            size_t len = strlen(c->desc);
+            snprintf(c->desc + len, sizeof c->desc - len, "%s", v == 2 ? " ties" : v ? " column-major" : "");
+            set_geo(c, g);
+            c->p.variant = v == 1;
+            h_in(c, h_shape(4, g->n, g->h, g->w, g->c), v == 2 ? GEN_INTS : GEN_DISTINCT, v == 2 ? -1 : -4, v == 2 ? 1 : 4);
+            c->out_shape = pool_out_shape(g);
+            h_tol_exact(c);
+        }
+    cases_pool_modes(L, CN_OP_MAXPOOL_ARGMAX);
 }
 
 /* MAXPOOL_GRAD(dy, x) -> dx with x's shape */

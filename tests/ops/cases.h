@@ -102,6 +102,7 @@ void cases_FLOOR(h_caselist *L);
 void cases_CEIL(h_caselist *L);
 void cases_ERF(h_caselist *L);
 void cases_COMPARE(h_caselist *L);
+void cases_SELECT(h_caselist *L);
 /* Pools with padding, ceil mode and exclude_pad (count_include_pad = False), appended to the
  * pool ops' cases. */
 void cases_pool_modes(h_caselist *L, cn_op op);

@@ -1,4 +1,4 @@
-/* Harness cases of the elementwise math ops of issue 18 §3 (engine/ops.h: MAXIMUM .. ERF).
+/* Harness cases of the elementwise math ops of issue 18 §3 (engine/ops.h: MAXIMUM .. ERF, COMPARE, SELECT).
  * Shapes: one element, odd lengths (tails of every work-group split), the broadcasts of ADD's
  * cases (a row, a trailing block, leading 1s) and one long enough for several groups.
  *
@@ -10,7 +10,7 @@
  * reference is glibc's powf/logf (< 1 ulp); rtol 1e-5 (~84 ulp) holds the worst of pow then
  * two products with margin, atol 1e-6 for results that cancel towards 0 (log near 1). ERF:
  * erf 16 ulp, the same rtol 1e-5 and atol 1e-6 (erf of tiny x is ~x). COMPARE's 0 and 1 are
- * exact. */
+ * exact, and SELECT only moves values. */
 #include "cases.h"
 
 static const struct { int nd; int64_t a[4]; int bnd; int64_t b[3]; } shapes[] = {
@@ -100,3 +100,20 @@ void cases_COMPARE(h_caselist *L) {
 void cases_FLOOR(h_caselist *L) { unary(L, CN_OP_FLOOR, 1, -5, 5); }
 void cases_CEIL(h_caselist *L) { unary(L, CN_OP_CEIL, 1, -5, 5); }
 void cases_ERF(h_caselist *L) { unary(L, CN_OP_ERF, 0, -4, 4); }
+
+/* SELECT(c, a, b): a full mask of zeros and ones (GEN_INTS in [0,1]) and a broadcast one of any
+ * values (c != 0 is what selects), both variants; values only move, so the bits must agree. */
+void cases_SELECT(h_caselist *L) {
+    for (int v = 0; v < 2; v++)
+        for (int k = v; k < N_SHAPES; k++) {
+            h_case *c = h_case_new(L, CN_OP_SELECT, "variant %d %s %s c in %s", v, h_sh(sh_a(k)), h_sh(sh_b(k)),
+                                   k % 2 ? "[-1,1]" : "{0,1}");
+            c->p.variant = v;
+            /* c broadcast like b on the odd shapes, full on the others */
+            h_in(c, k % 2 ? sh_b(k) : sh_a(k), k % 2 ? GEN_UNIFORM : GEN_INTS, k % 2 ? -1 : 0, 1);
+            h_in(c, sh_a(k), GEN_UNIFORM, -2, 2);
+            h_in(c, sh_b(k), GEN_UNIFORM, -2, 2);
+            c->out_shape = sh_a(k);
+            h_tol_exact(c);
+        }
+}

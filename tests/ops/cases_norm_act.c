@@ -208,7 +208,8 @@ void cases_pool_modes(h_caselist *L, cn_op op) {
             c->p = p;
             const double overlap = (double)((p.kh + p.sh - 1) / p.sh) * ((p.kw + p.sw - 1) / p.sw);
             switch (op) {
-            case CN_OP_MAXPOOL:
+            case CN_OP_MAXPOOL: case CN_OP_MAXPOOL_ARGMAX:
+                c->p.variant = op == CN_OP_MAXPOOL_ARGMAX && (k & 1); /* both index orders */
                 h_in(c, img, GEN_DISTINCT, -4, 4);
                 c->out_shape = pooled;
                 c->tol.kind = TOL_EXACT;

@@ -136,6 +136,21 @@ void nv_maxpool(const n_geo *g, const float *x, double *y) {
                 }
 }
 
+/* ONNX MaxPool's Indices of the same winners: the NHWC image index taken apart and the
+ * NCHW one built (col_major: ONNX storage_order=1, h + w*H within a plane). */
+void nv_maxpool_argmax(const n_geo *g, const float *x, int col_major, double *y) {
+    int64_t OH = nv_oh(g), OW = nv_ow(g);
+    for (int64_t n = 0; n < g->n; n++)
+        for (int64_t oh = 0; oh < OH; oh++)
+            for (int64_t ow = 0; ow < OW; ow++)
+                for (int64_t c = 0; c < g->c; c++) {
+                    int64_t b = win_argmax(g, x, n, oh, ow, c), pix = b / g->c % (g->h * g->w);
+                    int64_t h = pix / g->w, w = pix % g->w;
+                    y[((n * OH + oh) * OW + ow) * g->c + c] =
+                        b < 0 ? -1.0 : (double)((n * g->c + c) * g->h * g->w + (col_major ? h + w * g->h : h * g->w + w));
+                }
+}
+
 void nv_maxpool_grad(const n_geo *g, const float *dy, const float *x, double *dx) {
     int64_t OH = nv_oh(g), OW = nv_ow(g);
     memset(dx, 0, sizeof(double) * (size_t)((int64_t)g->n * g->h * g->w * g->c));

@@ -27,6 +27,7 @@ void nv_im2col(const n_geo *g, const float *x, double *cols);
 void nv_col2im(const n_geo *g, const float *cols, double *x, double *mag);
 void nv_maxpool(const n_geo *g, const float *x, double *y);
 void nv_maxpool_grad(const n_geo *g, const float *dy, const float *x, double *dx);
+void nv_maxpool_argmax(const n_geo *g, const float *x, int col_major, double *y);
 void nv_avgpool(const n_geo *g, const float *x, double *y);
 void nv_avgpool_grad(const n_geo *g, const float *dy, double *dx);
 

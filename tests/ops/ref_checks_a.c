@@ -182,6 +182,11 @@ void check_gemm(void) {
     gemm_threads(30, 100, 2100, 0, 0);
     gemm_threads(16, 600, 2100, 1, 0);
     gemm_threads(48, 300, 64, 1, 0);
+    /* few rows against a B stored transposed (a classifier at batch 1): B's 64-column blocks
+     * moved k-major 16 x 16 at a time, with a ragged K (37), a last block of 40 columns (two
+     * whole 16-groups, one of 8, one empty) and two row groups (5 rows) */
+    gemm_threads(1, 37, 1000, 0, 1);
+    gemm_threads(5, 520, 130, 1, 1);
 }
 
 static const n_geo geos[] = {
@@ -270,6 +275,19 @@ void check_pool(void) {
                 nv_maxpool(g, d.in[0], want);
                 cmp_exact(name_of(&m), d.chk[0], want, npool);
                 h_data_free(&d);
+            }
+            for (int order = 0; order < 2; order++) {
+                h_case ma = rc_case(CN_OP_MAXPOOL_ARGMAX, GEO_FMT "%s%s", GEO_ARGS(g), order ? " column-major" : "",
+                                    ties ? " ties" : "");
+                set_geo(&ma, g);
+                ma.p.variant = order;
+                h_in(&ma, img_shape(g), gx, lo, hi);
+                ma.out_shape = ps;
+                if (run(&ma, NULL, &d)) {
+                    nv_maxpool_argmax(g, d.in[0], order, want);
+                    cmp_exact(name_of(&ma), d.chk[0], want, npool);
+                    h_data_free(&d);
+                }
             }
             h_case mg = rc_case(CN_OP_MAXPOOL_GRAD, GEO_FMT "%s", GEO_ARGS(g), ties ? " ties" : "");
             set_geo(&mg, g);

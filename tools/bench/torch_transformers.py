@@ -4,7 +4,7 @@ models/vit_fashion.net and models/char_gpt.net (tools/golden/torch_models.py) wi
 defaults (Adam 1e-3, eps 1e-7) and prints their training throughput as one JSON line.
 
 usage: torch_transformers.py vit|gpt STEPS THREADS BATCH [TEXT] [--attention manual|sdpa]
-           [--gpt T,D,L]
+           [--gpt T,D,L] [--device cpu|cuda[:N]] [--autocast bf16|fp16]
 
 vit trains on Fashion-MNIST's first STEPS*BATCH training images in order; gpt on windows of T+1
 bytes cut from TEXT in order. Two untimed steps come first (allocation, first-call costs), then
@@ -13,8 +13,11 @@ STEPS timed ones: {"model": ..., "steps": ..., "seconds": ..., "images_per_secon
 F.scaled_dot_product_attention (torch >= 2.0) instead of writing softmax(QK^T)V out.
 --gpt T,D,L trains a char-GPT of context T, width D and L blocks (4 heads, an MLP of 4D)
 instead of models/char_gpt.net's 128,128,4 (tools/bench/scaling_steps writes the same model
-for clnet).
+for clnet). --device trains on a GPU instead of the CPU (the timing then ends with a
+synchronize); --autocast runs the forward in torch.autocast with that dtype (fp16 with a
+GradScaler), the mixed precision that clnet's --precision is compared with.
 """
+import contextlib
 import json
 import os
 import sys
@@ -49,6 +52,19 @@ def main():
         if len(shape) != 3 or min(shape) < 1 or shape[1] % 4:
             sys.exit("torch_transformers.py: --gpt takes T,D,L (positive, D a multiple of 4)")
         del sys.argv[i:i + 2]
+    device, autocast = "cpu", None
+    for flag in ("--device", "--autocast"):
+        if flag in sys.argv:
+            i = sys.argv.index(flag)
+            if i + 1 >= len(sys.argv):
+                sys.exit("torch_transformers.py: %s needs a value" % flag)
+            if flag == "--device":
+                device = sys.argv[i + 1]
+            elif sys.argv[i + 1] in ("bf16", "fp16"):
+                autocast = torch.bfloat16 if sys.argv[i + 1] == "bf16" else torch.float16
+            else:
+                sys.exit("torch_transformers.py: --autocast takes bf16 or fp16")
+            del sys.argv[i:i + 2]
     if len(sys.argv) < 5 or sys.argv[1] not in ("vit", "gpt") or (sys.argv[1] == "gpt" and len(sys.argv) < 6):
         sys.exit(__doc__)
     which, steps, threads, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -70,20 +86,34 @@ def main():
         w = torch.tensor(list(data[:n * t + 1]), dtype=torch.int64)
         x = w[:-1].reshape(n, t)
         y = w[1:].reshape(n, t)
+    model, x, y = model.to(device), x.to(device), y.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+    cuda = device.startswith("cuda")
+    scaler = torch.cuda.amp.GradScaler() if cuda and autocast == torch.float16 else None
     t0 = None
     for s in range(steps + WARMUP):
         if s == WARMUP:
+            if cuda:
+                torch.cuda.synchronize()
             t0 = time.perf_counter()
         xb, yb = x[s * batch:(s + 1) * batch], y[s * batch:(s + 1) * batch]
         opt.zero_grad()
-        out = model(xb)
-        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]), yb.reshape(-1))
-        loss.backward()
-        opt.step()
+        with torch.autocast(device.split(":")[0], dtype=autocast) if autocast else contextlib.nullcontext():
+            out = model(xb)
+            loss = F.cross_entropy(out.reshape(-1, out.shape[-1]).float(), yb.reshape(-1))
+        if scaler:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
+    if cuda:
+        torch.cuda.synchronize()
     sec = time.perf_counter() - t0
     res = {"model": which, "steps": steps, "batch": batch, "threads": threads, "seconds": sec, "torch": torch.__version__,
-           "attention": torch_models.ATTENTION}
+           "attention": torch_models.ATTENTION, "device": device,
+           "autocast": str(autocast).replace("torch.", "") if autocast else "fp32"}
     if which == "vit":
         res["images_per_second"] = steps * batch / sec
     else:
