@@ -197,7 +197,8 @@ static void fuse_residual(cn_plan *p, const char *live, const int *consumers, co
  * gradient for the weight gradient): a device that can (its supports()) then reads the image
  * in place through the window (ops.h, a_win_h), and the column matrix, a KH*KW-fold copy of
  * the image, is neither written nor allocated. Windows without dilation only (padded ones
- * where the device takes them: omp does, OpenCL's window kernels do not), and every reader
+ * where the device takes them: omp does; CPU-type OpenCL devices take symmetric padding
+ * through a zero-padded copy of the image), and every reader
  * folds or none does. Runs after the bias and activation folds, so the launches
  * asked about are the final ones. */
 static void fuse_im2col(cn_plan *p, const char *live, const int *consumers, const char *is_out) {

@@ -130,3 +130,25 @@ __kernel void col2im(__global const STORE_T *cols, __global STORE_T *img, int N,
 CN_CONV_ROW_KERNELS(1, float)
 CN_CONV_ROW_KERNELS(4, float4)
 CN_CONV_ROW_KERNELS(v, CN_CONV_CAT(float, GVW))
+
+/* x [N,H,W,C] -> xp [N,H+2PH,W+2PW,C], zeros around (f32, CPU-type devices): a padded
+ * convolution folded into its GEMM (cl_blas.c, gemm_win) reads its windows from this copy
+ * without a bounds test per element. The copy is one pass over the image where IM2COL wrote
+ * KH*KW of them, and the window kernels then read exactly the columns IM2COL would have
+ * written (zeros where it wrote zeros), so the products' bits do not change. One work-item
+ * per padded row (n, y). */
+__kernel void pad_hw(__global const float *x, __global float *xp, int N, int H, int W, int C, int PH, int PW) {
+    int t = get_global_id(0), HP = H + 2 * PH, WC = (W + 2 * PW) * C;
+    if (t >= N * HP) return;
+    int y = t % HP, n = t / HP, h = y - PH;
+    __global float *o = xp + t * WC;
+    if (h < 0 || h >= H) {
+        for (int i = 0; i < WC; i++) o[i] = 0.0f;
+        return;
+    }
+    __global const float *r = x + (n * H + h) * W * C;
+    int lc = PW * C, rc = W * C;
+    for (int i = 0; i < lc; i++) o[i] = 0.0f;
+    for (int i = 0; i < rc; i++) o[lc + i] = r[i];
+    for (int i = lc + rc; i < WC; i++) o[i] = 0.0f;
+}

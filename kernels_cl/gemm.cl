@@ -135,17 +135,63 @@ void gemm_tiled(__global const STORE_T *A, __global const STORE_T *B, __global S
 #define vloadG CN_CAT(vload, GVW)
 #define vstoreG CN_CAT(vstore, GVW)
 
-CN_EPI_MORE_FN(cn_epi_moreG, floatG)
-floatG cn_epiG(floatG v, int epi) {
-    if (epi == EPI_RELU) return select((floatG)(0.0f), v, v > (floatG)(0.0f));
-    if (epi == EPI_SIGMOID) {
-        floatG e = exp(-fabs(v));
-        return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (floatG)(0.0f));
+/* The epilogue on a vector type T (floatG, and floatH below), MORE its out-of-line helper. */
+#define CN_EPI_VEC_FN(NAME, T, MORE)                                                               \
+    CN_EPI_MORE_FN(MORE, T)                                                                        \
+    T NAME(T v, int epi) {                                                                         \
+        if (epi == EPI_RELU) return select((T)(0.0f), v, v > (T)(0.0f));                           \
+        if (epi == EPI_SIGMOID) {                                                                  \
+            T e = exp(-fabs(v));                                                                   \
+            return select(e / (1.0f + e), 1.0f / (1.0f + e), v >= (T)(0.0f));                      \
+        }                                                                                          \
+        if (epi == EPI_TANH) return tanh(v);                                                       \
+        CN_EPI_MORE(v, epi, MORE)                                                                  \
+        return v;                                                                                  \
     }
-    if (epi == EPI_TANH) return tanh(v);
-    CN_EPI_MORE(v, epi, cn_epi_moreG)
-    return v;
-}
+CN_EPI_VEC_FN(cn_epiG, floatG, cn_epi_moreG)
+
+/* MR rows by vectors of W columns (type T, f32) from column n on while W columns remain,
+ * A's element (i, k) given by A_AT(i) inside FOR_K, which runs its body once per k in order
+ * with bp at B's row k; advances n past them. */
+#define CN_COL_VECS(MR, FOR_K, A_AT, B_ROW0, T, W, VLOAD, VSTORE, EPI)                             \
+    for (; n + W <= N; n += W) {                                                                   \
+        T acc[MR];                                                                                 \
+        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (T)(0.0f);                         \
+        __global const float *bp = B_ROW0 + n;                                                     \
+        FOR_K({                                                                                    \
+            T bv = VLOAD(0, bp);                                                                   \
+            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((T)(A_AT(i)), bv, acc[i]); \
+        })                                                                                         \
+        T bb = has_bias ? VLOAD(0, bias + n) : (T)(0.0f);                                          \
+        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
+            if (i >= skip) VSTORE(EPI(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n);   \
+    }
+
+/* Half vectors (GVH = GVW / 2 floats) for a right edge of at least GVH columns that is not
+ * a whole vector (MobileNet's N = 24, a classifier's N = 1000): one pass over K for them
+ * instead of one per column (N = 24 took 9 passes: a vector and 8 single columns). f32
+ * only; 16-bit launches keep the single columns (CN_HALF_TAIL is empty there). */
+#if (GVW == 16 || GVW == 8) && CN_STORE == 0
+#if GVW == 16
+#define GVH 8
+#else
+#define GVH 4
+#endif
+#define floatH CN_CAT(float, GVH)
+#define vloadH CN_CAT(vload, GVH)
+#define vstoreH CN_CAT(vstore, GVH)
+CN_EPI_VEC_FN(cn_epiH, floatH, cn_epi_moreH)
+#define CN_HALF_TAIL(MR, FOR_K, A_AT, B_ROW0) CN_COL_VECS(MR, FOR_K, A_AT, B_ROW0, floatH, GVH, vloadH, vstoreH, cn_epiH)
+#else
+#define CN_HALF_TAIL(MR, FOR_K, A_AT, B_ROW0)
+#endif
+/* gemm_rMxN's k loop and A element, in CN_HALF_TAIL's form. */
+#define CN_REG_FOR_K(body)                                                                         \
+    {                                                                                              \
+        __global const STORE_T *ap = a0;                                                           \
+        for (int k = 0; k < K; k++, ap += sak, bp += N) body                                       \
+    }
+#define CN_REG_A_AT(i) LOAD(ap, (i) * sam)
 
 /* Correct for any M, N: one output at a time (the slow path of M < MR). */
 void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int m0, int m1,
@@ -227,6 +273,7 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
             _Pragma("unroll") for (int i = 0; i < MR; i++)                                         \
                 if (i >= skip) STOREV(o0 + i * N + n, 0, cn_epiG(has_bias ? acc[i] + bb : acc[i], epi)); \
         }                                                                                          \
+        CN_HALF_TAIL(MR, CN_REG_FOR_K, CN_REG_A_AT, B)                                             \
         for (; n < N; n++) {                                                                       \
             float acc[MR];                                                                         \
             _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                          \
@@ -298,18 +345,8 @@ void cn_gemm_scalar(__global const STORE_T *A, __global const STORE_T *B, __glob
         return;                                                                                    \
     }                                                                                              \
     int n = n0;                                                                                    \
-    for (; n + GVW <= N; n += GVW) {                                                               \
-        floatG acc[MR];                                                                            \
-        _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = (floatG)(0.0f);                    \
-        __global const float *bp = B + k0 * N + n;                                                 \
-        FOR_K({                                                                                    \
-            floatG bv = vloadG(0, bp);                                                             \
-            _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = fma((floatG)(A_AT(i)), bv, acc[i]); \
-        })                                                                                         \
-        floatG bb = has_bias ? vloadG(0, bias + n) : (floatG)(0.0f);                               \
-        _Pragma("unroll") for (int i = 0; i < MR; i++)                                             \
-            if (i >= skip) vstoreG(cn_epiG(has_bias ? acc[i] + bb : acc[i], epi), 0, o0 + i * N + n); \
-    }                                                                                              \
+    CN_COL_VECS(MR, FOR_K, A_AT, (B + k0 * N), floatG, GVW, vloadG, vstoreG, cn_epiG)              \
+    CN_HALF_TAIL(MR, FOR_K, A_AT, (B + k0 * N))                                                    \
     for (; n < N; n++) {                                                                           \
         float acc[MR];                                                                             \
         _Pragma("unroll") for (int i = 0; i < MR; i++) acc[i] = 0.0f;                              \
@@ -400,6 +437,38 @@ __kernel void gemm_splitk_sum(__global const float *part, __global STORE_T *out,
     float acc = p[0];
     for (int s = 1; s < S; s++) acc += p[s * MN];
     STORE(out, b * MN + i, cn_epi(CN_BIAS(acc, i % N), epi));
+}
+
+/* out[b] = op(A[b]) B[b]ᵀ with B [N,K] as stored, for products of a few rows (a classifier
+ * at batch 1: M = 1, N = 1000, K = 512 or 1280). gemm_reg would first transpose B into
+ * scratch: a pass over the whole weight per call, many times the arithmetic at M = 1 (the
+ * classifiers took 2 ms a run). A work-item owns one row of op(A) and TBN columns, i.e. TBN
+ * rows of B walked together along k (each cache line of B is fetched once and used for 16
+ * k); every output is the fma chain over k in order that gemm_rMxN computes on the
+ * transposed B, then the bias and the epilogue. Grid (ceil(N/TBN), M, batch). */
+#define TBN 16
+__kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B, __global STORE_T *out, int M,
+                           int N, int K, int sam, int sak, int epi, __global const STORE_T *bias, int has_bias) {
+    int n0 = get_global_id(0) * TBN, i = get_global_id(1), b = get_global_id(2);
+    if (n0 >= N || i >= M) return;
+    A += b * M * K + i * sam;
+    B += (b * N + n0) * K;
+    out += (b * M + i) * N + n0;
+    int nn = min(TBN, N - n0);
+    float acc[TBN];
+    _Pragma("unroll") for (int j = 0; j < TBN; j++) acc[j] = 0.0f;
+    if (nn == TBN) {
+        for (int k = 0; k < K; k++) {
+            float a = LOAD(A, k * sak);
+            _Pragma("unroll") for (int j = 0; j < TBN; j++) acc[j] = fma(a, LOAD(B, j * K + k), acc[j]);
+        }
+    } else {
+        for (int k = 0; k < K; k++) {
+            float a = LOAD(A, k * sak);
+            for (int j = 0; j < nn; j++) acc[j] = fma(a, LOAD(B, j * K + k), acc[j]);
+        }
+    }
+    for (int j = 0; j < nn; j++) STORE(out, j, cn_epi(CN_BIAS(acc[j], n0 + j), epi));
 }
 
 /* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */

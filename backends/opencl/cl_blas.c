@@ -167,11 +167,31 @@ static cn_status split_k_sum(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *
                         CN_ARG_INT(g->N));
 }
 
+/* Rows of op(A) below which a trans_b product reads B in place (gemm_tb_rows) rather than
+ * transposing it: the transposition is a pass over B, which at one row costs more than the
+ * product, and from 4 rows on the register blocks (vector FMAs) win it back. */
+#define CN_TB_ROWS_MAX 4
+
+static cn_status gemm_tb_rows(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
+    size_t gws[3] = {((size_t)g->N + 15) / 16, (size_t)g->M, (size_t)g->batch}, lws[3] = {8, 1, 1};
+    while (lws[0] > 1 && (gws[0] + lws[0] - 1) / lws[0] < (size_t)(c->compute_units ? c->compute_units : 1) * 4)
+        lws[0] /= 2;
+    while (lws[0] > 1 && lws[0] > cn_cl_kernel_max_wg(c, CN_K_gemm_tb_rows)) lws[0] /= 2;
+    int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
+    return CN_CL_LAUNCH(c, CN_K_gemm_tb_rows, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
+                        CN_ARG_MEM(l->out), CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(sam),
+                        CN_ARG_INT(sak), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)),
+                        CN_ARG_INT(has_bias(l)));
+}
+
 /* B as [K,N] row-major: a trans_b operand is transposed into scratch first (O(KN) work
- * next to the O(MNK) product). */
+ * next to the O(MNK) product), except for a few rows of A where the product would not split
+ * K (gemm_tb_rows reads B in place). */
 static cn_status gemm_reg(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int variant, size_t wg, int64_t kc) {
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
     cl_mem b = cn_cl_mem(l->in[1]);
+    int64_t kc_now = c->store != CN_CL_STORE_F32 ? 0 : kc < 0 ? cn_cl_gemm_default_kc(c, g, variant) : kc;
+    if (g->tb && g->M < CN_TB_ROWS_MAX && g->K > 0 && (kc_now == 0 || kc_now >= g->K)) return gemm_tb_rows(c, l, g);
     if (g->tb) {
         size_t bytes = (size_t)(g->batch * g->K * g->N) * sizeof(float);
         cl_mem t;
@@ -215,6 +235,18 @@ static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) 
     choose_path(c, g, &path, &variant, &wg, &kc); /* REG: supports() checked it */
     const cn_shape *cols = &l->in_shape[0];
     int64_t H = p->a_win_h, W = p->a_win_w, C = cols->d[1] / ((int64_t)p->kh * p->kw);
+    cl_mem x = cn_cl_mem(l->in[0]);
+    if (p->ph || p->pw) {
+        /* A padded window reads a zero-padded copy of the image: one pass over it, where the
+         * IM2COL it replaces wrote KH*KW; the window kernels then see the same columns. */
+        int64_t OHp = (H + 2 * p->ph - p->kh) / p->sh + 1, OWp = (W + 2 * p->pw - p->kw) / p->sw + 1;
+        int64_t NB = (g->ta ? g->K : g->M) / (OHp * OWp);
+        cl_mem xp;
+        CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_B, (size_t)(NB * (H + 2 * p->ph) * (W + 2 * p->pw) * C) * sizeof(float),
+                             &xp));
+        CN_TRY(cn_cl_pad_hw(c, x, xp, NB, H, W, C, p->ph, p->pw));
+        x = xp, H += 2 * p->ph, W += 2 * p->pw;
+    }
     int64_t OH = (H - p->kh) / p->sh + 1, OW = (W - p->kw) / p->sw + 1;
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
     cn_cl_kernel_id k = gemm_win_kernels[g->ta][variant];
@@ -225,7 +257,7 @@ static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) 
     if (!wg) wg = cn_cl_gemm_default_wg(c, tm, tn, (size_t)S);
     while (wg > 1 && wg > cn_cl_kernel_max_wg(c, k)) wg /= 2;
     size_t gws[3] = {tm, tn, (size_t)S}, lws[3] = {wg, 1, 1};
-    CN_TRY(CN_CL_LAUNCH(c, k, 3, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG(out), CN_ARG_INT(g->M),
+    CN_TRY(CN_CL_LAUNCH(c, k, 3, gws, lws, CN_ARG(x), CN_ARG_MEM(l->in[1]), CN_ARG(out), CN_ARG_INT(g->M),
                         CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(H), CN_ARG_INT(W), CN_ARG_INT(C),
                         CN_ARG_INT(OH), CN_ARG_INT(OW), CN_ARG_INT(p->kw), CN_ARG_INT(p->sh), CN_ARG_INT(p->sw),
                         CN_ARG_INT(S > 1 ? CN_EPI_NONE : p->epilogue), CN_ARG_INT(kc), CN_ARG_MEM(bias_mem(l)),
@@ -237,7 +269,8 @@ int cn_cl_gemm_win_supported(cn_cl_ctx *c, const cn_launch *l) {
     int f32 = l->out_dtype == CN_F32;
     for (int i = 0; i < l->n_in; i++) f32 = f32 && l->in_dtype[i] == CN_F32;
     if (!c->is_cpu || !f32 || l->p->trans_b || l->in_shape[0].ndim != 2 || l->p->kh <= 0 || l->p->kw <= 0 ||
-        l->p->sh <= 0 || l->p->sw <= 0)
+        l->p->sh <= 0 || l->p->sw <= 0 || l->p->ph < 0 || l->p->pw < 0 || l->p->ph_extra || l->p->pw_extra ||
+        l->p->dh > 1 || l->p->dw > 1)
         return 0;
     gemm_dims g = {0};
     int path, variant;

@@ -77,7 +77,7 @@ typedef enum cn_cl_family {
     X(SOFTMAX, xent_grad_rowsv)                                                                \
     X(CONV, im2col) X(CONV, col2im)                                                            \
     X(CONV, im2col_rows1) X(CONV, im2col_rows4) X(CONV, im2col_rowsv)                          \
-    X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv)                             \
+    X(CONV, col2im_pix1) X(CONV, col2im_pix4) X(CONV, col2im_pixv) X(CONV, pad_hw)             \
     X(POOL, maxpool) X(POOL, maxpool_index) X(POOL, maxpool_grad) X(POOL, avgpool)             \
     X(POOL, avgpool_grad) X(POOL, maxpool_rows4) X(POOL, maxpool_rowsv) X(POOL, maxpool_argmax) \
     X(POOL, maxpool_grad_rows4) X(POOL, maxpool_grad_rowsv)                                    \
@@ -89,7 +89,7 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_splitk_sum) X(GEMM, gemm_w1x1) X(GEMM, gemm_w4x1) X(GEMM, gemm_w8x1)           \
     X(GEMM, gemm_w4x2) X(GEMM, gemm_w8x2) X(GEMM, gemm_w12x2) X(GEMM, gemm_w4x4) X(GEMM, gemm_w6x4) \
     X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
-    X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4)                                     \
+    X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4) X(GEMM, gemm_tb_rows)               \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv) X(NORM, layer_norm_dgamma_rowsv)   \
     X(NORM, layer_norm_stats_rows) X(NORM, layer_norm_dgamma_partial)                          \
@@ -326,6 +326,9 @@ cn_status cn_cl_apply_epilogue(cn_cl_ctx *c, cl_mem buf, int64_t n, int epilogue
 
 /* Batched row-major transpose in [B, R, C] -> out [B, C, R] (layout.cl). */
 cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C);
+/* The NHWC image in [N,H,W,C] into out [N,H+2PH,W+2PW,C] with zeros around (f32; conv.cl pad_hw). */
+cn_status cn_cl_pad_hw(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t N, int64_t H, int64_t W, int64_t C, int64_t PH,
+                       int64_t PW);
 
 /* ---- GEMM (cl_blas.c) and its tuning (cl_tune.c) ---- */
 typedef struct gemm_dims {

@@ -207,9 +207,8 @@ int cn_cl_supports(void *ctx, const cn_launch *l) {
     if (l->op == CN_OP_ATTENTION || l->op == CN_OP_ATTENTION_LSE || l->op == CN_OP_ATTENTION_GRAD)
         if (!cn_cl_attention_fits(ctx, l->in_shape[l->op == CN_OP_ATTENTION_GRAD].d[2])) return 0;
     if (!cn_cl_kvcache_fits(ctx, l)) return 0;
-    if (l->op == CN_OP_MATMUL && l->p->a_win_h &&
-        (l->p->ph || l->p->pw || l->p->ph_extra || l->p->pw_extra || !cn_cl_gemm_win_supported(ctx, l)))
-        return 0; /* gemm.cl's window kernels read no padding */
+    /* symmetric padding through a padded copy of the image (cl_blas.c, gemm_win) */
+    if (l->op == CN_OP_MATMUL && l->p->a_win_h && !cn_cl_gemm_win_supported(ctx, l)) return 0;
     if (l->op == CN_OP_MATMUL && cn_op_fused_residual(l->op, l->n_in)) return 0; /* no residual epilogue here */
     return fits_int(&l->out_shape);
 }

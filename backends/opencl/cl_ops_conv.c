@@ -139,6 +139,12 @@ cn_status cn_cl_op_AVGPOOL_GRAD(cn_cl_ctx *c, const cn_launch *l) {
                 CN_ARG_INT(g.pr));
 }
 
+cn_status cn_cl_pad_hw(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t N, int64_t H, int64_t W, int64_t C, int64_t PH,
+                       int64_t PW) {
+    return ROWS(c, CN_K_pad_hw, N * (H + 2 * PH), CN_ARG(in), CN_ARG(out), CN_ARG_INT(N), CN_ARG_INT(H), CN_ARG_INT(W),
+                CN_ARG_INT(C), CN_ARG_INT(PH), CN_ARG_INT(PW));
+}
+
 cn_status cn_cl_transpose(cn_cl_ctx *c, cl_mem in, cl_mem out, int64_t B, int64_t R, int64_t C) {
     size_t tt = (size_t)c->transpose_tile;
     if (tt >= 4 && cn_cl_kernel_max_wg(c, CN_K_transpose_tiled) >= tt * tt) {

@@ -126,6 +126,11 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
     /* split-K with tiny outputs, small enough for Oclgrind: partial slices live in scratch,
      * which test_ops fills with garbage first, so a slice no work-item wrote shows */
     mmb(L, 5, 1536, 7, 1, 1, CN_EPI_RELU);
+    /* issue 18 §7: a few rows of op(A) against a trans_b B read in place on CPU-type devices
+     * (gemm_tb_rows: one full and one partial 16-column block; op(A) plain and transposed),
+     * and a right edge of a vector and a half vector (N = 24) */
+    for (int m = 1; m < 4; m++) mmb(L, m, 37, 40, m == 2, 1, m == 3 ? CN_EPI_RELU6 : CN_EPI_NONE);
+    mmb(L, 9, 33, 24, 0, 0, CN_EPI_RELU6);
     /* issue 16's epilogues (inputs of a few units: every piece of hard swish and softplus) */
     for (int e = CN_EPI_SILU; e < CN_EPI_COUNT; e++) {
         mmb(L, 33, 17, 29, e & 1, 0, e);
@@ -138,6 +143,7 @@ static void cases_MATMUL(h_caselist *L) {
     mm(L, 2, 20, 1500, 12, 1, 0, CN_EPI_NONE); /* batched split-K: GPU-type gemm_tiled's slices per batch */
     mm(L, 0, 1, 1, 1, 0, 0, CN_EPI_NONE);
     for (int t = 0; t < 4; t++) mm(L, 0, 7, 5, 3, t & 1, t >> 1, CN_EPI_NONE);
+    mm(L, 2, 1, 19, 40, 0, 1, CN_EPI_RELU); /* batched gemm_tb_rows */
     for (int t = 0; t < 4; t++) mm(L, 0, 33, 17, 29, t & 1, t >> 1, CN_EPI_NONE);
     mm(L, 0, 64, 64, 64, 0, 0, CN_EPI_NONE);
     mm(L, 0, 65, 129, 31, 1, 0, CN_EPI_NONE);
