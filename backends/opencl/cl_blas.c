@@ -142,13 +142,15 @@ int64_t cn_cl_gemm_default_kc(const cn_cl_ctx *c, const gemm_dims *g, int varian
     return kc >= g->K ? 0 : kc;
 }
 
-/* The K slices of one product (kc < 0: the default rule): S slices of kc, their float
- * partials in scratch (*out), or S = 1 and *out the launch's output. One rule for every
- * kernel that splits, so the same product is split the same way whichever kernel runs it. */
+/* The K slices of one product by the register-blocked and window kernels (kc < 0: the
+ * default rule): S slices of kc, their float partials in scratch (*out), or S = 1 and *out
+ * the launch's output. One rule for every such kernel, so the same product is split the same
+ * way whichever of them runs it (gemm_tiled on GPU-type devices has its own,
+ * cn_cl_gemm_tiled_kc). */
 static cn_status split_k(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, int variant, int64_t *kc, int64_t *S,
                          cl_mem *out) {
     if (*kc < 0) *kc = cn_cl_gemm_default_kc(c, g, variant);
-    if (c->store != CN_CL_STORE_F32) *kc = 0; /* split-K partials are float: 16-bit products are not split */
+    if (c->store != CN_CL_STORE_F32) *kc = 0; /* their partials go through the STORE_T output: 16 bits */
     *S = *kc > 0 ? (g->K + *kc - 1) / *kc : 1;
     if (*S <= 1) *kc = g->K > 0 ? g->K : 1, *S = 1;
     *out = cn_cl_mem(l->out);
