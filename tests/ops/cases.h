@@ -27,6 +27,10 @@ void h_tol_reduce(h_case *c, double k);
 void h_tol_exact(h_case *c);
 /* "[2,5,7]" in one of four rotating static buffers (for case descriptions). */
 const char *h_sh(cn_shape s);
+/* An epilogue's name (CN_EPI_*), "?" outside the enum, for case descriptions. */
+const char *h_epi_name(int e);
+/* Case builder of MATMUL (cases_matmul.c). */
+void cases_MATMUL(h_caselist *L);
 
 /* int8 inputs: h_in(c, shape, GEN_INTS, -127, 127), then c->in[k].dt = CN_I8 (the host holds
  * the integers as floats; the harness uploads bytes). Cases of MATMUL_Q8 (cases_quant.c). */
