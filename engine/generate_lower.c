@@ -221,7 +221,7 @@ static int is_block(const cn_model *m, int i, int64_t K, const cn_layer **lay) {
  * norm with one eps, in a float32 session with a float32 cache: p gets STEP's parameters. */
 int cn_gen_whole_model(const cn_generator *gen, const cn_model *m, cn_op_params *p) {
     if (gen->act != CN_F32 || gen->cfg.cache_type != CN_KV_F32 || m->n < 12 || (m->n - 3) % 9) return 0;
-    const cn_layer *e = &m->layers[0], *ln = &m->layers[m->n - 2], *out = &m->layers[m->n - 1], *lay[5], *first[5];
+    const cn_layer *e = &m->layers[0], *ln = &m->layers[m->n - 2], *out = &m->layers[m->n - 1], *lay[5], *first[5] = {0};
     if (e->kind != CN_L_EMBED || ln->kind != CN_L_LAYER_NORM || out->kind != CN_L_DENSE || out->oc != gen->vocab ||
         (out->act != CN_ACT_NONE && out->act != CN_ACT_SOFTMAX))
         return 0;
