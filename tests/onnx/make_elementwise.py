@@ -11,8 +11,9 @@ every device (within 1e-4 of each output's scale)."""
 import os
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from fixture_case import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "onnx", "elementwise")
 rng = np.random.default_rng(5)
@@ -43,11 +44,6 @@ outs = {"max": [D, E], "min": [D, E], "pow3": [D, E], "pow_m2": [D, E], "pow_hal
 graph = helper.make_graph(nodes, "elementwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", D, E])],
                           [helper.make_tensor_value_info(k, TensorProto.FLOAT, ["batch"] + v) for k, v in outs.items()],
                           inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model, full_check=True)
-os.makedirs(os.path.join(OUT, "test_data_set_0"), exist_ok=True)
-onnx.save(model, os.path.join(OUT, "model.onnx"))
 
 x32 = rng.standard_normal((3, D, E)).astype(np.float32)
 x = x32.astype(np.float64)
@@ -60,8 +56,4 @@ want = {"max": np.maximum(x, 0.25), "min": np.minimum(x, 0.5), "pow3": x ** 3, "
         "gather1": x[:, [2, 0], :], "gather2": x[:, :, 3], "slice_m2": x[:, 3::-2, :],
         "pad_edge": np.pad(x, ((0, 0), (0, 0), (2, 1)), mode="edge"), "ln": (x - m) * inv * gamma + beta, "ln_mean": m,
         "ln_inv_std": inv}
-with open(os.path.join(OUT, "test_data_set_0", "input_0.pb"), "wb") as f:
-    f.write(numpy_helper.from_array(x32).SerializeToString())
-for k, name in enumerate(outs):
-    with open(os.path.join(OUT, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(want[name].astype(np.float32)).SerializeToString())
+save_case(OUT, graph, 17, [x32], [want[k].astype(np.float32) for k in outs])

@@ -11,8 +11,9 @@ import math
 import os
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from fixture_case import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "onnx", "math")
 rng = np.random.default_rng(18)
@@ -40,11 +41,6 @@ bools = {"less", "greater", "ge", "or", "not"}
 graph = helper.make_graph(nodes, "math", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", D, E])],
                           [helper.make_tensor_value_info(k, TensorProto.BOOL if k in bools else TensorProto.FLOAT,
                                                          ["batch", D, E]) for k in outs], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-model.ir_version = 8
-onnx.checker.check_model(model, full_check=True)
-os.makedirs(os.path.join(OUT, "test_data_set_0"), exist_ok=True)
-onnx.save(model, os.path.join(OUT, "model.onnx"))
 
 x32 = rng.standard_normal((3, D, E)).astype(np.float32)
 x = x32.astype(np.float64)
@@ -55,9 +51,4 @@ want = {"max3": np.maximum(np.maximum(x, xm), row), "min2": np.minimum(x, xm), "
         "pow_ints": x ** ints.astype(np.float64), "floor": np.floor(x * 3), "ceil": np.ceil(x * 3), "erf": erf(x),
         "gelu": x * (e + 1) * 0.5, "erf_reused": 3 * e, "less": x < xm, "greater": x > np.float32(0.1),
         "ge": x >= row, "or": (x < xm) | (x > np.float32(0.1)), "not": ~(x >= row)}
-with open(os.path.join(OUT, "test_data_set_0", "input_0.pb"), "wb") as f:
-    f.write(numpy_helper.from_array(x32).SerializeToString())
-for k, name in enumerate(outs):
-    v = want[name]
-    with open(os.path.join(OUT, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(v if v.dtype == bool else v.astype(np.float32)).SerializeToString())
+save_case(OUT, graph, 17, [x32], [want[k] if want[k].dtype == bool else want[k].astype(np.float32) for k in outs])

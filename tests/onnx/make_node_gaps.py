@@ -15,8 +15,9 @@ import math
 import os
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+from fixture_case import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "onnx", "node_gaps")
 rng = np.random.default_rng(183)
@@ -76,12 +77,6 @@ outs = [vi("pooled", TensorProto.FLOAT, ["batch", C, 4, 4]), vi("ind_flat", Tens
 ins = [vi("x", TensorProto.FLOAT, ["batch", C, H, W]), vi("keep", TensorProto.BOOL, ["batch", 1, 4]),
        vi("flag", TensorProto.BOOL, [1, 3, 1]), vi("s", TensorProto.FLOAT, ["batch", 2, T, T]),
        vi("v", TensorProto.FLOAT, ["batch", 3, 4])]
-model = helper.make_model(helper.make_graph(nodes, "indices", ins, outs, inits),
-                          opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 8
-onnx.checker.check_model(model, full_check=True)
-os.makedirs(os.path.join(OUT, "test_data_set_0"), exist_ok=True)
-onnx.save(model, os.path.join(OUT, "model.onnx"))
 
 B = 3
 x32 = rng.standard_normal((B, C, H, W)).astype(np.float32)
@@ -99,10 +94,5 @@ row = np.array([0.25, -1.5, 2.0, 4.0])
 want = [pooled, ind_rows.reshape(B, C * 16), pooled_ceil, ind_cols.astype(np.float64) + 0.5, keep & flag,
         np.where(causal, s, -np.inf), np.where(s > 0, s, 0.5), np.where(keep, row, v32.astype(np.float64)),
         ~(v32 != 0)]
-for k, v in enumerate([x32, keep, flag, s32, v32]):
-    with open(os.path.join(OUT, "test_data_set_0", "input_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(v).SerializeToString())
-for k, v in enumerate(want):
-    v = v if v.dtype in (bool, np.int64) else v.astype(np.float32)
-    with open(os.path.join(OUT, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(v).SerializeToString())
+save_case(OUT, helper.make_graph(nodes, "indices", ins, outs, inits), 13, [x32, keep, flag, s32, v32],
+          [v if v.dtype in (bool, np.int64) else v.astype(np.float32) for v in want])

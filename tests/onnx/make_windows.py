@@ -11,9 +11,10 @@ with the same scales). tests/onnx/test_onnx_nodes --fixtures replays it on every
 import os
 
 import numpy as np
-import onnx
 import torch
 from onnx import TensorProto, helper, numpy_helper
+
+from fixture_case import save_case
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "onnx", "windows")
 rng = np.random.default_rng(7)
@@ -63,15 +64,5 @@ graph = helper.make_graph(nodes, "windows",
                            helper.make_tensor_value_info("x4", TensorProto.FLOAT, ["batch", 2, 6, 7])],
                           [helper.make_tensor_value_info(k, TensorProto.FLOAT, ["batch"] + list(v.shape[1:]))
                            for k, v in want.items()], inits)
-model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-model.ir_version = 8
-onnx.checker.check_model(model, full_check=True)
-os.makedirs(os.path.join(OUT, "test_data_set_0"), exist_ok=True)
-onnx.save(model, os.path.join(OUT, "model.onnx"))
-for k, x in enumerate((x5, x4)):
-    with open(os.path.join(OUT, "test_data_set_0", "input_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(x).SerializeToString())
-for k, name in enumerate(want):
-    with open(os.path.join(OUT, "test_data_set_0", "output_%d.pb" % k), "wb") as f:
-        f.write(numpy_helper.from_array(want[name].numpy().astype(np.float32)).SerializeToString())
+save_case(OUT, graph, 13, [x5, x4], [v.numpy().astype(np.float32) for v in want.values()])
 print({k: tuple(v.shape) for k, v in want.items()})
