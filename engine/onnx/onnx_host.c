@@ -23,6 +23,15 @@ int ox_tensor_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d) {
     return 1;
 }
 
+int ox_i64(double v, int64_t *out, const char *what) {
+    if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) { /* -2^63 <= v < 2^63; NaN fails */
+        *out = (int64_t)v;
+        return 1;
+    }
+    cn_errorf(CN_ERR_SHAPE, "%s: the integer %g is outside int64's range", what, v);
+    return 0;
+}
+
 int ox_fold_ok(int64_t n, const char *what) {
     if (n >= 0 && n <= CN_ONNX_MAX_FOLD) return 1;
     if (n < 0)

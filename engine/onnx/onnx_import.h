@@ -51,6 +51,10 @@ int ox_fold_ok(int64_t n, const char *what);
 /* ox_tensor_alloc for a computed tensor: 0 with the error set when too large or out of memory. */
 int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what);
 void ox_tensor_free(ox_tensor *t);
+/* v as an int64 (truncated toward zero, as a C cast): 0 with CN_ERR_SHAPE naming what when v
+ * is NaN or outside int64's range, where the cast would be undefined (hostile files: a real
+ * shape computation never leaves it). */
+int ox_i64(double v, int64_t *out, const char *what);
 double ox_get(const ox_tensor *t, int64_t k);
 
 /* A value of the graph: a host constant, or a value of the program. */

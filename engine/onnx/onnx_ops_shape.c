@@ -115,11 +115,16 @@ static cn_status fold_elementwise(ox_ctx *c, const Onnx__NodeProto *n, int f) {
         double a = ox_get(&in[0]->c, bsrc(&in[0]->c, nd, od, e)), r;
         if (folds[f].nin == 2) {
             double b = ox_get(&in[1]->c, bsrc(&in[1]->c, nd, od, e));
-            if (odt == OX_I64 && folds[f].f2 == d_div) r = b == 0 ? 0 : (double)((int64_t)a / (int64_t)b);
-            else r = folds[f].f2(a, b);
+            int64_t ia, ib;
+            if (odt == OX_I64 && folds[f].f2 == d_div) {
+                if (!ox_i64(a, &ia, n->op_type) || !ox_i64(b, &ib, n->op_type)) return ox_tensor_free(&o), cn_last_status();
+                r = ib == 0 ? 0 : ib == -1 ? -(double)ia : (double)(ia / ib); /* INT64_MIN / -1 overflows */
+            } else {
+                r = folds[f].f2(a, b);
+            }
         } else r = folds[f].f1(a);
         if (odt == OX_F32) o.f[e] = (float)r;
-        else o.i[e] = (int64_t)r;
+        else if (!ox_i64(r, &o.i[e], n->op_type)) return ox_tensor_free(&o), cn_last_status();
     }
     return ox_set_const(c, n, 0, &o);
 }
@@ -135,7 +140,8 @@ static cn_status fold_cast(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x) {
     for (int64_t e = 0; e < o.numel; e++) {
         if (to_f) o.f[e] = (float)ox_get(&x->c, e);
         else if (x->c.dt == OX_I64) o.i[e] = to == 9 ? x->c.i[e] != 0 : x->c.i[e];
-        else o.i[e] = to == 9 ? x->c.f[e] != 0 : (int64_t)x->c.f[e];
+        else if (to == 9) o.i[e] = x->c.f[e] != 0;
+        else if (!ox_i64(x->c.f[e], &o.i[e], "Cast")) return ox_tensor_free(&o), cn_last_status();
     }
     return ox_set_const(c, n, 0, &o);
 }
@@ -276,11 +282,13 @@ static cn_status h_constant_of_shape(ox_ctx *c, const Onnx__NodeProto *n) {
         return cn_last_status();
     }
     double v = a && a->t && val.numel ? ox_get(&val, 0) : 0.0;
+    ox_tensor_free(&val);
+    int64_t iv = 0;
+    if (o.dt != OX_F32 && !ox_i64(v, &iv, "ConstantOfShape")) return ox_tensor_free(&o), cn_last_status();
     for (int64_t e = 0; e < o.numel; e++) {
         if (o.dt == OX_F32) o.f[e] = (float)v;
-        else o.i[e] = (int64_t)v;
+        else o.i[e] = iv;
     }
-    ox_tensor_free(&val);
     return ox_set_const(c, n, 0, &o);
 }
 
@@ -528,12 +536,15 @@ static cn_status h_range(ox_ctx *c, const Onnx__NodeProto *n) {
     double cnt = st != 0 ? ceil((b - a) / st) : -1;
     if (!(cnt >= 0)) return cn_errorf(CN_ERR_SHAPE, "Range of %g elements", cnt);
     if (!ox_fold_ok(cnt > (double)CN_ONNX_MAX_FOLD ? -1 : (int64_t)cnt, "Range")) return cn_last_status();
-    int64_t len = (int64_t)cnt;
+    int64_t len = (int64_t)cnt, ia = 0, ist = 0;
+    if (s->c.dt != OX_F32 && (!ox_i64(a, &ia, "Range") || !ox_i64(st, &ist, "Range"))) return cn_last_status();
     ox_tensor o;
     if (!ox_fold_alloc(&o, s->c.dt, 1, &len, "Range")) return cn_last_status();
     for (int64_t e = 0; e < len; e++) {
+        int64_t step;
         if (o.dt == OX_F32) o.f[e] = (float)(a + (double)e * st);
-        else o.i[e] = (int64_t)a + e * (int64_t)st;
+        else if (__builtin_mul_overflow(e, ist, &step) || __builtin_add_overflow(ia, step, &o.i[e]))
+            return ox_tensor_free(&o), cn_errorf(CN_ERR_SHAPE, "Range: element %lld is outside int64's range", (long long)e);
     }
     return ox_set_const(c, n, 0, &o);
 }
