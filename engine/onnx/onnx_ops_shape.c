@@ -605,6 +605,10 @@ static cn_status h_slice(ox_ctx *c, const Onnx__NodeProto *n) {
         if (s0 == CN_ONNX_BATCH || e0 == CN_ONNX_BATCH) return batch_arith();
         if (s0 < 0) s0 += dim;
         if (e0 < 0) e0 += dim;
+        /* A step longer than the axis takes one element; clamping it keeps the count's
+         * arithmetic inside int64 (a step of -INT64_MAX overflowed s0 - e0 - stp). */
+        if (stp > dim) stp = dim + 1;
+        if (stp < -dim - 1) stp = -dim - 1;
         if (stp > 0) {
             s0 = s0 < 0 ? 0 : s0 > dim ? dim : s0;
             e0 = e0 < 0 ? 0 : e0 > dim ? dim : e0;
