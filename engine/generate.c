@@ -99,11 +99,18 @@ static cn_status run_prep(cn_generator *gen) {
 
 int64_t cn_generator__prep_runs(const cn_generator *g) { return g ? g->prep_runs : 0; }
 
-int cn_generator__step_launches(const cn_generator *g, int op, int *of_op) {
-    const cn_plan *p = g ? g->step.plan : NULL;
+static int launches_of(const cn_plan *p, int op, int *of_op) {
     *of_op = 0;
     for (int i = 0; p && i < p->n_launch; i++) *of_op += (int)p->launches[i].op == op;
     return p ? p->n_launch : 0;
+}
+
+int cn_generator__step_launches(const cn_generator *g, int op, int *of_op) {
+    return launches_of(g ? g->step.plan : NULL, op, of_op);
+}
+
+int cn_generator__greedy_launches(const cn_generator *g, int op, int *of_op) {
+    return launches_of(g ? g->greedy.plan : NULL, op, of_op);
 }
 
 /* The prep plan: its writes are its outputs, each into its generator tensor. */
@@ -158,6 +165,10 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
     if (st == CN_OK && !c.no_cache) st = make_caches(gen, m);
     if (st == CN_OK && !c.no_cache) st = cn_gen_plan_graph(gen, m, &gen->pre, gen->context);
     if (st == CN_OK && !c.no_cache) st = cn_gen_plan_graph(gen, m, &gen->step, 1);
+    if (st == CN_OK && !c.no_cache && gen->whole) {
+        gen->greedy.greedy = 1;
+        st = cn_gen_plan_graph(gen, m, &gen->greedy, 1);
+    }
     const int64_t slid = gen->context - gen->slide + 1;
     if (st == CN_OK && !c.no_cache && slid > 1 && slid < gen->context) st = cn_gen_plan_graph(gen, m, &gen->slid, slid);
     if (st == CN_OK && !c.no_cache) st = plan_prep(gen);
@@ -173,6 +184,7 @@ void cn_generator_free(cn_generator *g) {
     if (!g) return;
     cn_gen_drop_graph(&g->pre);
     cn_gen_drop_graph(&g->step);
+    cn_gen_drop_graph(&g->greedy);
     cn_gen_drop_graph(&g->slid);
     cn_gen_drop_graph(&g->prep);
     for (int i = 0; g->cache && i < 2 * g->n_cache; i++) cn_tensor_release(g->cache[i]);
@@ -222,6 +234,12 @@ static cn_status run_window(cn_generator *g, float *dst) {
     return CN_OK;
 }
 
+static cn_status check_logits(const cn_generator *g, size_t bytes, const char *fn) {
+    if (bytes == (size_t)g->vocab * sizeof(float)) return CN_OK;
+    return cn_errorf(CN_ERR_INVALID_ARG, "%s: %zu bytes for the logits; the model's vocabulary of %lld needs %zu", fn,
+                     bytes, (long long)g->vocab, (size_t)g->vocab * sizeof(float));
+}
+
 /* One token at row pos = n_win - 1 of the caches, which hold the rows before it. */
 static cn_status run_step(cn_generator *g, float *dst) {
     cn_plan *p = g->step.plan;
@@ -237,12 +255,18 @@ static cn_status run_step(cn_generator *g, float *dst) {
     return cn_plan_read(p, g->step.logits, dst, (size_t)g->vocab * sizeof(float));
 }
 
+/* After a failed run: uploads may still read fed[] and ids, so wait for them, keeping the error. */
+static cn_status failed_run(cn_generator *g, cn_status st) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", cn_last_error());
+    (void)cn_device_sync(g->s->dev);
+    return cn_errorf(st, "%s", msg);
+}
+
 cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, float *logits, size_t bytes) {
     if (!g || !tokens || !logits) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: NULL generator, tokens or logits");
     if (n < 1) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: %lld tokens (at least 1)", (long long)n);
-    if (bytes != (size_t)g->vocab * sizeof(float))
-        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: %zu bytes for the logits; the model's vocabulary of %lld "
-                         "needs %zu", bytes, (long long)g->vocab, (size_t)g->vocab * sizeof(float));
+    CN_TRY(check_logits(g, bytes, "cn_generator_feed"));
     for (int64_t i = 0; i < n; i++)
         if (tokens[i] < 0 || tokens[i] >= g->vocab)
             return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_feed: token %lld is %d, outside the vocabulary [0, %lld)",
@@ -260,12 +284,51 @@ cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, f
     g->cached = 0; /* until the run below succeeds: a failed run leaves the caches unknown */
     cn_status st = step ? run_step(g, logits) : run_window(g, logits);
     if (st == CN_OK && !g->cfg.no_cache) g->cached = g->n_win;
-    if (st != CN_OK) {
-        /* uploads of a failed run may still read fed[] and ids: wait for them, keeping the error */
-        char msg[512];
-        snprintf(msg, sizeof msg, "%s", cn_last_error());
-        (void)cn_device_sync(g->s->dev);
-        cn_errorf(st, "%s", msg);
+    return st == CN_OK ? CN_OK : failed_run(g, st);
+}
+
+/* Tokens the window takes before it slides, as one STEPS launch (0: none, or not a whole
+ * model with its caches current). */
+static int64_t greedy_run(const cn_generator *g) {
+    if (!g->greedy.plan || g->cached != g->n_win || g->n_win < 1) return 0;
+    return g->context - g->n_win;
+}
+
+/* k steps from token t in one STEPS launch: tokens[0 .. k) = t and the k - 1 the device chose,
+ * appended to the text as k feeds would (no slide: k <= greedy_run), the last step's logits
+ * into logits. */
+static cn_status run_steps(cn_generator *g, int32_t t, int64_t k, float *logits, int32_t *tokens) {
+    cn_plan *p = g->greedy.plan;
+    const size_t V = (size_t)g->vocab;
+    g->fed[5] = (int32_t)g->n_win, g->fed[6] = t, g->fed[7] = (int32_t)k;
+    g->cached = 0; /* until the run succeeds */
+    cn_status st = cn_plan_feed(p, g->greedy.tokens, &g->fed[5], 3 * sizeof g->fed[5], 0);
+    if (st == CN_OK) st = cn_plan_run(p, 1);
+    if (st == CN_OK) st = cn_plan_read(p, g->greedy.logits, g->rows, (V + (size_t)g->context) * sizeof(float));
+    if (st != CN_OK) return failed_run(g, st);
+    memcpy(logits, g->rows, V * sizeof(float));
+    tokens[0] = t;
+    for (int64_t j = 1; j < k; j++) tokens[j] = (int32_t)g->rows[V + (size_t)j - 1]; /* exact in a float */
+    memcpy(g->win + g->n_win, tokens, (size_t)k * sizeof *tokens);
+    g->n_win += k, g->n_text += k, g->cached = g->n_win;
+    return CN_OK;
+}
+
+cn_status cn_generator_greedy(cn_generator *g, float *logits, size_t bytes, int64_t n, int32_t *tokens) {
+    if (!g || !logits || (n > 0 && !tokens))
+        return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_greedy: NULL generator, logits or tokens");
+    if (n < 0) return cn_errorf(CN_ERR_INVALID_ARG, "cn_generator_greedy: %lld tokens (at least 0)", (long long)n);
+    CN_TRY(check_logits(g, bytes, "cn_generator_greedy"));
+    for (int64_t i = 0; i < n;) {
+        const int32_t t = (int32_t)cn_argmax_first(logits, g->vocab);
+        const int64_t room = greedy_run(g), k = room < n - i ? room : n - i;
+        if (k >= 2) {
+            CN_TRY(run_steps(g, t, k, logits, tokens + i));
+            i += k;
+        } else {
+            tokens[i++] = t;
+            CN_TRY(cn_generator_feed(g, &t, 1, logits, bytes));
+        }
     }
-    return st;
+    return CN_OK;
 }

@@ -14,8 +14,9 @@ typedef struct gen_graph {
     cn_graph g;
     cn_plan *plan;
     int64_t T;
+    int greedy;                   /* T = 1 as STEPS: several greedy steps in one launch (whole models) */
     int tokens, positions, start; /* INPUT leaves: ids [T], their positions [T], the cache row of token 0 [1] */
-    int logits;                   /* [T, V], f32 */
+    int logits;                   /* [T, V], f32 (greedy: [1, V + context], STEPS' output) */
     int *writes;                  /* KV_WRITE nodes: outputs, so they run although the prefill reads no cache */
     int n_writes;
     int cache_node;               /* whole: the cache of every layer as the last KV_WRITE left it (-1: not yet) */
@@ -39,6 +40,8 @@ struct cn_generator {
     int whole;         /* a step is one STEP launch (whole_model): one cache of every layer, cache[0] */
     cn_op_params whole_p; /* its parameters */
     gen_graph pre, step;
+    gen_graph greedy;  /* whole models: STEPS, the steps between two slides in one launch */
+    cn_tensor *pack;   /* whole models: STEP's pack, which the step and greedy graphs share */
     gen_graph slid;    /* the prefill of a window that just slid (context - slide + 1 tokens), when
                           shorter than the context: half the work of pre at the default slide */
     gen_graph prep;    /* the step's fused weights from the session's (run when those changed) */
@@ -48,8 +51,9 @@ struct cn_generator {
     int n_fused;
     int32_t *ids;      /* context ids: a padded window */
     int32_t *positions; /* 0 .. context - 1 */
-    int32_t fed[5];    /* a step's token and position (its cache row), the prefill's first row (0), and STEP's
-                          {position, token}: uploads that do not block read them until the run's logits are read */
+    int32_t fed[8];    /* a step's token and position (its cache row), the prefill's first row (0), STEP's
+                          {position, token} and STEPS' {position, token, count}: uploads that do not block
+                          read them until the run's logits are read */
     float *rows;       /* context x vocab logits */
 };
 

@@ -177,6 +177,12 @@ static int block_pack(lower *L, const cn_layer *const *lay) {
 /* STEP's pack of a whole model (whole_model): the embedding's tables, every block's parts,
  * the last norm and dense. */
 static int whole_pack(lower *L, const cn_model *m) {
+    cn_generator *gen = L->gen;
+    if (gen->pack) { /* the step graph's, for the greedy one: the prep writes it once */
+        char full[CN_NODE_NAME_MAX];
+        cn_layer_param_name(&m->layers[0], "step", full, sizeof full);
+        return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &gen->pack->shape, gen->pack->dtype), gen->pack);
+    }
     lower P = {L->gen, &L->gen->prep, 0};
     const int blocks = (m->n - 3) / 9, n = 2 + 12 * blocks + 4;
     int *part = malloc((size_t)n * sizeof *part);
@@ -195,7 +201,9 @@ static int whole_pack(lower *L, const cn_model *m) {
     part[n - 2] = param(&P, out, "weight"), part[n - 1] = param(&P, out, "bias");
     int all = concat_flat(&P, part, n);
     free(part);
-    return prep_output(L, &P, all, e, "step");
+    int leaf = prep_output(L, &P, all, e, "step");
+    if (leaf >= 0) gen->pack = gen->fused[gen->n_fused - 1];
+    return leaf;
 }
 
 /* Layers i .. i + 8 of m are a pre-norm transformer block on rows of width K (RESIDUAL,
@@ -390,8 +398,8 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     }
     const cn_shape rows = cn_shape_of(1, gg->T);
     gg->cache_node = -1;
-    if (gg->T == 1 && gen->whole) { /* STEP reads {position, token}: one upload */
-        gg->tokens = gg->positions = gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "fed", &(cn_shape){1, {2}}, CN_I32);
+    if (gg->T == 1 && gen->whole) { /* STEP reads {position, token}, STEPS also a count: one upload */
+        gg->tokens = gg->positions = gg->start = cn_g_leaf(g, CN_LEAF_INPUT, "fed", &(cn_shape){1, {2 + gg->greedy}}, CN_I32);
     } else {
         gg->tokens = cn_g_leaf(g, CN_LEAF_INPUT, "tokens", &rows, CN_I32);
         gg->positions = cn_g_leaf(g, CN_LEAF_INPUT, "positions", &rows, CN_I32);
@@ -403,7 +411,7 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     if (st == CN_OK && gg->T == 1 && gen->whole) {
         cn_tensor *t = gen->cache[0];
         int c = track(&L, cn_g_leaf(g, CN_LEAF_STATE, "qkv_cache", &t->shape, CN_F32), t);
-        x = op(&L, CN_OP_STEP, 3, (int[]){c, whole_pack(&L, m), gg->tokens}, &gen->whole_p, NULL);
+        x = op(&L, gg->greedy ? CN_OP_STEPS : CN_OP_STEP, 3, (int[]){c, whole_pack(&L, m), gg->tokens}, &gen->whole_p, NULL);
     }
     /* A step fuses what a one-token run spends in launches: a layer norm into the next dense
      * or attention projection, a residual add into the dense before it (dense_step). */
@@ -491,7 +499,7 @@ static cn_status lower_model(cn_generator *gen, const cn_model *m, gen_graph *gg
     gg->logits = as_type(&L, x, CN_F32);
     if (L.fail) return cn_last_status();
     const cn_shape *ls = &g->nodes[gg->logits].shape;
-    if (ls->ndim != 2 || ls->d[1] != gen->vocab)
+    if (ls->ndim != 2 || ls->d[1] != gen->vocab + (gg->greedy ? gen->context : 0))
         return cn_errorf(CN_ERR_SHAPE, "generator: the model's last layer gives %lld values per token, not its vocabulary "
                          "of %lld", (long long)ls->d[ls->ndim - 1], (long long)gen->vocab);
     return CN_OK;

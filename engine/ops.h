@@ -167,6 +167,12 @@
  *   the tables, the L blocks' packs (BLOCK_STEP's), the last norm [2K], w [K,V], b [V]; the
  *   cache's last plane is the residual rows' scratch (x, y: 2K <= C D), written too. BH, F,
  *   V, P: p.kh, p.kw, p.sh, p.sw; one eps (p.eps) for every norm, act p.variant, p.scale.
+ *   STEPS(cache, pack, fed i32 [3]) -> [1, V + C] (f32 only): greedy decoding in one launch,
+ *   fed = {pos, token, count}: count STEPs, step t at position pos + t fed token_t (token_0 =
+ *   token), token_{t+1} the first maximum of its logits (the lowest index of the largest
+ *   value; a NaN never wins). Out: the last step's logits (zeros when count < 1), then
+ *   token_1 .. token_count as floats (exact), -1 after them. The host keeps pos + count <= C (rows past the cache are
+ *   not written and attend to nothing, as STEP's).
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
@@ -347,6 +353,7 @@
     X(EMBED_ADD, "embedding_add", 4, 0, 1, "hihi:h", ATTEND_QKV, OWN, 0, NONE)                \
     X(BLOCK_STEP, "block_step", 4, 0, 1, "fffi:f", ATTEND_QKV, OWN, 0, NONE)               \
     X(STEP, "step", 3, 0, 1, "ffi:f", ATTEND_QKV, OWN, 0, NONE)                            \
+    X(STEPS, "steps", 3, 0, 1, "ffi:f", ATTEND_QKV, OWN, 0, NONE)                          \
     X(MAXIMUM, "maximum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINIMUM, "minimum", 2, 1, 1, "hh:h", BROADCAST, OWN, 0, NONE)                       \
     X(MINMAX_GRAD, "minmax_grad", 3, 0, 1, "hhh:h", BINARY_GRAD, OWN, 0, NONE)            \
@@ -463,6 +470,10 @@ typedef struct cn_op_params {
 /* The epilogue a node of op with parameters p becomes when fused (the table's column, and
  * CN_EPI_RELU6 for CLIP(0, 6)); CN_EPI_NONE: never fused. */
 cn_epilogue cn_node_as_epilogue(cn_op op, const cn_op_params *p);
+
+/* STEPS' choice of the next token, and cn_generator_greedy's: the lowest index of the largest
+ * of x[0..n) (a NaN never wins: comparisons with it are false). */
+int64_t cn_argmax_first(const float *x, int64_t n);
 
 typedef struct cn_shape {
     int ndim;

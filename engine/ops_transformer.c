@@ -189,7 +189,8 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         *out = *x;
         return CN_OK;
     }
-    case CN_OP_STEP: {
+    case CN_OP_STEP: case CN_OP_STEPS: {
+        const int greedy = op == CN_OP_STEPS;
         const cn_shape *c = &in[0];
         const int64_t bh = p->kh, F = p->kw, V = p->sh, P = p->sw, D = c->ndim == 3 ? c->d[2] : 0, K = bh * D;
         const int64_t L = bh > 0 && c->ndim == 3 ? (c->d[0] - 1) / (3 * bh) : 0;
@@ -201,11 +202,13 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         if (!is_vec(&in[1], want))
             FAIL("%s: pack %s must be [%lld] for %lld blocks of width %lld", name, cn_shape_str(&in[1], b1, sizeof b1),
                  (long long)want, (long long)L, (long long)K);
-        if (!is_vec(&in[2], 2)) FAIL("%s: fed %s must be [2] (position, token)", name, cn_shape_str(&in[2], b1, sizeof b1));
+        if (!is_vec(&in[2], 2 + greedy))
+            FAIL("%s: fed %s must be [%d] (position, token%s)", name, cn_shape_str(&in[2], b1, sizeof b1), 2 + greedy,
+                 greedy ? ", count" : "");
         if (!(p->scale == p->scale)) FAIL("%s: scale is NaN", name);
         if (p->variant < 0 || p->variant > 2)
             FAIL("%s: variant %d is not 0 (no activation), 1 (GELU) or 2 (GELU, tanh form)", name, p->variant);
-        *out = cn_shape_of(2, (int64_t)1, V);
+        *out = cn_shape_of(2, (int64_t)1, V + (greedy ? c->d[1] : 0));
         return CN_OK;
     }
     case CN_OP_EMBED_ADD:
@@ -230,4 +233,11 @@ cn_status cn_op_infer_transformer(cn_op op, const cn_op_params *p, const cn_shap
         break;
     }
     FAIL("%s: not a transformer op", name);
+}
+
+int64_t cn_argmax_first(const float *x, int64_t n) {
+    int64_t b = 0;
+    for (int64_t i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
 }

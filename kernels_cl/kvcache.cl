@@ -132,10 +132,10 @@ float q8_at(__global const int *row, int e) {
  * chunk's probabilities go through local memory to the work-items that own output dims
  * e = lid + u L. Local memory: 2 L floats, whatever the cache length. KAT(j, e) and VAT(j, e)
  * read element e of cached key and value j of this row's head, QROW is the query row, row R's
- * output element e goes to SINK(e, value). */
-#define ATTEND_BODY(R, KAT, VAT)                                                               \
+ * output element e goes to SINK(e, value). POS0: the cache row of query row 0. */
+#define ATTEND_BODY(R, POS0, KAT, VAT)                                                         \
     int lid = get_local_id(0), L = get_local_size(0), r = (R);                                 \
-    int last = posp[0] + r % T;                                                                \
+    int last = (POS0) + r % T;                                                                 \
     int n = last < 0 ? 0 : min(C, last + 1);                                                   \
     __global const STORE_T *qr = QROW;                                                         \
     float acc[KV_DPER];                                                                        \
@@ -188,7 +188,7 @@ __kernel void attend_cache(__global const STORE_T *q, __global const STORE_T *k,
                            __local float *p, __local float *tmp) {
     __global const STORE_T *kb = k + (long)(get_group_id(0) / T) * C * D, *vb = v + (long)(get_group_id(0) / T) * C * D;
 #define QROW (q + (long)r * D)
-    ATTEND_BODY(get_group_id(0), KAT, VAT)
+    ATTEND_BODY(get_group_id(0), posp[0], KAT, VAT)
 #undef QROW
 }
 
@@ -205,17 +205,17 @@ __kernel void attend_qkv(__global const STORE_T *cache, __global const int *posp
         return;
     }
 #define QROW (qb + (long)pos * D)
-    ATTEND_BODY(get_group_id(0), KAT, VAT)
+    ATTEND_BODY(get_group_id(0), pos, KAT, VAT)
 #undef QROW
 }
 #undef SINK
 
 /* ATTEND_PROJ: one group attends every head's query at pos into local a [BH D] (0 when pos is
  * outside the cache), then work-item lid computes outputs n = lid + u L of a w + b + res. */
-void attend_proj_group(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+void attend_proj_group(__global const STORE_T *cache, int pos, __global const STORE_T *w,
                        __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH, int C,
                        int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
-    const int T = 1, pos = posp[0], me = get_local_id(0), G = get_local_size(0);
+    const int T = 1, me = get_local_id(0), G = get_local_size(0);
     if (pos < 0 || pos >= C) {
         for (int e = me; e < BH * D; e += G) a[e] = 0.0f;
     } else {
@@ -224,7 +224,7 @@ void attend_proj_group(__global const STORE_T *cache, __global const int *posp, 
             __global const STORE_T *kb = qb + (long)BH * C * D, *vb = kb + (long)BH * C * D;
 #define QROW (qb + (long)pos * D)
 #define SINK(e, v) (a[h * D + (e)] = (v))
-            ATTEND_BODY(h, KAT, VAT)
+            ATTEND_BODY(h, pos, KAT, VAT)
 #undef SINK
 #undef QROW
         }
@@ -240,7 +240,7 @@ void attend_proj_group(__global const STORE_T *cache, __global const int *posp, 
 __kernel void attend_proj(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
                           __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
                           int C, int D, int N, float scale, __local float *p, __local float *tmp, __local float *a) {
-    attend_proj_group(cache, posp, w, bias, res, y, BH, C, D, N, scale, p, tmp, a);
+    attend_proj_group(cache, posp[0], w, bias, res, y, BH, C, D, N, scale, p, tmp, a);
 }
 #undef KAT
 #undef VAT
@@ -248,10 +248,10 @@ __kernel void attend_proj(__global const STORE_T *cache, __global const int *pos
 /* CPU-type devices, D and N multiples of GVW: ATTEND_PROJ by one work-item (a group of one):
  * per head the scores into local s [C], their maximum, the exponentials and their sum, the
  * weighted values over whole vectors into local a [BH D]; then the product as dense_rows_v. */
-void attend_proj_row_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
+void attend_proj_row_v(__global const STORE_T *cache, int pos, __global const STORE_T *w,
                        __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH, int C,
                        int D, int N, float scale, __local float *s, __local float *a) {
-    const int pos = posp[0], dv = D / GVW;
+    const int dv = D / GVW;
     for (int h = 0; h < BH; h++) {
         if (pos < 0 || pos >= C) {
             for (int e = 0; e < D; e++) a[h * D + e] = 0.0f;
@@ -295,7 +295,7 @@ void attend_proj_row_v(__global const STORE_T *cache, __global const int *posp, 
 __kernel void attend_proj_v(__global const STORE_T *cache, __global const int *posp, __global const STORE_T *w,
                             __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, int BH,
                             int C, int D, int N, float scale, __local float *s, __local float *a) {
-    attend_proj_row_v(cache, posp, w, bias, res, y, BH, C, D, N, scale, s, a);
+    attend_proj_row_v(cache, posp[0], w, bias, res, y, BH, C, D, N, scale, s, a);
 }
 
 __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, __global const int *v,
@@ -306,7 +306,7 @@ __kernel void attend_cache_q8(__global const STORE_T *q, __global const int *k, 
 #define KAT(j, e) q8_at(kb + (long)(j) * W, (e))
 #define VAT(j, e) q8_at(vb + (long)(j) * W, (e))
 #define SINK(e, v) STORE(out, (long)r * D + (e), (v))
-    ATTEND_BODY(get_group_id(0), KAT, VAT)
+    ATTEND_BODY(get_group_id(0), posp[0], KAT, VAT)
 #undef QROW
 #undef KAT
 #undef VAT
@@ -340,6 +340,11 @@ __kernel void embed_add(__global const STORE_T *table, __global const int *ids, 
     __global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta, int boff,           \
         __global const STORE_T *w, __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, \
         __global const int *posp, int R, int K, int N, int D, int C, int ln, int act, float eps
+/* the functions' form: the cache row pos by value (read from posp by the kernels, when C > 0) */
+#define DENSE_FARGS                                                                                             \
+    __global const STORE_T *x, __global const STORE_T *gamma, __global const STORE_T *beta, int boff,           \
+        __global const STORE_T *w, __global const STORE_T *bias, __global const STORE_T *res, __global STORE_T *y, \
+        int pos, int R, int K, int N, int D, int C, int ln, int act, float eps
 
 /* The row's normalization: its mean and 1/sqrt(var + eps), two passes in float. */
 float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
@@ -364,18 +369,18 @@ float2 dense_row_stats(__global const STORE_T *xr, int K, float eps) {
 #define DENSE_ACT(o) DENSE_ACT_WITH(o, erf)
 #define DENSE_ACTV(o) DENSE_ACT_WITH(o, cn_erfV)
 /* Where output element n of row r goes: y[r, n], or its cache row (-1: dropped). */
-long dense_at(int r, int n, int N, int D, int C, __global const int *posp) {
+long dense_at(int r, int n, int N, int D, int C, int pos) {
     if (C == 0) return (long)r * N + n;
-    int at = posp[0] + r;
+    int at = pos + r;
     return at < 0 || at >= C ? -1 : ((long)(n / D) * C + at) * D + n % D;
 }
 
-#define DENSE_PASS x, gamma, beta, boff, w, bias, res, y, posp, R, K, N, D, C, ln, act, eps
+#define DENSE_PASS x, gamma, beta, boff, w, bias, res, y, C ? posp[0] : 0, R, K, N, D, C, ln, act, eps
 
-void dense_rows_at(DENSE_ARGS, long g) {
+void dense_rows_at(DENSE_FARGS, long g) {
     if (g >= (long)R * N) return;
     int n = (int)(g % N), r = (int)(g / N);
-    long at = dense_at(r, n, N, D, C, posp);
+    long at = dense_at(r, n, N, D, C, pos);
     if (at < 0) return;
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
@@ -392,11 +397,11 @@ __kernel void dense_rows(DENSE_ARGS) { dense_rows_at(DENSE_PASS, get_global_id(0
 /* CPU-type devices, N (and D when C > 0) a multiple of GVW: work-item (r, c) computes
  * DENSE_VPER floatV of row r from column c DENSE_VPER GVW (a group of one: whole vectors, no
  * idle lanes; the same sums in the same order as dense_rows). */
-void dense_rows_v_at(DENSE_ARGS, int g) {
+void dense_rows_v_at(DENSE_FARGS, int g) {
     int nv = N / GVW, chunks = (nv + DENSE_VPER - 1) / DENSE_VPER;
     if (g >= R * chunks) return;
     int r = g / chunks, v0 = (g % chunks) * DENSE_VPER, cnt = min(DENSE_VPER, nv - v0);
-    if (dense_at(r, 0, N, D, C, posp) < 0) return;
+    if (dense_at(r, 0, N, D, C, pos) < 0) return;
     __global const STORE_T *xr = x + (long)r * K;
     float2 st = ln ? dense_row_stats(xr, K, eps) : (float2)(0.0f, 1.0f);
 #define WAT(k, u) LOADV(w, ((long)(k) * N) / GVW + v0 + (u))
@@ -407,7 +412,7 @@ void dense_rows_v_at(DENSE_ARGS, int g) {
             o = DENSE_ACTV(o);      \
         }                                                               \
         if (!ln) o += LOADV(res, ((long)r * N) / GVW + v0 + (u));       \
-        STOREV(y, dense_at(r, (v0 + (u)) * GVW, N, D, C, posp) / GVW, o); \
+        STOREV(y, dense_at(r, (v0 + (u)) * GVW, N, D, C, pos) / GVW, o); \
     }
     CN_CHUNK(cnt, K, DENSE_XK, WAT, EPI)
 #undef WAT
@@ -491,99 +496,160 @@ __kernel void mlp_rows_v(MLP_ARGS) { mlp_row_v(MLP_PASS, get_group_id(0)); }
 #define BLOCK_ARGS                                                                                                 \
     __global STORE_T *cache, __global const STORE_T *x, __global const STORE_T *pk, __global const int *posp,    \
         __global STORE_T *y, int BH, int C, int D, int K, int F, int act, float eps, float eps2, float scale
+/* the functions' form: the cache row pos by value */
+#define BLOCK_FARGS                                                                                                \
+    __global STORE_T *cache, __global const STORE_T *x, __global const STORE_T *pk, int pos,                     \
+        __global STORE_T *y, int BH, int C, int D, int K, int F, int act, float eps, float eps2, float scale
 #define BLOCK_PARTS                                                                                                \
     __global const STORE_T *wqkv = pk + 2 * K, *bqkv = wqkv + 3L * K * K, *wo = bqkv + 3 * K, *bo = wo + (long)K * K; \
     __global const STORE_T *n2 = bo + K, *w1 = n2 + 2 * K, *b1 = w1 + (long)K * F, *w2 = b1 + F, *b2 = w2 + (long)F * K;
 
-void block_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+void block_v(BLOCK_FARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
     BLOCK_PARTS
     /* the q|k|v row: dense_rows_v's sums over the normalized row, which is computed once
      * (dense_rows_v normalizes each element again for every chunk of columns, which cost a
      * one-work-item product as much as its multiply-adds) */
-    const int pos = posp[0], nv = 3 * K / GVW;
+    const int nv = 3 * K / GVW;
     float2 st = dense_row_stats(x, K, eps);
     for (int k = 0; k < K; k++) xn[k] = (LOAD(x, k) - st.x) * st.y * LOAD(pk, k) + LOAD(pk, K + k);
 #define XK(k) xn[k]
 #define WAT(k, u) LOADV(wqkv, (long)(k) * nv + v0 + (u))
-#define EPI(u, o) STOREV(cache, dense_at(0, (v0 + (u)) * GVW, 3 * K, D, C, posp) / GVW, (o) + LOADV(bqkv, v0 + (u)));
+#define EPI(u, o) STOREV(cache, dense_at(0, (v0 + (u)) * GVW, 3 * K, D, C, pos) / GVW, (o) + LOADV(bqkv, v0 + (u)));
     if (pos >= 0 && pos < C) CN_ROWS(nv, K, XK, WAT, EPI)
 #undef XK
 #undef WAT
 #undef EPI
-    attend_proj_row_v(cache, posp, wo, bo, x, y, BH, C, D, K, scale, s, a);
+    attend_proj_row_v(cache, pos, wo, bo, x, y, BH, C, D, K, scale, s, a);
     mlp_row_v(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
 }
 
 __kernel void block_step_v(BLOCK_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
-    block_v(cache, x, pk, posp, y, BH, C, D, K, F, act, eps, eps2, scale, s, a, xn, h);
+    block_v(cache, x, pk, posp[0], y, BH, C, D, K, F, act, eps, eps2, scale, s, a, xn, h);
 }
 
-void block_group(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+void block_group(BLOCK_FARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
                  __local float *h) {
     BLOCK_PARTS
     for (int g = get_local_id(0); g < 3 * K; g += get_local_size(0))
-        dense_rows_at(x, pk, pk, K, wqkv, bqkv, x, cache, posp, 1, K, 3 * K, D, C, 1, 0, eps, g);
+        dense_rows_at(x, pk, pk, K, wqkv, bqkv, x, cache, pos, 1, K, 3 * K, D, C, 1, 0, eps, g);
     barrier(CLK_GLOBAL_MEM_FENCE);
-    attend_proj_group(cache, posp, wo, bo, x, y, BH, C, D, K, scale, p, tmp, a);
+    attend_proj_group(cache, pos, wo, bo, x, y, BH, C, D, K, scale, p, tmp, a);
     barrier(CLK_GLOBAL_MEM_FENCE);
     mlp_row_group(y, n2, w1, b1, w2, b2, y, K, F, act, eps2, xn, h, 0);
 }
 
 __kernel void block_step(BLOCK_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
                          __local float *h) {
-    block_group(cache, x, pk, posp, y, BH, C, D, K, F, act, eps, eps2, scale, p, tmp, a, xn, h);
+    block_group(cache, x, pk, posp[0], y, BH, C, D, K, F, act, eps, eps2, scale, p, tmp, a, xn, h);
 }
 
 /* STEP (ops.h): EMBED_ADD into the cache's last plane (x), the blocks alternating between
  * x and y there (BLOCK_STEP's functions), then NORM_DENSE's product of the last one: by one
  * work-item (token_step_v: CPU-type devices, D, K, F and V multiples of GVW) or one group, with a
- * global barrier where a phase reads what other work-items wrote. */
+ * global barrier where a phase reads what other work-items wrote. STEPS runs the same step
+ * once per token, each next token the first maximum of the logits (cn_argmax_first). */
 #define STEP_ARGS                                                                                              \
     __global STORE_T *cache, __global const STORE_T *pk, __global const int *fed, __global STORE_T *out, int L, \
         int BH, int C, int D, int F, int V, int P, int act, float eps, float scale
 #define STEP_PARTS                                                                                             \
-    const int K = BH * D, pos = fed[0], id = fed[1];                                                          \
+    const int K = BH * D;                                                                                     \
     const long blk = 9L * K + 4L * K * K + 2L * K * F + F, plane = 3L * BH * C * D;                            \
     __global STORE_T *x = cache + L * plane, *y = x + K, *xl = L % 2 ? y : x;                                  \
     __global const STORE_T *pb = pk + (long)(V + P) * K, *fin = pb + L * blk;
-/* EMBED_ADD's element k of the token's row */
+/* EMBED_ADD's element k of token id's row at position pos */
 #define STEP_EMBED(k)                                                                            \
     STORE(x, k, (id >= 0 && id < V ? LOAD(pk, (long)id * K + (k)) : 0.0f) +                      \
                     (pos >= 0 && pos < P ? LOAD(pk, (long)V * K + (long)pos * K + (k)) : 0.0f))
+/* The logits row of one step: the work-item's (CPU-type) or the group's */
+#define STEP_LOGITS_V(lg)                                                                               \
+    for (int g = 0; g < (V / GVW + DENSE_VPER - 1) / DENSE_VPER; g++)                                   \
+        dense_rows_v_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, lg, 0, 1, K, V, 0, 0, 1, 0, eps, g);
+#define STEP_LOGITS_G(lg)                                                                               \
+    for (int g = me; g < V; g += G)                                                                     \
+        dense_rows_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, lg, 0, 1, K, V, 0, 0, 1, 0, eps, g);
 
-__kernel void token_step_v(STEP_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+void step_v(STEP_ARGS, int pos, int id, __local float *s, __local float *a, __local float *xn, __local float *h) {
     STEP_PARTS
     for (int k = 0; k < K; k++) STEP_EMBED(k);
     for (int l = 0; l < L; l++)
-        block_v(cache + l * plane, l % 2 ? y : x, pb + l * blk, fed, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps,
-                scale, s, a, xn, h);
-    int chunks = (V / GVW + DENSE_VPER - 1) / DENSE_VPER;
-    for (int g = 0; g < chunks; g++)
-        dense_rows_v_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, out, fed, 1, K, V, 0, 0, 1, 0, eps, g);
+        block_v(cache + l * plane, l % 2 ? y : x, pb + l * blk, pos, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps, scale,
+                s, a, xn, h);
+    STEP_LOGITS_V(out)
 }
 
-__kernel void token_step(STEP_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
-                   __local float *h) {
+void step_group(STEP_ARGS, int pos, int id, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                __local float *h) {
     STEP_PARTS
     const int me = get_local_id(0), G = get_local_size(0);
     for (int k = me; k < K; k += G) STEP_EMBED(k);
     barrier(CLK_GLOBAL_MEM_FENCE);
     for (int l = 0; l < L; l++) {
-        block_group(cache + l * plane, l % 2 ? y : x, pb + l * blk, fed, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps,
+        block_group(cache + l * plane, l % 2 ? y : x, pb + l * blk, pos, l % 2 ? x : y, BH, C, D, K, F, act, eps, eps,
                     scale, p, tmp, a, xn, h);
         barrier(CLK_GLOBAL_MEM_FENCE);
     }
-    for (int g = me; g < V; g += G)
-        dense_rows_at(xl, fin, fin, K, fin + 2 * K, fin + 2 * K + (long)K * V, xl, out, fed, 1, K, V, 0, 0, 1, 0, eps, g);
+    STEP_LOGITS_G(out)
+}
+
+__kernel void token_step_v(STEP_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+    step_v(cache, pk, fed, out, L, BH, C, D, F, V, P, act, eps, scale, fed[0], fed[1], s, a, xn, h);
+}
+
+__kernel void token_step(STEP_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                         __local float *h) {
+    step_group(cache, pk, fed, out, L, BH, C, D, F, V, P, act, eps, scale, fed[0], fed[1], p, tmp, a, xn, h);
+}
+
+/* The first maximum of row [n] (a NaN never wins; ops.h, STEPS). */
+int cn_argmax_first(__global const STORE_T *row, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (LOAD(row, i) > LOAD(row, b)) b = i;
+    return b;
+}
+
+/* STEPS (ops.h): fed = {pos, token, count}; out [V + C]: the last step's logits (zeros when
+ * count < 1), then the chosen tokens as floats, -1 past count. Each step's logits go to out's
+ * first V values, which the next step overwrites. */
+__kernel void token_steps_v(STEP_ARGS, __local float *s, __local float *a, __local float *xn, __local float *h) {
+    const int n = fed[2];
+    int id = fed[1];
+    for (int t = 0; t < n; t++) {
+        step_v(cache, pk, fed, out, L, BH, C, D, F, V, P, act, eps, scale, fed[0] + t, id, s, a, xn, h);
+        id = cn_argmax_first(out, V);
+        STORE(out, V + t, (float)id);
+    }
+    for (int t = max(n, 0); t < C; t++) STORE(out, V + t, -1.0f);
+    for (int v = 0; v < V && n < 1; v++) STORE(out, v, 0.0f);
+}
+
+__kernel void token_steps(STEP_ARGS, __local float *p, __local float *tmp, __local float *a, __local float *xn,
+                          __local float *h) {
+    const int n = fed[2], me = get_local_id(0);
+    int id = fed[1];
+    for (int t = 0; t < n; t++) {
+        step_group(cache, pk, fed, out, L, BH, C, D, F, V, P, act, eps, scale, fed[0] + t, id, p, tmp, a, xn, h);
+        barrier(CLK_GLOBAL_MEM_FENCE);
+        id = cn_argmax_first(out, V); /* every work-item reads the same row: the same token */
+        if (me == 0) STORE(out, V + t, (float)id);
+        /* the next step's logits overwrite the row: every work-item has read it first */
+        barrier(CLK_GLOBAL_MEM_FENCE);
+    }
+    for (int t = max(n, 0) + me; t < C; t += get_local_size(0)) STORE(out, V + t, -1.0f);
+    for (int v = me; v < V && n < 1; v += get_local_size(0)) STORE(out, v, 0.0f);
 }
 #undef STEP_ARGS
 #undef STEP_PARTS
 #undef STEP_EMBED
 #undef BLOCK_ARGS
+#undef BLOCK_FARGS
+#undef STEP_LOGITS_V
+#undef STEP_LOGITS_G
 #undef BLOCK_PARTS
 #undef MLP_ARGS
 #undef MLP_PASS
 #undef DENSE_PASS
+#undef DENSE_FARGS
 #undef DENSE_XK
 #undef DENSE_ACT
 #undef DENSE_ACTV

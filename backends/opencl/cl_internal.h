@@ -114,7 +114,7 @@ typedef enum cn_cl_family {
     X(KVCACHE, kv_write) X(KVCACHE, attend_cache) X(KVCACHE, kv_write_q8) X(KVCACHE, attend_cache_q8) \
     X(KVCACHE, attend_qkv) X(KVCACHE, dense_rows) X(KVCACHE, dense_rows_v) X(KVCACHE, attend_proj) X(KVCACHE, mlp_rows) \
     X(KVCACHE, attend_proj_v) X(KVCACHE, mlp_rows_v) X(KVCACHE, embed_add) X(KVCACHE, kv_write_heads)         \
-    X(KVCACHE, block_step) X(KVCACHE, block_step_v) X(KVCACHE, token_step) X(KVCACHE, token_step_v)         \
+    X(KVCACHE, block_step) X(KVCACHE, block_step_v) X(KVCACHE, token_step) X(KVCACHE, token_step_v) X(KVCACHE, token_steps) X(KVCACHE, token_steps_v)         \
     X(QUANT, gemm_q8) X(QUANT, gemm_q8_cols)                                                  \
     X(MATH, math_binary) X(MATH, math_binary_grad) X(MATH, math_unary) X(MATH, math_compare) X(MATH, math_select)
 

@@ -200,9 +200,9 @@ cn_status cn_cl_op_BLOCK_STEP(cn_cl_ctx *c, const cn_launch *l) {
     return whole_launch(c, CN_K_block_step_v, CN_K_block_step, vec, head, C, D, K, F);
 }
 
-/* STEP (kvcache.cl): BLOCK_STEP's kernels and local rows, with the vocabulary a multiple of
- * GVW too for the one work-item. */
-cn_status cn_cl_op_STEP(cn_cl_ctx *c, const cn_launch *l) {
+/* STEP and STEPS (kvcache.cl): BLOCK_STEP's kernels and local rows, with the vocabulary a
+ * multiple of GVW too for the one work-item. */
+static cn_status step_launch(cn_cl_ctx *c, const cn_launch *l, cn_cl_kernel_id kv, cn_cl_kernel_id kg) {
     const cn_shape *cs = &l->in_shape[0];
     const int64_t bh = l->p->kh, F = l->p->kw, V = l->p->sh, P = l->p->sw, C = cs->d[1], D = cs->d[2], K = bh * D;
     const int64_t L = (cs->d[0] - 1) / (3 * bh);
@@ -211,7 +211,15 @@ cn_status cn_cl_op_STEP(cn_cl_ctx *c, const cn_launch *l) {
                               CN_ARG_INT(L),        CN_ARG_INT(bh),       CN_ARG_INT(C),        CN_ARG_INT(D),
                               CN_ARG_INT(F),        CN_ARG_INT(V),        CN_ARG_INT(P),        CN_ARG_INT(l->p->variant),
                               CN_ARG_FLOAT(l->p->eps), CN_ARG_FLOAT(l->p->scale)};
-    return whole_launch(c, CN_K_token_step_v, CN_K_token_step, vec, head, C, D, K, F);
+    return whole_launch(c, kv, kg, vec, head, C, D, K, F);
+}
+
+cn_status cn_cl_op_STEP(cn_cl_ctx *c, const cn_launch *l) {
+    return step_launch(c, l, CN_K_token_step_v, CN_K_token_step);
+}
+
+cn_status cn_cl_op_STEPS(cn_cl_ctx *c, const cn_launch *l) {
+    return step_launch(c, l, CN_K_token_steps_v, CN_K_token_steps);
 }
 
 /* EMBED_ADD: one work-item per output element. */
@@ -233,9 +241,9 @@ int cn_cl_kvcache_fits(const cn_cl_ctx *c, const cn_launch *l) {
         return cn_cl_attend_cache_fits(c, s0->d[2]) &&
                (uint64_t)(2 * KV_WG_MAX + s0->d[1] + s0->d[0] / 3 * s0->d[2]) * sizeof(float) <= c->local_mem;
     case CN_OP_MLP_ROW: return (uint64_t)(s0->d[1] + l->in_shape[2].d[1]) * sizeof(float) <= c->local_mem;
-    case CN_OP_BLOCK_STEP: case CN_OP_STEP: { /* ATTEND_PROJ's scores or score row, then the rows of the
+    case CN_OP_BLOCK_STEP: case CN_OP_STEP: case CN_OP_STEPS: { /* ATTEND_PROJ's scores or score row, then the rows of the
                                                  attention and the MLP */
-        const int step = l->op == CN_OP_STEP;
+        const int step = l->op != CN_OP_BLOCK_STEP;
         const int64_t K = step ? l->p->kh * s0->d[2] : l->in_shape[1].d[1];
         const int64_t F = step ? l->p->kw : (l->in_shape[2].d[0] - 9 * K - 4 * K * K) / (2 * K + 1);
         const int64_t scores = 2 * KV_WG_MAX > s0->d[1] ? 2 * KV_WG_MAX : s0->d[1];

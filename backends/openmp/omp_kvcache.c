@@ -410,3 +410,21 @@ cn_status cn_omp_op_STEP(const cn_launch *l) {
     nd.p = &np;
     return cn_omp_op_NORM_DENSE(&nd);
 }
+
+/* STEPS: STEP per token into out's logits row, each next token its first maximum (ops.h). */
+cn_status cn_omp_op_STEPS(const cn_launch *l) {
+    const int64_t V = l->p->sh, C = l->in_shape[0].d[1];
+    const int32_t *fed = l->in[2];
+    float *out = l->out;
+    int32_t now[2] = {fed[0], fed[1]};
+    cn_launch one = *l;
+    one.in[2] = now, one.in_shape[2] = cn_shape_of(1, (int64_t)2), one.out_shape = cn_shape_of(2, (int64_t)1, V);
+    for (int32_t t = 0; t < fed[2]; t++, now[0]++) {
+        CN_TRY(cn_omp_op_STEP(&one));
+        now[1] = (int32_t)cn_argmax_first(out, V);
+        out[V + t] = (float)now[1];
+    }
+    for (int64_t t = fed[2] > 0 ? fed[2] : 0; t < C; t++) out[V + t] = -1.0f;
+    if (fed[2] < 1) memset(out, 0, (size_t)V * sizeof *out);
+    return CN_OK;
+}

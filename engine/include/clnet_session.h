@@ -251,6 +251,14 @@ cn_status cn_generator_create(cn_session *s, const cn_model *m, const cn_generat
  * nothing; after a device failure the tokens stay appended and the next feed recomputes
  * the window. */
 cn_status cn_generator_feed(cn_generator *g, const int32_t *tokens, int64_t n, float *logits, size_t bytes);
+/* Greedy decoding (temperature 0), n >= 0 times: picks the first maximum of logits (the
+ * lowest index of the largest value; a NaN never wins) into tokens[i] and feeds it, leaving
+ * in logits those after the last feed. logits (vocab floats, bytes = vocab * 4) must hold the
+ * last feed's on entry. The same tokens and logits as n one-token cn_generator_feed calls; a
+ * float32 model whose step is one launch runs the steps up to each slide of the window in one
+ * launch (no round trip a token). Errors as cn_generator_feed's; after one, the text holds
+ * the tokens fed before the failing launch, and tokens[] is written up to them. */
+cn_status cn_generator_greedy(cn_generator *g, float *logits, size_t bytes, int64_t n, int32_t *tokens);
 /* Forgets the text: the next feed starts a new one. */
 void cn_generator_reset(cn_generator *g);
 /* Tokens the model sees now (the window's length). */

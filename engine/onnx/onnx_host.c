@@ -43,11 +43,45 @@ int ox_fold_ok(int64_t n, const char *what) {
     return 0;
 }
 
+/* Elements the folds of this import may still compute. Each fold is capped (CN_ONNX_MAX_FOLD),
+ * but a file could chain fold after fold: a 17 KB file the fuzzer made took seconds of
+ * Slices and Transposes of 2^24 elements. The budget makes the folds' work linear in the
+ * file's own data. Thread-local, as imports on other threads are independent. */
+static _Thread_local int64_t fold_left = INT64_MAX;
+
+void ox_fold_budget(int64_t n) { fold_left = n; }
+
+static int64_t numel_sat(const int64_t *d, size_t nd) {
+    int64_t n = 1;
+    for (size_t k = 0; k < nd; k++)
+        if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) return INT64_MAX;
+    return n;
+}
+
+int64_t ox_fold_budget_of(const Onnx__GraphProto *g) {
+    int64_t data = 0;
+    for (size_t i = 0; i < g->n_initializer; i++)
+        if (__builtin_add_overflow(data, numel_sat(g->initializer[i]->dims, g->initializer[i]->n_dims), &data))
+            data = INT64_MAX;
+    for (size_t i = 0; i < g->n_node; i++) /* weights that older exporters keep in Constant nodes */
+        for (size_t a = 0; a < g->node[i]->n_attribute; a++) {
+            const Onnx__TensorProto *t = g->node[i]->attribute[a]->t;
+            if (t && __builtin_add_overflow(data, numel_sat(t->dims, t->n_dims), &data)) data = INT64_MAX;
+        }
+    return data > (INT64_MAX - CN_ONNX_MAX_FOLD) / 4 ? INT64_MAX : CN_ONNX_MAX_FOLD + 4 * data;
+}
+
 int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what) {
     int64_t n = 1;
     for (int k = 0; k < ndim; k++)
         if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) n = INT64_MAX; /* reported as such */
     if (!ox_fold_ok(n == INT64_MAX ? -1 : n, what)) return 0;
+    if (n > fold_left) {
+        cn_errorf(CN_ERR_UNSUPPORTED, "%s: %lld more elements to compute at import, past the file's budget (2^24 and 4 "
+                  "per element of its initializers and constants; %lld left)", what, (long long)n, (long long)fold_left);
+        return 0;
+    }
+    fold_left -= n;
     if (ox_tensor_alloc(t, dt, ndim, d)) return 1;
     cn_errorf(CN_ERR_OUT_OF_MEMORY, "%s: %lld elements", what, (long long)n);
     return 0;

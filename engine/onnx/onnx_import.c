@@ -368,6 +368,7 @@ static int moves_data(const char *type) {
 
 static cn_status import(ox_ctx *c, const char *origin) {
     const Onnx__GraphProto *g = c->g;
+    ox_fold_budget(ox_fold_budget_of(g));
     size_t total = g->n_input + g->n_initializer;
     for (size_t i = 0; i < g->n_node; i++) total += g->node[i]->n_output;
     c->slot_cap = 16;

@@ -48,6 +48,10 @@ int ox_tensor_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d);
 #define CN_ONNX_MAX_FOLD ((int64_t)1 << 24)
 /* 1 when n elements may be computed, else 0 with CN_ERR_UNSUPPORTED naming what. */
 int ox_fold_ok(int64_t n, const char *what);
+/* The elements an import of g may fold in all (2^24 and 4 per element of its initializers and
+ * Constant tensors), and setting what is left of it (ox_fold_alloc draws from it). */
+int64_t ox_fold_budget_of(const Onnx__GraphProto *g);
+void ox_fold_budget(int64_t n);
 /* ox_tensor_alloc for a computed tensor: 0 with the error set when too large or out of memory. */
 int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what);
 void ox_tensor_free(ox_tensor *t);

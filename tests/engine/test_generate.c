@@ -371,8 +371,60 @@ static void shared_training(cn_device *dev) {
     teardown(&f);
 }
 
+/* cn_generator_greedy against the same generator's one-token feeds: the same tokens and the
+ * same logits bit for bit (STEPS runs STEP's code per token), through slides (40 tokens past
+ * a window of 16) and for the three paths (STEPS, a BLOCK_STEP model's feeds, uncached). */
+static void greedy(cn_device *dev) {
+    static const int64_t slides[] = {1, 0, CONTEXT};
+    for (int mk = 0; mk < 2; mk++) {
+        fixture f;
+        if (!start(dev, mk ? BLOCKS : MODEL, &f)) return;
+        for (int k = 0; k < 3; k++)
+            for (int nc = 0; nc < 2; nc++) {
+                cn_generator *a = make(&f, nc, CN_KV_F32, slides[k]), *b = make(&f, nc, CN_KV_F32, slides[k]);
+                int32_t ids[5] = {3, 14, 15, 9, 26}, ta[40], tb[40];
+                float la[VOCAB], lb[VOCAB];
+                int ok = a && b && cn_generator_feed(a, ids, 5, la, sizeof la) == CN_OK &&
+                         cn_generator_feed(b, ids, 5, lb, sizeof lb) == CN_OK;
+                for (int i = 0; ok && i < 40; i++) {
+                    ta[i] = argmax(la);
+                    ok = cn_generator_feed(a, &ta[i], 1, la, sizeof la) == CN_OK;
+                }
+                /* in two calls: the second starts where the first left its logits */
+                ok = ok && cn_generator_greedy(b, lb, sizeof lb, 7, tb) == CN_OK &&
+                     cn_generator_greedy(b, lb, sizeof lb, 33, tb + 7) == CN_OK;
+                CHECK(ok, "model %d slide %lld no_cache %d: %s", mk, (long long)slides[k], nc, cn_last_error());
+                CHECK(!ok || (memcmp(ta, tb, sizeof ta) == 0 && memcmp(la, lb, sizeof la) == 0 &&
+                              cn_generator_window(a) == cn_generator_window(b)),
+                      "model %d slide %lld no_cache %d: greedy tokens or logits differ from one-token feeds", mk,
+                      (long long)slides[k], nc);
+                cn_generator_free(a);
+                cn_generator_free(b);
+            }
+        teardown(&f);
+    }
+    fixture f;
+    if (!start(dev, MODEL, &f)) return;
+    cn_generator *g = make(&f, 0, CN_KV_F32, 0);
+    if (g) {
+        float l[VOCAB];
+        int32_t t[2], ids[1] = {1};
+        OK(cn_generator_feed(g, ids, 1, l, sizeof l));
+        CHECK(cn_generator_greedy(g, l, sizeof l, -1, t) == CN_ERR_INVALID_ARG, "a negative count is refused");
+        CHECK(cn_generator_greedy(g, l, sizeof l - 4, 2, t) == CN_ERR_INVALID_ARG && strstr(cn_last_error(), "bytes"),
+              "a logits size other than the vocabulary's is refused");
+        CHECK(cn_generator_greedy(g, l, sizeof l, 2, NULL) == CN_ERR_INVALID_ARG, "NULL tokens are refused");
+        CHECK(cn_generator_greedy(g, l, sizeof l, 0, NULL) == CN_OK && cn_generator_window(g) == 1, "0 tokens: nothing");
+        int of = -1, total = cn_generator__greedy_launches(g, CN_OP_STEPS, &of);
+        CHECK(total == 1 && of == 1, "the greedy graph is one STEPS launch (%d of %d)", of, total);
+    }
+    cn_generator_free(g);
+    teardown(&f);
+}
+
 static void tests(cn_device *dev) {
     exact(dev);
+    greedy(dev);
     launches(dev);
     weight_writes(dev);
     shared_training(dev);

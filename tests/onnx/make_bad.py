@@ -115,6 +115,14 @@ def main():
         helper.make_graph([helper.make_node("Shape", ["x"], ["s"], name="shape")], "shape_output_batch", [x], [y]),
         opset_imports=[helper.make_opsetid("", 13)]))
 
+    # Folds within the per-fold cap that together pass the file's budget: a constant of 2^24
+    # elements, then its transpose (the fuzzer chained such folds for seconds).
+    shape = numpy_helper.from_array(np.array([4096, 4096], dtype=np.int64), "shape")
+    chain = helper.make_graph([helper.make_node("ConstantOfShape", ["shape"], ["c"], name="big"),
+                               helper.make_node("Transpose", ["c"], ["y"], name="again", perm=[1, 0])], "fold_chain", [],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [shape])
+    save("fold_chain", helper.make_model(chain, opset_imports=[helper.make_opsetid("", 13)]))
+
     # A scale whose output size is no int64 (the fuzzer found the cast: undefined behaviour).
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)

@@ -69,6 +69,7 @@ void cases_MLP_ROW(h_caselist *L);
 void cases_EMBED_ADD(h_caselist *L);
 void cases_BLOCK_STEP(h_caselist *L);
 void cases_STEP(h_caselist *L);
+void cases_STEPS(h_caselist *L);
 /* Case builders of the layout and depthwise ops (cases_layers.c). */
 void cases_PAD(h_caselist *L);
 void cases_PAD_GRAD(h_caselist *L);

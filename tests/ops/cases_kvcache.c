@@ -251,25 +251,45 @@ void cases_BLOCK_STEP(h_caselist *L) {
  * fed is {pos, token} (both the same value here): inside the cache and the tables, a token
  * and position past them (zero rows, nothing written: pos = C), a CPU device's one-work-item
  * kernel (vectors of 16), heads of 5 (the work-group kernel everywhere) and char_gpt's size. */
+/* One STEP (count < 0) or STEPS (count steps) case of the model g = {L, BH, D, C, F, V, P,
+ * pos = token}. */
+static void step_case(h_caselist *L, const int *g, int variant, int count) {
+    const int nl = g[0], bh = g[1], d = g[2], C = g[3], F = g[4], V = g[5], P = g[6], K = bh * d;
+    h_case *c = count < 0 ? h_case_new(L, CN_OP_STEP, "%d blocks of %dx%d, cache %d, hidden %d, vocabulary %d at %d", nl,
+                                       bh, d, C, F, V, g[7])
+                          : h_case_new(L, CN_OP_STEPS, "%d steps of %d blocks of %dx%d, cache %d, hidden %d, vocabulary %d "
+                                       "from %d", count, nl, bh, d, C, F, V, g[7]);
+    c->writes_in0 = 1;
+    c->p.eps = 1e-5f, c->p.variant = variant, c->p.scale = 1.0f / sqrtf((float)d);
+    c->p.kh = bh, c->p.kw = F, c->p.sh = V, c->p.sw = P;
+    h_in(c, h_shape(3, 3 * bh * nl + 1, C, d), GEN_UNIFORM, -1, 1);
+    h_in(c, h_shape(1, (V + P) * K + nl * (9 * K + 4 * K * K + 2 * K * F + F) + 2 * K + K * V + V), GEN_UNIFORM,
+         -0.5f, 0.5f);
+    h_in_i32(c, h_shape(1, count < 0 ? 2 : 3), count < 0 ? GEN_IDS : GEN_FED);
+    c->in[2].lo = (float)g[7], c->in[2].hi = count < 0 ? (float)g[7] : (float)count;
+    c->out_shape = h_shape(2, 1, V + (count < 0 ? 0 : C));
+    /* a step's sums, once per step (each reads the cache the earlier ones wrote) */
+    h_tol_reduce(c, (count > 1 ? count : 1) * (nl * (2.0 * K + (double)C * d + K + 2 + 2.0 * K + F + 2) + 2.0 * K));
+}
+
 void cases_STEP(h_caselist *L) {
     /* L, BH, D, C, F, V, P, pos = token */
     static const int cfg[][8] = {{2, 2, 16, 16, 32, 32, 16, 9}, {1, 3, 5, 7, 7, 9, 7, 3}, {3, 1, 4, 4, 3, 6, 4, 4},
                                  {4, 4, 32, 128, 512, 256, 128, 70}};
-    for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) {
-        const int *g = cfg[k], nl = g[0], bh = g[1], d = g[2], C = g[3], F = g[4], V = g[5], P = g[6], K = bh * d;
-        h_case *c = h_case_new(L, CN_OP_STEP, "%d blocks of %dx%d, cache %d, hidden %d, vocabulary %d at %d", nl, bh, d,
-                               C, F, V, g[7]);
-        c->writes_in0 = 1;
-        c->p.eps = 1e-5f, c->p.variant = (k + 1) % 3, c->p.scale = 1.0f / sqrtf((float)d);
-        c->p.kh = bh, c->p.kw = F, c->p.sh = V, c->p.sw = P;
-        h_in(c, h_shape(3, 3 * bh * nl + 1, C, d), GEN_UNIFORM, -1, 1);
-        h_in(c, h_shape(1, (V + P) * K + nl * (9 * K + 4 * K * K + 2 * K * F + F) + 2 * K + K * V + V), GEN_UNIFORM,
-             -0.5f, 0.5f);
-        h_in_i32(c, h_shape(1, 2), GEN_IDS);
-        c->in[2].lo = c->in[2].hi = (float)g[7];
-        c->out_shape = h_shape(2, 1, V);
-        h_tol_reduce(c, nl * (2.0 * K + (double)C * d + K + 2 + 2.0 * K + F + 2) + 2.0 * K);
-    }
+    for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) step_case(L, cfg[k], (k + 1) % 3, -1);
+}
+
+/* STEPS: several steps from inside the cache, up to its last row, a step past it (nothing
+ * written), count 0 (zero logits), CPU-type vector cases and the work-group kernel's (one
+ * of each small enough for Oclgrind's work limits). The
+ * tokens are exact: each is the argmax of one step's logits, which agree across backends to
+ * the tolerance above, far inside these random logits' gaps. */
+void cases_STEPS(h_caselist *L) {
+    static const int cfg[][9] = {{2, 2, 16, 16, 32, 32, 16, 9, 5}, {2, 2, 16, 16, 32, 32, 16, 12, 5},
+                                 {1, 3, 5, 7, 7, 9, 7, 3, 4},     {1, 3, 5, 7, 7, 9, 7, 2, 0},
+                                 {3, 1, 4, 4, 3, 6, 4, 1, 2},     {1, 1, 16, 4, 16, 16, 4, 1, 2},
+                                 {4, 4, 32, 128, 512, 256, 128, 70, 3}};
+    for (int k = 0; k < (int)(sizeof cfg / sizeof cfg[0]); k++) step_case(L, cfg[k], (k + 1) % 3, cfg[k][8]);
 }
 
 /* A sum of two table values is one IEEE float addition on both sides, then one rounding to

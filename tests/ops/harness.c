@@ -111,6 +111,8 @@ int64_t h_case_work(const h_case *c) {
         return w + cn_shape_numel(&c->in[2].shape) + 2 * (a->d[0] / 3) * a->d[1] * a->d[2];
     case CN_OP_STEP: /* the pack once, and every block's attention */
         return w + cn_shape_numel(&c->in[1].shape) + 2 * (a->d[0] - 1) / 3 * a->d[1] * a->d[2];
+    case CN_OP_STEPS: /* STEP's work per step */
+        return w + (int64_t)c->in[2].hi * (cn_shape_numel(&c->in[1].shape) + 2 * (a->d[0] - 1) / 3 * a->d[1] * a->d[2]);
     case CN_OP_MLP_ROW: /* R rows times both weights */
         return w + a->d[0] * (cn_shape_numel(&c->in[2].shape) + cn_shape_numel(&c->in[4].shape));
     case CN_OP_EMBEDDING_GRAD: /* every table element scans every id */
@@ -200,6 +202,9 @@ static void gen_one(const h_case *c, int i, h_data *d, h_rng *r) {
     case GEN_IDS:
         for (int64_t k = 0; k < n; k++)
             l[k] = (int32_t)((int64_t)in->lo + (int64_t)(h_rng_u64(r) % (uint64_t)((int64_t)in->hi - (int64_t)in->lo + 1)));
+        break;
+    case GEN_FED:
+        for (int64_t k = 0; k < n; k++) l[k] = (int32_t)(k + 1 < n ? in->lo : in->hi);
         break;
     case GEN_ZERO:
         break;

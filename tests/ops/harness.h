@@ -36,6 +36,7 @@ typedef enum h_gen {
     GEN_LOGSOFTMAX_ROWS,
     GEN_INTS,          /* integers uniform in [lo, hi] (ties on purpose) */
     GEN_IDS,           /* i32 uniform in [lo, hi] (embedding ids; outside [0, V) on purpose) */
+    GEN_FED,           /* i32 lo everywhere but the last element, hi (STEPS' {pos, token, count}) */
     GEN_ZERO,
     GEN_Q8_ROWS,       /* i32 rows of an int8 cache (ops.h, KV_WRITE_Q8): scale 2^s with s in
                           [lo, hi], then random bytes (-128 included on purpose) */

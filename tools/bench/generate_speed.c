@@ -2,13 +2,15 @@
  *
  *   generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N]
  *                  [--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R]
- *                  [--only cached|uncached] [--check]
+ *                  [--only cached|uncached] [--feed] [--check]
  *
  * The model is models/char_gpt.net (context 128) with its initial weights unless --model or
  * --ckpt names another: speed does not depend on the weights. Each path is timed from a fresh
- * generator: one feed of a prompt of N bytes (default 16), then --tokens feeds of one token
- * (default 512, so the window slides several times), each the likeliest after the text so
- * far; the generated tokens of both paths are compared. --tokens 112 (with the default prompt)
+ * generator: one feed of a prompt of N bytes (default 16), then --tokens tokens (default
+ * 512, so the window slides several times), each the likeliest after the text so far, through
+ * cn_generator_greedy as `clnet generate --temperature 0` does (a whole float32 model's steps
+ * up to each slide in one launch; --feed: one cn_generator_feed a token instead, the per-token
+ * API); the generated tokens of both paths are compared. --tokens 112 (with the default prompt)
  * stays within the 128-byte context: steps only, no slide, where 512 includes 7 prefills of
  * a window that slid. Printed, per path: the prompt's
  * time, then the tokens per second of the generated part (every slide's recomputation of
@@ -46,6 +48,8 @@ typedef struct run {
     int32_t *out;
 } run;
 
+static int feed_each; /* --feed */
+
 static int argmax(const float *x, int64_t n) {
     int64_t b = 0;
     for (int64_t i = 1; i < n; i++)
@@ -64,7 +68,8 @@ static cn_status one(cn_session *s, cn_model *m, const cn_generator_config *cfg,
     double t0 = now();
     if (st == CN_OK) st = cn_generator_feed(g, ids, prompt, logits, (size_t)vocab * sizeof *logits);
     double t1 = now(), c1 = cpu_now();
-    for (int k = 0; st == CN_OK && k < tokens; k++) {
+    if (st == CN_OK && !feed_each) st = cn_generator_greedy(g, logits, (size_t)vocab * sizeof *logits, tokens, r->out);
+    for (int k = 0; st == CN_OK && feed_each && k < tokens; k++) {
         int32_t b = argmax(logits, vocab);
         r->out[k] = b;
         st = cn_generator_feed(g, &b, 1, logits, (size_t)vocab * sizeof *logits);
@@ -79,7 +84,7 @@ static cn_status one(cn_session *s, cn_model *m, const cn_generator_config *cfg,
 
 static int usage(void) {
     fprintf(stderr, "usage: generate_speed [--device SEL] [--model FILE | --ckpt FILE] [--prompt N] [--tokens N] "
-                    "[--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--only cached|uncached] [--check]\n");
+                    "[--cache-type f32|bf16|f16|int8] [--slide N] [--repeat R] [--only cached|uncached] [--feed] [--check]\n");
     return 2;
 }
 
@@ -90,6 +95,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--check")) check = 1;
+        else if (!strcmp(a, "--feed")) feed_each = 1;
         else if (!v) return usage();
         else if (!strcmp(a, "--device")) sel = v, i++;
         else if (!strcmp(a, "--model")) model = v, i++;

@@ -76,6 +76,32 @@ static int sample(const float *logits, int64_t vocab, double temperature, double
     return (int)best; /* u * total rounded up to total */
 }
 
+/* Temperature 0 after the prompt: n - 1 bytes through cn_generator_greedy (a whole model's
+ * steps run up to each slide in one launch), printed a chunk at a time, then the likeliest
+ * byte after them, unfed as the sampling loop leaves its last. The same text as that loop. */
+static int greedy_text(cn_generator *gen, float *logits, int64_t vocab, int64_t n) {
+    int32_t chunk[32];
+    for (int64_t done = 0; done < n - 1;) {
+        int64_t c = n - 1 - done < 32 ? n - 1 - done : 32;
+        cn_status st = cn_generator_greedy(gen, logits, (size_t)vocab * sizeof *logits, c, chunk);
+        if (st != CN_OK) {
+            fputc('\n', stdout);
+            return cli_error(st);
+        }
+        for (int64_t i = 0; i < c; i++) fputc(chunk[i], stdout);
+        fflush(stdout);
+        done += c;
+    }
+    for (int64_t i = 0; i < vocab; i++)
+        if (!isfinite(logits[i])) {
+            fputc('\n', stdout);
+            return cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
+        }
+    fputc(sample(logits, vocab, 0.0, 0.0), stdout);
+    fputc('\n', stdout);
+    return EXIT_OK;
+}
+
 int cmd_generate(int argc, char **argv) {
     const char *device = NULL, *prompt = NULL;
     int64_t tokens = DEFAULT_TOKENS, slide = 0;
@@ -191,6 +217,10 @@ int cmd_generate(int argc, char **argv) {
                 rc = cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
                 goto done;
             }
+        if (temperature <= 0.0) {
+            rc = greedy_text(gen, logits, vocab, tokens);
+            goto done;
+        }
         int b = sample(logits, vocab, temperature, cn_random_uniform(seed, (uint64_t)k, 0));
         ids[0] = b;
         n = 1;
