@@ -38,13 +38,15 @@ static int use_rows(int64_t m, int64_t k) { return m <= ROWS_MAX_M && k <= ROWS_
 /* The lines of B a thread prefetches while it works on a chunk: the next chunk's rows
  * [p0, p1) of its columns [c0, c1), in address order, spread over the chunk's steps. */
 typedef struct rows_ahead {
-    const float *b;
-    int64_t ldb, c0, lines_per_row, next, total;
+    const float *row; /* the next line's row, from its column c0 */
+    int64_t ldb, lines_per_row, line, rows_left;
 } rows_ahead;
 
 static inline void rows_prefetch(rows_ahead *ah, int lines) {
-    for (int u = 0; u < lines && ah->next < ah->total; u++, ah->next++)
-        __builtin_prefetch(ah->b + (ah->next / ah->lines_per_row) * ah->ldb + ah->c0 + (ah->next % ah->lines_per_row) * 16, 0, 3);
+    for (int u = 0; u < lines && ah->rows_left > 0; u++) {
+        __builtin_prefetch(ah->row + ah->line * 16, 0, 3);
+        if (++ah->line == ah->lines_per_row) ah->line = 0, ah->row += ah->ldb, ah->rows_left--;
+    }
 }
 
 /* mem (ROWS_M x ROWS_N floats, the accumulators of rows [i0, i0 + ROWS_M) of C, columns
@@ -153,7 +155,7 @@ static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *
         const int64_t c0 = b0 * ROWS_N, c1 = CN_OMP_MIN(g->n, b1 * ROWS_N);
         for (int64_t p0 = 0; p0 < k; p0 += ROWS_PC) {
             const int64_t p1 = CN_OMP_MIN(k, p0 + ROWS_PC), lpr = ceil_div(c1 - c0, 16);
-            rows_ahead ah = {g->b + p1 * g->ldb, g->ldb, c0, lpr, 0, (CN_OMP_MIN(k, p1 + ROWS_PC) - p1) * lpr};
+            rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(k, p1 + ROWS_PC) - p1};
             for (int64_t blk = b0; blk < b1; blk++)
                 for (int64_t grp = 0; grp < groups; grp++)
                     rows_chunk(g, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N, p0, p1,
