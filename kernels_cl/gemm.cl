@@ -497,64 +497,77 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
 #define KR_PREFETCH(p)
 #endif
 
-/* One chunk [p0, p1) of the work-item's columns [c0, c1) for all rows; A_ROWS(i0) sets up
- * the group's rows before the k loop, A_AT(i) is row i0 + i's element at k = p inside it,
- * A_STEP advances it to the next p. */
-#define CN_KROWS_CHUNK(A_ROWS, A_AT, A_STEP)                                                        \
-    const int last = p1 == K;                                                                      \
-    const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(K, p1 + KR_PC);                              \
-    int pf_row = p1, pf_line = 0;                                                                  \
-    for (int j0 = c0; j0 < c1; j0 += KR_NB) {                                                      \
-        const int nr = min(KR_NB, c1 - j0);                                                        \
-        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
-            A_ROWS(i0)                                                                             \
-            if (nr == KR_NB) {                                                                     \
-                floatG acc[4][KR_NV];                                                              \
-                _Pragma("unroll") for (int i = 0; i < 4; i++)                                      \
-                    _Pragma("unroll") for (int v = 0; v < KR_NV; v++)                              \
-                        acc[i][v] = p0 > 0 && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
-                for (int p = p0; p < p1; p++) {                                                    \
-                    if (i0 == 0) {                                                                 \
-                        _Pragma("unroll") for (int u = 0; u < KR_NV && pf_row < pf_rows; u++) {    \
-                            KR_PREFETCH(B + pf_row * N + c0 + pf_line * 16);                       \
-                            if (++pf_line == lpr) pf_line = 0, pf_row++;                           \
-                        }                                                                          \
-                    }                                                                              \
-                    floatG bv[KR_NV];                                                              \
-                    _Pragma("unroll") for (int v = 0; v < KR_NV; v++) bv[v] = vloadG(v, B + p * N + j0); \
-                    _Pragma("unroll") for (int i = 0; i < 4; i++) {                                \
-                        floatG av = (floatG)(A_AT(i));                                             \
-                        _Pragma("unroll") for (int v = 0; v < KR_NV; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
-                    }                                                                              \
-                    A_STEP                                                                         \
-                }                                                                                  \
-                _Pragma("unroll") for (int i = 0; i < 4; i++) {                                    \
-                    if (i0 + i < M) {                                                              \
-                        _Pragma("unroll") for (int v = 0; v < KR_NV; v++) {                        \
-                            floatG r = acc[i][v];                                                  \
-                            if (last) r = cn_epiG(has_bias ? r + vloadG(v, bias + j0) : r, epi);   \
-                            vstoreG(r, v, out + (i0 + i) * N + j0);                                \
-                        }                                                                          \
-                    }                                                                              \
-                }                                                                                  \
-            } else {                                                                               \
-                for (int j = j0; j < j0 + nr; j++) {                                               \
-                    A_ROWS(i0)                                                                     \
-                    float acc[4];                                                                  \
-                    _Pragma("unroll") for (int i = 0; i < 4; i++)                                  \
-                        acc[i] = p0 > 0 && i0 + i < M ? out[(i0 + i) * N + j] : 0.0f;              \
-                    for (int p = p0; p < p1; p++) {                                                \
-                        float bv = B[p * N + j];                                                   \
-                        _Pragma("unroll") for (int i = 0; i < 4; i++) acc[i] = fma(A_AT(i), bv, acc[i]); \
-                        A_STEP                                                                     \
-                    }                                                                              \
-                    _Pragma("unroll") for (int i = 0; i < 4; i++)                                  \
-                        if (i0 + i < M)                                                            \
-                            out[(i0 + i) * N + j] = last ? cn_epi(has_bias ? acc[i] + bias[j] : acc[i], epi) : acc[i]; \
+/* Rows [i0, i0 + 4) by NVX vectors of columns from j0, over the chunk [p0, p1): the sums
+ * from out (zero on the first chunk), and back to out (the bias and the epilogue on the last);
+ * PF(): the prefetches of one step of k. */
+#define CN_KROWS_VECS(NVX, A_AT, A_STEP, PF)                                                       \
+    {                                                                                              \
+        floatG acc[4][NVX];                                                                        \
+        _Pragma("unroll") for (int i = 0; i < 4; i++)                                              \
+            _Pragma("unroll") for (int v = 0; v < NVX; v++)                                        \
+                acc[i][v] = p0 > 0 && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
+        for (int p = p0; p < p1; p++) {                                                            \
+            PF()                                                                                   \
+            floatG bv[NVX];                                                                        \
+            _Pragma("unroll") for (int v = 0; v < NVX; v++) bv[v] = vloadG(v, B + p * N + j0);     \
+            _Pragma("unroll") for (int i = 0; i < 4; i++) {                                        \
+                floatG av = (floatG)(A_AT(i));                                                     \
+                _Pragma("unroll") for (int v = 0; v < NVX; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
+            }                                                                                      \
+            A_STEP                                                                                 \
+        }                                                                                          \
+        _Pragma("unroll") for (int i = 0; i < 4; i++) {                                            \
+            if (i0 + i < M) {                                                                      \
+                _Pragma("unroll") for (int v = 0; v < NVX; v++) {                                  \
+                    floatG r = acc[i][v];                                                          \
+                    if (last) r = cn_epiG(has_bias ? r + vloadG(v, bias + j0) : r, epi);           \
+                    vstoreG(r, v, out + (i0 + i) * N + j0);                                        \
                 }                                                                                  \
             }                                                                                      \
         }                                                                                          \
     }
+#define CN_KROWS_PF()                                                                              \
+    if (i0 == 0) {                                                                                 \
+        _Pragma("unroll") for (int u = 0; u < KR_NV && pf_row < pf_rows; u++) {                    \
+            KR_PREFETCH(B + pf_row * N + c0 + pf_line * 16);                                       \
+            if (++pf_line == lpr) pf_line = 0, pf_row++;                                           \
+        }                                                                                          \
+    }
+#define CN_KROWS_NO_PF()
+
+/* One chunk [p0, p1) of the work-item's columns [c0, c1) for all rows: whole blocks of KR_NV
+ * vectors (which prefetch the next chunk), then single vectors, then single columns.
+ * A_ROWS(i0) sets up the group's rows at k = p0, A_AT(i) is row i0 + i's element at k = p
+ * inside the k loop, A_STEP advances it to the next p. */
+#define CN_KROWS_CHUNK(A_ROWS, A_AT, A_STEP)                                                        \
+    const int last = p1 == K;                                                                      \
+    const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(K, p1 + KR_PC);                              \
+    int pf_row = p1, pf_line = 0, j0 = c0;                                                         \
+    for (; j0 + KR_NB <= c1; j0 += KR_NB)                                                          \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            CN_KROWS_VECS(KR_NV, A_AT, A_STEP, CN_KROWS_PF)                                        \
+        }                                                                                          \
+    for (; j0 + GVW <= c1; j0 += GVW)                                                              \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            CN_KROWS_VECS(1, A_AT, A_STEP, CN_KROWS_NO_PF)                                         \
+        }                                                                                          \
+    for (; j0 < c1; j0++)                                                                          \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            float acc[4];                                                                          \
+            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+                acc[i] = p0 > 0 && i0 + i < M ? out[(i0 + i) * N + j0] : 0.0f;                     \
+            for (int p = p0; p < p1; p++) {                                                        \
+                float bv = B[p * N + j0];                                                          \
+                _Pragma("unroll") for (int i = 0; i < 4; i++) acc[i] = fma(A_AT(i), bv, acc[i]);   \
+                A_STEP                                                                             \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+                if (i0 + i < M)                                                                    \
+                    out[(i0 + i) * N + j0] = last ? cn_epi(has_bias ? acc[i] + bias[j0] : acc[i], epi) : acc[i]; \
+        }
 
 #define CN_KROWS_A_ROWS(i0)                                                                        \
     __global const float *ar[4];                                                                   \
@@ -583,9 +596,13 @@ __kernel void gemm_krows(__global const float *A, __global const float *B, __glo
     }                                                                                              \
     int ki = p0 / run, jr = p0 - ki * run, off = ki * step + jr;
 #define CN_KROWS_W_AT(i) xr[i][off]
-#define CN_KROWS_W_STEP                                                                            \
-    if (++jr == run) jr = 0, ki++, off = ki * step;                                                \
-    else off++;
+#define CN_KROWS_W_STEP /* no commas: it is passed through two macros */                         \
+    if (++jr == run) {                                                                             \
+        jr = 0;                                                                                    \
+        off = ++ki * step;                                                                         \
+    } else {                                                                                       \
+        off++;                                                                                     \
+    }
 
 __kernel void gemm_krows_w(__global const float *x, __global const float *B, __global float *out, int M, int N,
                            int K, int H, int W, int C, int OH, int OW, int KW, int SH, int SW, int nb, int epi,
