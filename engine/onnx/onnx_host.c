@@ -62,6 +62,8 @@ void ox_tensor_free(ox_tensor *t) {
 
 double ox_get(const ox_tensor *t, int64_t k) { return t->dt == OX_F32 ? (double)t->f[k] : (double)t->i[k]; }
 
+int64_t ox_file_int(int64_t v) { return v == CN_ONNX_BATCH ? CN_ONNX_BATCH + 1 : v; }
+
 static int64_t raw_int(const uint8_t *p, int32_t dt) {
     switch (dt) {
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: { int64_t v; memcpy(&v, p, 8); return v; }
@@ -103,6 +105,7 @@ cn_status cn_onnx_tensor_decode(const Onnx__TensorProto *t, const char *what, ox
             else if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) out->i[k] = t->int64_data[k];
             else if (t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT32) out->i[k] = (int64_t)t->uint64_data[k];
             else out->i[k] = t->int32_data[k];
+            out->i[k] = ox_file_int(out->i[k]);
         }
     }
     }

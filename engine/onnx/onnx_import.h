@@ -56,6 +56,10 @@ void ox_tensor_free(ox_tensor *t);
  * shape computation never leaves it). */
 int ox_i64(double v, int64_t *out, const char *what);
 double ox_get(const ox_tensor *t, int64_t k);
+/* An integer as a file gives it: INT64_MIN is read as INT64_MIN + 1, since CN_ONNX_BATCH
+ * marks the free batch in folded shapes. The only meaning ONNX gives INT64_MIN is a Slice
+ * bound ("to the start"), where both values clamp alike. */
+int64_t ox_file_int(int64_t v);
 
 /* A value of the graph: a host constant, or a value of the program. */
 typedef struct ox_val {

@@ -127,21 +127,23 @@ static cn_status resample_take(ox_ctx *c, const Onnx__NodeProto *n, ox_val *x, c
     double sc[2];
     for (int i = 0; i < 2; i++) {
         int64_t in = x->d[2 + i];
+        double o; /* the output size, checked before it becomes an integer (a huge scale is no int64) */
         if (scales && scales->numel) {
             if (scales->numel != 4 || ox_get(scales, 0) != 1.0 || ox_get(scales, 1) != 1.0)
                 return ox_unsupported("scales other than [1, 1, h, w]");
             sc[i] = ox_get(scales, 2 + i);
-            out[i] = (int64_t)floor((double)in * sc[i]);
+            o = floor((double)in * sc[i]);
         } else if (sizes && sizes->numel) {
             if (sizes->numel != 4 || ox_get(sizes, 1) != (double)x->d[1] ||
                 !(ox_get(sizes, 0) == (double)x->d[0] || (sizes->dt == OX_I64 && sizes->i[0] == CN_ONNX_BATCH)))
                 return ox_unsupported("resizing the batch or the channels");
-            out[i] = (int64_t)ox_get(sizes, 2 + i);
-            sc[i] = (double)out[i] / (double)in;
+            o = ox_get(sizes, 2 + i);
+            sc[i] = o / (double)in;
         } else {
             return ox_unsupported("neither scales nor sizes");
         }
-        if (!(sc[i] > 0) || out[i] < 1 || out[i] > 65536) return ox_unsupported("an output of %lld for %lld", (long long)out[i], (long long)in);
+        if (!(sc[i] > 0) || !(o >= 1 && o <= 65536)) return ox_unsupported("an output of %g for %lld", o, (long long)in);
+        out[i] = (int64_t)o;
     }
     cn_value v = ox_logical(c, x);
     ox_val lx = *x;

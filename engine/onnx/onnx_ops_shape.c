@@ -209,7 +209,7 @@ static cn_status ints_of(ox_ctx *c, const Onnx__NodeProto *n, int k, const char 
     const Onnx__AttributeProto *a = ox_attr(n, name);
     if (a) {
         if (a->n_ints > CN_MAX_DIMS) return ox_unsupported("more than %d entries in '%s'", CN_MAX_DIMS, name);
-        memcpy(v, a->ints, a->n_ints * sizeof *v);
+        for (size_t i = 0; i < a->n_ints; i++) v[i] = ox_file_int(a->ints[i]);
         *count = (int)a->n_ints;
     }
     return CN_OK;
@@ -242,7 +242,7 @@ static cn_status h_constant(ox_ctx *c, const Onnx__NodeProto *n) {
         o.f[0] = a->f;
     } else if ((a = ox_attr(n, "value_int")) && a->has_i) {
         if (!ox_fold_alloc(&o, OX_I64, 0, NULL, "Constant")) return cn_last_status();
-        o.i[0] = a->i;
+        o.i[0] = ox_file_int(a->i);
     } else if ((a = ox_attr(n, "value_floats"))) {
         int64_t len = (int64_t)a->n_floats;
         if (!ox_fold_alloc(&o, OX_F32, 1, &len, "Constant")) return cn_last_status();
@@ -250,7 +250,7 @@ static cn_status h_constant(ox_ctx *c, const Onnx__NodeProto *n) {
     } else if ((a = ox_attr(n, "value_ints"))) {
         int64_t len = (int64_t)a->n_ints;
         if (!ox_fold_alloc(&o, OX_I64, 1, &len, "Constant")) return cn_last_status();
-        memcpy(o.i, a->ints, a->n_ints * sizeof(int64_t));
+        for (size_t k = 0; k < a->n_ints; k++) o.i[k] = ox_file_int(a->ints[k]);
     } else {
         return ox_unsupported("a Constant without a tensor, float(s) or int(s) value");
     }

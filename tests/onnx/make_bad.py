@@ -115,6 +115,14 @@ def main():
         helper.make_graph([helper.make_node("Shape", ["x"], ["s"], name="shape")], "shape_output_batch", [x], [y]),
         opset_imports=[helper.make_opsetid("", 13)]))
 
+    # A scale whose output size is no int64 (the fuzzer found the cast: undefined behaviour).
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 1, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    scales = numpy_helper.from_array(np.array([1, 1, 1e36, 2], dtype=np.float32), "scales")
+    save("huge_resize", helper.make_model(
+        helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], name="up", mode="nearest")],
+                          "huge_resize", [x], [y], [scales]), opset_imports=[helper.make_opsetid("", 13)]))
+
     os.makedirs(CORPUS, exist_ok=True)
     for f in sorted(os.listdir(OUT)):
         shutil.copy(os.path.join(OUT, f), os.path.join(CORPUS, "seed-" + f[:-5]))

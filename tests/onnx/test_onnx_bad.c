@@ -26,6 +26,7 @@ static const struct {
     {"indices_div", CN_ERR_UNSUPPORTED, "node 1 'row' (Div, opset 13): an input holds integers as floats"},
     {"shape_output_batch", CN_ERR_UNSUPPORTED, "graph output 's' is an integer constant holding the free batch size"},
     {"huge_constant", CN_ERR_UNSUPPORTED, "ConstantOfShape: 1099511627776 elements to compute at import"},
+    {"huge_resize", CN_ERR_UNSUPPORTED, "node 0 'up' (Resize, opset 13): an output of 4e+36 for 4"},
 };
 
 int main(int argc, char **argv) {
