@@ -18,22 +18,42 @@
  * for 19 MFLOP), so the order B is read in decides its speed. Walking one 64-column block
  * down all of K reads 256 bytes of each 2 KiB row: the hardware prefetchers stop at every
  * 4 KiB page, and one core read such a B at about half the rate it streams memory in order.
- * A B stored [K, N] is therefore walked ROWS_PC rows at a time: every column block and row
- * group of the thread's columns over those rows (its slice of B, ROWS_PC x 256 bytes, stays
- * in L1 for the other row groups), the accumulators kept in memory between chunks, while the
- * thread prefetches the next ROWS_PC rows of its columns in address order. Each element's sum
+ * A B stored [K, N] is therefore walked a chunk of rows at a time (rows_pc): every column
+ * block and row group of the thread's columns over those rows (its slice of B, 16 or 64 x 256
+ * bytes, stays in L1 for the other row groups), the accumulators kept in memory between
+ * chunks, while the thread prefetches the next chunk of its columns in address order. Each element's sum
  * is still one chain over p in order from zero (a float stored and reloaded is the same
  * float), so the results are the same bit for bit as summing a whole block at once.
  * Up to 16 rows (ResNet-18's third stage at 64x64, batch 1: [16, 2304] x [2304, 256]) run
- * here: the chunk of B read once serves the four row groups from L1, where the blocked path
- * packed all of B for them. */
+ * here, 64 for plain operands (use_rows): the chunk of B read once serves the row groups from
+ * L1, where the blocked path packed all of B for them. */
 #define ROWS_M 4
 #define ROWS_N 64
 #define ROWS_MAX_M 16
+#define ROWS_MAX_M_PLAIN 64
 #define ROWS_MAX_K 8192
 #define ROWS_PC 16
+#define ROWS_PC_LONG 64
 
-static int use_rows(int64_t m, int64_t k) { return m <= ROWS_MAX_M && k <= ROWS_MAX_K; }
+/* Up to 16 rows; up to 64 when neither operand is stored transposed (a convolution's or dense
+ * layer's forward) and B holds at least ROWS_BIG_B floats (1 MiB, beyond what the blocked
+ * path's packing keeps in L2 beside the rest): ResNet-18's last stage at 224x224, batch 1,
+ * [49, 4608] x [4608, 512], ran about 15% faster here than through the blocked path (one-thread
+ * CPU time), while MobileNet-v2's small [64, 32] x [32, 192] products ran slower (short K,
+ * and N = 32 fills half a block). */
+#define ROWS_BIG_B (1 << 18)
+static int use_rows(int64_t m, int64_t n, int64_t k, int ta, int tb) {
+    if (k > ROWS_MAX_K) return 0;
+    return m <= ROWS_MAX_M || (!ta && !tb && m <= ROWS_MAX_M_PLAIN && k * n >= ROWS_BIG_B);
+}
+
+/* Rows of K per chunk: ROWS_PC while the thread's sums (1 KiB per row group and column block)
+ * fit L1, else ROWS_PC_LONG, so that reloading them from L2 costs little next to the chunk's
+ * FMAs (13 row groups x 8 blocks for [49, 4608] x [4608, 512]); 64-row chunks made the 4-row
+ * products slower. */
+static int64_t rows_pc(int64_t groups, int64_t blocks) {
+    return groups * blocks * ROWS_M * ROWS_N * (int64_t)sizeof(float) <= 32 * 1024 ? ROWS_PC : ROWS_PC_LONG;
+}
 
 /* The lines of B a thread prefetches while it works on a chunk: the next chunk's rows
  * [p0, p1) of its columns [c0, c1), in address order, spread over the chunk's steps. */
@@ -153,9 +173,10 @@ static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *
         }
     } else {
         const int64_t c0 = b0 * ROWS_N, c1 = CN_OMP_MIN(g->n, b1 * ROWS_N);
-        for (int64_t p0 = 0; p0 < k; p0 += ROWS_PC) {
-            const int64_t p1 = CN_OMP_MIN(k, p0 + ROWS_PC), lpr = ceil_div(c1 - c0, 16);
-            rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(k, p1 + ROWS_PC) - p1};
+        const int64_t pc = rows_pc(groups, b1 - b0);
+        for (int64_t p0 = 0; p0 < k; p0 += pc) {
+            const int64_t p1 = CN_OMP_MIN(k, p0 + pc), lpr = ceil_div(c1 - c0, 16);
+            rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(k, p1 + pc) - p1};
             for (int64_t blk = b0; blk < b1; blk++)
                 for (int64_t grp = 0; grp < groups; grp++)
                     rows_chunk(g, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N, p0, p1,

@@ -196,6 +196,10 @@ void check_gemm(void) {
     for (int t = 0; t < 4; t++) gemm_threads(16, 300, 70, t & 1, t >> 1);
     gemm_threads(13, 37, 1000, 0, 0);
     gemm_threads(1, 300, 1000, 1, 0);
+    /* 49 rows of plain operands with a B of over 1 MiB take it too (ResNet's last stage at
+     * 224x224): 13 row groups whose sums outgrow L1, so 64-row chunks, K = 600 ending in a
+     * 24-row one, N = 520 in 8 blocks and an 8-column edge */
+    gemm_threads(49, 600, 520, 0, 0);
 }
 
 static const n_geo geos[] = {
