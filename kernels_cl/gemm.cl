@@ -471,6 +471,151 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
     for (int j = 0; j < nn; j++) STORE(out, j, cn_epi(CN_BIAS(acc[j], n0 + j), epi));
 }
 
+/* ---- Products of a few rows against a [K,N] B on CPU-type devices (f32): batch-1 inference's
+ * late layers ([4, 4608] x [4608, 512] in ResNet-18 at 64x64) are bound by reading B once.
+ * gemm_rMxN walks one column block down all of K per work-item, 128-256 bytes of each row:
+ * the CPU's prefetchers stop at every page and one core read B at about half the rate it
+ * streams memory in address order. Here a work-item owns a range of KR_NB-column blocks and
+ * walks its rows KR_PC at a time: every block and 4-row group over those rows (the slice is
+ * read from memory once, for the first group, and from L1 for the others), the sums kept in
+ * out between chunks, while it prefetches its next chunk's rows in address order (where the
+ * host says the compiler has __builtin_prefetch: CN_CL_PREFETCH). Every output is still one
+ * fma chain over k in order from zero (a float stored and reloaded is the same float), as
+ * gemm_rMxN computes it unsplit, then the bias and the epilogue. Rows past M repeat row M-1
+ * (computed, never stored). Grid (ceil(N / (nb * KR_NB)), 1, 1); any M (the host's rule takes
+ * up to 8 rows, cl_blas.c).
+ * gemm_krows reads op(A) through strides (sam, sak); gemm_krows_w reads the window matrix of
+ * the NHWC image x in place, as gemm_wMxN does (the unfolded product's bits). */
+#ifndef KR_PC
+#define KR_PC 16
+#endif
+#define KR_NV 4
+#define KR_NB (KR_NV * GVW)
+#ifdef CN_CL_PREFETCH
+#define KR_PREFETCH(p) __builtin_prefetch((const void *)(size_t)(p))
+#else
+#define KR_PREFETCH(p)
+#endif
+
+/* Rows [i0, i0 + 4) by NVX vectors of columns from j0, over the chunk [p0, p1): the sums
+ * from out (zero on the first chunk), and back to out (the bias and the epilogue on the last);
+ * PF(): the prefetches of one step of k. */
+#define CN_KROWS_VECS(NVX, A_AT, A_STEP, PF)                                                       \
+    {                                                                                              \
+        floatG acc[4][NVX];                                                                        \
+        _Pragma("unroll") for (int i = 0; i < 4; i++)                                              \
+            _Pragma("unroll") for (int v = 0; v < NVX; v++)                                        \
+                acc[i][v] = p0 > 0 && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
+        for (int p = p0; p < p1; p++) {                                                            \
+            PF()                                                                                   \
+            floatG bv[NVX];                                                                        \
+            _Pragma("unroll") for (int v = 0; v < NVX; v++) bv[v] = vloadG(v, B + p * N + j0);     \
+            _Pragma("unroll") for (int i = 0; i < 4; i++) {                                        \
+                floatG av = (floatG)(A_AT(i));                                                     \
+                _Pragma("unroll") for (int v = 0; v < NVX; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
+            }                                                                                      \
+            A_STEP                                                                                 \
+        }                                                                                          \
+        _Pragma("unroll") for (int i = 0; i < 4; i++) {                                            \
+            if (i0 + i < M) {                                                                      \
+                _Pragma("unroll") for (int v = 0; v < NVX; v++) {                                  \
+                    floatG r = acc[i][v];                                                          \
+                    if (last) r = cn_epiG(has_bias ? r + vloadG(v, bias + j0) : r, epi);           \
+                    vstoreG(r, v, out + (i0 + i) * N + j0);                                        \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }
+#define CN_KROWS_PF()                                                                              \
+    if (i0 == 0) {                                                                                 \
+        _Pragma("unroll") for (int u = 0; u < KR_NV && pf_row < pf_rows; u++) {                    \
+            KR_PREFETCH(B + pf_row * N + c0 + pf_line * 16);                                       \
+            if (++pf_line == lpr) pf_line = 0, pf_row++;                                           \
+        }                                                                                          \
+    }
+#define CN_KROWS_NO_PF()
+
+/* One chunk [p0, p1) of the work-item's columns [c0, c1) for all rows: whole blocks of KR_NV
+ * vectors (which prefetch the next chunk), then single vectors, then single columns.
+ * A_ROWS(i0) sets up the group's rows at k = p0, A_AT(i) is row i0 + i's element at k = p
+ * inside the k loop, A_STEP advances it to the next p. */
+#define CN_KROWS_CHUNK(A_ROWS, A_AT, A_STEP)                                                        \
+    const int last = p1 == K;                                                                      \
+    const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(K, p1 + KR_PC);                              \
+    int pf_row = p1, pf_line = 0, j0 = c0;                                                         \
+    for (; j0 + KR_NB <= c1; j0 += KR_NB)                                                          \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            CN_KROWS_VECS(KR_NV, A_AT, A_STEP, CN_KROWS_PF)                                        \
+        }                                                                                          \
+    for (; j0 + GVW <= c1; j0 += GVW)                                                              \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            CN_KROWS_VECS(1, A_AT, A_STEP, CN_KROWS_NO_PF)                                         \
+        }                                                                                          \
+    for (; j0 < c1; j0++)                                                                          \
+        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+            A_ROWS(i0)                                                                             \
+            float acc[4];                                                                          \
+            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+                acc[i] = p0 > 0 && i0 + i < M ? out[(i0 + i) * N + j0] : 0.0f;                     \
+            for (int p = p0; p < p1; p++) {                                                        \
+                float bv = B[p * N + j0];                                                          \
+                _Pragma("unroll") for (int i = 0; i < 4; i++) acc[i] = fma(A_AT(i), bv, acc[i]);   \
+                A_STEP                                                                             \
+            }                                                                                      \
+            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+                if (i0 + i < M)                                                                    \
+                    out[(i0 + i) * N + j0] = last ? cn_epi(has_bias ? acc[i] + bias[j0] : acc[i], epi) : acc[i]; \
+        }
+
+#define CN_KROWS_A_ROWS(i0)                                                                        \
+    __global const float *ar[4];                                                                   \
+    _Pragma("unroll") for (int i = 0; i < 4; i++) ar[i] = A + min(i0 + i, M - 1) * sam + p0 * sak;
+#define CN_KROWS_A_AT(i) (*ar[i])
+#define CN_KROWS_A_STEP _Pragma("unroll") for (int i = 0; i < 4; i++) ar[i] += sak;
+
+__kernel void gemm_krows(__global const float *A, __global const float *B, __global float *out, int M, int N, int K,
+                         int sam, int sak, int nb, int epi, __global const float *bias, int has_bias) {
+    const int c0 = get_global_id(0) * nb * KR_NB;
+    if (c0 >= N) return;
+    const int c1 = min(N, c0 + nb * KR_NB);
+    for (int p0 = 0; p0 < K; p0 += KR_PC) {
+        const int p1 = min(K, p0 + KR_PC);
+        CN_KROWS_CHUNK(CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
+    }
+}
+
+/* The window: k = (ki, j), j in window row ki's run of KW*C floats, row i's element at
+ * xr[i][off] (gemm_wMxN's CN_WIN_FOR_K_FWD, kept as a running offset). */
+#define CN_KROWS_W_ROWS(i0)                                                                        \
+    __global const float *xr[4];                                                                   \
+    _Pragma("unroll") for (int i = 0; i < 4; i++) {                                                \
+        int m = min(i0 + i, M - 1), ow = m % OW, t = m / OW, oh = t % OH, n = t / OH;              \
+        xr[i] = x + ((n * H + oh * SH) * W + ow * SW) * C;                                         \
+    }                                                                                              \
+    int ki = p0 / run, jr = p0 - ki * run, off = ki * step + jr;
+#define CN_KROWS_W_AT(i) xr[i][off]
+#define CN_KROWS_W_STEP /* no commas: it is passed through two macros */                         \
+    if (++jr == run) {                                                                             \
+        jr = 0;                                                                                    \
+        off = ++ki * step;                                                                         \
+    } else {                                                                                       \
+        off++;                                                                                     \
+    }
+
+__kernel void gemm_krows_w(__global const float *x, __global const float *B, __global float *out, int M, int N,
+                           int K, int H, int W, int C, int OH, int OW, int KW, int SH, int SW, int nb, int epi,
+                           __global const float *bias, int has_bias) {
+    const int c0 = get_global_id(0) * nb * KR_NB;
+    if (c0 >= N) return;
+    const int c1 = min(N, c0 + nb * KR_NB), run = KW * C, step = W * C;
+    for (int p0 = 0; p0 < K; p0 += KR_PC) {
+        const int p1 = min(K, p0 + KR_PC);
+        CN_KROWS_CHUNK(CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
+    }
+}
+
 /* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */
 CN_GEMM_REG(gemm_r1x1, 1, 1)
 CN_GEMM_REG(gemm_r4x1, 4, 1)

@@ -90,6 +90,7 @@ typedef enum cn_cl_family {
     X(GEMM, gemm_w4x2) X(GEMM, gemm_w8x2) X(GEMM, gemm_w12x2) X(GEMM, gemm_w4x4) X(GEMM, gemm_w6x4) \
     X(GEMM, gemm_v1x1) X(GEMM, gemm_v4x1) X(GEMM, gemm_v8x1) X(GEMM, gemm_v4x2) X(GEMM, gemm_v8x2)   \
     X(GEMM, gemm_v12x2) X(GEMM, gemm_v4x4) X(GEMM, gemm_v6x4) X(GEMM, gemm_tb_rows)               \
+    X(GEMM, gemm_krows) X(GEMM, gemm_krows_w)                                                  \
     X(NORM, layer_norm_rows) X(NORM, layer_norm_grad_rows)                                     \
     X(NORM, layer_norm_rowsv) X(NORM, layer_norm_grad_rowsv) X(NORM, layer_norm_dgamma_rowsv)   \
     X(NORM, layer_norm_stats_rows) X(NORM, layer_norm_dgamma_partial)                          \
@@ -165,6 +166,7 @@ typedef struct cn_cl_ctx {
     int is_cpu;
     int emulate_gpu; /* CLNET_EMULATE_GPU=1: GPU decisions, max_wg and local_mem capped */
     int cl_c_12;       /* device compiles OpenCL C 1.2 (-cl-std=CL1.2 accepted) */
+    int prefetch;      /* gemm.cl's __builtin_prefetch on a CPU-type device: 0 not asked yet, 1 yes, 2 no */
     /* Queried limits (capped under CLNET_EMULATE_GPU); every launch is checked against them. */
     uint64_t max_alloc;
     uint64_t local_mem;

@@ -725,7 +725,7 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
     gemm_args g = {trans_a != 0, trans_b != 0, pick_mr(m), m, n, k, trans_a ? m : k, trans_b ? k : n,
                    NULL, NULL, NULL, bias, NULL, win, 0, epilogue};
 
-    const int rows = use_rows(m, k);
+    const int rows = use_rows(m, n, k, trans_a, trans_b);
     if (rows || use_ksplit(m, n, k)) {
         const int rows_nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS ? max_nt : 1;
         for (int64_t bi = 0; bi < batch; bi++) {

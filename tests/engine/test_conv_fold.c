@@ -104,7 +104,9 @@ int main(int argc, char **argv) {
         {2, 11, 9, 3, 7, 2, 3, 64, 1, 1},   /* the same with the weight gradient, K = 147 */
         {2, 7, 7, 16, 3, 1, 1, 32, 1, 0},   /* 3x3, padding 1 */
         {1, 2, 2, 64, 3, 1, 1, 64, 1, 0},   /* 4 rows: omp's few-row path */
-        {1, 3, 3, 256, 3, 1, 1, 64, 0, 0},  /* 9 rows, K = 2304: omp's K split */
+        {1, 3, 3, 256, 3, 1, 1, 64, 0, 0},  /* 9 rows, K = 2304: omp's few-row path in 16-row chunks */
+        {1, 5, 5, 256, 3, 1, 1, 64, 0, 0},  /* 25 rows, K = 2304: omp's K split */
+        {1, 2, 3, 16, 3, 1, 1, 200, 1, 0},  /* 6 rows, N = 200: POCL's gemm_krows_w, blocks and a tail */
         {2, 8, 8, 16, 1, 2, 0, 32, 0, 0},   /* 1x1 stride 2: a projection */
         {1, 9, 9, 8, 3, 2, 1, 24, 1, 1},    /* padded, stride 2; N = 24: a vector and a half */
         {1, 4, 5, 4, 1, 1, 0, 40, 0, 1},    /* N = 40: two vectors and a half, no bias */

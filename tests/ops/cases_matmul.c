@@ -69,6 +69,17 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
     }
 }
 
+/* Few rows against a [K,N] B (cl_blas.c, use_krows: CPU-type devices run gemm_krows; omp its
+ * chunked few-row path): two row groups (5 rows: the second group repeats row 4), K = 300 in
+ * 16-row chunks and a 12-row tail, N = 200 as three whole 64-column blocks and an 8-column
+ * edge, shared by two work-items; a classifier's shape at a batch of 8 and of 1 (N = 1000). */
+static void cases_MATMUL_ROWS(h_caselist *L) {
+    mmb(L, 5, 300, 200, 0, 0, CN_EPI_RELU6);
+    mmb(L, 5, 20, 70, 0, 0, CN_EPI_RELU); /* small enough for Oclgrind: one chunk and 4 rows */
+    mm(L, 0, 8, 40, 1000, 0, 0, CN_EPI_NONE);
+    mmb(L, 1, 520, 1000, 0, 0, CN_EPI_NONE);
+}
+
 void cases_MATMUL(h_caselist *L) {
     cases_MATMUL_BIAS(L);
     mm(L, 2, 20, 1500, 12, 1, 0, CN_EPI_NONE); /* batched split-K: GPU-type gemm_tiled's slices per batch */
@@ -99,4 +110,5 @@ void cases_MATMUL(h_caselist *L) {
     mm(L, 4, 16, 16, 16, 0, 1, CN_EPI_NONE); /* attention Q K^T */
     mm(L, 3, 10, 33, 12, 1, 0, CN_EPI_NONE);
     mm(L, 2, 9, 31, 15, 0, 0, CN_EPI_RELU);
+    cases_MATMUL_ROWS(L);
 }

@@ -164,7 +164,7 @@ void check_gemm(void) {
     for (int epi = CN_EPI_RELU; epi <= CN_EPI_SOFTPLUS; epi++) gemm_one(0, 13, 9, 11, epi == 2, epi == 3, epi);
     gemm_one(2, 9, 31, 15, 0, 0, CN_EPI_RELU);
     gemm_one(0, 3, 0, 4, 0, 0, CN_EPI_SIGMOID); /* K = 0: sigmoid(0) everywhere */
-    /* omp_gemm.c's paths: 16 and 64 rows take the 8-row tile on AVX-512 and 16 x 16 register
+    /* omp_gemm.c's paths: 24 and 64 rows take the 8-row tile on AVX-512 and 16 x 16 register
      * transposes pack the stored-transposed operands (K = 300: two slabs of 150, each 9 blocks
      * and a 6-deep tail; N = 70: two full column slivers and an edge, the bias fused in the
      * full tiles); K = 3136 with a small output is cut into 4 K pieces; 3136 rows, 14 apiece;
@@ -172,21 +172,34 @@ void check_gemm(void) {
      * (K = 100) or slab by slab (K = 600); 48 x 64 AᵀB read in place (no packing) with the
      * tile of every build (48 rows: 6 slivers of 8, or 8 of 6) */
     for (int t = 0; t < 4; t++) {
-        gemm_threads(16, 300, 70, t & 1, t >> 1);
+        gemm_threads(24, 300, 70, t & 1, t >> 1);
         gemm_threads(64, 300, 64, t & 1, t >> 1);
     }
-    gemm_threads(16, 3136, 64, 1, 0);
+    gemm_threads(24, 3136, 64, 1, 0);
     gemm_threads(70, 3136, 40, 0, 1);
     gemm_threads(3136, 16, 64, 0, 0);
     gemm_threads(70, 300, 64, 0, 0);
     gemm_threads(30, 100, 2100, 0, 0);
-    gemm_threads(16, 600, 2100, 1, 0);
+    gemm_threads(24, 600, 2100, 1, 0);
     gemm_threads(48, 300, 64, 1, 0);
     /* few rows against a B stored transposed (a classifier at batch 1): B's 64-column blocks
      * moved k-major 16 x 16 at a time, with a ragged K (37), a last block of 40 columns (two
      * whole 16-groups, one of 8, one empty) and two row groups (5 rows) */
     gemm_threads(1, 37, 1000, 0, 1);
     gemm_threads(5, 520, 130, 1, 1);
+    /* the few-row path over a B stored [K,N] (omp_gemm_rows.h), walked 16 rows of K at a time
+     * with the accumulators in memory between chunks: 16 rows (four row groups, the most it
+     * takes), 13 (a partial last group), one row; K = 300 and 37 end in partial chunks of 12
+     * and 5 rows, N = 70 and 1000 in partial column blocks (6 and 40 columns), op(A) plain and
+     * transposed (and a B stored [N,K] for 16 rows); with 2 threads the column blocks are split
+     * between them */
+    for (int t = 0; t < 4; t++) gemm_threads(16, 300, 70, t & 1, t >> 1);
+    gemm_threads(13, 37, 1000, 0, 0);
+    gemm_threads(1, 300, 1000, 1, 0);
+    /* 49 rows of plain operands with a B of over 1 MiB take it too (ResNet's last stage at
+     * 224x224): 13 row groups whose sums outgrow L1, so 64-row chunks, K = 600 ending in a
+     * 24-row one, N = 520 in 8 blocks and an 8-column edge */
+    gemm_threads(49, 600, 520, 0, 0);
 }
 
 static const n_geo geos[] = {
