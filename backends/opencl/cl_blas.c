@@ -195,9 +195,14 @@ static cn_status gemm_tb_rows(cn_cl_ctx *c, const cn_launch *l, const gemm_dims 
  * [16, 2304] x [2304, 256]), so 8. */
 #define CN_KROWS_MAX_M 8
 
+/* gemm_krows pays when each work-item walks two or more column blocks of B (krows_nb): with
+ * one, its runs of B are as short as the other kernels' and it has fewer work-items. The seed
+ * CNN's batch-1 dense (N = 128: one block each on two units) took 127-150 us a run against
+ * 118 through the older kernels (clnet bench, POCL, alternating runs). */
 static int use_krows(const cn_cl_ctx *c, const gemm_dims *g) {
+    const int64_t blocks = (g->N + 4 * (int64_t)c->gemm_vw - 1) / (4 * (int64_t)c->gemm_vw);
     return c->is_cpu && c->store == CN_CL_STORE_F32 && !g->ta && !g->tb && g->batch == 1 && g->M > 0 &&
-           g->M <= CN_KROWS_MAX_M && g->K > 0;
+           g->M <= CN_KROWS_MAX_M && g->K > 0 && blocks > (int64_t)(c->compute_units ? c->compute_units : 1);
 }
 
 /* Column blocks per work-item: one work-item per compute unit, each walking its share of every

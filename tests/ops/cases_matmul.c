@@ -75,7 +75,7 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
  * edge, shared by two work-items; a classifier's shape at a batch of 8 and of 1 (N = 1000). */
 static void cases_MATMUL_ROWS(h_caselist *L) {
     mmb(L, 5, 300, 200, 0, 0, CN_EPI_RELU6);
-    mmb(L, 5, 20, 70, 0, 0, CN_EPI_RELU); /* small enough for Oclgrind: one chunk and 4 rows */
+    mmb(L, 5, 20, 136, 0, 0, CN_EPI_RELU); /* small enough for Oclgrind: one chunk and 4 rows */
     mm(L, 0, 8, 40, 1000, 0, 0, CN_EPI_NONE);
     mmb(L, 1, 520, 1000, 0, 0, CN_EPI_NONE);
 }
