@@ -91,6 +91,13 @@ static int prepared(lower *L, const cn_layer *l, const char *const *what, int n,
     return prep_output(L, &P, all, l, name);
 }
 
+/* Tensor t of the generator read by L's graph as a parameter named after layer l and `name`. */
+static int prepared_leaf(lower *L, cn_tensor *t, const cn_layer *l, const char *name) {
+    char full[CN_NODE_NAME_MAX];
+    cn_layer_param_name(l, name, full, sizeof full);
+    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &t->shape, t->dtype), t);
+}
+
 /* Node all of the prep graph (P) as a tensor of the generator, read by L's graph as a
  * parameter named after layer l and `name`. */
 static int prep_output(lower *L, lower *P, int all, const cn_layer *l, const char *name) {
@@ -102,9 +109,7 @@ static int prep_output(lower *L, lower *P, int all, const cn_layer *l, const cha
     gen->fused[gen->n_fused++] = t;
     if (track(P, all, t) < 0) return L->fail = 1, -1;
     gen->prep.writes[gen->prep.n_writes++] = all;
-    char full[CN_NODE_NAME_MAX];
-    cn_layer_param_name(l, name, full, sizeof full);
-    return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &nd->shape, nd->dtype), t);
+    return prepared_leaf(L, t, l, name);
 }
 
 /* Attention layer l's q|k|v projection weight [D, 3D] ("weight") or bias [3D] ("bias"). */
@@ -178,11 +183,7 @@ static int block_pack(lower *L, const cn_layer *const *lay) {
  * the last norm and dense. */
 static int whole_pack(lower *L, const cn_model *m) {
     cn_generator *gen = L->gen;
-    if (gen->pack) { /* the step graph's, for the greedy one: the prep writes it once */
-        char full[CN_NODE_NAME_MAX];
-        cn_layer_param_name(&m->layers[0], "step", full, sizeof full);
-        return track(L, cn_g_leaf(&L->gg->g, CN_LEAF_PARAM, full, &gen->pack->shape, gen->pack->dtype), gen->pack);
-    }
+    if (gen->pack) return prepared_leaf(L, gen->pack, &m->layers[0], "step"); /* the step graph's, for the greedy one */
     lower P = {L->gen, &L->gen->prep, 0};
     const int blocks = (m->n - 3) / 9, n = 2 + 12 * blocks + 4;
     int *part = malloc((size_t)n * sizeof *part);

@@ -32,6 +32,14 @@ int ox_i64(double v, int64_t *out, const char *what) {
     return 0;
 }
 
+/* The element count of dims d [nd]: INT64_MAX for a negative dimension or an overflow. */
+static int64_t numel_sat(const int64_t *d, size_t nd) {
+    int64_t n = 1;
+    for (size_t k = 0; k < nd; k++)
+        if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) return INT64_MAX;
+    return n;
+}
+
 int ox_fold_ok(int64_t n, const char *what) {
     if (n >= 0 && n <= CN_ONNX_MAX_FOLD) return 1;
     if (n < 0)
@@ -51,13 +59,6 @@ static _Thread_local int64_t fold_left = INT64_MAX;
 
 void ox_fold_budget(int64_t n) { fold_left = n; }
 
-static int64_t numel_sat(const int64_t *d, size_t nd) {
-    int64_t n = 1;
-    for (size_t k = 0; k < nd; k++)
-        if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) return INT64_MAX;
-    return n;
-}
-
 int64_t ox_fold_budget_of(const Onnx__GraphProto *g) {
     int64_t data = 0;
     for (size_t i = 0; i < g->n_initializer; i++)
@@ -72,10 +73,8 @@ int64_t ox_fold_budget_of(const Onnx__GraphProto *g) {
 }
 
 int ox_fold_alloc(ox_tensor *t, ox_dtype dt, int ndim, const int64_t *d, const char *what) {
-    int64_t n = 1;
-    for (int k = 0; k < ndim; k++)
-        if (d[k] < 0 || __builtin_mul_overflow(n, d[k], &n)) n = INT64_MAX; /* reported as such */
-    if (!ox_fold_ok(n == INT64_MAX ? -1 : n, what)) return 0;
+    const int64_t n = numel_sat(d, (size_t)ndim);
+    if (!ox_fold_ok(n == INT64_MAX ? -1 : n, what)) return 0; /* reported as more than 2^63 */
     if (n > fold_left) {
         cn_errorf(CN_ERR_UNSUPPORTED, "%s: %lld more elements to compute at import, past the file's budget (2^24 and 4 "
                   "per element of its initializers and constants; %lld left)", what, (long long)n, (long long)fold_left);

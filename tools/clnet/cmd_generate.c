@@ -76,6 +76,16 @@ static int sample(const float *logits, int64_t vocab, double temperature, double
     return (int)best; /* u * total rounded up to total */
 }
 
+/* EXIT_OK, or the error (after ending the printed line) for logits that are not finite. */
+static int finite_logits(const float *logits, int64_t vocab) {
+    for (int64_t i = 0; i < vocab; i++)
+        if (!isfinite(logits[i])) {
+            fputc('\n', stdout);
+            return cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
+        }
+    return EXIT_OK;
+}
+
 /* Temperature 0 after the prompt: n - 1 bytes through cn_generator_greedy (a whole model's
  * steps run up to each slide in one launch), printed a chunk at a time, then the likeliest
  * byte after them, unfed as the sampling loop leaves its last. The same text as that loop. */
@@ -92,11 +102,8 @@ static int greedy_text(cn_generator *gen, float *logits, int64_t vocab, int64_t 
         fflush(stdout);
         done += c;
     }
-    for (int64_t i = 0; i < vocab; i++)
-        if (!isfinite(logits[i])) {
-            fputc('\n', stdout);
-            return cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
-        }
+    int rc = finite_logits(logits, vocab);
+    if (rc != EXIT_OK) return rc;
     fputc(sample(logits, vocab, 0.0, 0.0), stdout);
     fputc('\n', stdout);
     return EXIT_OK;
@@ -211,12 +218,7 @@ int cmd_generate(int argc, char **argv) {
             rc = cli_error(st);
             goto done;
         }
-        for (int64_t i = 0; i < vocab; i++)
-            if (!isfinite(logits[i])) {
-                fputc('\n', stdout);
-                rc = cli_errorf("the model's logits are not finite: the checkpoint's weights are not usable");
-                goto done;
-            }
+        if ((rc = finite_logits(logits, vocab)) != EXIT_OK) goto done;
         if (temperature <= 0.0) {
             rc = greedy_text(gen, logits, vocab, tokens);
             goto done;
