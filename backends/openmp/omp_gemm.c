@@ -75,8 +75,11 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
 #define A_SCRATCH (2 * MC * KC)
 
 /* Work below this many flops runs on one thread: below it, waking the team and the two
- * barriers per K slab cost about what the second core saves (measured at 2 cores). */
-#define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 22))
+ * barriers per K slab cost about what the second core saves (measured at 2 cores). It was
+ * 2^22 until batch-1 inference of imported models: MobileNet-v2 at 64x64 has no product
+ * above that, so it ran on one core (1.1-1.7 ms a run against ONNX Runtime's 0.6-0.8);
+ * at 2^20 the seed CNN's training and batch-1 latency did not move (clnet bench, A/B). */
+#define GEMM_PAR_MIN_FLOPS (1.0 * (1 << 20))
 /* Batched GEMM: when each product is below this many flops, threads take whole products. */
 #define GEMM_BATCH_PAR_FLOPS (1.0 * (1 << 24))
 
@@ -727,7 +730,8 @@ cn_status CN_OMP_GEMM_NAME(int trans_a, int trans_b, int64_t batch, int64_t m, i
 
     const int rows = use_rows(m, n, k, trans_a, trans_b);
     if (rows || use_ksplit(m, n, k)) {
-        const int rows_nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS ? max_nt : 1;
+        const int rows_nt = flops * (double)batch >= GEMM_PAR_MIN_FLOPS || (rows && rows_split(m, n, k, max_nt))
+                                ? max_nt : 1;
         for (int64_t bi = 0; bi < batch; bi++) {
             at_batch(&g, a, b, c, res, bi);
             CN_TRY(rows ? gemm_rows(&g, rows_nt) : gemm_ksplit(&g, max_nt));

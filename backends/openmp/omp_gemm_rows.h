@@ -47,6 +47,18 @@ static int use_rows(int64_t m, int64_t n, int64_t k, int ta, int tb) {
     return m <= ROWS_MAX_M || (!ta && !tb && m <= ROWS_MAX_M_PLAIN && k * n >= ROWS_BIG_B);
 }
 
+/* A few-row product is bound by reading B, so the second core pays below the flops
+ * threshold too (its own share of B to stream) once each thread gets ROWS_PAR_BLOCKS column
+ * blocks: MobileNet-v2's [1, 1280] x [1280, 1000] classifier and [4, 320] x [320, 1280]
+ * (20 blocks). With one block each, the seed CNN's batch-1 dense ([1, 3136] x [3136, 128])
+ * took 91 us a run against 88 on one thread (clnet bench, alternating runs). */
+#define ROWS_PAR_FLOPS (1.0 * (1 << 19))
+#define ROWS_PAR_BLOCKS 4
+static int rows_split(int64_t m, int64_t n, int64_t k, int nt) {
+    return nt > 1 && 2.0 * (double)m * (double)n * (double)k >= ROWS_PAR_FLOPS &&
+           (n + ROWS_N - 1) / ROWS_N >= (int64_t)ROWS_PAR_BLOCKS * nt;
+}
+
 /* Rows of K per chunk: ROWS_PC while the thread's sums (1 KiB per row group and column block)
  * fit L1, else ROWS_PC_LONG, so that reloading them from L2 costs little next to the chunk's
  * FMAs (13 row groups x 8 blocks for [49, 4608] x [4608, 512]); 64-row chunks made the 4-row
