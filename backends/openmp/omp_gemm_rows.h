@@ -128,6 +128,30 @@ static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, flo
 #pragma GCC unroll 8
         for (int u = 0; u < ROWS_N / 16; u++) _mm512_storeu_ps(mem + i * ROWS_N + 16 * u, acc[i][u]);
 }
+
+/* rows_chunk for a group whose only live row is its first (a product of one row: a
+ * classifier at batch 1, [1, 1280] x [1280, 1000]). The 4-row kernel spends three quarters of
+ * its FMAs on the padding rows, which held such a product to a quarter of its FMA rate;
+ * here one FMA a column vector per p, the same chain per element (row 0's sums are bit for
+ * bit those of rows_chunk). */
+static void rows_chunk1(const gemm_args *g, const float *ap, const float *bt, float *restrict mem, int64_t j0,
+                        int64_t p0, int64_t p1, rows_ahead *ah) {
+    const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
+    float tail[ROWS_N];
+    __m512 acc[ROWS_N / 16];
+#pragma GCC unroll 8
+    for (int u = 0; u < ROWS_N / 16; u++) acc[u] = _mm512_loadu_ps(mem + 16 * u);
+    for (int64_t p = p0; p < p1; p++) {
+        if (ah) rows_prefetch(ah, ROWS_N / 16);
+        const float *bk = rows_b_row(g, bt, j0, nr, p, tail);
+        const __m512 a0 = _mm512_set1_ps(ap[p * ROWS_M]);
+#pragma GCC unroll 8
+        for (int u = 0; u < ROWS_N / 16; u++) acc[u] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(bk + 16 * u), acc[u]);
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < ROWS_N / 16; u++) _mm512_storeu_ps(mem + 16 * u, acc[u]);
+}
+#define ROWS_CHUNK(g, rows_live, ...) ((rows_live) == 1 ? rows_chunk1(g, __VA_ARGS__) : rows_chunk(g, __VA_ARGS__))
 #else
 static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, float *restrict mem, int64_t j0, int64_t p0,
                        int64_t p1, rows_ahead *ah) {
@@ -153,6 +177,7 @@ static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, flo
 #pragma omp simd
         for (int j = 0; j < ROWS_N; j++) mem[i * ROWS_N + j] = acc[i][j];
 }
+#define ROWS_CHUNK(g, rows_live, ...) rows_chunk(g, __VA_ARGS__)
 #endif
 
 /* bt[p * ROWS_N + j] = op(B)[p][j0 + j] of a B stored [N,K] (zero past n): the block's
@@ -181,7 +206,7 @@ static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *
         for (int64_t blk = b0; blk < b1; blk++) {
             rows_bt(g, blk * ROWS_N, bt);
             for (int64_t grp = 0; grp < groups; grp++)
-                rows_chunk(g, ap + grp * ROWS_M * k, bt, ROWS_ACC(blk, grp), blk * ROWS_N, 0, k, NULL);
+                ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k, bt, ROWS_ACC(blk, grp), blk * ROWS_N, 0, k, NULL);
         }
     } else {
         const int64_t c0 = b0 * ROWS_N, c1 = CN_OMP_MIN(g->n, b1 * ROWS_N);
@@ -191,7 +216,7 @@ static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *
             rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(k, p1 + pc) - p1};
             for (int64_t blk = b0; blk < b1; blk++)
                 for (int64_t grp = 0; grp < groups; grp++)
-                    rows_chunk(g, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N, p0, p1,
+                    ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N, p0, p1,
                                grp == 0 ? &ah : NULL);
         }
     }
