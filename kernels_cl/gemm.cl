@@ -482,8 +482,9 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
  * host says the compiler has __builtin_prefetch: CN_CL_PREFETCH). Every output is still one
  * fma chain over k in order from zero (a float stored and reloaded is the same float), as
  * gemm_rMxN computes it unsplit, then the bias and the epilogue. Rows past M repeat row M-1
- * (computed, never stored). Grid (ceil(N / (nb * KR_NB)), 1, 1); any M (the host's rule takes
- * up to 8 rows, cl_blas.c).
+ * (computed, never stored), except that a product of one row (a classifier at batch 1) takes
+ * groups of one: three padded rows would triple its FMAs. Grid (ceil(N / (nb * KR_NB)), 1, 1);
+ * any M (the host's rule takes up to 8 rows, cl_blas.c).
  * gemm_krows reads op(A) through strides (sam, sak); gemm_krows_w reads the window matrix of
  * the NHWC image x in place, as gemm_wMxN does (the unfolded product's bits). */
 #ifndef KR_PC
@@ -497,26 +498,26 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
 #define KR_PREFETCH(p)
 #endif
 
-/* Rows [i0, i0 + 4) by NVX vectors of columns from j0, over the chunk [p0, p1): the sums
+/* Rows [i0, i0 + R) by NVX vectors of columns from j0, over the chunk [p0, p1): the sums
  * from out (zero on the first chunk), and back to out (the bias and the epilogue on the last);
  * PF(): the prefetches of one step of k. */
-#define CN_KROWS_VECS(NVX, A_AT, A_STEP, PF)                                                       \
+#define CN_KROWS_VECS(R, NVX, A_AT, A_STEP, PF)                                                    \
     {                                                                                              \
-        floatG acc[4][NVX];                                                                        \
-        _Pragma("unroll") for (int i = 0; i < 4; i++)                                              \
+        floatG acc[R][NVX];                                                                        \
+        _Pragma("unroll") for (int i = 0; i < R; i++)                                              \
             _Pragma("unroll") for (int v = 0; v < NVX; v++)                                        \
                 acc[i][v] = p0 > 0 && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
         for (int p = p0; p < p1; p++) {                                                            \
             PF()                                                                                   \
             floatG bv[NVX];                                                                        \
             _Pragma("unroll") for (int v = 0; v < NVX; v++) bv[v] = vloadG(v, B + p * N + j0);     \
-            _Pragma("unroll") for (int i = 0; i < 4; i++) {                                        \
+            _Pragma("unroll") for (int i = 0; i < R; i++) {                                        \
                 floatG av = (floatG)(A_AT(i));                                                     \
                 _Pragma("unroll") for (int v = 0; v < NVX; v++) acc[i][v] = fma(av, bv[v], acc[i][v]); \
             }                                                                                      \
             A_STEP                                                                                 \
         }                                                                                          \
-        _Pragma("unroll") for (int i = 0; i < 4; i++) {                                            \
+        _Pragma("unroll") for (int i = 0; i < R; i++) {                                            \
             if (i0 + i < M) {                                                                      \
                 _Pragma("unroll") for (int v = 0; v < NVX; v++) {                                  \
                     floatG r = acc[i][v];                                                          \
@@ -539,32 +540,32 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
  * vectors (which prefetch the next chunk), then single vectors, then single columns.
  * A_ROWS(i0) sets up the group's rows at k = p0, A_AT(i) is row i0 + i's element at k = p
  * inside the k loop, A_STEP advances it to the next p. */
-#define CN_KROWS_CHUNK(A_ROWS, A_AT, A_STEP)                                                        \
+#define CN_KROWS_CHUNK(R, A_ROWS, A_AT, A_STEP)                                                    \
     const int last = p1 == K;                                                                      \
     const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(K, p1 + KR_PC);                              \
     int pf_row = p1, pf_line = 0, j0 = c0;                                                         \
     for (; j0 + KR_NB <= c1; j0 += KR_NB)                                                          \
-        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+        for (int i0 = 0; i0 < M; i0 += R) {                                                        \
             A_ROWS(i0)                                                                             \
-            CN_KROWS_VECS(KR_NV, A_AT, A_STEP, CN_KROWS_PF)                                        \
+            CN_KROWS_VECS(R, KR_NV, A_AT, A_STEP, CN_KROWS_PF)                                        \
         }                                                                                          \
     for (; j0 + GVW <= c1; j0 += GVW)                                                              \
-        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+        for (int i0 = 0; i0 < M; i0 += R) {                                                        \
             A_ROWS(i0)                                                                             \
-            CN_KROWS_VECS(1, A_AT, A_STEP, CN_KROWS_NO_PF)                                         \
+            CN_KROWS_VECS(R, 1, A_AT, A_STEP, CN_KROWS_NO_PF)                                         \
         }                                                                                          \
     for (; j0 < c1; j0++)                                                                          \
-        for (int i0 = 0; i0 < M; i0 += 4) {                                                        \
+        for (int i0 = 0; i0 < M; i0 += R) {                                                        \
             A_ROWS(i0)                                                                             \
-            float acc[4];                                                                          \
-            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+            float acc[R];                                                                          \
+            _Pragma("unroll") for (int i = 0; i < R; i++)                                          \
                 acc[i] = p0 > 0 && i0 + i < M ? out[(i0 + i) * N + j0] : 0.0f;                     \
             for (int p = p0; p < p1; p++) {                                                        \
                 float bv = B[p * N + j0];                                                          \
-                _Pragma("unroll") for (int i = 0; i < 4; i++) acc[i] = fma(A_AT(i), bv, acc[i]);   \
+                _Pragma("unroll") for (int i = 0; i < R; i++) acc[i] = fma(A_AT(i), bv, acc[i]);   \
                 A_STEP                                                                             \
             }                                                                                      \
-            _Pragma("unroll") for (int i = 0; i < 4; i++)                                          \
+            _Pragma("unroll") for (int i = 0; i < R; i++)                                          \
                 if (i0 + i < M)                                                                    \
                     out[(i0 + i) * N + j0] = last ? cn_epi(has_bias ? acc[i] + bias[j0] : acc[i], epi) : acc[i]; \
         }
@@ -582,7 +583,11 @@ __kernel void gemm_krows(__global const float *A, __global const float *B, __glo
     const int c1 = min(N, c0 + nb * KR_NB);
     for (int p0 = 0; p0 < K; p0 += KR_PC) {
         const int p1 = min(K, p0 + KR_PC);
-        CN_KROWS_CHUNK(CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
+        if (M == 1) {
+            CN_KROWS_CHUNK(1, CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
+        } else {
+            CN_KROWS_CHUNK(4, CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
+        }
     }
 }
 
@@ -612,7 +617,11 @@ __kernel void gemm_krows_w(__global const float *x, __global const float *B, __g
     const int c1 = min(N, c0 + nb * KR_NB), run = KW * C, step = W * C;
     for (int p0 = 0; p0 < K; p0 += KR_PC) {
         const int p1 = min(K, p0 + KR_PC);
-        CN_KROWS_CHUNK(CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
+        if (M == 1) {
+            CN_KROWS_CHUNK(1, CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
+        } else {
+            CN_KROWS_CHUNK(4, CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
+        }
     }
 }
 
