@@ -180,69 +180,101 @@ static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, flo
 #define ROWS_CHUNK(g, rows_live, ...) rows_chunk(g, __VA_ARGS__)
 #endif
 
-/* bt[p * ROWS_N + j] = op(B)[p][j0 + j] of a B stored [N,K] (zero past n): the block's
- * columns are B's rows, moved through registers 16 x 16 at a time (transpose_rows). Gathering
- * one value of 64 rows per p instead made a classifier's [1,512] x [512,1000]ᵀ run at 1
- * GFLOP/s. The copy changes where the values are read from, not the sums. */
-static void rows_bt(const gemm_args *g, int64_t j0, float *restrict bt) {
+/* bt[(p - kp0) * ROWS_N + j] = op(B)[p][j0 + j] for p in [kp0, kp1), of a B stored [N,K]
+ * (zero past n): the block's columns are B's rows, moved through registers 16 x 16 at a time
+ * (transpose_rows). Gathering one value of 64 rows per p instead made a classifier's
+ * [1,512] x [512,1000]ᵀ run at 1 GFLOP/s. The copy changes where the values are read from,
+ * not the sums. */
+static void rows_bt(const gemm_args *g, int64_t j0, int64_t kp0, int64_t kp1, float *restrict bt) {
     const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
     for (int64_t j = 0; j < ROWS_N; j += 16) {
         const int rows = (int)CN_OMP_MAX(0, CN_OMP_MIN(16, nr - j));
         if (rows == 16) {
-            transpose_rows(16, g->b + (j0 + j) * g->ldb, g->ldb, g->k, bt + j, ROWS_N);
+            transpose_rows(16, g->b + (j0 + j) * g->ldb + kp0, g->ldb, kp1 - kp0, bt + j, ROWS_N);
         } else {
-            for (int64_t p = 0; p < g->k; p++)
-                for (int i = 0; i < 16; i++) bt[p * ROWS_N + j + i] = i < rows ? g->b[(j0 + j + i) * g->ldb + p] : 0.0f;
+            for (int64_t p = kp0; p < kp1; p++)
+                for (int i = 0; i < 16; i++)
+                    bt[(p - kp0) * ROWS_N + j + i] = i < rows ? g->b[(j0 + j + i) * g->ldb + p] : 0.0f;
         }
     }
 }
 
-/* Column blocks [b0, b1) of C, all row groups: a B stored [N,K] block by block through its
- * transposed copy bt, one stored [K,N] chunk by chunk (the comment at the top). */
-static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *bt, int64_t b0, int64_t b1) {
+/* A long K is summed in pieces, fixed by the shape: each piece's sums are a chain over its
+ * rows of B in order from zero, and C is the pieces' sums added in piece order, then the bias
+ * and the epilogue. Threads take whole pieces (then column shares of them, past one thread a
+ * piece), so each streams a contiguous run of B's rows. With column shares alone two threads
+ * read ResNet-18's [4, 4608] x [4608, 512] no faster than one (about 14 GB/s, batch-1
+ * inference, B from memory): each read half of every 2 KiB row, and the prefetchers fetched
+ * the other's half too. ROWS_PIECE_MIN rows a piece at least, ROWS_PIECES_MAX pieces at most
+ * (a power of two, so they share out evenly over 2, 4 or 8 threads); the cut depends on the
+ * shape alone, so the result does not depend on the thread count. */
+#define ROWS_PIECE_MIN 512
+#define ROWS_PIECES_MAX 8
+static int64_t rows_pieces(int64_t n, int64_t k) {
+    int64_t p = 1;
+    if (k * n < ROWS_BIG_B) return 1;
+    while (2 * p <= ROWS_PIECES_MAX && 2 * p * ROWS_PIECE_MIN <= k) p *= 2;
+    return p;
+}
+
+/* Column blocks [b0, b1) of C, all row groups, summed over op(B)'s rows [kp0, kp1) into acc:
+ * a B stored [N,K] block by block through its transposed copy bt, one stored [K,N] chunk by
+ * chunk (the comment at the top). */
+static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *bt, int64_t b0, int64_t b1,
+                        int64_t kp0, int64_t kp1) {
     const int64_t k = g->k, groups = ceil_div(g->m, ROWS_M);
 #define ROWS_ACC(blk, grp) (acc + ((blk) * groups + (grp)) * (ROWS_M * ROWS_N))
     if (g->tb) {
         for (int64_t blk = b0; blk < b1; blk++) {
-            rows_bt(g, blk * ROWS_N, bt);
+            rows_bt(g, blk * ROWS_N, kp0, kp1, bt);
             for (int64_t grp = 0; grp < groups; grp++)
-                ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k, bt, ROWS_ACC(blk, grp), blk * ROWS_N, 0, k, NULL);
+                ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k + kp0 * ROWS_M, bt, ROWS_ACC(blk, grp),
+                           blk * ROWS_N, 0, kp1 - kp0, NULL);
         }
     } else {
         const int64_t c0 = b0 * ROWS_N, c1 = CN_OMP_MIN(g->n, b1 * ROWS_N);
         const int64_t pc = rows_pc(groups, b1 - b0);
-        for (int64_t p0 = 0; p0 < k; p0 += pc) {
-            const int64_t p1 = CN_OMP_MIN(k, p0 + pc), lpr = ceil_div(c1 - c0, 16);
-            rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(k, p1 + pc) - p1};
+        for (int64_t p0 = kp0; p0 < kp1; p0 += pc) {
+            const int64_t p1 = CN_OMP_MIN(kp1, p0 + pc), lpr = ceil_div(c1 - c0, 16);
+            rows_ahead ah = {g->b + p1 * g->ldb + c0, g->ldb, lpr, 0, CN_OMP_MIN(kp1, p1 + pc) - p1};
             for (int64_t blk = b0; blk < b1; blk++)
                 for (int64_t grp = 0; grp < groups; grp++)
-                    ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N, p0, p1,
-                               grp == 0 ? &ah : NULL);
+                    ROWS_CHUNK(g, g->m - grp * ROWS_M, ap + grp * ROWS_M * k, NULL, ROWS_ACC(blk, grp), blk * ROWS_N,
+                               p0, p1, grp == 0 ? &ah : NULL);
         }
     }
-    for (int64_t blk = b0; blk < b1; blk++)
+#undef ROWS_ACC
+}
+
+/* C = the pieces' sums (pieces blocks of `per` floats, laid out as rows_blocks fills them)
+ * added in piece order, then the bias, the residual and the epilogue. */
+static void rows_finish(const gemm_args *g, float *acc, int64_t pieces, size_t per) {
+    const int64_t groups = ceil_div(g->m, ROWS_M), blocks = ceil_div(g->n, ROWS_N);
+    for (int64_t q = 1; q < pieces; q++)
+        for (size_t i = 0; i < per; i++) acc[i] += acc[(size_t)q * per + i];
+    for (int64_t blk = 0; blk < blocks; blk++)
         for (int64_t grp = 0; grp < groups; grp++) {
             const int64_t i0 = grp * ROWS_M, j0 = blk * ROWS_N;
             const int64_t mr = CN_OMP_MIN(ROWS_M, g->m - i0), nr = CN_OMP_MIN(ROWS_N, g->n - j0);
-            const float *a = ROWS_ACC(blk, grp);
+            const float *a = acc + (blk * groups + grp) * (ROWS_M * ROWS_N);
             for (int64_t i = 0; i < mr; i++) memcpy(g->c + (i0 + i) * g->n + j0, a + i * ROWS_N, (size_t)nr * sizeof(float));
             finish_rows(g->c + i0 * g->n + j0, g->n, mr, nr, g->bias ? g->bias + j0 : NULL,
                         g->res ? g->res + i0 * g->n + j0 : NULL, g->epilogue);
         }
-#undef ROWS_ACC
 }
 
 static cn_status gemm_rows(const gemm_args *g, int nt) {
     const int64_t m = g->m, n = g->n, k = g->k;
-    const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N);
-    /* A's row groups, the accumulators, then per thread a transposed block of B (tb only) */
+    const int64_t groups = ceil_div(m, ROWS_M), blocks = ceil_div(n, ROWS_N), pieces = rows_pieces(n, k);
+    /* A's row groups, the accumulators of every piece, then per thread a transposed block of
+     * B (tb only) */
     const size_t bt_floats = g->tb ? (size_t)k * ROWS_N : 0, row_floats = g->win ? (size_t)k : 0;
-    const size_t a_floats = (size_t)(groups * k + 1) * ROWS_M, acc_floats = (size_t)(blocks * groups) * ROWS_M * ROWS_N;
-    float *ap = malloc((a_floats + acc_floats + (size_t)nt * bt_floats + row_floats) * sizeof(float));
+    const size_t a_floats = (size_t)(groups * k + 1) * ROWS_M, per = (size_t)(blocks * groups) * ROWS_M * ROWS_N;
+    float *ap = malloc((a_floats + (size_t)pieces * per + (size_t)nt * bt_floats + row_floats) * sizeof(float));
     if (!ap)
         return cn_errorf(CN_ERR_OUT_OF_MEMORY, "matmul on " CN_OMP_DEVICE ": %lld floats of rows", (long long)(m * k));
-    float *acc = ap + a_floats, *bts = acc + acc_floats, *row = bts + (size_t)nt * bt_floats;
-    memset(acc, 0, acc_floats * sizeof(float));
+    float *acc = ap + a_floats, *bts = acc + (size_t)pieces * per, *row = bts + (size_t)nt * bt_floats;
+    memset(acc, 0, (size_t)pieces * per * sizeof(float));
     if (g->win) { /* each row through the window once, then dealt out k-major */
         for (int64_t i = 0; i < groups * ROWS_M; i++) {
             if (i < m) win_block(g, i, 1, 0, k, row);
@@ -256,9 +288,16 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
     }
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        /* tasks: every piece cut into `shares` column shares; each thread a contiguous run */
         const int64_t tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        rows_blocks(g, ap, acc, bts + (size_t)tid * bt_floats, blocks * tid / nth, blocks * (tid + 1) / nth);
+        const int64_t shares = CN_OMP_MAX(1, nth / pieces), tasks = pieces * shares;
+        for (int64_t t = tasks * tid / nth; t < tasks * (tid + 1) / nth; t++) {
+            const int64_t q = t / shares, sh = t % shares;
+            rows_blocks(g, ap, acc + (size_t)q * per, bts + (size_t)tid * bt_floats, blocks * sh / shares,
+                        blocks * (sh + 1) / shares, k * q / pieces, k * (q + 1) / pieces);
+        }
     }
+    rows_finish(g, acc, pieces, per);
     free(ap);
     return CN_OK;
 }

@@ -115,11 +115,11 @@ static void gemm_one(int B, int M, int K, int N, int ta, int tb, int epi) {
 /* A product with a fused bias (ops.h: a third input [N]) run with 1 and with 2 threads: both
  * against the naive sum (K + 1 terms), and bit for bit against each other, as omp_gemm.c
  * promises (every element's sum, its K slabs and its K-split pieces are fixed by the shape). */
-static void gemm_threads(int M, int K, int N, int ta, int tb) {
+static void gemm_threads_n(int M, int K, int N, int ta, int tb, int nt2) {
     /* seeded from the shape, not rc_case's running count, so these cases leave the inputs of
      * every later check as they were */
     h_caselist L = {0};
-    h_case c = *h_case_new(&L, CN_OP_MATMUL, "M=%d K=%d N=%d tA=%d tB=%d +bias, 1 and 2 threads", M, K, N, ta, tb);
+    h_case c = *h_case_new(&L, CN_OP_MATMUL, "M=%d K=%d N=%d tA=%d tB=%d +bias, 1 and %d threads", M, K, N, ta, tb, nt2);
     h_caselist_free(&L);
     c.seed += (uint64_t)M * 7919u + (uint64_t)K * 104729u + (uint64_t)N * 31u + (uint64_t)(2 * ta + tb);
     c.p.trans_a = ta;
@@ -132,7 +132,7 @@ static void gemm_threads(int M, int K, int N, int ta, int tb) {
     h_data d1, d2;
     omp_set_num_threads(1);
     int ok = run(&c, NULL, &d1);
-    omp_set_num_threads(2);
+    omp_set_num_threads(nt2);
     if (ok && !run(&c, d1.in, &d2)) {
         h_data_free(&d1);
         ok = 0;
@@ -148,12 +148,14 @@ static void gemm_threads(int M, int K, int N, int ta, int tb) {
     }
     cmp(name_of(&c), d1.chk[0], want, n, 1e-6, 1e-5, K + 1, mag);
     const int same = memcmp(d1.chk[0], d2.chk[0], (size_t)n * sizeof(float)) == 0;
-    report(same, name_of(&c), "%s", same ? "2 threads bit for bit as 1" : "2 threads differ from 1");
+    report(same, name_of(&c), "%d threads %s", nt2, same ? "bit for bit as 1" : "differ from 1");
     free(want);
     free(mag);
     h_data_free(&d1);
     h_data_free(&d2);
 }
+
+static void gemm_threads(int M, int K, int N, int ta, int tb) { gemm_threads_n(M, K, N, ta, tb, 2); }
 
 void check_gemm(void) {
     static const int sz[][3] = {{1, 1, 1}, {7, 5, 3}, {33, 17, 29}, {65, 129, 31}, {16, 64, 8}, {1, 300, 10}};
@@ -200,6 +202,12 @@ void check_gemm(void) {
      * 224x224): 13 row groups whose sums outgrow L1, so 64-row chunks, K = 600 ending in a
      * 24-row one, N = 520 in 8 blocks and an 8-column edge */
     gemm_threads(49, 600, 520, 0, 0);
+    /* a long K over a B of 1 MiB or more is summed in pieces fixed by the shape (K = 2100: 4
+     * of 525), threads taking whole pieces (2 threads) or column shares of them (4), B stored
+     * either way, a last row group of one live row (5 rows) and a partial column block */
+    for (int t = 0; t < 4; t++) gemm_threads(5, 2100, 200, t & 1, t >> 1);
+    gemm_threads_n(5, 2100, 200, 0, 0, 4);
+    gemm_threads_n(5, 2100, 200, 0, 1, 4);
 }
 
 static const n_geo geos[] = {
