@@ -480,11 +480,14 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
  * read from memory once, for the first group, and from L1 for the others), the sums kept in
  * out between chunks, while it prefetches its next chunk's rows in address order (where the
  * host says the compiler has __builtin_prefetch: CN_CL_PREFETCH). Every output is still one
- * fma chain over k in order from zero (a float stored and reloaded is the same float), as
- * gemm_rMxN computes it unsplit, then the bias and the epilogue. Rows past M repeat row M-1
+ * fma chain over its slice of k in order from zero (a float stored and reloaded is the same
+ * float), then the bias and the epilogue. Rows past M repeat row M-1
  * (computed, never stored), except that a product of one row (a classifier at batch 1) takes
- * groups of one: three padded rows would triple its FMAs. Grid (ceil(N / (nb * KR_NB)), 1, 1);
- * any M (the host's rule takes up to 8 rows, cl_blas.c).
+ * groups of one: three padded rows would triple its FMAs. A long K is cut into slices (the
+ * host's krows_slices, by the shape alone), each a chain from zero over its rows, summed in
+ * order by gemm_splitk_sum: work-items that own whole slices stream contiguous runs of B,
+ * where two owning half of every row each read B no faster than one. Grid
+ * (ceil(N / (nb * KR_NB)), slices, 1); any M (the host's rule takes up to 8 rows, cl_blas.c).
  * gemm_krows reads op(A) through strides (sam, sak); gemm_krows_w reads the window matrix of
  * the NHWC image x in place, as gemm_wMxN does (the unfolded product's bits). */
 #ifndef KR_PC
@@ -506,7 +509,7 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
         floatG acc[R][NVX];                                                                        \
         _Pragma("unroll") for (int i = 0; i < R; i++)                                              \
             _Pragma("unroll") for (int v = 0; v < NVX; v++)                                        \
-                acc[i][v] = p0 > 0 && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
+                acc[i][v] = p0 > kb && i0 + i < M ? vloadG(v, out + (i0 + i) * N + j0) : (floatG)(0.0f); \
         for (int p = p0; p < p1; p++) {                                                            \
             PF()                                                                                   \
             floatG bv[NVX];                                                                        \
@@ -541,8 +544,8 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
  * A_ROWS(i0) sets up the group's rows at k = p0, A_AT(i) is row i0 + i's element at k = p
  * inside the k loop, A_STEP advances it to the next p. */
 #define CN_KROWS_CHUNK(R, A_ROWS, A_AT, A_STEP)                                                    \
-    const int last = p1 == K;                                                                      \
-    const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(K, p1 + KR_PC);                              \
+    const int last = p1 == ke && nsl == 1;                                                         \
+    const int lpr = (c1 - c0 + 15) / 16, pf_rows = min(ke, p1 + KR_PC);                             \
     int pf_row = p1, pf_line = 0, j0 = c0;                                                         \
     for (; j0 + KR_NB <= c1; j0 += KR_NB)                                                          \
         for (int i0 = 0; i0 < M; i0 += R) {                                                        \
@@ -559,7 +562,7 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
             A_ROWS(i0)                                                                             \
             float acc[R];                                                                          \
             _Pragma("unroll") for (int i = 0; i < R; i++)                                          \
-                acc[i] = p0 > 0 && i0 + i < M ? out[(i0 + i) * N + j0] : 0.0f;                     \
+                acc[i] = p0 > kb && i0 + i < M ? out[(i0 + i) * N + j0] : 0.0f;                    \
             for (int p = p0; p < p1; p++) {                                                        \
                 float bv = B[p * N + j0];                                                          \
                 _Pragma("unroll") for (int i = 0; i < R; i++) acc[i] = fma(A_AT(i), bv, acc[i]);   \
@@ -570,6 +573,13 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
                     out[(i0 + i) * N + j0] = last ? cn_epi(has_bias ? acc[i] + bias[j0] : acc[i], epi) : acc[i]; \
         }
 
+/* K slice get_global_id(1) of get_global_size(1): rows [kb, ke) of B, its partial sums in
+ * slice sl's [M,N] of out (gemm_splitk_sum adds them in order, then the bias and the
+ * epilogue); one slice: out itself, finished here. */
+#define CN_KROWS_SLICE                                                                             \
+    const int sl = get_global_id(1), nsl = get_global_size(1), kb = sl * kc, ke = min(K, kb + kc); \
+    out += sl * M * N;
+
 #define CN_KROWS_A_ROWS(i0)                                                                        \
     __global const float *ar[4];                                                                   \
     _Pragma("unroll") for (int i = 0; i < 4; i++) ar[i] = A + min(i0 + i, M - 1) * sam + p0 * sak;
@@ -577,12 +587,13 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
 #define CN_KROWS_A_STEP _Pragma("unroll") for (int i = 0; i < 4; i++) ar[i] += sak;
 
 __kernel void gemm_krows(__global const float *A, __global const float *B, __global float *out, int M, int N, int K,
-                         int sam, int sak, int nb, int epi, __global const float *bias, int has_bias) {
+                         int sam, int sak, int nb, int epi, __global const float *bias, int has_bias, int kc) {
     const int c0 = get_global_id(0) * nb * KR_NB;
     if (c0 >= N) return;
     const int c1 = min(N, c0 + nb * KR_NB);
-    for (int p0 = 0; p0 < K; p0 += KR_PC) {
-        const int p1 = min(K, p0 + KR_PC);
+    CN_KROWS_SLICE
+    for (int p0 = kb; p0 < ke; p0 += KR_PC) {
+        const int p1 = min(ke, p0 + KR_PC);
         if (M == 1) {
             CN_KROWS_CHUNK(1, CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
         } else {
@@ -611,12 +622,13 @@ __kernel void gemm_krows(__global const float *A, __global const float *B, __glo
 
 __kernel void gemm_krows_w(__global const float *x, __global const float *B, __global float *out, int M, int N,
                            int K, int H, int W, int C, int OH, int OW, int KW, int SH, int SW, int nb, int epi,
-                           __global const float *bias, int has_bias) {
+                           __global const float *bias, int has_bias, int kc) {
     const int c0 = get_global_id(0) * nb * KR_NB;
     if (c0 >= N) return;
     const int c1 = min(N, c0 + nb * KR_NB), run = KW * C, step = W * C;
-    for (int p0 = 0; p0 < K; p0 += KR_PC) {
-        const int p1 = min(K, p0 + KR_PC);
+    CN_KROWS_SLICE
+    for (int p0 = kb; p0 < ke; p0 += KR_PC) {
+        const int p1 = min(ke, p0 + KR_PC);
         if (M == 1) {
             CN_KROWS_CHUNK(1, CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
         } else {

@@ -205,25 +205,60 @@ static int use_krows(const cn_cl_ctx *c, const gemm_dims *g) {
            g->M <= CN_KROWS_MAX_M && g->K > 0 && blocks > (int64_t)(c->compute_units ? c->compute_units : 1);
 }
 
-/* Column blocks per work-item: one work-item per compute unit, each walking its share of every
- * row of B. Narrower ones read B in shorter runs: at two per unit ResNet-18's [4, 4608] x
+/* Column blocks per work-item: one work-item per compute unit (per slice: the units divided
+ * among the slices, at least one), each walking its share of every row of its slice of B. Narrower ones read B in shorter runs: at two per unit ResNet-18's [4, 4608] x
  * [4608, 512] ran at 14 GFLOP/s against 22 (one-thread CPU time, POCL). */
-static int krows_nb(const cn_cl_ctx *c, const gemm_dims *g, size_t *items) {
+static int krows_nb(const cn_cl_ctx *c, const gemm_dims *g, int64_t slices, size_t *items) {
     const int64_t nbw = 4 * (int64_t)c->gemm_vw, blocks = (g->N + nbw - 1) / nbw;
-    const int64_t want = (int64_t)(c->compute_units ? c->compute_units : 1);
+    const int64_t cu = (int64_t)(c->compute_units ? c->compute_units : 1);
+    const int64_t want = cu > slices ? cu / slices : 1; /* work-items per slice */
     const int64_t nb = (blocks + want - 1) / want;
     *items = (size_t)((blocks + nb - 1) / nb);
     return (int)nb;
 }
 
+/* K slices of a few-row product (gemm.cl's krows kernels): a long K over a B of 1 MiB or more
+ * in up to 8 slices of at least 512 rows (a power of two, by the shape alone), so that the
+ * compute units stream contiguous runs of B. Column shares alone held two POCL threads to one
+ * thread's rate on ResNet-18's [4,4608] x [4608,512] read from memory (omp_gemm_rows.h has
+ * the same rule and the measurement). *kc: rows per slice. */
+#define CN_KROWS_SLICE_MIN 512
+#define CN_KROWS_SLICES_MAX 8
+static int64_t krows_slices(const gemm_dims *g, int64_t *kc) {
+    int64_t s = 1;
+    if (g->K * g->N >= ((int64_t)1 << 18))
+        while (2 * s <= CN_KROWS_SLICES_MAX && 2 * s * CN_KROWS_SLICE_MIN <= g->K) s *= 2;
+    *kc = (g->K + s - 1) / s;
+    return s;
+}
+
+/* Launches a krows kernel (k, its arguments before nb given) over S slices: partials in
+ * scratch and gemm_splitk_sum, or S = 1 straight into the output. */
+static cn_status krows_launch(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, cn_cl_kernel_id k, int n_args,
+                              const cn_cl_arg *args) {
+    int64_t kc, S = krows_slices(g, &kc);
+    size_t gws[2] = {0, (size_t)S}, lws[2] = {1, 1};
+    const int nb = krows_nb(c, g, S, &gws[0]);
+    cl_mem out = cn_cl_mem(l->out);
+    if (S > 1) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * g->M * g->N) * sizeof(float), &out));
+    cn_cl_arg all[24];
+    for (int i = 0; i < n_args; i++) all[i] = args[i];
+    all[2] = CN_ARG(out);
+    int n = n_args;
+    all[n++] = CN_ARG_INT(nb);
+    all[n++] = CN_ARG_INT(l->p->epilogue);
+    all[n++] = CN_ARG_MEM(bias_mem(l));
+    all[n++] = CN_ARG_INT(has_bias(l));
+    all[n++] = CN_ARG_INT(kc);
+    CN_TRY(cn_cl_launch(c, k, 2, gws, lws, n, all));
+    return S == 1 ? CN_OK : split_k_sum(c, l, g, S, out);
+}
+
 static cn_status gemm_krows(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) {
-    size_t gws[1], lws[1] = {1};
-    const int nb = krows_nb(c, g, gws);
     int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
-    return CN_CL_LAUNCH(c, CN_K_gemm_krows, 1, gws, lws, CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]),
-                        CN_ARG_MEM(l->out), CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(sam),
-                        CN_ARG_INT(sak), CN_ARG_INT(nb), CN_ARG_INT(l->p->epilogue), CN_ARG_MEM(bias_mem(l)),
-                        CN_ARG_INT(has_bias(l)));
+    const cn_cl_arg args[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), CN_ARG_INT(g->M),
+                              CN_ARG_INT(g->N),      CN_ARG_INT(g->K),      CN_ARG_INT(sam),     CN_ARG_INT(sak)};
+    return krows_launch(c, l, g, CN_K_gemm_krows, 8, args);
 }
 
 /* B as [K,N] row-major: a trans_b operand is transposed into scratch first (O(KN) work
@@ -291,13 +326,11 @@ static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) 
     }
     int64_t OH = (H - p->kh) / p->sh + 1, OW = (W - p->kw) / p->sw + 1;
     if (use_krows(c, g)) {
-        size_t kg[1], kl[1] = {1};
-        const int nb = krows_nb(c, g, kg);
-        return CN_CL_LAUNCH(c, CN_K_gemm_krows_w, 1, kg, kl, CN_ARG(x), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out),
-                            CN_ARG_INT(g->M), CN_ARG_INT(g->N), CN_ARG_INT(g->K), CN_ARG_INT(H), CN_ARG_INT(W),
-                            CN_ARG_INT(C), CN_ARG_INT(OH), CN_ARG_INT(OW), CN_ARG_INT(p->kw), CN_ARG_INT(p->sh),
-                            CN_ARG_INT(p->sw), CN_ARG_INT(nb), CN_ARG_INT(p->epilogue), CN_ARG_MEM(bias_mem(l)),
-                            CN_ARG_INT(has_bias(l)));
+        const cn_cl_arg args[] = {CN_ARG(x),        CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), CN_ARG_INT(g->M),
+                                  CN_ARG_INT(g->N), CN_ARG_INT(g->K),     CN_ARG_INT(H),      CN_ARG_INT(W),
+                                  CN_ARG_INT(C),    CN_ARG_INT(OH),       CN_ARG_INT(OW),     CN_ARG_INT(p->kw),
+                                  CN_ARG_INT(p->sh), CN_ARG_INT(p->sw)};
+        return krows_launch(c, l, g, CN_K_gemm_krows_w, 14, args);
     }
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
     cn_cl_kernel_id k = gemm_win_kernels[g->ta][variant];

@@ -72,12 +72,17 @@ static void cases_MATMUL_BIAS(h_caselist *L) {
 /* Few rows against a [K,N] B (cl_blas.c, use_krows: CPU-type devices run gemm_krows; omp its
  * chunked few-row path): two row groups (5 rows: the second group repeats row 4), K = 300 in
  * 16-row chunks and a 12-row tail, N = 200 as three whole 64-column blocks and an 8-column
- * edge, shared by two work-items; a classifier's shape at a batch of 8 and of 1 (N = 1000). */
+ * edge, shared by two work-items; a classifier's shape at a batch of 8 and of 1 (N = 1000,
+ * one row per group); a long K over a B of 1 MiB or more in K slices (K = 2100: 4 of 525,
+ * the partials summed by gemm_splitk_sum, which adds the bias and the epilogue), with one
+ * row and with two groups. */
 static void cases_MATMUL_ROWS(h_caselist *L) {
     mmb(L, 5, 300, 200, 0, 0, CN_EPI_RELU6);
     mmb(L, 5, 20, 136, 0, 0, CN_EPI_RELU); /* small enough for Oclgrind: one chunk and 4 rows */
     mm(L, 0, 8, 40, 1000, 0, 0, CN_EPI_NONE);
     mmb(L, 1, 520, 1000, 0, 0, CN_EPI_NONE);
+    mmb(L, 5, 2100, 200, 0, 0, CN_EPI_RELU6);
+    mmb(L, 1, 2100, 200, 0, 0, CN_EPI_NONE);
 }
 
 void cases_MATMUL(h_caselist *L) {
