@@ -21,9 +21,10 @@
  * A B stored [K, N] is therefore walked a chunk of rows at a time (rows_pc): every column
  * block and row group of the thread's columns over those rows (its slice of B, 16 or 64 x 256
  * bytes, stays in L1 for the other row groups), the accumulators kept in memory between
- * chunks, while the thread prefetches the next chunk of its columns in address order. Each element's sum
- * is still one chain over p in order from zero (a float stored and reloaded is the same
- * float), so the results are the same bit for bit as summing a whole block at once.
+ * chunks, while the thread prefetches the next chunk of its columns in address order. Each
+ * element's sum is still one chain over p in order from zero (a float stored and reloaded is
+ * the same float), so the results are the same bit for bit as summing a whole block at once;
+ * a long K over a large B is the exception, summed in pieces fixed by the shape (rows_pieces).
  * Up to 16 rows (ResNet-18's third stage at 64x64, batch 1: [16, 2304] x [2304, 256]) run
  * here, 64 for plain operands (use_rows): the chunk of B read once serves the row groups from
  * L1, where the blocked path packed all of B for them. */
