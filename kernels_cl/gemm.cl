@@ -573,12 +573,21 @@ __kernel void gemm_tb_rows(__global const STORE_T *A, __global const STORE_T *B,
                     out[(i0 + i) * N + j0] = last ? cn_epi(has_bias ? acc[i] + bias[j0] : acc[i], epi) : acc[i]; \
         }
 
-/* K slice get_global_id(1) of get_global_size(1): rows [kb, ke) of B, its partial sums in
- * slice sl's [M,N] of out (gemm_splitk_sum adds them in order, then the bias and the
- * epilogue); one slice: out itself, finished here. */
-#define CN_KROWS_SLICE                                                                             \
+/* The work-item's whole walk: K slice get_global_id(1) of get_global_size(1), rows [kb, ke) of
+ * B, its partial sums in slice sl's [M,N] of out (gemm_splitk_sum adds them in order, then the
+ * bias and the epilogue; one slice: out itself, finished here), chunk by chunk, in row groups
+ * of one for a one-row product and of four otherwise. */
+#define CN_KROWS_WALK(A_ROWS, A_AT, A_STEP)                                                        \
     const int sl = get_global_id(1), nsl = get_global_size(1), kb = sl * kc, ke = min(K, kb + kc); \
-    out += sl * M * N;
+    out += sl * M * N;                                                                             \
+    for (int p0 = kb; p0 < ke; p0 += KR_PC) {                                                      \
+        const int p1 = min(ke, p0 + KR_PC);                                                        \
+        if (M == 1) {                                                                              \
+            CN_KROWS_CHUNK(1, A_ROWS, A_AT, A_STEP)                                                \
+        } else {                                                                                   \
+            CN_KROWS_CHUNK(4, A_ROWS, A_AT, A_STEP)                                                \
+        }                                                                                          \
+    }
 
 #define CN_KROWS_A_ROWS(i0)                                                                        \
     __global const float *ar[4];                                                                   \
@@ -591,15 +600,7 @@ __kernel void gemm_krows(__global const float *A, __global const float *B, __glo
     const int c0 = get_global_id(0) * nb * KR_NB;
     if (c0 >= N) return;
     const int c1 = min(N, c0 + nb * KR_NB);
-    CN_KROWS_SLICE
-    for (int p0 = kb; p0 < ke; p0 += KR_PC) {
-        const int p1 = min(ke, p0 + KR_PC);
-        if (M == 1) {
-            CN_KROWS_CHUNK(1, CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
-        } else {
-            CN_KROWS_CHUNK(4, CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
-        }
-    }
+    CN_KROWS_WALK(CN_KROWS_A_ROWS, CN_KROWS_A_AT, CN_KROWS_A_STEP)
 }
 
 /* The window: k = (ki, j), j in window row ki's run of KW*C floats, row i's element at
@@ -612,7 +613,7 @@ __kernel void gemm_krows(__global const float *A, __global const float *B, __glo
     }                                                                                              \
     int ki = p0 / run, jr = p0 - ki * run, off = ki * step + jr;
 #define CN_KROWS_W_AT(i) xr[i][off]
-#define CN_KROWS_W_STEP /* no commas: it is passed through two macros */                         \
+#define CN_KROWS_W_STEP /* no commas: it is passed through three macros */                       \
     if (++jr == run) {                                                                             \
         jr = 0;                                                                                    \
         off = ++ki * step;                                                                         \
@@ -626,15 +627,7 @@ __kernel void gemm_krows_w(__global const float *x, __global const float *B, __g
     const int c0 = get_global_id(0) * nb * KR_NB;
     if (c0 >= N) return;
     const int c1 = min(N, c0 + nb * KR_NB), run = KW * C, step = W * C;
-    CN_KROWS_SLICE
-    for (int p0 = kb; p0 < ke; p0 += KR_PC) {
-        const int p1 = min(ke, p0 + KR_PC);
-        if (M == 1) {
-            CN_KROWS_CHUNK(1, CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
-        } else {
-            CN_KROWS_CHUNK(4, CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
-        }
-    }
+    CN_KROWS_WALK(CN_KROWS_W_ROWS, CN_KROWS_W_AT, CN_KROWS_W_STEP)
 }
 
 /* The variants the host chooses from (cl_blas.c lists the same MR x NV pairs). */
