@@ -247,13 +247,14 @@ static void rows_blocks(const gemm_args *g, const float *ap, float *acc, float *
 #undef ROWS_ACC
 }
 
-/* C = the pieces' sums (pieces blocks of `per` floats, laid out as rows_blocks fills them)
- * added in piece order, then the bias, the residual and the epilogue. */
-static void rows_finish(const gemm_args *g, float *acc, int64_t pieces, size_t per) {
-    const int64_t groups = ceil_div(g->m, ROWS_M), blocks = ceil_div(g->n, ROWS_N);
+/* Column blocks [b0, b1) of C = the pieces' sums (pieces blocks of `per` floats, laid out as
+ * rows_blocks fills them) added in piece order, then the bias, the residual and the epilogue. */
+static void rows_finish(const gemm_args *g, float *acc, int64_t pieces, size_t per, int64_t b0, int64_t b1) {
+    const int64_t groups = ceil_div(g->m, ROWS_M);
+    const size_t lo = (size_t)(b0 * groups) * ROWS_M * ROWS_N, hi = (size_t)(b1 * groups) * ROWS_M * ROWS_N;
     for (int64_t q = 1; q < pieces; q++)
-        for (size_t i = 0; i < per; i++) acc[i] += acc[(size_t)q * per + i];
-    for (int64_t blk = 0; blk < blocks; blk++)
+        for (size_t i = lo; i < hi; i++) acc[i] += acc[(size_t)q * per + i];
+    for (int64_t blk = b0; blk < b1; blk++)
         for (int64_t grp = 0; grp < groups; grp++) {
             const int64_t i0 = grp * ROWS_M, j0 = blk * ROWS_N;
             const int64_t mr = CN_OMP_MIN(ROWS_M, g->m - i0), nr = CN_OMP_MIN(ROWS_N, g->n - j0);
@@ -297,8 +298,11 @@ static cn_status gemm_rows(const gemm_args *g, int nt) {
             rows_blocks(g, ap, acc + (size_t)q * per, bts + (size_t)tid * bt_floats, blocks * sh / shares,
                         blocks * (sh + 1) / shares, k * q / pieces, k * (q + 1) / pieces);
         }
+        if (pieces > 1) {
+#pragma omp barrier
+        }
+        rows_finish(g, acc, pieces, per, blocks * tid / nth, blocks * (tid + 1) / nth);
     }
-    rows_finish(g, acc, pieces, per);
     free(ap);
     return CN_OK;
 }
