@@ -206,8 +206,9 @@ static int use_krows(const cn_cl_ctx *c, const gemm_dims *g) {
 }
 
 /* Column blocks per work-item: one work-item per compute unit (per slice: the units divided
- * among the slices, at least one), each walking its share of every row of its slice of B. Narrower ones read B in shorter runs: at two per unit ResNet-18's [4, 4608] x
- * [4608, 512] ran at 14 GFLOP/s against 22 (one-thread CPU time, POCL). */
+ * among the slices, at least one), each walking its share of every row of its slice of B.
+ * Narrower ones read B in shorter runs: at two per unit ResNet-18's [4, 4608] x [4608, 512]
+ * ran at 14 GFLOP/s against 22 (one-thread CPU time, POCL). */
 static int krows_nb(const cn_cl_ctx *c, const gemm_dims *g, int64_t slices, size_t *items) {
     const int64_t nbw = 4 * (int64_t)c->gemm_vw, blocks = (g->N + nbw - 1) / nbw;
     const int64_t cu = (int64_t)(c->compute_units ? c->compute_units : 1);
@@ -224,16 +225,18 @@ static int krows_nb(const cn_cl_ctx *c, const gemm_dims *g, int64_t slices, size
  * the same rule and the measurement). *kc: rows per slice. */
 #define CN_KROWS_SLICE_MIN 512
 #define CN_KROWS_SLICES_MAX 8
+#define CN_KROWS_SLICE_B ((int64_t)1 << 18) /* floats of B: 1 MiB */
 static int64_t krows_slices(const gemm_dims *g, int64_t *kc) {
     int64_t s = 1;
-    if (g->K * g->N >= ((int64_t)1 << 18))
+    if (g->K * g->N >= CN_KROWS_SLICE_B)
         while (2 * s <= CN_KROWS_SLICES_MAX && 2 * s * CN_KROWS_SLICE_MIN <= g->K) s *= 2;
     *kc = (g->K + s - 1) / s;
     return s;
 }
 
-/* Launches a krows kernel (k, its arguments before nb given) over S slices: partials in
- * scratch and gemm_splitk_sum, or S = 1 straight into the output. */
+/* Launches a krows kernel k over S slices: partials in scratch and gemm_splitk_sum, or S = 1
+ * straight into the output. args: the kernel's n_args arguments before nb, the output third
+ * (replaced by the partials' buffer when S > 1). */
 static cn_status krows_launch(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g, cn_cl_kernel_id k, int n_args,
                               const cn_cl_arg *args) {
     int64_t kc, S = krows_slices(g, &kc);
@@ -242,6 +245,9 @@ static cn_status krows_launch(cn_cl_ctx *c, const cn_launch *l, const gemm_dims 
     cl_mem out = cn_cl_mem(l->out);
     if (S > 1) CN_TRY(cn_cl_scratch(c, CN_CL_SCRATCH_A, (size_t)(S * g->M * g->N) * sizeof(float), &out));
     cn_cl_arg all[24];
+    if (n_args + 5 > (int)(sizeof all / sizeof all[0]))
+        return cn_errorf(CN_ERR_INTERNAL, "matmul on OpenCL device '%s': %d arguments for a few-row kernel",
+                         c->dev_name, n_args);
     for (int i = 0; i < n_args; i++) all[i] = args[i];
     all[2] = CN_ARG(out);
     int n = n_args;
@@ -258,7 +264,7 @@ static cn_status gemm_krows(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g
     int sam = g->ta ? 1 : (int)g->K, sak = g->ta ? (int)g->M : 1;
     const cn_cl_arg args[] = {CN_ARG_MEM(l->in[0]), CN_ARG_MEM(l->in[1]), CN_ARG_MEM(l->out), CN_ARG_INT(g->M),
                               CN_ARG_INT(g->N),      CN_ARG_INT(g->K),      CN_ARG_INT(sam),     CN_ARG_INT(sak)};
-    return krows_launch(c, l, g, CN_K_gemm_krows, 8, args);
+    return krows_launch(c, l, g, CN_K_gemm_krows, (int)(sizeof args / sizeof args[0]), args);
 }
 
 /* B as [K,N] row-major: a trans_b operand is transposed into scratch first (O(KN) work
@@ -330,7 +336,7 @@ static cn_status gemm_win(cn_cl_ctx *c, const cn_launch *l, const gemm_dims *g) 
                                   CN_ARG_INT(g->N), CN_ARG_INT(g->K),     CN_ARG_INT(H),      CN_ARG_INT(W),
                                   CN_ARG_INT(C),    CN_ARG_INT(OH),       CN_ARG_INT(OW),     CN_ARG_INT(p->kw),
                                   CN_ARG_INT(p->sh), CN_ARG_INT(p->sw)};
-        return krows_launch(c, l, g, CN_K_gemm_krows_w, 14, args);
+        return krows_launch(c, l, g, CN_K_gemm_krows_w, (int)(sizeof args / sizeof args[0]), args);
     }
     const cn_cl_gemm_variant *v = &cn_cl_gemm_variants[variant];
     cn_cl_kernel_id k = gemm_win_kernels[g->ta][variant];
