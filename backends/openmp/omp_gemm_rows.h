@@ -57,7 +57,7 @@ static int use_rows(int64_t m, int64_t n, int64_t k, int ta, int tb) {
 #define ROWS_PAR_BLOCKS 4
 static int rows_split(int64_t m, int64_t n, int64_t k, int nt) {
     return nt > 1 && 2.0 * (double)m * (double)n * (double)k >= ROWS_PAR_FLOPS &&
-           (n + ROWS_N - 1) / ROWS_N >= (int64_t)ROWS_PAR_BLOCKS * nt;
+           ceil_div(n, ROWS_N) >= (int64_t)ROWS_PAR_BLOCKS * nt;
 }
 
 /* Rows of K per chunk: ROWS_PC while the thread's sums (1 KiB per row group and column block)
@@ -100,14 +100,18 @@ static inline const float *rows_b_row(const gemm_args *g, const float *bt, int64
 /* In intrinsics on AVX-512: from plain C, gcc kept the 1 KiB accumulator block on the stack
  * (a load and a store around every FMA), which held a 16-row product to a third of the FMA
  * rate and the 4-row ones below the rate memory delivers B at. The same fused multiply-adds
- * in the same order (CN_OMP_FMA is fmaf on every target with FMA). */
-static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, float *restrict mem, int64_t j0, int64_t p0,
-                       int64_t p1, rows_ahead *ah) {
+ * in the same order (CN_OMP_FMA is fmaf on every target with FMA). rows: the group's first
+ * rows summed (ROWS_M, or 1 for a group whose only live row is its first: a product of one
+ * row, a classifier at batch 1, spent three quarters of its FMAs on padding rows); inlined
+ * with a constant, and row i's chain is the same either way. */
+static inline __attribute__((always_inline)) void rows_chunk_r(const int rows, const gemm_args *g, const float *ap,
+                                                               const float *bt, float *restrict mem, int64_t j0,
+                                                               int64_t p0, int64_t p1, rows_ahead *ah) {
     const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
     float tail[ROWS_N];
     __m512 acc[ROWS_M][ROWS_N / 16];
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS_M; i++)
+    for (int i = 0; i < rows; i++)
 #pragma GCC unroll 8
         for (int u = 0; u < ROWS_N / 16; u++) acc[i][u] = _mm512_loadu_ps(mem + i * ROWS_N + 16 * u);
     for (int64_t p = p0; p < p1; p++) {
@@ -118,39 +122,24 @@ static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, flo
         for (int u = 0; u < ROWS_N / 16; u++) bv[u] = _mm512_loadu_ps(bk + 16 * u);
         const float *ak = ap + p * ROWS_M;
 #pragma GCC unroll 8
-        for (int i = 0; i < ROWS_M; i++) {
+        for (int i = 0; i < rows; i++) {
             const __m512 ai = _mm512_set1_ps(ak[i]);
 #pragma GCC unroll 8
             for (int u = 0; u < ROWS_N / 16; u++) acc[i][u] = _mm512_fmadd_ps(ai, bv[u], acc[i][u]);
         }
     }
 #pragma GCC unroll 8
-    for (int i = 0; i < ROWS_M; i++)
+    for (int i = 0; i < rows; i++)
 #pragma GCC unroll 8
         for (int u = 0; u < ROWS_N / 16; u++) _mm512_storeu_ps(mem + i * ROWS_N + 16 * u, acc[i][u]);
 }
-
-/* rows_chunk for a group whose only live row is its first (a product of one row: a
- * classifier at batch 1, [1, 1280] x [1280, 1000]). The 4-row kernel spends three quarters of
- * its FMAs on the padding rows, which held such a product to a quarter of its FMA rate;
- * here one FMA a column vector per p, the same chain per element (row 0's sums are bit for
- * bit those of rows_chunk). */
+static void rows_chunk(const gemm_args *g, const float *ap, const float *bt, float *restrict mem, int64_t j0, int64_t p0,
+                       int64_t p1, rows_ahead *ah) {
+    rows_chunk_r(ROWS_M, g, ap, bt, mem, j0, p0, p1, ah);
+}
 static void rows_chunk1(const gemm_args *g, const float *ap, const float *bt, float *restrict mem, int64_t j0,
                         int64_t p0, int64_t p1, rows_ahead *ah) {
-    const int64_t nr = CN_OMP_MIN(ROWS_N, g->n - j0);
-    float tail[ROWS_N];
-    __m512 acc[ROWS_N / 16];
-#pragma GCC unroll 8
-    for (int u = 0; u < ROWS_N / 16; u++) acc[u] = _mm512_loadu_ps(mem + 16 * u);
-    for (int64_t p = p0; p < p1; p++) {
-        if (ah) rows_prefetch(ah, ROWS_N / 16);
-        const float *bk = rows_b_row(g, bt, j0, nr, p, tail);
-        const __m512 a0 = _mm512_set1_ps(ap[p * ROWS_M]);
-#pragma GCC unroll 8
-        for (int u = 0; u < ROWS_N / 16; u++) acc[u] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(bk + 16 * u), acc[u]);
-    }
-#pragma GCC unroll 8
-    for (int u = 0; u < ROWS_N / 16; u++) _mm512_storeu_ps(mem + 16 * u, acc[u]);
+    rows_chunk_r(1, g, ap, bt, mem, j0, p0, p1, ah);
 }
 #define ROWS_CHUNK(g, rows_live, ...) ((rows_live) == 1 ? rows_chunk1(g, __VA_ARGS__) : rows_chunk(g, __VA_ARGS__))
 #else
