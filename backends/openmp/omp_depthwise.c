@@ -49,7 +49,8 @@
  * for a block of cb channels [c0, c0 + cb): each tap's weights are loaded once for the tile
  * (not once per pixel) and no tap is bounds-checked. Each pixel's sum is still 0 + its taps in
  * (ki, kj) order, then + bias: the values of DW_BLOCK. DW_TB * DW_TILE accumulators fit the
- * vector registers of AVX-512 (and half of them those of AVX2). */
+ * vector registers of AVX-512 (and half of them those of AVX2). Whole blocks of DW_TB
+ * channels run as dw_tile32, this macro the last, partial one. */
 #define DW_TILE 4
 #define DW_TB 32
 #define DW_TILE_BLOCK(cb)                                                                                             \
@@ -74,7 +75,6 @@
         }                                                                                                             \
     }
 
-#if DW_TB == 32
 /* DW_TILE_BLOCK(DW_TB) with the accumulators in vector registers: as an array of floats gcc
  * kept them in memory (zeroed with rep stos and reloaded for every tap), and the imported
  * MobileNet-v2's depthwise layers ran at about 10 flops a cycle on one core. GCC's generic
@@ -82,6 +82,7 @@
  * multiplies and adds in the same order as the scalar block (no contraction in ISO C), so the
  * same values. The epilogue runs on the stored block, still in L1. */
 typedef float dw_vec __attribute__((vector_size(64)));
+_Static_assert(DW_TB == 2 * sizeof(dw_vec) / sizeof(float), "dw_tile32 sums DW_TB channels as two vectors");
 /* A macro: a function returning a 64-byte vector changes the ABI where AVX-512 is off. */
 #define DW_LOAD(v, p) memcpy(&(v), (p), sizeof(dw_vec))
 
@@ -123,7 +124,6 @@ static inline __attribute__((always_inline)) void dw_tile32(const cn_window *g, 
         cn_omp_epilogue_local(dst + t * C + c0, DW_TB, epi);
     }
 }
-#endif
 
 DW_CLONES static void dw_row(const cn_window *g, const float *restrict x, const float *restrict wt,
                              const float *restrict bias, float *restrict y, int epi, int64_t r) {
@@ -138,15 +138,12 @@ DW_CLONES static void dw_row(const cn_window *g, const float *restrict x, const 
         if (ow >= ow_lo && ow + DW_TILE <= ow_hi) {
             float *dst = y + (r * g->ow + ow) * C;
             for (int64_t c0 = 0; c0 < C; c0 += DW_TB) {
-#if DW_TB == 32
                 if (C - c0 >= DW_TB) {
                     dw_tile32(g, x, wt, bias, dst, epi, n, oh, ow, ki0, ki1, c0);
-                    continue;
+                } else {
+                    float acc[DW_TILE][DW_TB];
+                    DW_TILE_BLOCK(C - c0)
                 }
-#endif
-                float acc[DW_TILE][DW_TB];
-                if (C - c0 >= DW_TB) DW_TILE_BLOCK(DW_TB)
-                else DW_TILE_BLOCK(C - c0)
             }
             ow += DW_TILE - 1;
             continue;
