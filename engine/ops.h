@@ -171,8 +171,8 @@
  *   fed = {pos, token, count}: count STEPs, step t at position pos + t fed token_t (token_0 =
  *   token), token_{t+1} the first maximum of its logits (the lowest index of the largest
  *   value; a NaN never wins). Out: the last step's logits (zeros when count < 1), then
- *   token_1 .. token_count as floats (exact), -1 after them. The host keeps pos + count <= C (rows past the cache are
- *   not written and attend to nothing, as STEP's).
+ *   token_1 .. token_count as floats (exact), -1 after them. The host keeps pos + count <= C
+ *   (rows past the cache are not written and attend to nothing, as STEP's).
  *
  * Layer ops of issue 16 (shape rules in ops_layers.c; PyTorch's semantics throughout):
  * - Activations, each x -> x's shape: LEAKY_RELU x > 0 ? x : p.alpha * x (PyTorch's slope
